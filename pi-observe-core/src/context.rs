@@ -1,0 +1,432 @@
+//! The attribution context and the current trace position, carried along async chains.
+//!
+//! The current [`ObsContext`] lives in a `tokio::task_local!` for async code, with a thread-local
+//! fallback for synchronous code ([`run_with_context_sync`], [`ObsContext::wrap`]). Lookups read
+//! the thread-local first: it is only ever set by a synchronous scope, which is always the
+//! innermost one on its thread while it runs, and every async scope clears it while it polls.
+
+use std::borrow::Borrow;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
+use tokio::task::futures::TaskLocalFuture;
+
+use crate::hub::Observability;
+use crate::ids::{SpanId, TraceId};
+use crate::operation::SpanInner;
+use crate::traceparent::TraceParent;
+
+/// Who caused the work: `userId`, `orgId`, `teamId`, `projectId`, … (any string keys).
+///
+/// Cheap to clone (one `Arc`). Merging makes a new map; inner keys shadow outer ones.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Attribution(Option<Arc<BTreeMap<String, String>>>);
+
+impl Attribution {
+    /// The empty context.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// This context plus `key = value` (replacing an existing value).
+    pub fn with(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        let map = Arc::make_mut(self.0.get_or_insert_with(Default::default));
+        map.insert(key.into(), value.into());
+        self
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.as_ref()?.get(key).map(String::as_str)
+    }
+
+    /// Entries in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().flat_map(|map| map.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |m| m.len())
+    }
+
+    /// True when there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `self` with `inner`'s entries added; `inner` wins on equal keys.
+    pub fn merged(&self, inner: &Attribution) -> Attribution {
+        match (&self.0, &inner.0) {
+            (None, _) => inner.clone(),
+            (_, None) => self.clone(),
+            (Some(outer), Some(inner)) => {
+                let mut map = BTreeMap::clone(outer);
+                map.extend(inner.iter().map(|(k, v)| (k.clone(), v.clone())));
+                Attribution(Some(Arc::new(map)))
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Attribution {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl From<&Attribution> for Attribution {
+    fn from(a: &Attribution) -> Self {
+        a.clone()
+    }
+}
+
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Attribution {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        let map: BTreeMap<String, String> = iter.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        if map.is_empty() { Attribution(None) } else { Attribution(Some(Arc::new(map))) }
+    }
+}
+
+/// Where the current code is in a trace, who it is attributed to, and which hub receives its
+/// events (the design notes' `PiObservabilityContext`).
+#[derive(Clone, Default)]
+pub struct ObsContext {
+    pub(crate) trace_id: Option<TraceId>,
+    pub(crate) span_id: Option<SpanId>,
+    pub(crate) span: Option<Arc<SpanInner>>,
+    pub(crate) trace_flags: u8,
+    pub(crate) attribution: Attribution,
+    pub(crate) hub: Option<Observability>,
+}
+
+impl fmt::Debug for ObsContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObsContext")
+            .field("trace_id", &self.trace_id)
+            .field("span_id", &self.span_id)
+            .field("attribution", &self.attribution)
+            .field("explicit_hub", &self.hub.is_some())
+            .finish()
+    }
+}
+
+impl ObsContext {
+    /// An empty context: no trace, no attribution, the global hub.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The trace the current code belongs to, if any.
+    pub fn trace_id(&self) -> Option<TraceId> {
+        self.trace_id
+    }
+
+    /// The current span (a local operation or an adopted remote parent), if any.
+    pub fn span_id(&self) -> Option<SpanId> {
+        self.span_id
+    }
+
+    /// The attribution context in force.
+    pub fn attribution(&self) -> &Attribution {
+        &self.attribution
+    }
+
+    /// The hub events go to: the one set by a scope, else [`Observability::global`].
+    pub fn hub(&self) -> &Observability {
+        self.hub.as_ref().unwrap_or_else(|| Observability::global())
+    }
+
+    /// The W3C `traceparent` for outgoing requests and child processes, when there is a trace.
+    pub fn traceparent(&self) -> Option<TraceParent> {
+        Some(TraceParent::new(self.trace_id?, self.span_id?, self.trace_flags))
+    }
+
+    /// This context with `attribution` merged in (its keys win).
+    pub fn with_attribution(mut self, attribution: &Attribution) -> Self {
+        self.attribution = self.attribution.merged(attribution);
+        self
+    }
+
+    /// This context as the child of a remote parent: the next operation started under it joins
+    /// the parent's trace with the parent's span id as its `parentSpanId`.
+    pub fn with_remote_parent(mut self, parent: TraceParent) -> Self {
+        self.trace_id = Some(parent.trace_id);
+        self.span_id = Some(parent.parent_id);
+        self.span = None;
+        self.trace_flags = parent.flags;
+        self
+    }
+
+    /// This context sending events to `hub`.
+    pub fn with_hub(mut self, hub: Observability) -> Self {
+        self.hub = Some(hub);
+        self
+    }
+
+    /// Runs `fut` with exactly this context as the current one.
+    pub fn scope<F: Future>(self, fut: F) -> Scoped<F> {
+        Scoped::new(Patch::Fixed(self), fut)
+    }
+
+    /// Runs synchronous `f` with this context as the current one on this thread.
+    pub fn in_scope<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _guard = SyncGuard::enter(Some(self.clone()));
+        f()
+    }
+
+    /// Wraps a closure so that it runs under this context, wherever it is called (for
+    /// `std::thread::spawn`, `spawn_blocking`, thread pools).
+    pub fn wrap<R>(self, f: impl FnOnce() -> R) -> impl FnOnce() -> R {
+        move || self.in_scope(f)
+    }
+}
+
+tokio::task_local! {
+    static TASK_CONTEXT: ObsContext;
+}
+
+thread_local! {
+    static SYNC_CONTEXT: RefCell<Option<ObsContext>> = const { RefCell::new(None) };
+}
+
+/// Restores the previous thread-local context when dropped (also on panic).
+struct SyncGuard {
+    previous: Option<ObsContext>,
+}
+
+impl SyncGuard {
+    fn enter(context: Option<ObsContext>) -> SyncGuard {
+        let previous = SYNC_CONTEXT.try_with(|slot| slot.replace(context)).ok().flatten();
+        SyncGuard { previous }
+    }
+}
+
+impl Drop for SyncGuard {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        let _ = SYNC_CONTEXT.try_with(|slot| slot.replace(previous));
+    }
+}
+
+/// How a [`Scoped`] future finds its context.
+enum Patch {
+    /// Exactly this context (captured when the future was made).
+    Fixed(ObsContext),
+    /// The context in force when the future is first polled, with these changes.
+    Derive { attribution: Option<Attribution>, hub: Option<Observability>, remote: Option<TraceParent> },
+}
+
+impl Patch {
+    fn resolve(self) -> ObsContext {
+        match self {
+            Patch::Fixed(ctx) => ctx,
+            Patch::Derive { attribution, hub, remote } => {
+                let mut ctx = current();
+                if let Some(hub) = hub {
+                    ctx.hub = Some(hub);
+                }
+                if let Some(attribution) = attribution {
+                    ctx.attribution = ctx.attribution.merged(&attribution);
+                }
+                match remote {
+                    Some(parent) => ctx.with_remote_parent(parent),
+                    None => ctx,
+                }
+            }
+        }
+    }
+}
+
+pin_project! {
+    /// A future running under an [`ObsContext`]; see [`ContextExt`], [`run_with_context`] and
+    /// [`Observability::scope`].
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Scoped<F: Future> {
+        // Not structurally pinned: the future is moved into `running` before its first poll.
+        pending: Option<(Patch, F)>,
+        #[pin]
+        running: Option<TaskLocalFuture<ObsContext, F>>,
+    }
+}
+
+impl<F: Future> Scoped<F> {
+    fn new(patch: Patch, fut: F) -> Self {
+        Scoped { pending: Some((patch, fut)), running: None }
+    }
+
+    pub(crate) fn derive(
+        fut: F,
+        attribution: Option<Attribution>,
+        hub: Option<Observability>,
+        remote: Option<TraceParent>,
+    ) -> Self {
+        Scoped::new(Patch::Derive { attribution, hub, remote }, fut)
+    }
+}
+
+impl<F: Future> Future for Scoped<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let mut this = self.project();
+        if let Some((patch, fut)) = this.pending.take() {
+            this.running.set(Some(TASK_CONTEXT.scope(patch.resolve(), fut)));
+        }
+        let Some(running) = this.running.as_pin_mut() else {
+            // Unreachable: `pending` is moved into `running` on the first poll.
+            return Poll::Pending;
+        };
+        // A synchronous scope further out on this thread must not shadow our task-local.
+        let sync_scope_active = SYNC_CONTEXT.try_with(|slot| slot.borrow().is_some()).unwrap_or(false);
+        if sync_scope_active {
+            let _guard = SyncGuard::enter(None);
+            running.poll(cx)
+        } else {
+            running.poll(cx)
+        }
+    }
+}
+
+/// Calls `f` with the current context (cloning it only when it comes from a synchronous scope).
+pub fn with_current<R>(f: impl FnOnce(&ObsContext) -> R) -> R {
+    if let Some(ctx) = SYNC_CONTEXT.try_with(|slot| slot.borrow().clone()).ok().flatten() {
+        return f(&ctx);
+    }
+    let mut f = Some(f);
+    if let Ok(Some(result)) = TASK_CONTEXT.try_with(|ctx| f.take().map(|f| f(ctx))) {
+        return result;
+    }
+    match f {
+        Some(f) => f(empty_context()),
+        // `f` is only taken when the task-local was readable, and then we returned above.
+        None => unreachable!("context callback consumed without a result"),
+    }
+}
+
+/// The current context (cheap: a few `Arc` clones).
+pub fn current() -> ObsContext {
+    with_current(ObsContext::clone)
+}
+
+fn empty_context() -> &'static ObsContext {
+    static EMPTY: std::sync::OnceLock<ObsContext> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(ObsContext::default)
+}
+
+/// Runs `fut` with `attribution` merged into the attribution context (inner keys win), on the
+/// hub and trace position in force where it is first polled. The design notes' `runWithPiContext`.
+pub fn run_with_context<F: Future>(attribution: impl Into<Attribution>, fut: F) -> Scoped<F> {
+    Scoped::derive(fut, Some(attribution.into()), None, None)
+}
+
+/// Synchronous counterpart of [`run_with_context`] (thread-local fallback).
+pub fn run_with_context_sync<R>(attribution: impl Borrow<Attribution>, f: impl FnOnce() -> R) -> R {
+    current().with_attribution(attribution.borrow()).in_scope(f)
+}
+
+/// Runs `fut` as the child of an incoming W3C `traceparent` (e.g. the `TRACEPARENT` env var of a
+/// parent process). A malformed or absent value is ignored: `fut` then starts its own trace.
+pub fn run_with_traceparent<F: Future>(traceparent: Option<&str>, fut: F) -> Scoped<F> {
+    Scoped::derive(fut, None, None, traceparent.and_then(TraceParent::parse))
+}
+
+/// Futures that keep the current context across `tokio::spawn`, which does not inherit
+/// task-locals.
+pub trait ContextExt: Future + Sized {
+    /// Captures the current context now; the future runs under it wherever it is polled.
+    fn in_current_context(self) -> Scoped<Self> {
+        current().scope(self)
+    }
+
+    /// Runs the future under `ctx`.
+    fn in_context(self, ctx: ObsContext) -> Scoped<Self> {
+        ctx.scope(self)
+    }
+}
+
+impl<F: Future> ContextExt for F {}
+
+/// `tokio::spawn` that keeps the current context (attribution, trace position, hub).
+/// Must be called from within a tokio runtime, like `tokio::spawn`.
+pub fn spawn<F>(fut: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    tokio::spawn(fut.in_current_context())
+}
+
+/// `tokio::task::spawn_blocking` that keeps the current context.
+pub fn spawn_blocking<F, R>(f: F) -> tokio::task::JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    tokio::task::spawn_blocking(current().wrap(f))
+}
+
+/// `std::thread::spawn` that keeps the current context.
+pub fn spawn_thread<F, R>(f: F) -> std::thread::JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    std::thread::spawn(current().wrap(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attrs(pairs: &[(&str, &str)]) -> Attribution {
+        pairs.iter().copied().collect()
+    }
+
+    #[test]
+    fn nested_contexts_merge_and_inner_keys_shadow() {
+        let outer = attrs(&[("userId", "u1"), ("orgId", "acme")]);
+        let inner = attrs(&[("userId", "u2"), ("teamId", "t")]);
+        let seen = run_with_context_sync(&outer, || run_with_context_sync(&inner, || current().attribution().clone()));
+        assert_eq!(seen, attrs(&[("userId", "u2"), ("orgId", "acme"), ("teamId", "t")]));
+        assert!(current().attribution().is_empty(), "scope leaked past its end");
+    }
+
+    #[test]
+    fn async_scope_wins_over_an_enclosing_sync_scope_inside_block_on() {
+        let outer = attrs(&[("userId", "sync")]);
+        let seen = run_with_context_sync(&outer, || {
+            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            rt.block_on(run_with_context(attrs(&[("userId", "async")]), async { current() }))
+        });
+        assert_eq!(seen.attribution().get("userId"), Some("async"));
+    }
+
+    #[test]
+    fn malformed_traceparent_is_ignored_and_a_valid_one_is_adopted() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let ctx = rt.block_on(run_with_traceparent(Some("garbage"), async { current() }));
+        assert!(ctx.trace_id().is_none());
+        let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let ctx = rt.block_on(run_with_traceparent(Some(tp), async { current() }));
+        assert_eq!(ctx.trace_id().unwrap().to_string(), "0af7651916cd43dd8448eb211c80319c");
+        assert_eq!(ctx.span_id().unwrap().to_string(), "b7ad6b7169203331");
+        assert_eq!(ctx.traceparent().unwrap().to_string(), tp);
+    }
+
+    #[test]
+    fn spawned_thread_keeps_attribution() {
+        let seen = run_with_context_sync(attrs(&[("userId", "u9")]), || {
+            spawn_thread(|| current().attribution().get("userId").map(str::to_owned))
+        })
+        .join()
+        .unwrap();
+        assert_eq!(seen.as_deref(), Some("u9"));
+    }
+}

@@ -1,0 +1,362 @@
+//! The hub ([`Observability`]): subscribers, policies, delivery and self-telemetry.
+
+use std::cell::Cell;
+use std::fmt;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::{Duration, Instant};
+
+use crate::context::{self, Attribution, ObsContext, Scoped};
+use crate::event::ObsEvent;
+use crate::policy::ContentPolicy;
+use crate::stats::{DropReason, Stats, StatsSnapshot};
+use crate::subscriber::{Subscriber, SubscriberError};
+
+/// Live subscriptions across every hub in the process. When zero, instrumentation skips context
+/// lookups and payload building entirely: one relaxed load.
+static INTEREST: AtomicUsize = AtomicUsize::new(0);
+
+/// True when any hub in the process has a subscriber (one relaxed atomic load).
+#[inline]
+pub(crate) fn any_interest() -> bool {
+    INTEREST.load(Relaxed) != 0
+}
+
+thread_local! {
+    /// Set while this thread runs subscriber callbacks: events emitted then are dropped.
+    static DELIVERING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks this thread as delivering until dropped (also when unwinding).
+struct DeliveringGuard;
+
+impl DeliveringGuard {
+    fn enter() -> DeliveringGuard {
+        DELIVERING.with(|d| d.set(true));
+        DeliveringGuard
+    }
+}
+
+impl Drop for DeliveringGuard {
+    fn drop(&mut self) {
+        DELIVERING.with(|d| d.set(false));
+    }
+}
+
+/// An event hub: the design notes' `PiObservability`.
+///
+/// There is one process-wide hub ([`Observability::global`]) and any number of explicit ones
+/// (cheap to clone: one `Arc`). Code runs "on" a hub through [`Observability::scope`] or
+/// [`Observability::run_with_context`]; instrumentation inside emits to it, so tests can run in
+/// parallel, each on its own hub, without sharing globals.
+///
+/// ```
+/// use pi_observe_core::{names, trace_operation, Attribution, Observability, Payload};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let hub = Observability::new();
+/// let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+/// let sink = seen.clone();
+/// let _subscription = hub.subscribe(move |e: &pi_observe_core::ObsEvent| {
+///     sink.lock().unwrap().push(format!("{} {}", e.kind.as_str(), e.name));
+/// });
+/// let user = Attribution::new().with("userId", "u1").with("orgId", "acme");
+/// let answer = hub
+///     .run_with_context(user, trace_operation(names::AGENT_PROMPT, Payload::new(), async {
+///         Ok::<_, std::io::Error>(42)
+///     }))
+///     .await;
+/// assert_eq!(answer.unwrap(), 42);
+/// assert_eq!(*seen.lock().unwrap(), ["start pi.agent.prompt", "end pi.agent.prompt"]);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct Observability {
+    inner: Arc<HubInner>,
+}
+
+struct HubInner {
+    active: AtomicUsize,
+    next_id: AtomicU64,
+    subscribers: RwLock<Arc<[Entry]>>,
+    default_policy: Arc<ContentPolicy>,
+    stats: Stats,
+}
+
+#[derive(Clone)]
+struct Entry {
+    id: u64,
+    subscriber: Arc<dyn Subscriber>,
+    policy: Arc<ContentPolicy>,
+}
+
+impl fmt::Debug for Observability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Observability")
+            .field("subscribers", &self.inner.active.load(Relaxed))
+            .field("default_policy", &self.inner.default_policy)
+            .finish()
+    }
+}
+
+// A hub stays consistent if a panic unwinds past it: counters are atomics, the subscriber list
+// is swapped whole and its lock ignores poisoning, and subscriber panics are caught.
+impl std::panic::UnwindSafe for Observability {}
+impl std::panic::RefUnwindSafe for Observability {}
+
+impl Default for Observability {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PartialEq for Observability {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl Observability {
+    /// A hub whose subscribers get the default (safe-only) policy unless they bring their own.
+    pub fn new() -> Self {
+        Self::with_policy(ContentPolicy::default())
+    }
+
+    /// A hub with this default policy for [`Observability::subscribe`].
+    pub fn with_policy(policy: ContentPolicy) -> Self {
+        Observability {
+            inner: Arc::new(HubInner {
+                active: AtomicUsize::new(0),
+                next_id: AtomicU64::new(1),
+                subscribers: RwLock::new(Arc::from(Vec::new())),
+                default_policy: Arc::new(policy),
+                stats: Stats::default(),
+            }),
+        }
+    }
+
+    /// The process-wide hub, used when no scope names another.
+    pub fn global() -> &'static Observability {
+        static GLOBAL: OnceLock<Observability> = OnceLock::new();
+        GLOBAL.get_or_init(Observability::new)
+    }
+
+    /// The hub of the current scope, else the global one.
+    pub fn current() -> Observability {
+        context::with_current(|ctx| ctx.hub().clone())
+    }
+
+    /// The current context (the design notes' `getContext()`).
+    pub fn context(&self) -> ObsContext {
+        context::current()
+    }
+
+    /// Runs `fut` on this hub with `attribution` merged into the current context.
+    pub fn run_with_context<F: Future>(&self, attribution: impl Into<Attribution>, fut: F) -> Scoped<F> {
+        Scoped::derive(fut, Some(attribution.into()), Some(self.clone()), None)
+    }
+
+    /// Runs `fut` on this hub, keeping the attribution and trace position in force where it is
+    /// first polled.
+    pub fn scope<F: Future>(&self, fut: F) -> Scoped<F> {
+        Scoped::derive(fut, None, Some(self.clone()), None)
+    }
+
+    /// Runs synchronous `f` on this hub.
+    pub fn in_scope<R>(&self, f: impl FnOnce() -> R) -> R {
+        context::current().with_hub(self.clone()).in_scope(f)
+    }
+
+    /// True when at least one subscriber listens (one relaxed atomic load).
+    #[inline]
+    pub fn has_subscribers(&self) -> bool {
+        self.inner.active.load(Relaxed) != 0
+    }
+
+    /// Adds a subscriber under the hub's default policy. Dropping the returned handle
+    /// unsubscribes it.
+    pub fn subscribe(&self, subscriber: impl Subscriber) -> Subscription {
+        self.subscribe_arc(Arc::new(subscriber), self.inner.default_policy.clone())
+    }
+
+    /// Adds a subscriber with its own policy (narrower or wider than the hub's default).
+    pub fn subscribe_with_policy(&self, subscriber: impl Subscriber, policy: ContentPolicy) -> Subscription {
+        self.subscribe_arc(Arc::new(subscriber), Arc::new(policy))
+    }
+
+    /// Adds a shared subscriber with a shared policy; subscribers sharing one `Arc` policy share
+    /// one redaction pass per event.
+    pub fn subscribe_arc(&self, subscriber: Arc<dyn Subscriber>, policy: Arc<ContentPolicy>) -> Subscription {
+        let id = self.inner.next_id.fetch_add(1, Relaxed);
+        let mut guard = self.inner.subscribers.write().unwrap_or_else(|e| e.into_inner());
+        let mut entries = guard.to_vec();
+        entries.push(Entry { id, subscriber, policy });
+        *guard = Arc::from(entries);
+        self.inner.active.fetch_add(1, Relaxed);
+        INTEREST.fetch_add(1, Relaxed);
+        Subscription { hub: Some(self.clone()), id }
+    }
+
+    fn unsubscribe(&self, id: u64) {
+        let mut guard = self.inner.subscribers.write().unwrap_or_else(|e| e.into_inner());
+        if guard.iter().any(|e| e.id == id) {
+            let entries: Vec<Entry> = guard.iter().filter(|e| e.id != id).cloned().collect();
+            *guard = Arc::from(entries);
+            self.inner.active.fetch_sub(1, Relaxed);
+            INTEREST.fetch_sub(1, Relaxed);
+        }
+    }
+
+    fn snapshot(&self) -> Arc<[Entry]> {
+        self.inner.subscribers.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Builds the event with `make` and delivers it, only if someone listens.
+    #[inline]
+    pub fn emit_with(&self, make: impl FnOnce() -> ObsEvent) {
+        if self.has_subscribers() {
+            self.emit(make());
+        }
+    }
+
+    /// Delivers one event: applies each distinct policy once, then calls every subscriber,
+    /// catching and counting panics. Never blocks on I/O, never panics.
+    pub fn emit(&self, event: ObsEvent) {
+        if !self.has_subscribers() {
+            return;
+        }
+        let stats = &self.inner.stats;
+        if DELIVERING.with(Cell::get) {
+            stats.drop_events(DropReason::Reentrant, 1);
+            return;
+        }
+        let entries = self.snapshot();
+        if entries.is_empty() {
+            return;
+        }
+        stats.emitted.fetch_add(1, Relaxed);
+        let _delivering = DeliveringGuard::enter();
+        let single_policy = entries.iter().all(|e| Arc::ptr_eq(&e.policy, &entries[0].policy));
+        if single_policy {
+            let redacted = entries[0].policy.apply(event, stats);
+            for entry in entries.iter() {
+                self.deliver(entry, &redacted);
+            }
+        } else {
+            let mut done: Vec<(&Arc<ContentPolicy>, ObsEvent)> = Vec::new();
+            for entry in entries.iter() {
+                let index = match done.iter().position(|(p, _)| Arc::ptr_eq(p, &entry.policy)) {
+                    Some(index) => index,
+                    None => {
+                        done.push((&entry.policy, entry.policy.apply(event.clone(), stats)));
+                        done.len() - 1
+                    }
+                };
+                self.deliver(entry, &done[index].1);
+            }
+        }
+    }
+
+    fn deliver(&self, entry: &Entry, event: &ObsEvent) {
+        let stats = &self.inner.stats;
+        match catch_unwind(AssertUnwindSafe(|| entry.subscriber.on_event(event))) {
+            Ok(()) => {
+                stats.delivered.fetch_add(1, Relaxed);
+            }
+            Err(_) => {
+                stats.subscriber_panics.fetch_add(1, Relaxed);
+                stats.drop_events(DropReason::SubscriberPanic, 1);
+            }
+        }
+    }
+
+    /// Records events an adapter dropped (queue full, export failed, …) in this hub's counters.
+    pub fn record_dropped(&self, reason: DropReason, count: u64) {
+        self.inner.stats.drop_events(reason, count);
+    }
+
+    /// Records that building a payload failed (the operation went on with an empty payload).
+    pub(crate) fn record_payload_failure(&self) {
+        self.inner.stats.payload_failures.fetch_add(1, Relaxed);
+    }
+
+    /// A copy of the self-telemetry counters.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.inner.stats.snapshot()
+    }
+
+    /// Flushes every subscriber within one overall deadline. Returns the first failure; every
+    /// failure is counted.
+    pub fn flush(&self, timeout: Duration) -> Result<(), SubscriberError> {
+        self.for_each_until(timeout, |sub, left| sub.flush(left))
+    }
+
+    /// Shuts every subscriber down within one overall deadline (subscriptions stay registered;
+    /// drop them to stop delivery).
+    pub fn shutdown(&self, timeout: Duration) -> Result<(), SubscriberError> {
+        self.for_each_until(timeout, |sub, left| sub.shutdown(left))
+    }
+
+    fn for_each_until(
+        &self,
+        timeout: Duration,
+        call: impl Fn(&dyn Subscriber, Duration) -> Result<(), SubscriberError>,
+    ) -> Result<(), SubscriberError> {
+        let deadline = Instant::now() + timeout;
+        let stats = &self.inner.stats;
+        let mut first_error = None;
+        for entry in self.snapshot().iter() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let result =
+                catch_unwind(AssertUnwindSafe(|| call(entry.subscriber.as_ref(), left))).unwrap_or_else(|_| {
+                    stats.subscriber_panics.fetch_add(1, Relaxed);
+                    Err(SubscriberError::Panicked)
+                });
+            if let Err(error) = result {
+                if error != SubscriberError::Panicked {
+                    stats.subscriber_errors.fetch_add(1, Relaxed);
+                }
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// A live subscription; dropping it (or calling [`Subscription::cancel`]) unsubscribes.
+#[must_use = "dropping a Subscription unsubscribes immediately"]
+pub struct Subscription {
+    hub: Option<Observability>,
+    id: u64,
+}
+
+impl fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Subscription").field("id", &self.id).finish()
+    }
+}
+
+impl Subscription {
+    /// Unsubscribes now.
+    pub fn cancel(mut self) {
+        if let Some(hub) = self.hub.take() {
+            hub.unsubscribe(self.id);
+        }
+    }
+
+    /// Keeps the subscriber registered for the rest of the process.
+    pub fn forever(mut self) {
+        self.hub = None;
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Some(hub) = self.hub.take() {
+            hub.unsubscribe(self.id);
+        }
+    }
+}

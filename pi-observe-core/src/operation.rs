@@ -1,0 +1,497 @@
+//! `trace_operation`: one timed operation, paired start and end/error records, whatever happens.
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::fmt;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use pin_project_lite::pin_project;
+
+use crate::context::{self, Attribution, ObsContext, Scoped};
+use crate::event::{ErrorInfo, EventKind, ObsEvent, Timestamp};
+use crate::hub::{Observability, any_interest};
+use crate::ids::{SpanId, TraceId};
+use crate::names;
+use crate::payload::{Payload, PayloadSource};
+use crate::traceparent::TraceParent;
+
+/// How an operation's result maps to the end/error record.
+///
+/// Implemented for `Result<T, E: Display>` (an `Err` emits `error` with the error's type name
+/// and message) and `()`. Implement it for your own result types.
+pub trait Outcome {
+    /// `Some` when the operation failed.
+    fn error_info(&self) -> Option<ErrorInfo>;
+}
+
+impl<T, E: fmt::Display + 'static> Outcome for Result<T, E> {
+    fn error_info(&self) -> Option<ErrorInfo> {
+        self.as_ref().err().map(|e| ErrorInfo::new(error_type_name::<E>(), e.to_string()))
+    }
+}
+
+impl Outcome for () {
+    fn error_info(&self) -> Option<ErrorInfo> {
+        None
+    }
+}
+
+/// The last path segment of a type name, without generics (`std::io::Error` → `Error`,
+/// `my::HttpError` → `HttpError`); boxed trait objects read as `Error`.
+fn error_type_name<E: ?Sized>() -> String {
+    let full = std::any::type_name::<E>();
+    let base = full.split('<').next().unwrap_or(full);
+    let last = base.rsplit("::").next().unwrap_or(base);
+    match last {
+        "Box" | "Arc" | "Rc" | "" => "Error".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+/// An operation's explicit status, set through [`Span::set_status`]; it overrides the status
+/// derived from the result (not a panic or a cancellation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Report success even if the result was an `Err`.
+    Ok,
+    /// Report this error even if the result was `Ok`.
+    Error(ErrorInfo),
+}
+
+pub(crate) struct SpanInner {
+    hub: Observability,
+    name: Cow<'static, str>,
+    trace_id: TraceId,
+    span_id: SpanId,
+    parent: Option<SpanId>,
+    attribution: Attribution,
+    start: Timestamp,
+    started: Instant,
+    state: Mutex<SpanState>,
+}
+
+struct SpanState {
+    settled: bool,
+    payload: Payload,
+    status: Option<Status>,
+}
+
+enum Settlement {
+    Returned(Option<ErrorInfo>),
+    Panicked(ErrorInfo),
+    Cancelled,
+}
+
+impl SpanInner {
+    fn settle(&self, how: Settlement) {
+        let (mut payload, explicit) = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if state.settled {
+                return;
+            }
+            state.settled = true;
+            (std::mem::take(&mut state.payload), state.status.take())
+        };
+        let error = match how {
+            Settlement::Returned(automatic) => match explicit {
+                Some(Status::Ok) => None,
+                Some(Status::Error(error)) => Some(error),
+                None => automatic,
+            },
+            Settlement::Panicked(error) => Some(error),
+            Settlement::Cancelled => {
+                payload.insert(names::ABORTED, true, crate::Class::Safe);
+                Some(ErrorInfo::new(names::ERROR_CANCELLED, "operation dropped before it completed"))
+            }
+        };
+        let elapsed = self.started.elapsed();
+        let kind = if error.is_some() { EventKind::Error } else { EventKind::End };
+        self.hub.emit(ObsEvent {
+            kind,
+            name: self.name.clone(),
+            trace_id: self.trace_id,
+            span_id: Some(self.span_id),
+            parent_span_id: self.parent,
+            timestamp: self.start.saturating_add(elapsed),
+            duration: Some(elapsed),
+            context: self.attribution.clone(),
+            payload,
+            error,
+        });
+    }
+}
+
+/// A handle to a running operation, for adding attributes, point events and status.
+///
+/// Calls after the operation settled are ignored (inert), as are calls on [`Span::none`]
+/// (what operations get when nobody listens). Payload closures are not called then.
+#[derive(Clone, Default)]
+pub struct Span(Option<Arc<SpanInner>>);
+
+impl fmt::Debug for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Some(inner) => write!(f, "Span({} {}/{})", inner.name, inner.trace_id, inner.span_id),
+            None => f.write_str("Span(none)"),
+        }
+    }
+}
+
+impl Span {
+    /// A span that records nothing.
+    pub fn none() -> Span {
+        Span(None)
+    }
+
+    /// The innermost operation running in the current context.
+    pub fn current() -> Span {
+        if !any_interest() {
+            return Span(None);
+        }
+        Span(context::with_current(|ctx| ctx.span.clone()))
+    }
+
+    /// True while the operation runs and someone listens.
+    pub fn is_recording(&self) -> bool {
+        self.0.as_ref().is_some_and(|inner| !inner.state.lock().unwrap_or_else(|e| e.into_inner()).settled)
+    }
+
+    /// The trace id, when recording.
+    pub fn trace_id(&self) -> Option<TraceId> {
+        self.0.as_ref().map(|inner| inner.trace_id)
+    }
+
+    /// The span id, when recording.
+    pub fn span_id(&self) -> Option<SpanId> {
+        self.0.as_ref().map(|inner| inner.span_id)
+    }
+
+    /// Merges attributes into the end/error record (later values win).
+    pub fn record(&self, payload: impl PayloadSource) {
+        let Some(inner) = &self.0 else { return };
+        if !self.is_recording() {
+            return;
+        }
+        let payload = build_payload(&inner.hub, payload);
+        let mut state = inner.state.lock().unwrap_or_else(|e| e.into_inner());
+        if !state.settled {
+            state.payload.merge(payload);
+        }
+    }
+
+    /// Emits a point `event` record that belongs to this operation, stamped now.
+    pub fn add_event(&self, name: impl Into<Cow<'static, str>>, payload: impl PayloadSource) {
+        let Some(inner) = &self.0 else { return };
+        if !self.is_recording() {
+            return;
+        }
+        let payload = build_payload(&inner.hub, payload);
+        inner.hub.emit(ObsEvent {
+            kind: EventKind::Event,
+            name: name.into(),
+            trace_id: inner.trace_id,
+            span_id: Some(inner.span_id),
+            parent_span_id: None,
+            timestamp: Timestamp::now(),
+            duration: None,
+            context: inner.attribution.clone(),
+            payload,
+            error: None,
+        });
+    }
+
+    /// Sets the status reported at the end (last write wins).
+    pub fn set_status(&self, status: Status) {
+        if let Some(inner) = &self.0 {
+            let mut state = inner.state.lock().unwrap_or_else(|e| e.into_inner());
+            if !state.settled {
+                state.status = Some(status);
+            }
+        }
+    }
+
+    /// Shorthand for `set_status(Status::Error(..))`.
+    pub fn set_error(&self, name: impl Into<String>, message: impl Into<String>) {
+        self.set_status(Status::Error(ErrorInfo::new(name, message)));
+    }
+}
+
+fn build_payload(hub: &Observability, payload: impl PayloadSource) -> Payload {
+    catch_unwind(AssertUnwindSafe(|| payload.build())).unwrap_or_else(|_| {
+        hub.record_payload_failure();
+        Payload::new()
+    })
+}
+
+fn panic_info(panic: &(dyn Any + Send)) -> ErrorInfo {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic with a non-string payload".to_owned());
+    ErrorInfo::new(names::ERROR_PANIC, message)
+}
+
+/// Starts an operation in the current context: ids, `start` record, child context.
+/// `None` when nobody listens.
+fn begin(name: Cow<'static, str>, payload: impl PayloadSource) -> Option<(Arc<SpanInner>, ObsContext)> {
+    if !any_interest() {
+        return None;
+    }
+    let parent = context::current();
+    let hub = parent.hub().clone();
+    if !hub.has_subscribers() {
+        return None;
+    }
+    let payload = build_payload(&hub, payload);
+    let trace_id = parent.trace_id.unwrap_or_else(TraceId::random);
+    let span_id = SpanId::random();
+    let start = Timestamp::now();
+    let inner = Arc::new(SpanInner {
+        hub: hub.clone(),
+        name: name.clone(),
+        trace_id,
+        span_id,
+        parent: parent.span_id,
+        attribution: parent.attribution.clone(),
+        start,
+        started: Instant::now(),
+        state: Mutex::new(SpanState { settled: false, payload: payload.clone(), status: None }),
+    });
+    hub.emit(ObsEvent {
+        kind: EventKind::Start,
+        name,
+        trace_id,
+        span_id: Some(span_id),
+        parent_span_id: parent.span_id,
+        timestamp: start,
+        duration: None,
+        context: parent.attribution.clone(),
+        payload,
+        error: None,
+    });
+    let trace_flags = if parent.trace_id.is_some() { parent.trace_flags } else { TraceParent::SAMPLED };
+    let child = ObsContext {
+        trace_id: Some(trace_id),
+        span_id: Some(span_id),
+        span: Some(inner.clone()),
+        trace_flags,
+        attribution: parent.attribution,
+        hub: parent.hub,
+    };
+    Some((inner, child))
+}
+
+/// Settles the span when the operation ends; emits `Cancelled` if dropped unsettled.
+#[derive(Default)]
+struct OpGuard(Option<Arc<SpanInner>>);
+
+impl OpGuard {
+    fn finish(&mut self, how: Settlement) {
+        if let Some(inner) = self.0.take() {
+            inner.settle(how);
+        }
+    }
+}
+
+impl Drop for OpGuard {
+    fn drop(&mut self) {
+        self.finish(Settlement::Cancelled);
+    }
+}
+
+pin_project! {
+    #[project = BodyProj]
+    enum Body<F: Future> {
+        Idle,
+        Plain { #[pin] fut: F },
+        Traced { #[pin] fut: Scoped<F> },
+    }
+}
+
+pin_project! {
+    /// The future returned by [`trace_operation`] and [`trace_operation_with`].
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Operation<P, C, F: Future> {
+        name: Cow<'static, str>,
+        init: Option<(P, C)>,
+        // Declared before `guard`: when dropped, children settle before their parent.
+        #[pin]
+        body: Body<F>,
+        guard: OpGuard,
+    }
+}
+
+/// Runs `fut` as one operation, following the design notes' `traceOperation`: reads the current
+/// context, creates a trace id if there is none, a new span id, uses the current span as parent,
+/// emits `start`, runs `fut` under the child context, and emits `end` or `error` when it settles:
+/// `error` for an `Err` result, for a panic (which is then resumed) and, named `Cancelled` with
+/// `aborted=true`, when the future is dropped before completing.
+///
+/// `payload` is a [`Payload`], `()` or a closure returning one; it is built only when someone
+/// listens. With no subscriber anywhere the cost is one relaxed atomic load per poll-start.
+///
+/// ```
+/// use pi_observe_core::{names, trace_operation, Payload};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let text = trace_operation(
+///     names::PROVIDER_REQUEST,
+///     || Payload::new().safe(names::PROVIDER, "faux").safe(names::MODEL, "faux-1"),
+///     async { Ok::<_, std::io::Error>("hello".to_string()) },
+/// )
+/// .await
+/// .unwrap();
+/// assert_eq!(text, "hello");
+/// # });
+/// ```
+pub fn trace_operation<P, F>(
+    name: impl Into<Cow<'static, str>>,
+    payload: P,
+    fut: F,
+) -> Operation<P, impl FnOnce(Span) -> F, F>
+where
+    P: PayloadSource,
+    F: Future,
+    F::Output: Outcome,
+{
+    trace_operation_with(name, payload, move |_span| fut)
+}
+
+/// Like [`trace_operation`], but `make` receives the operation's [`Span`] to record attributes
+/// merged into the end record, point events, or an explicit status. `make` runs exactly once, at
+/// the first poll, inside the child context.
+pub fn trace_operation_with<P, C, F>(name: impl Into<Cow<'static, str>>, payload: P, make: C) -> Operation<P, C, F>
+where
+    P: PayloadSource,
+    C: FnOnce(Span) -> F,
+    F: Future,
+    F::Output: Outcome,
+{
+    Operation { name: name.into(), init: Some((payload, make)), body: Body::Idle, guard: OpGuard(None) }
+}
+
+impl<P, C, F> Future for Operation<P, C, F>
+where
+    P: PayloadSource,
+    C: FnOnce(Span) -> F,
+    F: Future,
+    F::Output: Outcome,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let mut this = self.project();
+        if let Some((payload, make)) = this.init.take() {
+            match begin(this.name.clone(), payload) {
+                None => this.body.set(Body::Plain { fut: make(Span::none()) }),
+                Some((inner, child)) => {
+                    let span = Span(Some(inner.clone()));
+                    *this.guard = OpGuard(Some(inner));
+                    match catch_unwind(AssertUnwindSafe(|| child.in_scope(|| make(span)))) {
+                        Ok(fut) => this.body.set(Body::Traced { fut: child.scope(fut) }),
+                        Err(panic) => {
+                            this.guard.finish(Settlement::Panicked(panic_info(panic.as_ref())));
+                            resume_unwind(panic)
+                        }
+                    }
+                }
+            }
+        }
+        match this.body.project() {
+            BodyProj::Plain { fut } => fut.poll(cx),
+            BodyProj::Traced { mut fut } => match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+                Ok(Poll::Pending) => Poll::Pending,
+                Ok(Poll::Ready(output)) => {
+                    this.guard.finish(Settlement::Returned(output.error_info()));
+                    Poll::Ready(output)
+                }
+                Err(panic) => {
+                    this.guard.finish(Settlement::Panicked(panic_info(panic.as_ref())));
+                    resume_unwind(panic)
+                }
+            },
+            // `init` is always consumed above, so the body is never idle here.
+            BodyProj::Idle => Poll::Pending,
+        }
+    }
+}
+
+/// Synchronous [`trace_operation_with`]: runs `f` as one operation on this thread.
+pub fn trace_operation_sync<P, R>(name: impl Into<Cow<'static, str>>, payload: P, f: impl FnOnce(&Span) -> R) -> R
+where
+    P: PayloadSource,
+    R: Outcome,
+{
+    let Some((inner, child)) = begin(name.into(), payload) else {
+        return f(&Span::none());
+    };
+    let mut guard = OpGuard(Some(inner.clone()));
+    let span = Span(Some(inner));
+    match catch_unwind(AssertUnwindSafe(|| child.in_scope(|| f(&span)))) {
+        Ok(output) => {
+            guard.finish(Settlement::Returned(output.error_info()));
+            output
+        }
+        Err(panic) => {
+            guard.finish(Settlement::Panicked(panic_info(panic.as_ref())));
+            resume_unwind(panic)
+        }
+    }
+}
+
+/// Merges attributes into the end record of the innermost running operation (no-op outside one).
+pub fn record(payload: impl PayloadSource) {
+    if any_interest() {
+        Span::current().record(payload);
+    }
+}
+
+/// Emits a point `event` record in the current context: attached to the innermost running
+/// operation if there is one, else to the current trace (or a new one). The payload is built
+/// only when someone listens.
+pub fn record_event(name: impl Into<Cow<'static, str>>, payload: impl PayloadSource) {
+    if !any_interest() {
+        return;
+    }
+    let ctx = context::current();
+    if let Some(inner) = &ctx.span {
+        return Span(Some(inner.clone())).add_event(name, payload);
+    }
+    let hub = ctx.hub();
+    if !hub.has_subscribers() {
+        return;
+    }
+    let payload = build_payload(hub, payload);
+    hub.emit(ObsEvent {
+        kind: EventKind::Event,
+        name: name.into(),
+        trace_id: ctx.trace_id.unwrap_or_else(TraceId::random),
+        span_id: ctx.span_id,
+        parent_span_id: None,
+        timestamp: Timestamp::now(),
+        duration: None,
+        context: ctx.attribution.clone(),
+        payload,
+        error: None,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_type_names_are_short() {
+        assert_eq!(error_type_name::<std::io::Error>(), "Error");
+        assert_eq!(error_type_name::<std::fmt::Error>(), "Error");
+        assert_eq!(error_type_name::<std::num::ParseIntError>(), "ParseIntError");
+        assert_eq!(error_type_name::<Box<dyn std::error::Error>>(), "Error");
+        assert_eq!(error_type_name::<String>(), "String");
+    }
+}

@@ -1,0 +1,432 @@
+//! Typed, classified payload fields.
+//!
+//! Every field carries a [`Class`]: [`Class::Safe`] fields are always exported,
+//! [`Class::Content`] fields only when the subscriber's [`ContentPolicy`](crate::ContentPolicy)
+//! captures that [`ContentKind`], [`Class::Secret`] fields never.
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// A payload value: a scalar or a homogeneous array.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// A string.
+    Str(String),
+    /// A signed integer.
+    I64(i64),
+    /// A float. Non-finite values are written to JSON as strings.
+    F64(f64),
+    /// A boolean.
+    Bool(bool),
+    /// An array of strings.
+    StrArray(Vec<String>),
+    /// An array of integers.
+    I64Array(Vec<i64>),
+    /// An array of floats.
+    F64Array(Vec<f64>),
+    /// An array of booleans.
+    BoolArray(Vec<bool>),
+}
+
+impl Value {
+    /// The string, when this is a [`Value::Str`].
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The integer, when this is a [`Value::I64`].
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::I64(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The number as a float, for [`Value::I64`] and [`Value::F64`].
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::I64(v) => Some(*v as f64),
+            Value::F64(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The boolean, when this is a [`Value::Bool`].
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// Size in bytes of the textual part of the value (strings and string arrays), else 0.
+    pub fn text_len(&self) -> usize {
+        match self {
+            Value::Str(s) => s.len(),
+            Value::StrArray(items) => items.iter().map(String::len).sum(),
+            _ => 0,
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fn list<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T]) -> fmt::Result {
+            f.write_str("[")?;
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(",")?;
+                }
+                write!(f, "{item}")?;
+            }
+            f.write_str("]")
+        }
+        match self {
+            Value::Str(v) => f.write_str(v),
+            Value::I64(v) => write!(f, "{v}"),
+            Value::F64(v) => write!(f, "{v}"),
+            Value::Bool(v) => write!(f, "{v}"),
+            Value::StrArray(v) => list(f, v),
+            Value::I64Array(v) => list(f, v),
+            Value::F64Array(v) => list(f, v),
+            Value::BoolArray(v) => list(f, v),
+        }
+    }
+}
+
+macro_rules! value_from {
+    ($($ty:ty => $variant:ident $(as $cast:ty)?),* $(,)?) => {$(
+        impl From<$ty> for Value {
+            fn from(v: $ty) -> Self {
+                Value::$variant(v $(as $cast)? .into())
+            }
+        }
+    )*};
+}
+
+value_from! {
+    String => Str, &str => Str, &String => Str, Cow<'_, str> => Str,
+    i64 => I64, i32 => I64, u32 => I64, i16 => I64, u16 => I64, u8 => I64, i8 => I64,
+    f64 => F64, f32 => F64,
+    bool => Bool,
+    Vec<String> => StrArray, Vec<i64> => I64Array, Vec<f64> => F64Array, Vec<bool> => BoolArray,
+}
+
+impl From<u64> for Value {
+    /// Saturates at `i64::MAX` (token counts and sizes never get there).
+    fn from(v: u64) -> Self {
+        Value::I64(i64::try_from(v).unwrap_or(i64::MAX))
+    }
+}
+
+impl From<usize> for Value {
+    /// Saturates at `i64::MAX`.
+    fn from(v: usize) -> Self {
+        Value::I64(i64::try_from(v).unwrap_or(i64::MAX))
+    }
+}
+
+impl From<Vec<&str>> for Value {
+    fn from(v: Vec<&str>) -> Self {
+        Value::StrArray(v.into_iter().map(str::to_owned).collect())
+    }
+}
+
+/// The kinds of content a policy can opt in to capturing, one by one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ContentKind {
+    /// User prompts and system prompts.
+    Prompt,
+    /// Model completions (assistant text).
+    Completion,
+    /// Model thinking / reasoning text.
+    Thinking,
+    /// Tool call arguments.
+    ToolArgs,
+    /// Tool results.
+    ToolResult,
+    /// Output of shell commands.
+    ShellOutput,
+    /// File contents read or written by tools.
+    FileContent,
+    /// Provider request payloads and response bodies.
+    ProviderPayload,
+    /// HTTP header values.
+    Header,
+}
+
+impl ContentKind {
+    /// Every content kind, in declaration order.
+    pub const ALL: [ContentKind; 9] = [
+        ContentKind::Prompt,
+        ContentKind::Completion,
+        ContentKind::Thinking,
+        ContentKind::ToolArgs,
+        ContentKind::ToolResult,
+        ContentKind::ShellOutput,
+        ContentKind::FileContent,
+        ContentKind::ProviderPayload,
+        ContentKind::Header,
+    ];
+
+    /// The snake_case name used in JSON, the CLI (`--capture`) and settings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContentKind::Prompt => "prompt",
+            ContentKind::Completion => "completion",
+            ContentKind::Thinking => "thinking",
+            ContentKind::ToolArgs => "tool_args",
+            ContentKind::ToolResult => "tool_result",
+            ContentKind::ShellOutput => "shell_output",
+            ContentKind::FileContent => "file_content",
+            ContentKind::ProviderPayload => "provider_payload",
+            ContentKind::Header => "header",
+        }
+    }
+
+    /// Parses a kind name; the plural forms used by `--capture` (`prompts`, `tool_results`, …)
+    /// are accepted too.
+    pub fn parse(name: &str) -> Option<ContentKind> {
+        let name = name.trim();
+        ContentKind::ALL.into_iter().find(|kind| {
+            let canonical = kind.as_str();
+            name == canonical
+                || name.strip_suffix('s') == Some(canonical)
+                || (*kind == ContentKind::FileContent && name == "file_contents")
+                || (*kind == ContentKind::ProviderPayload && name == "provider_payloads")
+        })
+    }
+
+    pub(crate) fn bit(self) -> u16 {
+        1 << (self as u16)
+    }
+}
+
+impl fmt::Display for ContentKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How sensitive a field is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// Metadata that is always exported: ids, names, counts, sizes, costs, durations.
+    Safe,
+    /// User or model content: exported only when the policy captures this kind.
+    Content(ContentKind),
+    /// Credentials: never exported, not even with capture on.
+    Secret,
+}
+
+impl Class {
+    /// `safe`, `secret`, or `content:<kind>`.
+    pub fn label(self) -> Cow<'static, str> {
+        match self {
+            Class::Safe => Cow::Borrowed("safe"),
+            Class::Secret => Cow::Borrowed("secret"),
+            Class::Content(kind) => Cow::Owned(format!("content:{kind}")),
+        }
+    }
+
+    /// Parses [`Class::label`] output.
+    pub fn parse(label: &str) -> Option<Class> {
+        match label {
+            "safe" => Some(Class::Safe),
+            "secret" => Some(Class::Secret),
+            other => other.strip_prefix("content:").and_then(ContentKind::parse).map(Class::Content),
+        }
+    }
+}
+
+/// One payload field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    /// The key, e.g. `model` or `inputTokens` (constants in [`crate::names`]).
+    pub key: Cow<'static, str>,
+    /// The value.
+    pub value: Value,
+    /// Its sensitivity.
+    pub class: Class,
+}
+
+/// An ordered set of classified fields; keys are unique (a later insert replaces the value).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Payload {
+    fields: Vec<Field>,
+}
+
+impl Payload {
+    /// An empty payload.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a [`Class::Safe`] field.
+    pub fn safe(mut self, key: impl Into<Cow<'static, str>>, value: impl Into<Value>) -> Self {
+        self.insert(key, value, Class::Safe);
+        self
+    }
+
+    /// Adds a [`Class::Content`] field of the given kind.
+    pub fn content(mut self, kind: ContentKind, key: impl Into<Cow<'static, str>>, value: impl Into<Value>) -> Self {
+        self.insert(key, value, Class::Content(kind));
+        self
+    }
+
+    /// Adds a [`Class::Secret`] field (never exported; useful so the type system knows it exists).
+    pub fn secret(mut self, key: impl Into<Cow<'static, str>>, value: impl Into<Value>) -> Self {
+        self.insert(key, value, Class::Secret);
+        self
+    }
+
+    /// Adds or replaces a field.
+    pub fn insert(&mut self, key: impl Into<Cow<'static, str>>, value: impl Into<Value>, class: Class) {
+        self.push_field(Field { key: key.into(), value: value.into(), class });
+    }
+
+    /// Adds or replaces a field, keeping the position of an existing key.
+    pub fn push_field(&mut self, field: Field) {
+        match self.fields.iter_mut().find(|f| f.key == field.key) {
+            Some(existing) => *existing = field,
+            None => self.fields.push(field),
+        }
+    }
+
+    /// Merges `other` into `self`; `other`'s values win for keys present in both.
+    pub fn merge(&mut self, other: Payload) {
+        for field in other.fields {
+            self.push_field(field);
+        }
+    }
+
+    /// The field with this key.
+    pub fn field(&self, key: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| f.key == key)
+    }
+
+    /// The value with this key.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.field(key).map(|f| &f.value)
+    }
+
+    /// Removes and returns the field with this key.
+    pub fn remove(&mut self, key: &str) -> Option<Field> {
+        let index = self.fields.iter().position(|f| f.key == key)?;
+        Some(self.fields.remove(index))
+    }
+
+    /// Fields in insertion order.
+    pub fn iter(&self) -> std::slice::Iter<'_, Field> {
+        self.fields.iter()
+    }
+
+    /// Number of fields.
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// True when there are no fields.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// Keeps only the fields for which `keep` returns true.
+    pub fn retain(&mut self, keep: impl FnMut(&Field) -> bool) {
+        self.fields.retain(keep);
+    }
+
+    pub(crate) fn fields_mut(&mut self) -> &mut Vec<Field> {
+        &mut self.fields
+    }
+}
+
+impl<'a> IntoIterator for &'a Payload {
+    type Item = &'a Field;
+    type IntoIter = std::slice::Iter<'a, Field>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.fields.iter()
+    }
+}
+
+impl IntoIterator for Payload {
+    type Item = Field;
+    type IntoIter = std::vec::IntoIter<Field>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.fields.into_iter()
+    }
+}
+
+impl FromIterator<Field> for Payload {
+    fn from_iter<I: IntoIterator<Item = Field>>(iter: I) -> Self {
+        let mut payload = Payload::new();
+        for field in iter {
+            payload.push_field(field);
+        }
+        payload
+    }
+}
+
+/// Something that yields a payload only when it is needed: a [`Payload`], `()` (empty) or a
+/// closure returning a `Payload`. Closures are not called when nobody listens.
+pub trait PayloadSource {
+    /// Builds the payload.
+    fn build(self) -> Payload;
+}
+
+impl PayloadSource for Payload {
+    fn build(self) -> Payload {
+        self
+    }
+}
+
+impl PayloadSource for () {
+    fn build(self) -> Payload {
+        Payload::new()
+    }
+}
+
+impl<F: FnOnce() -> Payload> PayloadSource for F {
+    fn build(self) -> Payload {
+        self()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn later_insert_replaces_value_and_keeps_position() {
+        let mut p = Payload::new().safe("a", 1).safe("b", "x");
+        p.merge(Payload::new().safe("a", 2).content(ContentKind::Prompt, "c", "hi"));
+        let keys: Vec<_> = p.iter().map(|f| f.key.as_ref()).collect();
+        assert_eq!(keys, ["a", "b", "c"]);
+        assert_eq!(p.get("a"), Some(&Value::I64(2)));
+        assert_eq!(p.field("c").unwrap().class, Class::Content(ContentKind::Prompt));
+        assert!(p.get("missing").is_none());
+    }
+
+    #[test]
+    fn content_kinds_parse_singular_and_plural_names() {
+        for kind in ContentKind::ALL {
+            assert_eq!(ContentKind::parse(kind.as_str()), Some(kind));
+            assert_eq!(Class::parse(&Class::Content(kind).label()), Some(Class::Content(kind)));
+        }
+        assert_eq!(ContentKind::parse("prompts"), Some(ContentKind::Prompt));
+        assert_eq!(ContentKind::parse("tool_results"), Some(ContentKind::ToolResult));
+        assert_eq!(ContentKind::parse("file_contents"), Some(ContentKind::FileContent));
+        assert_eq!(ContentKind::parse("headers"), Some(ContentKind::Header));
+        assert_eq!(ContentKind::parse("secrets"), None);
+        assert_eq!(Class::parse("content:nope"), None);
+    }
+
+    #[test]
+    fn u64_values_saturate_instead_of_wrapping() {
+        assert_eq!(Value::from(u64::MAX), Value::I64(i64::MAX));
+        assert_eq!(Value::from(7usize), Value::I64(7));
+    }
+}

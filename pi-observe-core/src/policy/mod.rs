@@ -1,0 +1,334 @@
+//! Content policy: which content kinds a sink receives, and how captured content is scrubbed,
+//! redacted and truncated before any subscriber sees it.
+
+mod redactor;
+mod scrub;
+
+use std::borrow::Cow;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+pub use redactor::{FieldRef, RedactError, Redaction, Redactor};
+pub use scrub::{REDACTED, Scrubber};
+
+use crate::event::ObsEvent;
+use crate::payload::{Class, ContentKind, Value};
+use crate::stats::Stats;
+
+/// Default size limit of one captured field, in bytes.
+pub const DEFAULT_MAX_FIELD_BYTES: usize = 8 * 1024;
+/// Default size limit of an error message, in bytes.
+pub const DEFAULT_MAX_ERROR_BYTES: usize = 1024;
+
+/// What a sink may receive.
+///
+/// The default captures no content and never secrets: only [`Class::Safe`] fields pass, and
+/// error messages are scrubbed and cut to [`DEFAULT_MAX_ERROR_BYTES`]. Capture is opt-in per
+/// [`ContentKind`]; captured text passes through the [`Scrubber`], then each [`Redactor`] in
+/// order, then the size limit (with a `…[truncated N bytes]` marker).
+///
+/// ```
+/// use pi_observe_core::{ContentKind, ContentPolicy, Redaction};
+///
+/// let policy = ContentPolicy::default()
+///     .capture(ContentKind::Prompt)
+///     .redactor(|_field: pi_observe_core::FieldRef<'_>, value: &str| {
+///         if value.contains("internal") { Redaction::Drop } else { Redaction::Keep }
+///     })
+///     .max_field_bytes(4096);
+/// assert!(policy.captures(ContentKind::Prompt));
+/// assert!(!policy.captures(ContentKind::ToolResult));
+/// ```
+#[derive(Clone)]
+pub struct ContentPolicy {
+    capture: u16,
+    scrubber: Scrubber,
+    redactors: Vec<Arc<dyn Redactor>>,
+    max_field_bytes: usize,
+    max_error_bytes: usize,
+}
+
+impl Default for ContentPolicy {
+    fn default() -> Self {
+        ContentPolicy {
+            capture: 0,
+            scrubber: Scrubber::default(),
+            redactors: Vec::new(),
+            max_field_bytes: DEFAULT_MAX_FIELD_BYTES,
+            max_error_bytes: DEFAULT_MAX_ERROR_BYTES,
+        }
+    }
+}
+
+impl fmt::Debug for ContentPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let captured: Vec<_> = ContentKind::ALL.into_iter().filter(|k| self.captures(*k)).collect();
+        f.debug_struct("ContentPolicy")
+            .field("capture", &captured)
+            .field("scrub_rules", &self.scrubber.rule_names().count())
+            .field("redactors", &self.redactors.len())
+            .field("max_field_bytes", &self.max_field_bytes)
+            .field("max_error_bytes", &self.max_error_bytes)
+            .finish()
+    }
+}
+
+impl ContentPolicy {
+    /// Captures no content (the default).
+    pub fn safe_only() -> Self {
+        Self::default()
+    }
+
+    /// Also capture content of `kind`.
+    pub fn capture(mut self, kind: ContentKind) -> Self {
+        self.capture |= kind.bit();
+        self
+    }
+
+    /// Capture every content kind (secrets are still never exported).
+    pub fn capture_all(self) -> Self {
+        ContentKind::ALL.into_iter().fold(self, Self::capture)
+    }
+
+    /// Capture these kinds (in addition to those already captured).
+    pub fn capture_kinds(self, kinds: impl IntoIterator<Item = ContentKind>) -> Self {
+        kinds.into_iter().fold(self, Self::capture)
+    }
+
+    /// True when content of `kind` is captured.
+    pub fn captures(&self, kind: ContentKind) -> bool {
+        self.capture & kind.bit() != 0
+    }
+
+    /// Replaces the secret scrubber (e.g. one extended with [`Scrubber::with_pattern`]).
+    pub fn scrubber(mut self, scrubber: Scrubber) -> Self {
+        self.scrubber = scrubber;
+        self
+    }
+
+    /// Adds a redaction hook, run after the scrubber and earlier hooks.
+    pub fn redactor(mut self, redactor: impl Redactor) -> Self {
+        self.redactors.push(Arc::new(redactor));
+        self
+    }
+
+    /// Size limit of one captured field in bytes (default 8 KiB).
+    pub fn max_field_bytes(mut self, bytes: usize) -> Self {
+        self.max_field_bytes = bytes;
+        self
+    }
+
+    /// Size limit of an error message in bytes (default 1 KiB).
+    pub fn max_error_bytes(mut self, bytes: usize) -> Self {
+        self.max_error_bytes = bytes;
+        self
+    }
+
+    /// Applies the policy to one event: drops secrets and uncaptured content, scrubs, redacts and
+    /// truncates captured content, scrubs and truncates the error message.
+    pub(crate) fn apply(&self, mut event: ObsEvent, stats: &Stats) -> ObsEvent {
+        let event_name = event.name.clone();
+        event.payload.fields_mut().retain_mut(|field| {
+            let kind = match field.class {
+                Class::Safe => return true,
+                Class::Secret => {
+                    stats.fields_withheld.fetch_add(1, Relaxed);
+                    return false;
+                }
+                Class::Content(kind) if !self.captures(kind) => {
+                    stats.fields_withheld.fetch_add(1, Relaxed);
+                    return false;
+                }
+                Class::Content(kind) => kind,
+            };
+            let at = FieldRef { event_name: &event_name, key: &field.key, kind };
+            match &mut field.value {
+                Value::Str(text) => self.filter_text(at, text, stats),
+                Value::StrArray(items) => items.iter_mut().all(|text| self.filter_text(at, text, stats)),
+                // Numbers and booleans carry no text to scrub.
+                _ => true,
+            }
+        });
+        if let Some(error) = &mut event.error {
+            let scrubbed = self.scrubber.scrub(&error.message);
+            if let Cow::Owned(clean) = scrubbed {
+                error.message = clean;
+                stats.fields_redacted.fetch_add(1, Relaxed);
+            }
+            if truncate(&mut error.message, self.max_error_bytes) {
+                stats.fields_truncated.fetch_add(1, Relaxed);
+            }
+            if truncate(&mut error.name, 128) {
+                stats.fields_truncated.fetch_add(1, Relaxed);
+            }
+        }
+        event
+    }
+
+    /// Scrubs, redacts and truncates one captured string in place; false = drop the field.
+    fn filter_text(&self, at: FieldRef<'_>, text: &mut String, stats: &Stats) -> bool {
+        let mut changed = false;
+        if let Cow::Owned(clean) = self.scrubber.scrub(text) {
+            *text = clean;
+            changed = true;
+        }
+        for redactor in &self.redactors {
+            match catch_unwind(AssertUnwindSafe(|| redactor.redact(at, text))) {
+                Ok(Ok(Redaction::Keep)) => {}
+                Ok(Ok(Redaction::Replace(new))) => {
+                    *text = new;
+                    changed = true;
+                }
+                Ok(Ok(Redaction::Drop)) => {
+                    stats.fields_dropped.fetch_add(1, Relaxed);
+                    return false;
+                }
+                Ok(Err(_)) | Err(_) => {
+                    stats.redactor_failures.fetch_add(1, Relaxed);
+                    stats.fields_dropped.fetch_add(1, Relaxed);
+                    return false;
+                }
+            }
+        }
+        if changed {
+            stats.fields_redacted.fetch_add(1, Relaxed);
+        }
+        if truncate(text, self.max_field_bytes) {
+            stats.fields_truncated.fetch_add(1, Relaxed);
+        }
+        true
+    }
+}
+
+/// Cuts `text` to at most `max` bytes (on a char boundary) including a `…[truncated N bytes]`
+/// marker; returns true when it cut.
+pub fn truncate(text: &mut String, max: usize) -> bool {
+    if text.len() <= max {
+        return false;
+    }
+    let mut keep = max;
+    loop {
+        let marker = format!("…[truncated {} bytes]", text.len() - keep);
+        let budget = max.saturating_sub(marker.len());
+        if budget >= keep || keep == 0 {
+            text.truncate(keep);
+            text.push_str(&marker);
+            return true;
+        }
+        keep = floor_char_boundary(text, budget);
+    }
+}
+
+fn floor_char_boundary(text: &str, index: usize) -> usize {
+    (0..=index.min(text.len())).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{ErrorInfo, EventKind};
+    use crate::ids::TraceId;
+    use crate::payload::Payload;
+    use proptest::prelude::*;
+
+    fn event(payload: Payload) -> ObsEvent {
+        let mut e = ObsEvent::new(EventKind::Start, "pi.test", TraceId::random());
+        e.payload = payload;
+        e
+    }
+
+    #[test]
+    fn default_policy_keeps_only_safe_fields() {
+        let stats = Stats::default();
+        let out = ContentPolicy::default().apply(
+            event(
+                Payload::new()
+                    .safe("model", "m")
+                    .content(ContentKind::Prompt, "prompt", "hello")
+                    .secret("apiKey", "sk-abcdefghijklmnopqrstu"),
+            ),
+            &stats,
+        );
+        assert_eq!(out.payload.len(), 1);
+        assert!(out.payload.get("model").is_some());
+        assert!(out.payload.get("prompt").is_none());
+        assert!(out.payload.get("apiKey").is_none());
+        assert_eq!(stats.snapshot().fields_withheld, 2);
+    }
+
+    #[test]
+    fn secrets_are_withheld_even_when_everything_is_captured() {
+        let stats = Stats::default();
+        let out = ContentPolicy::default().capture_all().apply(event(Payload::new().secret("apiKey", "plain")), &stats);
+        assert!(out.payload.is_empty());
+    }
+
+    #[test]
+    fn captured_content_is_scrubbed_then_redacted_then_truncated() {
+        let stats = Stats::default();
+        let policy = ContentPolicy::default()
+            .capture(ContentKind::Prompt)
+            .redactor(|_: FieldRef<'_>, v: &str| Redaction::Replace(v.replace("alice", "<user>")))
+            .max_field_bytes(60);
+        let text = format!("alice key sk-abcdefghijklmnopqrstuvwx {}", "x".repeat(100));
+        let out = policy.apply(event(Payload::new().content(ContentKind::Prompt, "prompt", text)), &stats);
+        let value = out.payload.get("prompt").unwrap().as_str().unwrap();
+        assert!(value.starts_with("<user> key [REDACTED]"), "{value}");
+        assert!(value.len() <= 60, "{value}");
+        assert!(value.contains("…[truncated"));
+        let s = stats.snapshot();
+        assert_eq!((s.fields_redacted, s.fields_truncated), (1, 1));
+    }
+
+    #[test]
+    fn failing_or_panicking_redactors_drop_the_field() {
+        struct Failing;
+        impl Redactor for Failing {
+            fn redact(&self, _: FieldRef<'_>, _: &str) -> Result<Redaction, RedactError> {
+                Err(RedactError("backend down".into()))
+            }
+        }
+        for policy in [
+            ContentPolicy::default().capture_all().redactor(Failing),
+            ContentPolicy::default().capture_all().redactor(|_: FieldRef<'_>, _: &str| -> Redaction { panic!("boom") }),
+        ] {
+            let stats = Stats::default();
+            let out = policy
+                .apply(event(Payload::new().safe("n", 1).content(ContentKind::ToolResult, "result", "data")), &stats);
+            assert!(out.payload.get("result").is_none());
+            assert!(out.payload.get("n").is_some());
+            let s = stats.snapshot();
+            assert_eq!((s.redactor_failures, s.fields_dropped), (1, 1));
+        }
+    }
+
+    #[test]
+    fn error_messages_are_scrubbed_and_truncated() {
+        let stats = Stats::default();
+        let mut e = event(Payload::new());
+        e.error =
+            Some(ErrorInfo::new("HttpError", format!("401 for key sk-abcdefghijklmnopqrstuvwx {}", "y".repeat(5000))));
+        let out = ContentPolicy::default().apply(e, &stats);
+        let message = &out.error.unwrap().message;
+        assert!(!message.contains("abcdefghijklmnop"));
+        assert!(message.len() <= DEFAULT_MAX_ERROR_BYTES);
+    }
+
+    proptest! {
+        #[test]
+        fn truncate_respects_the_limit_and_char_boundaries(s in "\\PC{0,300}", max in 0usize..200) {
+            let mut t = s.clone();
+            let cut = truncate(&mut t, max);
+            prop_assert_eq!(cut, s.len() > max);
+            if cut {
+                // Below the marker's own size the marker alone is kept.
+                prop_assert!(t.len() <= max.max(32));
+                prop_assert!(t.contains("…[truncated"));
+            } else {
+                prop_assert_eq!(t, s);
+            }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! The subscriber trait: where events go.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::event::ObsEvent;
+
+/// Receives every event of a hub, after the subscriber's content policy was applied.
+///
+/// `on_event` is called on the emitting thread and must not block: adapters put the event in a
+/// bounded queue and do I/O elsewhere. A panic in any method is caught and counted by the hub;
+/// it never reaches the operation that emitted the event.
+///
+/// Closures `Fn(&ObsEvent)` are subscribers.
+pub trait Subscriber: Send + Sync + 'static {
+    /// Handles one event.
+    fn on_event(&self, event: &ObsEvent);
+
+    /// Pushes out what is buffered, giving up after `timeout`.
+    fn flush(&self, timeout: Duration) -> Result<(), SubscriberError> {
+        let _ = timeout;
+        Ok(())
+    }
+
+    /// Flushes and releases resources, within `timeout`. Events after shutdown may be ignored.
+    fn shutdown(&self, timeout: Duration) -> Result<(), SubscriberError> {
+        self.flush(timeout)
+    }
+}
+
+impl<F> Subscriber for F
+where
+    F: Fn(&ObsEvent) + Send + Sync + 'static,
+{
+    fn on_event(&self, event: &ObsEvent) {
+        self(event)
+    }
+}
+
+/// A subscriber's `flush` or `shutdown` did not complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubscriberError {
+    /// The deadline passed with work still pending.
+    Timeout,
+    /// The subscriber panicked (caught by the hub).
+    Panicked,
+    /// Anything else, in one line.
+    Other(String),
+}
+
+impl fmt::Display for SubscriberError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SubscriberError::Timeout => f.write_str("deadline passed before the subscriber finished"),
+            SubscriberError::Panicked => f.write_str("subscriber panicked"),
+            SubscriberError::Other(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for SubscriberError {}

@@ -1,0 +1,67 @@
+//! The test kit (feature `testing`): a capture subscriber, span-tree assertions and the adapter
+//! conformance suite. Used by this crate's own tests and by every adapter crate.
+//!
+//! Helpers here panic with a descriptive message when an assertion fails, like `assert!`.
+
+pub mod conformance;
+mod tree;
+
+use std::sync::{Arc, Mutex};
+
+pub use tree::{
+    RecordedEvent, RecordedSpan, assert_paired, assert_paired_allowing_remote, span_named, spans_from_events,
+};
+
+use crate::event::ObsEvent;
+use crate::hub::{Observability, Subscription};
+use crate::subscriber::Subscriber;
+
+/// A subscriber that keeps every event it receives, in order.
+#[derive(Clone, Default)]
+pub struct CaptureSubscriber {
+    events: Arc<Mutex<Vec<ObsEvent>>>,
+}
+
+impl CaptureSubscriber {
+    /// An empty capture.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Subscribes a new capture to `hub` (default policy).
+    pub fn attach(hub: &Observability) -> (CaptureSubscriber, Subscription) {
+        let capture = CaptureSubscriber::new();
+        let subscription = hub.subscribe(capture.clone());
+        (capture, subscription)
+    }
+
+    /// Removes and returns everything captured so far.
+    pub fn take(&self) -> Vec<ObsEvent> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    /// A copy of everything captured so far.
+    pub fn events(&self) -> Vec<ObsEvent> {
+        self.lock().clone()
+    }
+
+    /// Number of events captured so far.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// True when nothing was captured.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ObsEvent>> {
+        self.events.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Subscriber for CaptureSubscriber {
+    fn on_event(&self, event: &ObsEvent) {
+        self.lock().push(event.clone());
+    }
+}

@@ -1,0 +1,166 @@
+//! Normalized spans and tree assertions over an event sequence.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::event::{ErrorInfo, EventKind, ObsEvent, Timestamp};
+use crate::ids::{SpanId, TraceId};
+use crate::payload::Value;
+
+/// A point event inside a [`RecordedSpan`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedEvent {
+    /// Event name.
+    pub name: String,
+    /// When it happened.
+    pub timestamp: Timestamp,
+    /// Its attributes, keyed by contract payload keys.
+    pub attributes: BTreeMap<String, Value>,
+}
+
+/// One finished (or unfinished) operation, backend-neutral: what adapters' conformance fixtures
+/// convert their exported spans into.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedSpan {
+    /// Operation name.
+    pub name: String,
+    /// Trace id.
+    pub trace_id: TraceId,
+    /// Span id.
+    pub span_id: SpanId,
+    /// Parent span id.
+    pub parent_span_id: Option<SpanId>,
+    /// Start time.
+    pub start: Timestamp,
+    /// End time; `None` if the operation never settled.
+    pub end: Option<Timestamp>,
+    /// `None` = ok; else the error.
+    pub error: Option<ErrorInfo>,
+    /// Attributes keyed by contract payload keys (start merged with end).
+    pub attributes: BTreeMap<String, Value>,
+    /// Attribution context.
+    pub context: BTreeMap<String, String>,
+    /// Point events, in order.
+    pub events: Vec<RecordedEvent>,
+}
+
+fn attributes(event: &ObsEvent) -> BTreeMap<String, Value> {
+    event.payload.iter().map(|f| (f.key.to_string(), f.value.clone())).collect()
+}
+
+/// The reference conversion of an event sequence into spans, in start order: attributes from the
+/// end record (which carries the merged payload), or the start record if the span never ended.
+pub fn spans_from_events(events: &[ObsEvent]) -> Vec<RecordedSpan> {
+    let mut spans: Vec<RecordedSpan> = Vec::new();
+    let mut index: HashMap<SpanId, usize> = HashMap::new();
+    for event in events {
+        let Some(span_id) = event.span_id else { continue };
+        match event.kind {
+            EventKind::Start => {
+                index.insert(span_id, spans.len());
+                spans.push(RecordedSpan {
+                    name: event.name.to_string(),
+                    trace_id: event.trace_id,
+                    span_id,
+                    parent_span_id: event.parent_span_id,
+                    start: event.timestamp,
+                    end: None,
+                    error: None,
+                    attributes: attributes(event),
+                    context: event.context.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
+                    events: Vec::new(),
+                });
+            }
+            EventKind::End | EventKind::Error => {
+                if let Some(span) = index.get(&span_id).map(|i| &mut spans[*i]) {
+                    span.end = Some(event.timestamp);
+                    span.error = event.error.clone();
+                    span.attributes = attributes(event);
+                }
+            }
+            EventKind::Event => {
+                if let Some(span) = index.get(&span_id).map(|i| &mut spans[*i]) {
+                    span.events.push(RecordedEvent {
+                        name: event.name.to_string(),
+                        timestamp: event.timestamp,
+                        attributes: attributes(event),
+                    });
+                }
+            }
+        }
+    }
+    spans
+}
+
+/// Asserts the contract's pairing and tree invariants and returns the spans:
+///
+/// - every `start` has exactly one `end` or `error` later in the sequence, with the same name,
+///   trace id and parent; no `end`/`error` without a `start`; span ids unique;
+/// - every parent started earlier in the sequence (and not later in time), in the same trace;
+/// - `end` timestamps are not before their `start`, and `durationMs` matches them;
+/// - point events belong to a span that is open at that moment.
+pub fn assert_paired(events: &[ObsEvent]) -> Vec<RecordedSpan> {
+    check(events, false)
+}
+
+/// [`assert_paired`], but parents that are not in the sequence (an adopted remote traceparent)
+/// are allowed.
+pub fn assert_paired_allowing_remote(events: &[ObsEvent]) -> Vec<RecordedSpan> {
+    check(events, true)
+}
+
+fn check(events: &[ObsEvent], allow_remote: bool) -> Vec<RecordedSpan> {
+    let mut started: HashMap<SpanId, &ObsEvent> = HashMap::new();
+    let mut settled: HashSet<SpanId> = HashSet::new();
+    for (i, event) in events.iter().enumerate() {
+        let at = format!("event #{i} ({event})");
+        match event.kind {
+            EventKind::Start => {
+                let span = event.span_id.unwrap_or_else(|| panic!("{at}: start without span id"));
+                assert!(started.insert(span, event).is_none(), "{at}: span id {span} started twice");
+                if let Some(parent) = event.parent_span_id {
+                    match started.get(&parent) {
+                        Some(p) => {
+                            assert_eq!(p.trace_id, event.trace_id, "{at}: child in another trace than its parent");
+                            assert!(p.timestamp <= event.timestamp, "{at}: child starts before its parent");
+                            assert!(!settled.contains(&parent), "{at}: parent {parent} already ended");
+                        }
+                        None => assert!(allow_remote, "{at}: parent {parent} never started before it"),
+                    }
+                }
+            }
+            EventKind::End | EventKind::Error => {
+                let span = event.span_id.unwrap_or_else(|| panic!("{at}: end without span id"));
+                let start = started.get(&span).unwrap_or_else(|| panic!("{at}: ends a span that never started"));
+                assert!(settled.insert(span), "{at}: span {span} ended twice");
+                assert_eq!(start.name, event.name, "{at}: end name differs from start");
+                assert_eq!(start.trace_id, event.trace_id, "{at}: end trace differs from start");
+                assert_eq!(start.parent_span_id, event.parent_span_id, "{at}: end parent differs from start");
+                assert!(event.timestamp >= start.timestamp, "{at}: ends before it starts");
+                let duration = event.duration.unwrap_or_else(|| panic!("{at}: end without duration"));
+                let measured = event.timestamp.unix_nanos() - start.timestamp.unix_nanos();
+                assert_eq!(u128::from(measured), duration.as_nanos(), "{at}: duration differs from timestamps");
+                assert_eq!(event.kind == EventKind::Error, event.error.is_some(), "{at}: error field mismatch");
+            }
+            EventKind::Event => {
+                if let Some(span) = event.span_id {
+                    if started.contains_key(&span) {
+                        assert!(!settled.contains(&span), "{at}: point event after its span ended");
+                    } else {
+                        assert!(allow_remote, "{at}: point event for unknown span {span}");
+                    }
+                }
+            }
+        }
+    }
+    let open: Vec<_> = started.keys().filter(|s| !settled.contains(s)).collect();
+    assert!(open.is_empty(), "spans started but never ended: {open:?}");
+    spans_from_events(events)
+}
+
+/// The only span named `name`; panics if there are none or several.
+pub fn span_named<'a>(spans: &'a [RecordedSpan], name: &str) -> &'a RecordedSpan {
+    let mut found = spans.iter().filter(|s| s.name == name);
+    let span = found.next().unwrap_or_else(|| panic!("no span named {name}"));
+    assert!(found.next().is_none(), "more than one span named {name}");
+    span
+}

@@ -1,0 +1,122 @@
+//! Hub behaviour: subscriptions, laziness when nobody listens, explicit vs global hubs.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use pi_observe_core::testing::CaptureSubscriber;
+use pi_observe_core::{
+    ObsEvent, Observability, Payload, Span, names, record, record_event, trace_operation, trace_operation_sync,
+};
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+}
+
+#[test]
+fn payloads_are_not_built_when_the_hub_has_no_subscriber() {
+    let hub = Observability::new();
+    let builds = Arc::new(AtomicUsize::new(0));
+    let counter = builds.clone();
+    let out = block_on(hub.scope(trace_operation(
+        "quiet",
+        move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Payload::new()
+        },
+        async {
+            record(|| -> Payload { unreachable!("record payload built with nobody listening") });
+            record_event("e", || -> Payload { unreachable!("event payload built with nobody listening") });
+            assert!(!Span::current().is_recording());
+            Ok::<_, std::io::Error>(5)
+        },
+    )));
+    assert_eq!(out.unwrap(), 5);
+    assert_eq!(builds.load(Ordering::SeqCst), 0);
+    assert_eq!(hub.stats().emitted, 0);
+}
+
+#[test]
+fn dropping_or_cancelling_the_subscription_unsubscribes() {
+    let hub = Observability::new();
+    let count = Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    let sub = hub.subscribe(move |_: &ObsEvent| {
+        c.fetch_add(1, Ordering::SeqCst);
+    });
+    assert!(hub.has_subscribers());
+    hub.in_scope(|| trace_operation_sync("one", (), |_| ()));
+    assert_eq!(count.load(Ordering::SeqCst), 2);
+    drop(sub);
+    assert!(!hub.has_subscribers());
+    hub.in_scope(|| trace_operation_sync("two", (), |_| ()));
+    assert_eq!(count.load(Ordering::SeqCst), 2);
+
+    let (capture, sub) = CaptureSubscriber::attach(&hub);
+    sub.cancel();
+    hub.in_scope(|| trace_operation_sync("three", (), |_| ()));
+    assert!(capture.is_empty());
+}
+
+#[test]
+fn explicit_hubs_do_not_see_each_others_events() {
+    let (a, b) = (Observability::new(), Observability::new());
+    let (cap_a, _sa) = CaptureSubscriber::attach(&a);
+    let (cap_b, _sb) = CaptureSubscriber::attach(&b);
+    block_on(a.scope(trace_operation("on.a", (), async { Ok::<_, std::io::Error>(()) }))).unwrap();
+    b.in_scope(|| trace_operation_sync("on.b", (), |_| ()));
+    let names_a: Vec<_> = cap_a.take().into_iter().map(|e| e.name).collect();
+    let names_b: Vec<_> = cap_b.take().into_iter().map(|e| e.name).collect();
+    assert_eq!(names_a, ["on.a", "on.a"]);
+    assert_eq!(names_b, ["on.b", "on.b"]);
+}
+
+#[test]
+fn sync_operations_pair_and_nest_under_async_ones() {
+    let hub = Observability::new();
+    let (capture, _s) = CaptureSubscriber::attach(&hub);
+    block_on(hub.scope(trace_operation(names::AGENT_TOOL_CALL, (), async {
+        trace_operation_sync(names::SESSION_WRITE, Payload::new().safe(names::BYTES, 10), |span| {
+            span.record(Payload::new().safe(names::ENTRY_COUNT, 1));
+            Ok::<_, std::io::Error>(())
+        })
+    })))
+    .unwrap();
+    let spans = pi_observe_core::testing::assert_paired(&capture.take());
+    let write = pi_observe_core::testing::span_named(&spans, names::SESSION_WRITE);
+    let tool = pi_observe_core::testing::span_named(&spans, names::AGENT_TOOL_CALL);
+    assert_eq!(write.parent_span_id, Some(tool.span_id));
+    assert_eq!(write.attributes.len(), 2);
+}
+
+#[test]
+fn sync_operation_panic_is_recorded_then_resumed() {
+    let hub = Observability::new();
+    let (capture, _s) = CaptureSubscriber::attach(&hub);
+    let caught = std::panic::catch_unwind(|| {
+        hub.in_scope(|| trace_operation_sync("boom", (), |_| -> () { panic!("sync boom") }))
+    });
+    assert!(caught.is_err());
+    let events = capture.take();
+    assert_eq!(events[1].error.as_ref().unwrap().message, "sync boom");
+}
+
+#[test]
+fn point_events_outside_an_operation_still_carry_trace_and_context() {
+    let hub = Observability::new();
+    let (capture, _s) = CaptureSubscriber::attach(&hub);
+    let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    block_on(hub.scope(pi_observe_core::run_with_traceparent(Some(tp), async {
+        record_event(names::AGENT_QUEUE_UPDATE, Payload::new().safe(names::QUEUE_LENGTH, 2));
+        trace_operation(names::AGENT_PROMPT, (), async { Ok::<_, std::io::Error>(()) }).await
+    })))
+    .unwrap();
+    let events = capture.take();
+    assert_eq!(events[0].trace_id.to_string(), "0af7651916cd43dd8448eb211c80319c");
+    assert_eq!(events[0].span_id.unwrap().to_string(), "b7ad6b7169203331");
+    // The prompt root becomes the child of the adopted remote parent.
+    assert_eq!(events[1].parent_span_id.unwrap().to_string(), "b7ad6b7169203331");
+    assert_eq!(events[1].trace_id, events[0].trace_id);
+    pi_observe_core::testing::assert_paired_allowing_remote(&events);
+}

@@ -1,0 +1,7 @@
+//! Turns pi-observe events into structured tracing events and JSON-lines logs.
+//!
+//! Not built yet: this crate is a placeholder in the workspace so the dependency arrows are fixed
+//! from the start (it depends on `pi-observe-core` only).
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
