@@ -225,7 +225,7 @@ impl Serialize for ObsEvent {
             parent_span_id: self.parent_span_id,
             timestamp: self.timestamp.unix_millis_f64(),
             time_unix_nano: Some(self.timestamp.unix_nanos()),
-            duration_ms: self.duration.map(|d| d.as_secs_f64() * 1e3),
+            duration_ms: self.duration.map(|d| d.as_nanos() as f64 / 1e6),
             duration_ns: self.duration.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
             context: self.context.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
             payload,

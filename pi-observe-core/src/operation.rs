@@ -446,6 +446,7 @@ where
 }
 
 /// Merges attributes into the end record of the innermost running operation (no-op outside one).
+#[inline]
 pub fn record(payload: impl PayloadSource) {
     if any_interest() {
         Span::current().record(payload);
@@ -455,10 +456,15 @@ pub fn record(payload: impl PayloadSource) {
 /// Emits a point `event` record in the current context: attached to the innermost running
 /// operation if there is one, else to the current trace (or a new one). The payload is built
 /// only when someone listens.
+#[inline]
 pub fn record_event(name: impl Into<Cow<'static, str>>, payload: impl PayloadSource) {
-    if !any_interest() {
-        return;
+    if any_interest() {
+        record_event_slow(name.into(), payload);
     }
+}
+
+#[inline(never)]
+fn record_event_slow(name: Cow<'static, str>, payload: impl PayloadSource) {
     let ctx = context::current();
     if let Some(inner) = &ctx.span {
         return Span(Some(inner.clone())).add_event(name, payload);
