@@ -39,11 +39,9 @@ async fn tool_call(tool: &'static str, call_id: String, fail: bool) -> Result<us
         }
         let bytes = 128;
         span.record(Payload::new().safe(names::RESULT_BYTES, bytes).safe(names::IS_ERROR, false));
-        trace_operation(
-            names::AGENT_SESSION_APPEND_ENTRY,
-            Payload::new().safe(names::ENTRY_TYPE, "message"),
-            async { Ok::<_, ToolError>(()) },
-        )
+        trace_operation(names::AGENT_SESSION_APPEND_ENTRY, Payload::new().safe(names::ENTRY_TYPE, "message"), async {
+            Ok::<_, ToolError>(())
+        })
         .await?;
         Ok(bytes)
     })
@@ -62,7 +60,8 @@ async fn prompt(text: &'static str) -> Result<(), ToolError> {
     };
     trace_operation(names::AGENT_PROMPT, payload, async move {
         trace_operation(names::AGENT_TURN, Payload::new().safe(names::TURN_INDEX, 0), async {
-            let request = Payload::new().safe(names::API, "faux").safe(names::PROVIDER, "faux").safe(names::MODEL, "faux-1");
+            let request =
+                Payload::new().safe(names::API, "faux").safe(names::PROVIDER, "faux").safe(names::MODEL, "faux-1");
             trace_operation_with(names::PROVIDER_REQUEST, request, |span: Span| async move {
                 tokio::time::sleep(Duration::from_millis(2)).await;
                 record_event(names::PROVIDER_FIRST_TOKEN, Payload::new().safe(names::TIME_TO_FIRST_TOKEN_MS, 2));

@@ -476,7 +476,7 @@ fn record_event_slow(name: Cow<'static, str>, payload: impl PayloadSource) {
     let payload = build_payload(hub, payload);
     hub.emit(ObsEvent {
         kind: EventKind::Event,
-        name: name.into(),
+        name,
         trace_id: ctx.trace_id.unwrap_or_else(TraceId::random),
         span_id: ctx.span_id,
         parent_span_id: None,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pi_observe_core::testing::CaptureSubscriber;
+use pi_observe_core::testing::silence_expected_panics;
 use pi_observe_core::{
     ObsEvent, Observability, Payload, Span, names, record, record_event, trace_operation, trace_operation_sync,
 };
@@ -16,6 +17,7 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 
 #[test]
 fn payloads_are_not_built_when_the_hub_has_no_subscriber() {
+    silence_expected_panics(&["sync boom"]);
     let hub = Observability::new();
     let builds = Arc::new(AtomicUsize::new(0));
     let counter = builds.clone();
@@ -39,6 +41,7 @@ fn payloads_are_not_built_when_the_hub_has_no_subscriber() {
 
 #[test]
 fn dropping_or_cancelling_the_subscription_unsubscribes() {
+    silence_expected_panics(&["sync boom"]);
     let hub = Observability::new();
     let count = Arc::new(AtomicUsize::new(0));
     let c = count.clone();
@@ -61,6 +64,7 @@ fn dropping_or_cancelling_the_subscription_unsubscribes() {
 
 #[test]
 fn explicit_hubs_do_not_see_each_others_events() {
+    silence_expected_panics(&["sync boom"]);
     let (a, b) = (Observability::new(), Observability::new());
     let (cap_a, _sa) = CaptureSubscriber::attach(&a);
     let (cap_b, _sb) = CaptureSubscriber::attach(&b);
@@ -74,6 +78,7 @@ fn explicit_hubs_do_not_see_each_others_events() {
 
 #[test]
 fn sync_operations_pair_and_nest_under_async_ones() {
+    silence_expected_panics(&["sync boom"]);
     let hub = Observability::new();
     let (capture, _s) = CaptureSubscriber::attach(&hub);
     block_on(hub.scope(trace_operation(names::AGENT_TOOL_CALL, (), async {
@@ -92,6 +97,7 @@ fn sync_operations_pair_and_nest_under_async_ones() {
 
 #[test]
 fn sync_operation_panic_is_recorded_then_resumed() {
+    silence_expected_panics(&["sync boom"]);
     let hub = Observability::new();
     let (capture, _s) = CaptureSubscriber::attach(&hub);
     let caught = std::panic::catch_unwind(|| {
@@ -104,6 +110,7 @@ fn sync_operation_panic_is_recorded_then_resumed() {
 
 #[test]
 fn point_events_outside_an_operation_still_carry_trace_and_context() {
+    silence_expected_panics(&["sync boom"]);
     let hub = Observability::new();
     let (capture, _s) = CaptureSubscriber::attach(&hub);
     let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";

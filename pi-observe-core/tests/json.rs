@@ -24,7 +24,11 @@ fn value() -> impl Strategy<Value = Value> {
 }
 
 fn class() -> impl Strategy<Value = Class> {
-    prop_oneof![Just(Class::Safe), Just(Class::Secret), prop::sample::select(ContentKind::ALL.to_vec()).prop_map(Class::Content)]
+    prop_oneof![
+        Just(Class::Safe),
+        Just(Class::Secret),
+        prop::sample::select(ContentKind::ALL.to_vec()).prop_map(Class::Content)
+    ]
 }
 
 fn event() -> impl Strategy<Value = ObsEvent> {
@@ -47,7 +51,10 @@ fn event() -> impl Strategy<Value = ObsEvent> {
             e.timestamp = Timestamp::from_unix_nanos(ts);
             e.duration = dur.map(Duration::from_nanos);
             e.context = ctx.into_iter().collect::<Attribution>();
-            e.payload = fields.into_iter().map(|(key, value, class)| Field { key: key.into(), value, class }).collect::<Payload>();
+            e.payload = fields
+                .into_iter()
+                .map(|(key, value, class)| Field { key: key.into(), value, class })
+                .collect::<Payload>();
             e.error = error.map(|(n, m)| ErrorInfo::new(n, m));
             e
         })
@@ -76,7 +83,10 @@ fn malformed_events_name_what_is_wrong() {
         (ok.replace("0af7651916cd43dd8448eb211c80319c", "00000000000000000000000000000000"), "all zero"),
         (ok.replace("b7ad6b7169203331", "b7ad"), "wrong length"),
         (ok.replace(r#""timestamp":1"#, r#""timestamp":1,"payload":{"x":null}"#), "payload.x"),
-        (ok.replace(r#""timestamp":1"#, r#""timestamp":1,"payload":{"x":1},"payloadClasses":{"x":"weird"}"#), "unknown class"),
+        (
+            ok.replace(r#""timestamp":1"#, r#""timestamp":1,"payload":{"x":1},"payloadClasses":{"x":"weird"}"#),
+            "unknown class",
+        ),
     ] {
         let err = ObsEvent::from_json(&bad).unwrap_err().to_string();
         assert!(err.contains(needle), "{bad}: {err}");

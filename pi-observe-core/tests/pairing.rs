@@ -8,6 +8,7 @@ use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::task::Poll;
 
+use pi_observe_core::testing::silence_expected_panics;
 use pi_observe_core::testing::{CaptureSubscriber, assert_paired};
 use pi_observe_core::{EventKind, Observability, Payload, Value, names, spawn, trace_operation};
 use proptest::prelude::*;
@@ -125,6 +126,7 @@ async fn supervise(ending: Ending, mut fut: BoxFut) {
 }
 
 fn check_tree(root: Node, multi_thread: bool) -> Result<(), TestCaseError> {
+    silence_expected_panics(&["planned panic"]);
     let hub = Observability::new();
     let (capture, _sub) = CaptureSubscriber::attach(&hub);
     let runtime = if multi_thread {

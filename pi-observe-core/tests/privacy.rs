@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use pi_observe_core::testing::CaptureSubscriber;
 use pi_observe_core::{
-    ContentKind, ContentPolicy, FieldRef, ObsEvent, Observability, Payload, REDACTED, Redaction, Scrubber, Span,
-    names, trace_operation_with,
+    ContentKind, ContentPolicy, FieldRef, ObsEvent, Observability, Payload, REDACTED, Redaction, Scrubber, Span, names,
+    trace_operation_with,
 };
 
 const CANARY: &str = "CANARY-91b2";
@@ -22,10 +22,7 @@ const SECRETS: &[(&str, &str)] = &[
     ("ghp_R4nd0mT0k3nV4lu3F0rT3st1ngXyZ", "R4nd0mT0k3nV4lu3F0rT3st1ngXyZ"),
     ("github_pat_11AAAAAAA0abcdefghijklmnopqrstuv", "abcdefghijklmnopqrstuv"),
     ("xoxb-2222222222-SlackSecretValue", "SlackSecretValue"),
-    (
-        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjYW5hcnkifQ.c2lnbmF0dXJlLXNlY3JldA",
-        "c2lnbmF0dXJlLXNlY3JldA",
-    ),
+    ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjYW5hcnkifQ.c2lnbmF0dXJlLXNlY3JldA", "c2lnbmF0dXJlLXNlY3JldA"),
     ("Authorization: Bearer tok.BearerSecret123", "BearerSecret123"),
     ("-----BEGIN PRIVATE KEY-----\nMIIPrivKeyBody\n-----END PRIVATE KEY-----", "MIIPrivKeyBody"),
     ("https://deploy:UrlPassw0rd@git.example.com/x.git", "UrlPassw0rd"),
@@ -44,7 +41,9 @@ fn loaded_text(kind: ContentKind) -> String {
 fn payload() -> Payload {
     ContentKind::ALL
         .into_iter()
-        .fold(Payload::new().safe(names::MODEL, "faux-1"), |p, kind| p.content(kind, format!("field_{kind}"), loaded_text(kind)))
+        .fold(Payload::new().safe(names::MODEL, "faux-1"), |p, kind| {
+            p.content(kind, format!("field_{kind}"), loaded_text(kind))
+        })
         .secret(names::API_KEY, "sk-live-NeverEverExport0001")
         .secret(names::AUTHORIZATION, CANARY)
 }
@@ -152,6 +151,9 @@ fn redaction_hooks_see_scrubbed_text_and_can_drop_or_rewrite() {
     let args = events[0].payload.get(names::TOOL_ARGS).unwrap().as_str().unwrap();
     assert_eq!(args, format!("<user> {REDACTED} {REDACTED}"));
     assert!(events[0].payload.get(names::FILE_CONTENT).is_none());
-    assert!(seen.lock().unwrap().iter().all(|v| !v.contains("CUST-1234") && !v.contains("sk-abc")), "hooks saw unscrubbed text");
+    assert!(
+        seen.lock().unwrap().iter().all(|v| !v.contains("CUST-1234") && !v.contains("sk-abc")),
+        "hooks saw unscrubbed text"
+    );
     assert!(hub.stats().fields_dropped >= 1);
 }

@@ -16,6 +16,27 @@ use crate::event::ObsEvent;
 use crate::hub::{Observability, Subscription};
 use crate::subscriber::Subscriber;
 
+/// Keeps panics whose message contains one of `markers` out of the test output (tests that
+/// panic on purpose to check isolation); every other panic is reported by the previous hook.
+/// Installed once per process; later calls add nothing.
+pub fn silence_expected_panics(markers: &'static [&'static str]) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            if !markers.iter().any(|m| message.contains(m)) {
+                previous(info);
+            }
+        }));
+    });
+}
+
 /// A subscriber that keeps every event it receives, in order.
 #[derive(Clone, Default)]
 pub struct CaptureSubscriber {

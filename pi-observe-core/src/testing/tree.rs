@@ -95,7 +95,8 @@ pub fn spans_from_events(events: &[ObsEvent]) -> Vec<RecordedSpan> {
 ///
 /// - every `start` has exactly one `end` or `error` later in the sequence, with the same name,
 ///   trace id and parent; no `end`/`error` without a `start`; span ids unique;
-/// - every parent started earlier in the sequence (and not later in time), in the same trace;
+/// - every parent started earlier in the sequence (and not later in time), in the same trace
+///   (a detached spawned task may start after its parent ended: that is allowed);
 /// - `end` timestamps are not before their `start`, and `durationMs` matches them;
 /// - point events belong to a span that is open at that moment.
 pub fn assert_paired(events: &[ObsEvent]) -> Vec<RecordedSpan> {
@@ -122,7 +123,6 @@ fn check(events: &[ObsEvent], allow_remote: bool) -> Vec<RecordedSpan> {
                         Some(p) => {
                             assert_eq!(p.trace_id, event.trace_id, "{at}: child in another trace than its parent");
                             assert!(p.timestamp <= event.timestamp, "{at}: child starts before its parent");
-                            assert!(!settled.contains(&parent), "{at}: parent {parent} already ended");
                         }
                         None => assert!(allow_remote, "{at}: parent {parent} never started before it"),
                     }
