@@ -181,6 +181,14 @@ impl ObsContext {
         f()
     }
 
+    /// [`ObsContext::in_scope`] without cloning: hands the context back with the result.
+    pub(crate) fn in_scope_owned<R>(self, f: impl FnOnce() -> R) -> (R, ObsContext) {
+        let mut guard = SyncGuard::enter(Some(self));
+        let result = f();
+        let ctx = guard.exit();
+        (result, ctx)
+    }
+
     /// Wraps a closure so that it runs under this context, wherever it is called (for
     /// `std::thread::spawn`, `spawn_blocking`, thread pools).
     pub fn wrap<R>(self, f: impl FnOnce() -> R) -> impl FnOnce() -> R {
@@ -205,6 +213,14 @@ impl SyncGuard {
     fn enter(context: Option<ObsContext>) -> SyncGuard {
         let previous = SYNC_CONTEXT.try_with(|slot| slot.replace(context)).ok().flatten();
         SyncGuard { previous }
+    }
+}
+
+impl SyncGuard {
+    /// Restores the previous context now and returns the one this guard had entered.
+    fn exit(&mut self) -> ObsContext {
+        let previous = self.previous.take();
+        SYNC_CONTEXT.try_with(|slot| slot.replace(previous)).ok().flatten().unwrap_or_default()
     }
 }
 

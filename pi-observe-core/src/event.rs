@@ -68,8 +68,13 @@ impl Timestamp {
 
     /// Now, on the process's monotonic wall clock.
     pub fn now() -> Self {
+        Self::at(Instant::now())
+    }
+
+    /// The wall-clock time of a monotonic instant (one clock read serves both).
+    pub fn at(instant: Instant) -> Self {
         let (wall, mono) = anchor();
-        let elapsed = u64::try_from(mono.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let elapsed = u64::try_from(instant.saturating_duration_since(mono).as_nanos()).unwrap_or(u64::MAX);
         Timestamp(wall.saturating_add(elapsed))
     }
 

@@ -251,7 +251,8 @@ fn begin(name: Cow<'static, str>, payload: impl PayloadSource) -> Option<(Arc<Sp
     let payload = build_payload(&hub, payload);
     let trace_id = parent.trace_id.unwrap_or_else(TraceId::random);
     let span_id = SpanId::random();
-    let start = Timestamp::now();
+    let started = Instant::now();
+    let start = Timestamp::at(started);
     let inner = Arc::new(SpanInner {
         hub: hub.clone(),
         name: name.clone(),
@@ -260,7 +261,7 @@ fn begin(name: Cow<'static, str>, payload: impl PayloadSource) -> Option<(Arc<Sp
         parent: parent.span_id,
         attribution: parent.attribution.clone(),
         start,
-        started: Instant::now(),
+        started,
         state: Mutex::new(SpanState { settled: false, payload: payload.clone(), status: None }),
     });
     hub.emit(ObsEvent {
@@ -393,8 +394,8 @@ where
                 Some((inner, child)) => {
                     let span = Span(Some(inner.clone()));
                     *this.guard = OpGuard(Some(inner));
-                    match catch_unwind(AssertUnwindSafe(|| child.in_scope(|| make(span)))) {
-                        Ok(fut) => this.body.set(Body::Traced { fut: child.scope(fut) }),
+                    match catch_unwind(AssertUnwindSafe(|| child.in_scope_owned(|| make(span)))) {
+                        Ok((fut, child)) => this.body.set(Body::Traced { fut: child.scope(fut) }),
                         Err(panic) => {
                             this.guard.finish(Settlement::Panicked(panic_info(panic.as_ref())));
                             resume_unwind(panic)
