@@ -425,6 +425,17 @@ mod tests {
     }
 
     #[test]
+    fn nested_async_contexts_merge_and_restore() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let (inner, after) = rt.block_on(run_with_context(attrs(&[("userId", "u1"), ("orgId", "o")]), async {
+            let inner = run_with_context(attrs(&[("userId", "u2")]), async { current().attribution().clone() }).await;
+            (inner, current().attribution().clone())
+        }));
+        assert_eq!(inner, attrs(&[("userId", "u2"), ("orgId", "o")]));
+        assert_eq!(after, attrs(&[("userId", "u1"), ("orgId", "o")]));
+    }
+
+    #[test]
     fn malformed_traceparent_is_ignored_and_a_valid_one_is_adopted() {
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let ctx = rt.block_on(run_with_traceparent(Some("garbage"), async { current() }));

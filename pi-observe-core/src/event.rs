@@ -135,6 +135,9 @@ pub struct ObsEvent {
     pub payload: Payload,
     /// On `error`: what went wrong.
     pub error: Option<ErrorInfo>,
+    /// Content kinds the policy that delivered this event captures (bit set); 0 for events that
+    /// never passed through a policy. See [`ObsEvent::exportable_fields`].
+    pub(crate) captured: u16,
 }
 
 impl ObsEvent {
@@ -151,7 +154,19 @@ impl ObsEvent {
             context: Attribution::default(),
             payload: Payload::new(),
             error: None,
+            captured: 0,
         }
+    }
+
+    /// The payload fields an exporter may send: safe fields, plus content fields of the kinds the
+    /// delivering policy captures; never secrets. Events that did not come through a hub's
+    /// policy export no content at all (defence in depth for adapters).
+    pub fn exportable_fields(&self) -> impl Iterator<Item = &Field> {
+        self.payload.iter().filter(|field| match field.class {
+            Class::Safe => true,
+            Class::Content(kind) => self.captured & kind.bit() != 0,
+            Class::Secret => false,
+        })
     }
 
     /// The JSON form (one line, design-note field names).
@@ -285,6 +300,7 @@ impl<'de> Deserialize<'de> for ObsEvent {
             context: json.context.into_iter().collect(),
             payload,
             error: json.error,
+            captured: 0,
         })
     }
 }

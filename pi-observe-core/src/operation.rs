@@ -122,6 +122,7 @@ impl SpanInner {
             context: self.attribution.clone(),
             payload,
             error,
+            captured: 0,
         });
     }
 }
@@ -202,6 +203,7 @@ impl Span {
             context: inner.attribution.clone(),
             payload,
             error: None,
+            captured: 0,
         });
     }
 
@@ -275,6 +277,7 @@ fn begin(name: Cow<'static, str>, payload: impl PayloadSource) -> Option<(Arc<Sp
         context: parent.attribution.clone(),
         payload,
         error: None,
+        captured: 0,
     });
     let trace_flags = if parent.trace_id.is_some() { parent.trace_flags } else { TraceParent::SAMPLED };
     let child = ObsContext {
@@ -486,6 +489,7 @@ fn record_event_slow(name: Cow<'static, str>, payload: impl PayloadSource) {
         context: ctx.attribution.clone(),
         payload,
         error: None,
+        captured: 0,
     });
 }
 

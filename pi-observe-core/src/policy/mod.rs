@@ -129,6 +129,7 @@ impl ContentPolicy {
     /// Applies the policy to one event: drops secrets and uncaptured content, scrubs, redacts and
     /// truncates captured content, scrubs and truncates the error message.
     pub(crate) fn apply(&self, mut event: ObsEvent, stats: &Stats) -> ObsEvent {
+        event.captured = self.capture;
         let event_name = event.name.clone();
         event.payload.fields_mut().retain_mut(|field| {
             let kind = match field.class {
@@ -256,6 +257,15 @@ mod tests {
         assert!(out.payload.get("prompt").is_none());
         assert!(out.payload.get("apiKey").is_none());
         assert_eq!(stats.snapshot().fields_withheld, 2);
+    }
+
+    #[test]
+    fn only_events_that_passed_a_policy_export_content() {
+        let raw = event(Payload::new().safe("a", 1).content(ContentKind::Prompt, "p", "x").secret("s", "y"));
+        let keys = |e: &ObsEvent| e.exportable_fields().map(|f| f.key.to_string()).collect::<Vec<_>>();
+        assert_eq!(keys(&raw), ["a"], "content that skipped the policy is not exportable");
+        let through = ContentPolicy::default().capture(ContentKind::Prompt).apply(raw, &Stats::default());
+        assert_eq!(keys(&through), ["a", "p"]);
     }
 
     #[test]
