@@ -1,7 +1,12 @@
-//! The pi coding-agent runtime: providers, harness, tools, sessions; emits pi.* events through pi-observe-core.
-//!
-//! Not built yet: this crate is a placeholder in the workspace so the dependency arrows are fixed
-//! from the start (it depends on `pi-observe-core` only).
+//! The pi coding-agent runtime: LLM providers (OpenAI Chat Completions, Anthropic Messages,
+//! scripted `faux`), the prompt → turns → tools harness, the built-in tools, and JSONL sessions —
+//! instrumented end to end through `pi-observe-core` only.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+pub mod message;
+pub mod model;
+pub mod provider;
+pub mod session;
+pub mod time;

@@ -1,0 +1,349 @@
+//! Messages, content blocks and usage, in pi's session-format shape (JSON field names match
+//! `packages/ai` types: `role`, `toolCallId`, `stopReason`, `cacheRead`, …).
+
+use serde::{Deserialize, Serialize};
+
+use crate::time::now_millis;
+
+/// One block of message content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum ContentBlock {
+    /// Plain text.
+    #[serde(rename = "text")]
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// Model reasoning.
+    #[serde(rename = "thinking")]
+    Thinking {
+        /// The reasoning text.
+        thinking: String,
+    },
+    /// A tool call requested by the model.
+    #[serde(rename = "toolCall")]
+    ToolCall {
+        /// Provider-assigned call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Arguments (a JSON object).
+        arguments: serde_json::Value,
+    },
+    /// An image (base64).
+    #[serde(rename = "image")]
+    Image {
+        /// Base64 data.
+        data: String,
+        /// MIME type.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+}
+
+impl ContentBlock {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text { text: text.into() }
+    }
+}
+
+/// User message content: a string or blocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum UserContent {
+    /// Plain text.
+    Text(String),
+    /// Text and image blocks.
+    Blocks(Vec<ContentBlock>),
+}
+
+impl UserContent {
+    /// All text, blocks joined by newlines.
+    pub fn text(&self) -> String {
+        match self {
+            UserContent::Text(text) => text.clone(),
+            UserContent::Blocks(blocks) => joined_text(blocks),
+        }
+    }
+
+    /// Number of image blocks.
+    pub fn image_count(&self) -> usize {
+        match self {
+            UserContent::Text(_) => 0,
+            UserContent::Blocks(blocks) => blocks.iter().filter(|b| matches!(b, ContentBlock::Image { .. })).count(),
+        }
+    }
+}
+
+/// Text of all text blocks, joined by newlines.
+pub fn joined_text(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    /// Finished normally.
+    Stop,
+    /// Hit the output token limit.
+    Length,
+    /// Wants tool results.
+    ToolUse,
+    /// Failed.
+    Error,
+    /// Cancelled.
+    Aborted,
+}
+
+impl StopReason {
+    /// The JSON name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Stop => "stop",
+            StopReason::Length => "length",
+            StopReason::ToolUse => "toolUse",
+            StopReason::Error => "error",
+            StopReason::Aborted => "aborted",
+        }
+    }
+}
+
+/// Cost in USD per token bucket (an estimate from the model registry's prices).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    /// Fresh input tokens.
+    pub input: f64,
+    /// Output tokens.
+    pub output: f64,
+    /// Cache-read tokens.
+    pub cache_read: f64,
+    /// Cache-write tokens.
+    pub cache_write: f64,
+    /// Sum of the buckets.
+    pub total: f64,
+}
+
+/// Token usage in four exclusive buckets, their total, and the estimated cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Fresh (uncached) input tokens.
+    pub input: u64,
+    /// Output tokens (including reasoning).
+    pub output: u64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read: u64,
+    /// Input tokens written to the prompt cache.
+    pub cache_write: u64,
+    /// `input + output + cache_read + cache_write`.
+    pub total_tokens: u64,
+    /// Estimated cost.
+    pub cost: Cost,
+}
+
+impl Usage {
+    /// Usage with these buckets and the total filled in (cost zero until priced).
+    pub fn tokens(input: u64, output: u64, cache_read: u64, cache_write: u64) -> Self {
+        Usage {
+            input,
+            output,
+            cache_read,
+            cache_write,
+            total_tokens: input + output + cache_read + cache_write,
+            cost: Cost::default(),
+        }
+    }
+
+    /// Adds another usage (tokens and costs).
+    pub fn add(&mut self, other: &Usage) {
+        self.input += other.input;
+        self.output += other.output;
+        self.cache_read += other.cache_read;
+        self.cache_write += other.cache_write;
+        self.total_tokens += other.total_tokens;
+        self.cost.input += other.cost.input;
+        self.cost.output += other.cost.output;
+        self.cost.cache_read += other.cost.cache_read;
+        self.cost.cache_write += other.cost.cache_write;
+        self.cost.total += other.cost.total;
+    }
+}
+
+/// A user message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserMessage {
+    /// The content.
+    pub content: UserContent,
+    /// Unix milliseconds.
+    pub timestamp: i64,
+}
+
+/// An assistant message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantMessage {
+    /// Text, thinking and tool-call blocks.
+    pub content: Vec<ContentBlock>,
+    /// Provider API (`openai-completions`, `anthropic-messages`, `faux`).
+    pub api: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model id.
+    pub model: String,
+    /// Usage and cost.
+    pub usage: Usage,
+    /// Why it stopped.
+    pub stop_reason: StopReason,
+    /// Error text when `stop_reason` is `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    /// Unix milliseconds.
+    pub timestamp: i64,
+}
+
+impl AssistantMessage {
+    /// The tool calls, in source order: `(id, name, arguments)`.
+    pub fn tool_calls(&self) -> Vec<(String, String, serde_json::Value)> {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall { id, name, arguments } => Some((id.clone(), name.clone(), arguments.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// All text blocks joined.
+    pub fn text(&self) -> String {
+        joined_text(&self.content)
+    }
+
+    /// All thinking blocks joined.
+    pub fn thinking(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Thinking { thinking } => Some(thinking.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// A tool result message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultMessage {
+    /// The call this answers.
+    pub tool_call_id: String,
+    /// Tool name.
+    pub tool_name: String,
+    /// Result content.
+    pub content: Vec<ContentBlock>,
+    /// Tool-specific metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
+    /// Nested LLM work performed by the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// The tool failed.
+    pub is_error: bool,
+    /// Unix milliseconds.
+    pub timestamp: i64,
+}
+
+/// A message of the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role")]
+pub enum Message {
+    /// From the user.
+    #[serde(rename = "user")]
+    User(UserMessage),
+    /// From the model.
+    #[serde(rename = "assistant")]
+    Assistant(AssistantMessage),
+    /// A tool's answer.
+    #[serde(rename = "toolResult")]
+    ToolResult(ToolResultMessage),
+}
+
+impl Message {
+    /// A user text message stamped now.
+    pub fn user(text: impl Into<String>) -> Message {
+        Message::User(UserMessage { content: UserContent::Text(text.into()), timestamp: now_millis() })
+    }
+
+    /// `user`, `assistant` or `toolResult`.
+    pub fn role(&self) -> &'static str {
+        match self {
+            Message::User(_) => "user",
+            Message::Assistant(_) => "assistant",
+            Message::ToolResult(_) => "toolResult",
+        }
+    }
+
+    /// Approximate size in characters of everything the model would read.
+    pub fn char_len(&self) -> usize {
+        match self {
+            Message::User(m) => m.content.text().len(),
+            Message::Assistant(m) => m
+                .content
+                .iter()
+                .map(|b| match b {
+                    ContentBlock::Text { text } => text.len(),
+                    ContentBlock::Thinking { thinking } => thinking.len(),
+                    ContentBlock::ToolCall { name, arguments, .. } => name.len() + arguments.to_string().len(),
+                    ContentBlock::Image { .. } => 1000,
+                })
+                .sum(),
+            Message::ToolResult(m) => joined_text(&m.content).len(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_use_pi_field_names() {
+        let m = Message::ToolResult(ToolResultMessage {
+            tool_call_id: "c1".into(),
+            tool_name: "bash".into(),
+            content: vec![ContentBlock::text("ok")],
+            details: None,
+            usage: None,
+            is_error: false,
+            timestamp: 1,
+        });
+        let json = serde_json::to_value(&m).unwrap();
+        assert_eq!(json["role"], "toolResult");
+        assert_eq!(json["toolCallId"], "c1");
+        assert_eq!(json["content"][0]["type"], "text");
+        let user: Message = serde_json::from_str(r#"{"role":"user","content":"Hello","timestamp":5}"#).unwrap();
+        assert_eq!(user, Message::User(UserMessage { content: UserContent::Text("Hello".into()), timestamp: 5 }));
+        let call: ContentBlock = serde_json::from_str(r#"{"type":"toolCall","id":"a","name":"read","arguments":{"path":"x"}}"#).unwrap();
+        assert!(matches!(call, ContentBlock::ToolCall { .. }));
+    }
+
+    #[test]
+    fn usage_adds_every_bucket() {
+        let mut a = Usage::tokens(1, 2, 3, 4);
+        a.cost.total = 0.5;
+        a.add(&a.clone());
+        assert_eq!((a.input, a.output, a.cache_read, a.cache_write, a.total_tokens), (2, 4, 6, 8, 20));
+        assert_eq!(a.cost.total, 1.0);
+    }
+}

@@ -1,0 +1,212 @@
+//! The model registry: ids, providers, APIs, limits and prices, shipped as data
+//! (`data/models.json`) and overridable from a user JSON file of the same shape.
+//!
+//! Costs computed from these prices are **estimates**: providers bill from their own meters and
+//! change prices; the table is a snapshot. `faux-1` carries nominal prices so demos show costs.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::{Cost, Usage};
+
+/// Which wire protocol a model speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Api {
+    /// OpenAI Chat Completions (also OpenAI-compatible servers).
+    #[serde(rename = "openai-completions")]
+    OpenAiCompletions,
+    /// Anthropic Messages.
+    #[serde(rename = "anthropic-messages")]
+    AnthropicMessages,
+    /// The scripted offline provider.
+    #[serde(rename = "faux")]
+    Faux,
+}
+
+impl Api {
+    /// The JSON name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::OpenAiCompletions => "openai-completions",
+            Api::AnthropicMessages => "anthropic-messages",
+            Api::Faux => "faux",
+        }
+    }
+}
+
+/// Prices in USD per million tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pricing {
+    /// Fresh input.
+    pub input: f64,
+    /// Output.
+    pub output: f64,
+    /// Cache read.
+    #[serde(default)]
+    pub cache_read: f64,
+    /// Cache write.
+    #[serde(default)]
+    pub cache_write: f64,
+}
+
+/// One model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelInfo {
+    /// Model id as sent to the provider.
+    pub id: String,
+    /// Provider name (`openai`, `anthropic`, `faux`, or any OpenAI-compatible name).
+    pub provider: String,
+    /// Wire protocol.
+    pub api: Api,
+    /// Context window in tokens.
+    pub context_window: u64,
+    /// Maximum output tokens.
+    pub max_tokens: u64,
+    /// Prices per million tokens.
+    pub cost: Pricing,
+    /// Base URL override for this model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+impl ModelInfo {
+    /// Fills in the cost of `usage` from this model's prices.
+    pub fn price(&self, usage: &mut Usage) {
+        let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
+        let cost = Cost {
+            input: per(usage.input, self.cost.input),
+            output: per(usage.output, self.cost.output),
+            cache_read: per(usage.cache_read, self.cost.cache_read),
+            cache_write: per(usage.cache_write, self.cost.cache_write),
+            total: 0.0,
+        };
+        usage.cost = Cost { total: cost.input + cost.output + cost.cache_read + cost.cache_write, ..cost };
+    }
+
+    /// A model not in the registry (e.g. on a local OpenAI-compatible server): no prices known.
+    pub fn unknown(provider: &str, id: &str, api: Api) -> Self {
+        ModelInfo {
+            id: id.to_owned(),
+            provider: provider.to_owned(),
+            api,
+            context_window: 128_000,
+            max_tokens: 8192,
+            cost: Pricing::default(),
+            base_url: None,
+        }
+    }
+}
+
+/// Why a model file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelsError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not a JSON array of models.
+    #[error("{path}: not a model list ({source})")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The JSON error.
+        source: serde_json::Error,
+    },
+}
+
+/// The set of known models.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    models: Vec<ModelInfo>,
+}
+
+const BUILTIN: &str = include_str!("../data/models.json");
+
+impl Registry {
+    /// The built-in table.
+    pub fn builtin() -> Self {
+        // The shipped table is covered by a test; an error here would be a packaging bug.
+        Registry { models: serde_json::from_str(BUILTIN).unwrap_or_default() }
+    }
+
+    /// The built-in table with the models of a user JSON file added or replaced (same `provider`
+    /// and `id` replaces).
+    pub fn with_overrides(mut self, path: &Path) -> Result<Self, ModelsError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ModelsError::Read { path: shown.clone(), source })?;
+        let extra: Vec<ModelInfo> =
+            serde_json::from_str(&text).map_err(|source| ModelsError::Parse { path: shown, source })?;
+        for model in extra {
+            match self.models.iter_mut().find(|m| m.provider == model.provider && m.id == model.id) {
+                Some(existing) => *existing = model,
+                None => self.models.push(model),
+            }
+        }
+        Ok(self)
+    }
+
+    /// The model with this provider and id.
+    pub fn find(&self, provider: &str, id: &str) -> Option<&ModelInfo> {
+        self.models.iter().find(|m| m.provider == provider && m.id == id)
+    }
+
+    /// The first model of a provider (its default).
+    pub fn default_for(&self, provider: &str) -> Option<&ModelInfo> {
+        self.models.iter().find(|m| m.provider == provider)
+    }
+
+    /// All models.
+    pub fn models(&self) -> &[ModelInfo] {
+        &self.models
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_table_parses_and_has_every_provider() {
+        let registry: Vec<ModelInfo> = serde_json::from_str(BUILTIN).unwrap();
+        assert!(registry.len() >= 9);
+        let r = Registry::builtin();
+        for provider in ["openai", "anthropic", "faux"] {
+            assert!(r.default_for(provider).is_some(), "{provider}");
+        }
+    }
+
+    #[test]
+    fn cost_is_priced_per_bucket() {
+        let model = Registry::builtin().find("anthropic", "claude-sonnet-4-5").unwrap().clone();
+        let mut usage = Usage::tokens(1_000_000, 100_000, 2_000_000, 10_000);
+        model.price(&mut usage);
+        assert!((usage.cost.input - 3.0).abs() < 1e-9);
+        assert!((usage.cost.output - 1.5).abs() < 1e-9);
+        assert!((usage.cost.cache_read - 0.6).abs() < 1e-9);
+        assert!((usage.cost.cache_write - 0.0375).abs() < 1e-9);
+        assert!((usage.cost.total - 5.1375).abs() < 1e-9);
+    }
+
+    #[test]
+    fn overrides_replace_and_add_models_and_bad_files_name_themselves() {
+        let dir = std::env::temp_dir().join(format!("pi-models-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("models.json");
+        std::fs::write(&file, r#"[{"id":"gpt-4o","provider":"openai","api":"openai-completions","contextWindow":1,"maxTokens":1,"cost":{"input":9,"output":9}},
+            {"id":"llama","provider":"local","api":"openai-completions","contextWindow":8192,"maxTokens":1024,"cost":{"input":0,"output":0},"baseUrl":"http://127.0.0.1:8080/v1"}]"#).unwrap();
+        let r = Registry::builtin().with_overrides(&file).unwrap();
+        assert_eq!(r.find("openai", "gpt-4o").unwrap().cost.input, 9.0);
+        assert_eq!(r.find("local", "llama").unwrap().base_url.as_deref(), Some("http://127.0.0.1:8080/v1"));
+        std::fs::write(&file, "{").unwrap();
+        let err = Registry::builtin().with_overrides(&file).unwrap_err().to_string();
+        assert!(err.starts_with(&file.display().to_string()) && err.contains("not a model list"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

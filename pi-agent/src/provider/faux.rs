@@ -1,0 +1,203 @@
+//! `faux`: scripted responses for tests and the offline demo. Each request takes the next queued
+//! response and streams it in small chunks; usage is estimated (~4 characters per token).
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{AttemptFuture, AttemptOutcome, EventSink, Provider, ProviderError, ProviderRequest, StreamEvent};
+use crate::message::{AssistantMessage, ContentBlock, StopReason, Usage};
+
+/// One block of a scripted response.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FauxBlock {
+    /// Assistant text.
+    Text(String),
+    /// Reasoning text.
+    Thinking(String),
+    /// A tool call.
+    ToolCall {
+        /// Tool name.
+        name: String,
+        /// Arguments.
+        arguments: Value,
+    },
+}
+
+/// One scripted response.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FauxResponse {
+    /// What the model "says".
+    pub blocks: Vec<FauxBlock>,
+    /// Fail instead of answering (after `fail_after_chunks` chunks, default at once).
+    pub error: Option<ProviderError>,
+    /// Number of chunks streamed before `error` is returned.
+    pub fail_after_chunks: usize,
+}
+
+impl FauxResponse {
+    /// A text-only response.
+    pub fn text(text: impl Into<String>) -> Self {
+        FauxResponse { blocks: vec![FauxBlock::Text(text.into())], ..Default::default() }
+    }
+
+    /// A response calling tools, with optional text first.
+    pub fn tools(text: Option<&str>, calls: Vec<(&str, Value)>) -> Self {
+        let mut blocks: Vec<FauxBlock> = text.map(|t| FauxBlock::Text(t.to_owned())).into_iter().collect();
+        blocks.extend(calls.into_iter().map(|(name, arguments)| FauxBlock::ToolCall { name: name.to_owned(), arguments }));
+        FauxResponse { blocks, ..Default::default() }
+    }
+
+    /// A response that fails with `error`.
+    pub fn error(error: ProviderError) -> Self {
+        FauxResponse { error: Some(error), ..Default::default() }
+    }
+}
+
+/// The scripted provider.
+pub struct FauxProvider {
+    queue: Mutex<VecDeque<FauxResponse>>,
+    chunk_chars: usize,
+    chunk_delay: Duration,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl Default for FauxProvider {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FauxProvider {
+    /// An empty script: requests fail with "no more responses" until responses are pushed.
+    pub fn new() -> Self {
+        FauxProvider {
+            queue: Mutex::new(VecDeque::new()),
+            chunk_chars: 8,
+            chunk_delay: Duration::ZERO,
+            calls: Default::default(),
+        }
+    }
+
+    /// Streams `chars` characters per delta.
+    pub fn chunk_chars(mut self, chars: usize) -> Self {
+        self.chunk_chars = chars.max(1);
+        self
+    }
+
+    /// Waits this long before each chunk (to make streaming observable, e.g. for abort tests).
+    pub fn chunk_delay(mut self, delay: Duration) -> Self {
+        self.chunk_delay = delay;
+        self
+    }
+
+    /// Queues responses.
+    pub fn push(&self, responses: impl IntoIterator<Item = FauxResponse>) {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner()).extend(responses);
+    }
+
+    /// Responses still queued.
+    pub fn remaining(&self) -> usize {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    async fn pause(&self, cancel: &CancellationToken) -> Result<(), ProviderError> {
+        if self.chunk_delay.is_zero() {
+            return if cancel.is_cancelled() { Err(ProviderError::Aborted) } else { Ok(()) };
+        }
+        tokio::select! {
+            () = cancel.cancelled() => Err(ProviderError::Aborted),
+            () = tokio::time::sleep(self.chunk_delay) => Ok(()),
+        }
+    }
+}
+
+fn chunks(text: &str, size: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+fn estimate_tokens(chars: usize) -> u64 {
+    chars.div_ceil(4) as u64
+}
+
+impl Provider for FauxProvider {
+    fn name(&self) -> &str {
+        "faux"
+    }
+
+    fn attempt<'a>(
+        &'a self,
+        request: &'a ProviderRequest,
+        cancel: &'a CancellationToken,
+        sink: EventSink<'a>,
+    ) -> AttemptFuture<'a> {
+        Box::pin(async move {
+            let response = self.queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+            let response = response.ok_or(ProviderError::NoMoreResponses)?;
+            let call_number = self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut streamed_chunks = 0usize;
+            let fail_now = |streamed: usize| match &response.error {
+                Some(error) if streamed >= response.fail_after_chunks => Err(error.clone()),
+                _ => Ok(()),
+            };
+            fail_now(0)?;
+            sink(StreamEvent::Start);
+            let mut content = Vec::new();
+            let mut produced = 0usize;
+            let mut tool_index = 0usize;
+            for block in &response.blocks {
+                match block {
+                    FauxBlock::Text(text) | FauxBlock::Thinking(text) => {
+                        let thinking = matches!(block, FauxBlock::Thinking(_));
+                        for piece in chunks(text, self.chunk_chars) {
+                            self.pause(cancel).await?;
+                            produced += piece.len();
+                            sink(if thinking { StreamEvent::ThinkingDelta(piece) } else { StreamEvent::TextDelta(piece) });
+                            streamed_chunks += 1;
+                            fail_now(streamed_chunks)?;
+                        }
+                        content.push(if thinking {
+                            ContentBlock::Thinking { thinking: text.clone() }
+                        } else {
+                            ContentBlock::Text { text: text.clone() }
+                        });
+                    }
+                    FauxBlock::ToolCall { name, arguments } => {
+                        self.pause(cancel).await?;
+                        let id = format!("faux_call_{call_number}_{tool_index}");
+                        sink(StreamEvent::ToolCallStart { index: tool_index, id: id.clone(), name: name.clone() });
+                        let json = arguments.to_string();
+                        produced += name.len() + json.len();
+                        sink(StreamEvent::ToolCallDelta { index: tool_index, delta: json });
+                        sink(StreamEvent::ToolCallEnd { index: tool_index });
+                        streamed_chunks += 1;
+                        fail_now(streamed_chunks)?;
+                        content.push(ContentBlock::ToolCall { id, name: name.clone(), arguments: arguments.clone() });
+                        tool_index += 1;
+                    }
+                }
+            }
+            fail_now(usize::MAX)?;
+            let stop_reason = if tool_index > 0 { StopReason::ToolUse } else { StopReason::Stop };
+            sink(StreamEvent::Done { stop_reason });
+            let input_chars: usize = request.system_prompt.as_ref().map_or(0, String::len)
+                + request.messages.iter().map(crate::message::Message::char_len).sum::<usize>();
+            let usage = Usage::tokens(estimate_tokens(input_chars), estimate_tokens(produced), 0, 0);
+            let message = AssistantMessage {
+                content,
+                api: request.model.api.as_str().to_owned(),
+                provider: "faux".to_owned(),
+                model: request.model.id.clone(),
+                usage,
+                stop_reason,
+                error_message: None,
+                timestamp: crate::time::now_millis(),
+            };
+            Ok(AttemptOutcome { message, status: None })
+        })
+    }
+}

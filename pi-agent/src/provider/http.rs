@@ -1,0 +1,187 @@
+//! The HTTP side shared by the OpenAI and Anthropic providers: one request, streamed as SSE,
+//! with response and idle timeouts, cancellation, error mapping and `traceparent` injection.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use pi_observe_core::{ContentKind, Payload, names, record};
+use tokio_util::sync::CancellationToken;
+
+use super::ProviderError;
+use super::sse::{SseEvent, SseParser};
+
+/// HTTP settings of a provider.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Base URL (e.g. `http://127.0.0.1:8080/v1`); `None` = the model's or the provider's default.
+    pub base_url: Option<String>,
+    /// API key; `None` = from the provider's environment variable.
+    pub api_key: Option<String>,
+    /// Connection timeout.
+    pub connect_timeout: Duration,
+    /// Time allowed until response headers arrive.
+    pub response_timeout: Duration,
+    /// Longest allowed gap between two chunks of a streamed body.
+    pub idle_timeout: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            base_url: None,
+            api_key: None,
+            connect_timeout: Duration::from_secs(10),
+            response_timeout: Duration::from_secs(120),
+            idle_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Header names whose values are credentials: never recorded, even with header capture on.
+const SECRET_HEADERS: [&str; 4] = ["authorization", "x-api-key", "cookie", "proxy-authorization"];
+
+pub(crate) struct HttpClient {
+    client: reqwest::Client,
+    pub(crate) config: HttpConfig,
+}
+
+impl HttpClient {
+    pub(crate) fn new(config: HttpConfig) -> Result<Self, ProviderError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|e| ProviderError::Config(format!("cannot build HTTP client: {e}")))?;
+        Ok(HttpClient { client, config })
+    }
+
+    /// POSTs `body` as JSON and feeds each SSE event to `on_event` until it returns `true`
+    /// (the protocol's end marker). Returns the HTTP status.
+    pub(crate) async fn stream_sse(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: &serde_json::Value,
+        cancel: &CancellationToken,
+        mut on_event: impl FnMut(SseEvent) -> Result<bool, ProviderError>,
+    ) -> Result<u16, ProviderError> {
+        let traceparent = pi_observe_core::current().traceparent().map(|tp| tp.to_string());
+        record(|| {
+            let shown: Vec<String> = headers
+                .iter()
+                .filter(|(name, _)| !SECRET_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
+                .map(|(name, value)| format!("{name}: {value}"))
+                .collect();
+            Payload::new()
+                .content(ContentKind::ProviderPayload, names::REQUEST_BODY, body.to_string())
+                .content(ContentKind::Header, names::HEADERS, shown)
+        });
+        let mut request = self
+            .client
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream")
+            .body(body.to_string());
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        if let Some(tp) = traceparent {
+            request = request.header("traceparent", tp);
+        }
+        let send = tokio::time::timeout(self.config.response_timeout, request.send());
+        let response = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(ProviderError::Aborted),
+            sent = send => match sent {
+                Err(_) => return Err(ProviderError::Timeout(format!("no response within {:?}", self.config.response_timeout))),
+                Ok(result) => result.map_err(map_reqwest)?,
+            },
+        };
+        let status = response.status().as_u16();
+        if !response.status().is_success() {
+            let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+            let body = tokio::time::timeout(self.config.idle_timeout, response.text()).await.ok().and_then(Result::ok).unwrap_or_default();
+            record(|| Payload::new().content(ContentKind::ProviderPayload, names::RESPONSE_BODY, body.clone()));
+            let message = error_message(&body);
+            return Err(if status == 401 || status == 403 {
+                ProviderError::Auth { status, message }
+            } else {
+                ProviderError::Http { status, message, retry_after }
+            });
+        }
+        let mut stream = response.bytes_stream();
+        let mut parser = SseParser::default();
+        loop {
+            let next = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(ProviderError::Aborted),
+                next = tokio::time::timeout(self.config.idle_timeout, stream.next()) => next,
+            };
+            let chunk = match next {
+                Err(_) => {
+                    return Err(ProviderError::Timeout(format!("stream stalled for {:?}", self.config.idle_timeout)));
+                }
+                Ok(None) => {
+                    let detail = if parser.pending() { " mid-event" } else { "" };
+                    return Err(ProviderError::Stream(format!("stream ended{detail} before the end marker")));
+                }
+                Ok(Some(chunk)) => chunk.map_err(map_reqwest)?,
+            };
+            for event in parser.push(&chunk).map_err(ProviderError::Stream)? {
+                if on_event(event)? {
+                    return Ok(status);
+                }
+            }
+        }
+    }
+}
+
+fn map_reqwest(error: reqwest::Error) -> ProviderError {
+    if error.is_timeout() {
+        ProviderError::Timeout(error.to_string())
+    } else if error.is_builder() {
+        ProviderError::Config(error.to_string())
+    } else {
+        ProviderError::Network(error.to_string())
+    }
+}
+
+/// `Retry-After` as delay-seconds (integer or decimal). HTTP-dates fall back to backoff.
+pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
+    let secs: f64 = value.trim().parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
+}
+
+/// The `error.message` of a JSON error body, else the body itself, cut to 500 bytes.
+fn error_message(body: &str) -> String {
+    let from_json = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.pointer("/error/message").and_then(|m| m.as_str()).map(str::to_owned));
+    let mut message = from_json.unwrap_or_else(|| body.trim().to_owned());
+    pi_observe_core::truncate(&mut message, 500);
+    message
+}
+
+/// Joins a base URL and a path without doubling slashes.
+pub(crate) fn join_url(base: &str, path: &str) -> String {
+    format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_accepts_seconds_only() {
+        assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after(" 0.5 "), Some(Duration::from_millis(500)));
+        assert_eq!(parse_retry_after("-1"), None);
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+    }
+
+    #[test]
+    fn error_messages_prefer_the_json_message() {
+        assert_eq!(error_message(r#"{"error":{"message":"Rate limited","type":"x"}}"#), "Rate limited");
+        assert_eq!(error_message("oops\n"), "oops");
+        assert_eq!(join_url("http://h/v1/", "/chat/completions"), "http://h/v1/chat/completions");
+    }
+}

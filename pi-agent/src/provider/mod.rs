@@ -1,0 +1,387 @@
+//! LLM providers behind one streaming interface, and the traced, retrying request around them.
+
+mod anthropic;
+mod faux;
+mod http;
+mod openai;
+mod retry;
+mod sse;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use pi_observe_core::{ContentKind, Payload, Span, names, record_event, trace_operation_with};
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+pub use anthropic::AnthropicProvider;
+pub use faux::{FauxBlock, FauxProvider, FauxResponse};
+pub use http::HttpConfig;
+pub use openai::OpenAiProvider;
+pub use retry::RetryPolicy;
+
+use crate::message::{AssistantMessage, Message, StopReason};
+use crate::model::ModelInfo;
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// Name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// Everything a provider needs for one request.
+#[derive(Debug, Clone)]
+pub struct ProviderRequest {
+    /// The model.
+    pub model: ModelInfo,
+    /// System prompt.
+    pub system_prompt: Option<String>,
+    /// Conversation so far.
+    pub messages: Vec<Message>,
+    /// Tools offered.
+    pub tools: Vec<ToolSpec>,
+    /// Reasoning level (`low|medium|high`), if any.
+    pub reasoning: Option<String>,
+    /// Session id (sent as a cache key where supported).
+    pub session_id: Option<String>,
+}
+
+/// One streamed update.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    /// The response started.
+    Start,
+    /// More assistant text.
+    TextDelta(String),
+    /// More reasoning text.
+    ThinkingDelta(String),
+    /// A tool call began.
+    ToolCallStart {
+        /// Position among the tool calls.
+        index: usize,
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+    },
+    /// More tool-call argument JSON.
+    ToolCallDelta {
+        /// Position among the tool calls.
+        index: usize,
+        /// Argument text fragment.
+        delta: String,
+    },
+    /// A tool call is complete.
+    ToolCallEnd {
+        /// Position among the tool calls.
+        index: usize,
+    },
+    /// The response is complete.
+    Done {
+        /// Why it stopped.
+        stop_reason: StopReason,
+    },
+}
+
+/// Why a request failed. `is_retryable` says which ones the retry loop repeats.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProviderError {
+    /// The server answered with an error status.
+    #[error("HTTP {status}: {message}")]
+    Http {
+        /// Status code.
+        status: u16,
+        /// Error text from the body (truncated).
+        message: String,
+        /// Parsed `Retry-After`.
+        retry_after: Option<Duration>,
+    },
+    /// 401 / 403: the key is missing or wrong.
+    #[error("HTTP {status} (authentication): {message}")]
+    Auth {
+        /// Status code.
+        status: u16,
+        /// Error text.
+        message: String,
+    },
+    /// Could not connect, or the connection broke.
+    #[error("network error: {0}")]
+    Network(String),
+    /// No response, or the stream stalled, within the timeout.
+    #[error("timeout: {0}")]
+    Timeout(String),
+    /// The stream ended early or carried malformed SSE/JSON.
+    #[error("bad stream: {0}")]
+    Stream(String),
+    /// The provider reported an error inside the stream.
+    #[error("provider error: {0}")]
+    Provider(String),
+    /// The request was cancelled.
+    #[error("aborted")]
+    Aborted,
+    /// The faux provider has no scripted response left.
+    #[error("faux provider: no more responses")]
+    NoMoreResponses,
+    /// Misconfiguration (missing key, bad URL).
+    #[error("configuration: {0}")]
+    Config(String),
+}
+
+impl ProviderError {
+    /// True for errors worth repeating: network, timeouts, 408, 429 and 5xx.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ProviderError::Http { status, .. } => *status == 408 || *status == 429 || *status >= 500,
+            ProviderError::Network(_) | ProviderError::Timeout(_) => true,
+            ProviderError::Auth { .. }
+            | ProviderError::Stream(_)
+            | ProviderError::Provider(_)
+            | ProviderError::Aborted
+            | ProviderError::NoMoreResponses
+            | ProviderError::Config(_) => false,
+        }
+    }
+
+    /// HTTP status, when there is one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ProviderError::Http { status, .. } | ProviderError::Auth { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ProviderError::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// Receives stream events as they arrive.
+pub type EventSink<'a> = &'a mut (dyn FnMut(StreamEvent) + Send);
+
+/// The boxed future a provider returns.
+pub type AttemptFuture<'a> = Pin<Box<dyn Future<Output = Result<AttemptOutcome, ProviderError>> + Send + 'a>>;
+
+/// What one successful attempt produced.
+#[derive(Debug, Clone)]
+pub struct AttemptOutcome {
+    /// The assembled message (usage not yet priced).
+    pub message: AssistantMessage,
+    /// HTTP status, for HTTP providers.
+    pub status: Option<u16>,
+}
+
+/// One LLM backend. `attempt` makes a single request and streams it into `sink`; retries,
+/// tracing and pricing are done around it by [`request`].
+pub trait Provider: Send + Sync {
+    /// Provider name (`openai`, `anthropic`, `faux`).
+    fn name(&self) -> &str;
+
+    /// One attempt. Must return [`ProviderError::Aborted`] promptly when `cancel` fires.
+    fn attempt<'a>(
+        &'a self,
+        request: &'a ProviderRequest,
+        cancel: &'a CancellationToken,
+        sink: EventSink<'a>,
+    ) -> AttemptFuture<'a>;
+}
+
+/// A completed (or aborted/failed) request: the message to persist and what happened.
+#[derive(Debug, Clone)]
+pub struct RequestOutcome {
+    /// The assistant message; on failure it has `stopReason` `error` or `aborted`.
+    pub message: AssistantMessage,
+    /// Retries made.
+    pub retries: u32,
+    /// The error, when the request failed.
+    pub error: Option<ProviderError>,
+}
+
+/// Runs one provider request as a `pi.ai.provider.request` operation: retries retryable errors
+/// that happen before anything was streamed (each retry emits `pi.ai.provider.retry`), emits
+/// `first_token` and `usage` events, prices the usage, and records the safe result fields
+/// (stop reason, status, retry count, tokens, cost, time to first token) plus the completion and
+/// thinking text as Content-class fields.
+pub async fn request(
+    provider: &dyn Provider,
+    request: &ProviderRequest,
+    retry: &RetryPolicy,
+    cancel: &CancellationToken,
+    sink: EventSink<'_>,
+) -> RequestOutcome {
+    let model = &request.model;
+    let payload = || {
+        let mut p = Payload::new()
+            .safe(names::API, model.api.as_str())
+            .safe(names::PROVIDER, provider.name())
+            .safe(names::MODEL, model.id.clone());
+        if let Some(session) = &request.session_id {
+            p = p.safe(names::SESSION_ID, session.clone());
+        }
+        if let Some(level) = &request.reasoning {
+            p = p.safe(names::REASONING, level.clone());
+        }
+        p
+    };
+    trace_operation_with(names::PROVIDER_REQUEST, payload, |span: Span| async move {
+        let started = Instant::now();
+        let mut retries = 0u32;
+        // Nanoseconds to the first token of any attempt; 0 = none yet.
+        let first_token = AtomicU64::new(0);
+        let result = loop {
+            let streamed = AtomicBool::new(false);
+            let mut forward = |event: StreamEvent| {
+                let content = matches!(
+                    event,
+                    StreamEvent::TextDelta(_) | StreamEvent::ThinkingDelta(_) | StreamEvent::ToolCallStart { .. }
+                );
+                if content && !streamed.swap(true, Ordering::Relaxed) && first_token.load(Ordering::Relaxed) == 0 {
+                    let ttft = started.elapsed();
+                    first_token.store(ttft.as_nanos().max(1) as u64, Ordering::Relaxed);
+                    record_event(names::PROVIDER_FIRST_TOKEN, || {
+                        Payload::new().safe(names::TIME_TO_FIRST_TOKEN_MS, ttft.as_millis() as u64)
+                    });
+                }
+                sink(event);
+            };
+            let attempt = tokio::select! {
+                biased;
+                () = cancel.cancelled() => Err(ProviderError::Aborted),
+                result = provider.attempt(request, cancel, &mut forward) => result,
+            };
+            let streamed = streamed.load(Ordering::Relaxed);
+            match attempt {
+                Err(error) if error.is_retryable() && !streamed && retries < retry.max_retries => {
+                    let delay = retry.delay(retries, error.retry_after());
+                    retries += 1;
+                    record_event(names::PROVIDER_RETRY, || {
+                        let mut p = Payload::new()
+                            .safe(names::ATTEMPT, retries)
+                            .safe(names::DELAY_MS, delay.as_millis() as u64)
+                            .safe("reason", error.to_string());
+                        if let Some(status) = error.status() {
+                            p = p.safe(names::STATUS_CODE, status);
+                        }
+                        p
+                    });
+                    tokio::select! {
+                        () = cancel.cancelled() => break Err(ProviderError::Aborted),
+                        () = tokio::time::sleep(delay) => {}
+                    }
+                }
+                other => break other,
+            }
+        };
+        let first_token = match first_token.load(Ordering::Relaxed) {
+            0 => None,
+            nanos => Some(Duration::from_nanos(nanos)),
+        };
+        finish(&span, model, provider, result, retries, first_token)
+    })
+    .await
+}
+
+fn finish(
+    span: &Span,
+    model: &ModelInfo,
+    provider: &dyn Provider,
+    result: Result<AttemptOutcome, ProviderError>,
+    retries: u32,
+    first_token: Option<Duration>,
+) -> RequestOutcome {
+    let (mut message, status, error) = match result {
+        Ok(outcome) => (outcome.message, outcome.status, None),
+        Err(error) => {
+            let stop_reason = if error == ProviderError::Aborted { StopReason::Aborted } else { StopReason::Error };
+            let message = AssistantMessage {
+                content: Vec::new(),
+                api: model.api.as_str().to_owned(),
+                provider: provider.name().to_owned(),
+                model: model.id.clone(),
+                usage: Default::default(),
+                stop_reason,
+                error_message: Some(error.to_string()),
+                timestamp: crate::time::now_millis(),
+            };
+            (message, error.status(), Some(error))
+        }
+    };
+    model.price(&mut message.usage);
+    let usage = message.usage;
+    record_event(names::PROVIDER_USAGE, || usage_payload(&usage));
+    span.record(|| {
+        let mut p = usage_payload(&usage)
+            .safe(names::STOP_REASON, message.stop_reason.as_str())
+            .safe(names::RETRY_COUNT, retries)
+            .safe(names::ABORTED, message.stop_reason == StopReason::Aborted)
+            .safe(names::TIMEOUT, matches!(error, Some(ProviderError::Timeout(_))))
+            .safe(names::RESPONSE_MODEL, message.model.clone())
+            .content(ContentKind::Completion, names::COMPLETION_TEXT, message.text());
+        let thinking = message.thinking();
+        if !thinking.is_empty() {
+            p = p.content(ContentKind::Thinking, names::THINKING_TEXT, thinking);
+        }
+        if let Some(status) = status {
+            p = p.safe(names::STATUS_CODE, status);
+        }
+        if let Some(ttft) = first_token {
+            p = p.safe(names::TIME_TO_FIRST_TOKEN_MS, ttft.as_millis() as u64);
+        }
+        p
+    });
+    RequestOutcome { message, retries, error }
+}
+
+impl pi_observe_core::Outcome for RequestOutcome {
+    fn error_info(&self) -> Option<pi_observe_core::ErrorInfo> {
+        self.error.as_ref().map(|e| pi_observe_core::ErrorInfo::new(error_name(e), e.to_string()))
+    }
+}
+
+fn error_name(error: &ProviderError) -> &'static str {
+    match error {
+        ProviderError::Http { .. } => "HttpError",
+        ProviderError::Auth { .. } => "AuthError",
+        ProviderError::Network(_) => "NetworkError",
+        ProviderError::Timeout(_) => "Timeout",
+        ProviderError::Stream(_) => "StreamError",
+        ProviderError::Provider(_) => "ProviderError",
+        ProviderError::Aborted => "Aborted",
+        ProviderError::NoMoreResponses => "NoMoreResponses",
+        ProviderError::Config(_) => "ConfigError",
+    }
+}
+
+/// The safe usage fields of the contract.
+pub fn usage_payload(usage: &crate::message::Usage) -> Payload {
+    Payload::new()
+        .safe(names::INPUT_TOKENS, usage.input)
+        .safe(names::OUTPUT_TOKENS, usage.output)
+        .safe(names::CACHE_READ_TOKENS, usage.cache_read)
+        .safe(names::CACHE_WRITE_TOKENS, usage.cache_write)
+        .safe(names::TOTAL_TOKENS, usage.total_tokens)
+        .safe(names::COST_TOTAL, usage.cost.total)
+        .safe(names::COST_INPUT, usage.cost.input)
+        .safe(names::COST_OUTPUT, usage.cost.output)
+        .safe(names::COST_CACHE_READ, usage.cost.cache_read)
+        .safe(names::COST_CACHE_WRITE, usage.cost.cache_write)
+}
+
+/// Builds the provider for a model: `faux` gets `faux`, others their HTTP client.
+pub fn provider_for(model: &ModelInfo, http: &HttpConfig) -> Result<Arc<dyn Provider>, ProviderError> {
+    Ok(match model.api {
+        crate::model::Api::Faux => Arc::new(FauxProvider::new()),
+        crate::model::Api::OpenAiCompletions => Arc::new(OpenAiProvider::new(http.clone(), &model.provider)?),
+        crate::model::Api::AnthropicMessages => Arc::new(AnthropicProvider::new(http.clone())?),
+    })
+}

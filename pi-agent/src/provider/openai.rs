@@ -1,0 +1,239 @@
+//! OpenAI Chat Completions (streaming), also for OpenAI-compatible servers (vLLM, llama.cpp,
+//! Ollama, OpenRouter, LiteLLM): set the base URL.
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::http::{HttpClient, HttpConfig, join_url};
+use super::{AttemptFuture, AttemptOutcome, EventSink, Provider, ProviderError, ProviderRequest, StreamEvent};
+use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, Usage, joined_text};
+
+/// Env var holding the OpenAI key.
+pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
+const DEFAULT_BASE: &str = "https://api.openai.com/v1";
+
+/// The OpenAI Chat Completions provider.
+pub struct OpenAiProvider {
+    http: HttpClient,
+    name: String,
+}
+
+impl OpenAiProvider {
+    /// A provider named `name` (`openai`, or the name of an OpenAI-compatible service). The key
+    /// comes from the config or `OPENAI_API_KEY`; it is required only for `openai` itself.
+    pub fn new(mut config: HttpConfig, name: &str) -> Result<Self, ProviderError> {
+        if config.api_key.is_none() {
+            config.api_key = std::env::var(OPENAI_API_KEY).ok().filter(|k| !k.is_empty());
+        }
+        if name == "openai" && config.api_key.is_none() && config.base_url.is_none() {
+            return Err(ProviderError::Config(format!("{OPENAI_API_KEY} is not set")));
+        }
+        Ok(OpenAiProvider { http: HttpClient::new(config)?, name: name.to_owned() })
+    }
+}
+
+impl Provider for OpenAiProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn attempt<'a>(
+        &'a self,
+        request: &'a ProviderRequest,
+        cancel: &'a CancellationToken,
+        sink: EventSink<'a>,
+    ) -> AttemptFuture<'a> {
+        Box::pin(async move {
+            let base = self.http.config.base_url.as_deref().or(request.model.base_url.as_deref()).unwrap_or(DEFAULT_BASE);
+            let url = join_url(base, "chat/completions");
+            let mut headers = Vec::new();
+            if let Some(key) = &self.http.config.api_key {
+                headers.push(("authorization", format!("Bearer {key}")));
+            }
+            let body = request_body(request);
+            let mut state = StreamState::default();
+            sink(StreamEvent::Start);
+            let status = self.http.stream_sse(&url, &headers, &body, cancel, |event| state.on_data(&event.data, sink)).await?;
+            Ok(AttemptOutcome { message: state.finish(request, &self.name), status: Some(status) })
+        })
+    }
+}
+
+fn request_body(request: &ProviderRequest) -> Value {
+    let mut messages = Vec::new();
+    if let Some(system) = &request.system_prompt {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    for message in &request.messages {
+        match message {
+            Message::User(m) => messages.push(json!({"role": "user", "content": m.content.text()})),
+            Message::Assistant(m) => {
+                let calls: Vec<Value> = m
+                    .tool_calls()
+                    .into_iter()
+                    .map(|(id, name, args)| {
+                        let arguments = match args {
+                            Value::String(raw) => raw,
+                            other => other.to_string(),
+                        };
+                        json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
+                    })
+                    .collect();
+                let text = m.text();
+                let mut out = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text) }});
+                if !calls.is_empty() {
+                    out["tool_calls"] = Value::Array(calls);
+                }
+                messages.push(out);
+            }
+            Message::ToolResult(m) => messages.push(json!({
+                "role": "tool",
+                "tool_call_id": m.tool_call_id,
+                "content": joined_text(&m.content),
+            })),
+        }
+    }
+    let mut body = json!({
+        "model": request.model.id,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "max_tokens": request.model.max_tokens,
+    });
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+            .collect();
+    }
+    if let Some(level) = &request.reasoning {
+        body["reasoning_effort"] = Value::String(level.clone());
+    }
+    body
+}
+
+#[derive(Default)]
+struct ToolCallState {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+#[derive(Default)]
+struct StreamState {
+    text: String,
+    thinking: String,
+    calls: Vec<ToolCallState>,
+    finish_reason: Option<String>,
+    usage: Usage,
+    model: Option<String>,
+    done: bool,
+}
+
+impl StreamState {
+    /// Handles one `data:` payload; `Ok(true)` at `[DONE]`.
+    fn on_data(&mut self, data: &str, sink: &mut (dyn FnMut(StreamEvent) + Send)) -> Result<bool, ProviderError> {
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            for index in 0..self.calls.len() {
+                sink(StreamEvent::ToolCallEnd { index });
+            }
+            sink(StreamEvent::Done { stop_reason: self.stop_reason() });
+            return Ok(true);
+        }
+        let chunk: Value = serde_json::from_str(data)
+            .map_err(|e| ProviderError::Stream(format!("chunk is not JSON ({e})")))?;
+        if let Some(error) = chunk.get("error") {
+            let message = error.get("message").and_then(Value::as_str).unwrap_or("unknown error");
+            return Err(ProviderError::Provider(message.to_owned()));
+        }
+        if let Some(model) = chunk.get("model").and_then(Value::as_str) {
+            self.model = Some(model.to_owned());
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
+            let prompt = usage.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0);
+            let completion = usage.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0);
+            let cached = usage.pointer("/prompt_tokens_details/cached_tokens").and_then(Value::as_u64).unwrap_or(0);
+            self.usage = Usage::tokens(prompt.saturating_sub(cached), completion, cached, 0);
+        }
+        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else { return Ok(false) };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(reason.to_owned());
+        }
+        let Some(delta) = choice.get("delta") else { return Ok(false) };
+        if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            self.text.push_str(text);
+            sink(StreamEvent::TextDelta(text.to_owned()));
+        }
+        for key in ["reasoning_content", "reasoning"] {
+            if let Some(text) = delta.get(key).and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                self.thinking.push_str(text);
+                sink(StreamEvent::ThinkingDelta(text.to_owned()));
+            }
+        }
+        for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            let index = call.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+            if index > self.calls.len() || index > 128 {
+                return Err(ProviderError::Stream(format!("tool call index {index} out of order")));
+            }
+            if index == self.calls.len() {
+                let id = call.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                sink(StreamEvent::ToolCallStart { index, id: id.clone(), name: name.clone() });
+                self.calls.push(ToolCallState { id, name, arguments: String::new() });
+            }
+            if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str).filter(|a| !a.is_empty()) {
+                self.calls[index].arguments.push_str(args);
+                sink(StreamEvent::ToolCallDelta { index, delta: args.to_owned() });
+            }
+        }
+        Ok(false)
+    }
+
+    fn stop_reason(&self) -> StopReason {
+        match self.finish_reason.as_deref() {
+            Some("length") => StopReason::Length,
+            _ if !self.calls.is_empty() => StopReason::ToolUse,
+            Some("tool_calls") => StopReason::ToolUse,
+            _ => StopReason::Stop,
+        }
+    }
+
+    fn finish(self, request: &ProviderRequest, provider: &str) -> AssistantMessage {
+        let stop_reason = self.stop_reason();
+        let mut content = Vec::new();
+        if !self.thinking.is_empty() {
+            content.push(ContentBlock::Thinking { thinking: self.thinking });
+        }
+        if !self.text.is_empty() {
+            content.push(ContentBlock::Text { text: self.text });
+        }
+        for call in self.calls {
+            let arguments = parse_arguments(&call.arguments);
+            content.push(ContentBlock::ToolCall { id: call.id, name: call.name, arguments });
+        }
+        AssistantMessage {
+            content,
+            api: request.model.api.as_str().to_owned(),
+            provider: provider.to_owned(),
+            model: self.model.unwrap_or_else(|| request.model.id.clone()),
+            usage: self.usage,
+            stop_reason,
+            error_message: None,
+            timestamp: crate::time::now_millis(),
+        }
+    }
+}
+
+/// Tool arguments as JSON; text that is not a JSON object is kept as a string so the tool can
+/// report the problem to the model instead of the whole request failing.
+pub(crate) fn parse_arguments(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return json!({});
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => Value::String(raw.to_owned()),
+    }
+}

@@ -1,0 +1,11 @@
+//! Sessions in pi's JSONL v3 format: a header line, then one entry per line forming a tree through
+//! 8-hex `id` / `parentId`. Appends are one `write` of one line each; a torn last line (a crash
+//! mid-append) is tolerated on read and never costs earlier entries.
+
+mod entry;
+mod reader;
+mod writer;
+
+pub use entry::{ATTRIBUTION_CUSTOM_TYPE, Entry, EntryKind, SessionHeader, new_entry_id, new_session_id};
+pub use reader::{Session, SessionError, SessionTotals, read_session};
+pub use writer::SessionWriter;

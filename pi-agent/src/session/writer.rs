@@ -1,0 +1,104 @@
+//! Appending to a session file.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use pi_observe_core::{Payload, names, trace_operation_sync};
+
+use super::entry::{Entry, EntryKind, SessionHeader, new_entry_id, new_session_id};
+use super::reader::{SessionError, read_session};
+use crate::time::{iso8601, now_millis};
+
+/// An open session file; every append is one line, written with one `write` call.
+#[derive(Debug)]
+pub struct SessionWriter {
+    path: PathBuf,
+    file: File,
+    header: SessionHeader,
+    leaf: Option<String>,
+    entries: Vec<Entry>,
+}
+
+impl SessionWriter {
+    /// Creates a new session file (fails if it exists).
+    pub fn create(path: &Path, cwd: &Path) -> Result<Self, SessionError> {
+        let header = SessionHeader {
+            kind: "session".into(),
+            version: 3,
+            id: new_session_id(),
+            timestamp: iso8601(now_millis()),
+            cwd: cwd.display().to_string(),
+            parent_session: None,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| SessionError::io(path, e))?;
+        }
+        let file = OpenOptions::new().append(true).create_new(true).open(path).map_err(|e| SessionError::io(path, e))?;
+        let mut writer = SessionWriter { path: path.to_owned(), file, header, leaf: None, entries: Vec::new() };
+        let line = serde_json::to_string(&writer.header).map_err(|e| SessionError::encode(path, e))?;
+        writer.write_line(&line)?;
+        Ok(writer)
+    }
+
+    /// Opens an existing session for appending (leaf = last entry), or creates it if missing.
+    /// A torn last line is cut off first, so the next append starts on a fresh line.
+    pub fn open_or_create(path: &Path, cwd: &Path) -> Result<Self, SessionError> {
+        if !path.exists() {
+            return Self::create(path, cwd);
+        }
+        let session = read_session(path)?;
+        let file = OpenOptions::new().append(true).open(path).map_err(|e| SessionError::io(path, e))?;
+        if let Some(good_len) = session.torn_tail_at {
+            file.set_len(good_len).map_err(|e| SessionError::io(path, e))?;
+        }
+        let leaf = session.entries.last().map(|e| e.id.clone());
+        Ok(SessionWriter { path: path.to_owned(), file, header: session.header, leaf, entries: session.entries })
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.header.id
+    }
+
+    /// The file path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The current leaf entry id.
+    pub fn leaf(&self) -> Option<&str> {
+        self.leaf.as_deref()
+    }
+
+    /// Every entry written or loaded, in file order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// Appends an entry as a child of the current leaf and makes it the leaf; returns its id.
+    /// Traced as `pi.agent.session.append_entry` with a `pi.session.write` child.
+    pub fn append(&mut self, kind: EntryKind) -> Result<String, SessionError> {
+        let entry_type = kind.type_name();
+        trace_operation_sync(names::AGENT_SESSION_APPEND_ENTRY, || Payload::new().safe(names::ENTRY_TYPE, entry_type), |_| {
+            let entry = Entry { id: new_entry_id(), parent_id: self.leaf.clone(), timestamp: iso8601(now_millis()), kind };
+            let line = serde_json::to_string(&entry).map_err(|e| SessionError::encode(&self.path, e))?;
+            trace_operation_sync(
+                names::SESSION_WRITE,
+                || Payload::new().safe(names::BYTES, line.len() + 1).safe(names::ENTRY_COUNT, 1),
+                |_| self.write_line(&line),
+            )?;
+            let id = entry.id.clone();
+            self.leaf = Some(id.clone());
+            self.entries.push(entry);
+            Ok(id)
+        })
+    }
+
+    fn write_line(&mut self, line: &str) -> Result<(), SessionError> {
+        let mut buf = Vec::with_capacity(line.len() + 1);
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
+        self.file.write_all(&buf).and_then(|()| self.file.flush()).map_err(|e| SessionError::io(&self.path, e))
+    }
+}
