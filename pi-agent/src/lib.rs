@@ -5,8 +5,11 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod events;
+pub mod harness;
 pub mod message;
 pub mod model;
 pub mod provider;
 pub mod session;
 pub mod time;
+pub mod tools;

@@ -334,7 +334,8 @@ mod tests {
         assert_eq!(json["content"][0]["type"], "text");
         let user: Message = serde_json::from_str(r#"{"role":"user","content":"Hello","timestamp":5}"#).unwrap();
         assert_eq!(user, Message::User(UserMessage { content: UserContent::Text("Hello".into()), timestamp: 5 }));
-        let call: ContentBlock = serde_json::from_str(r#"{"type":"toolCall","id":"a","name":"read","arguments":{"path":"x"}}"#).unwrap();
+        let call: ContentBlock =
+            serde_json::from_str(r#"{"type":"toolCall","id":"a","name":"read","arguments":{"path":"x"}}"#).unwrap();
         assert!(matches!(call, ContentBlock::ToolCall { .. }));
     }
 

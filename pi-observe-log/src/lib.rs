@@ -1,7 +1,13 @@
-//! Turns pi-observe events into structured tracing events and JSON-lines logs.
+//! Turns pi-observe events into structured logs.
 //!
-//! Not built yet: this crate is a placeholder in the workspace so the dependency arrows are fixed
-//! from the start (it depends on `pi-observe-core` only).
+//! Built so far: [`JsonlFileSink`], the canonical raw contract-event log — one JSON line per
+//! event (the design-note form of [`pi_observe_core::ObsEvent`]), written by a background thread
+//! behind a bounded queue so `on_event` never blocks. The `tracing` bridge and JSON-lines
+//! logging setup come with the log adapter issue.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+mod jsonl;
+
+pub use jsonl::JsonlFileSink;

@@ -43,7 +43,8 @@ impl Provider for AnthropicProvider {
         sink: EventSink<'a>,
     ) -> AttemptFuture<'a> {
         Box::pin(async move {
-            let base = self.http.config.base_url.as_deref().or(request.model.base_url.as_deref()).unwrap_or(DEFAULT_BASE);
+            let base =
+                self.http.config.base_url.as_deref().or(request.model.base_url.as_deref()).unwrap_or(DEFAULT_BASE);
             let url = join_url(base, "v1/messages");
             let mut headers = vec![("anthropic-version", API_VERSION.to_owned())];
             if let Some(key) = &self.http.config.api_key {
@@ -51,7 +52,10 @@ impl Provider for AnthropicProvider {
             }
             let body = request_body(request);
             let mut state = StreamState::default();
-            let status = self.http.stream_sse(&url, &headers, &body, cancel, |event| state.on_event(&event.event, &event.data, sink)).await?;
+            let status = self
+                .http
+                .stream_sse(&url, &headers, &body, cancel, |event| state.on_event(&event.event, &event.data, sink))
+                .await?;
             Ok(AttemptOutcome { message: state.finish(request), status: Some(status) })
         })
     }
@@ -138,9 +142,14 @@ impl StreamState {
             .ok_or_else(|| ProviderError::Stream(format!("delta for unknown content block {index}")))
     }
 
-    fn on_event(&mut self, event: &str, data: &str, sink: &mut (dyn FnMut(StreamEvent) + Send)) -> Result<bool, ProviderError> {
-        let value: Value =
-            serde_json::from_str(data).map_err(|e| ProviderError::Stream(format!("{event} event is not JSON ({e})")))?;
+    fn on_event(
+        &mut self,
+        event: &str,
+        data: &str,
+        sink: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<bool, ProviderError> {
+        let value: Value = serde_json::from_str(data)
+            .map_err(|e| ProviderError::Stream(format!("{event} event is not JSON ({e})")))?;
         let kind = value.get("type").and_then(Value::as_str).unwrap_or(event);
         let u64_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_u64).unwrap_or(0);
         match kind {
@@ -195,7 +204,9 @@ impl StreamState {
                     }
                     (Some("signature_delta"), _) => {}
                     (other, _) => {
-                        return Err(ProviderError::Stream(format!("delta {other:?} does not fit content block {index}")));
+                        return Err(ProviderError::Stream(format!(
+                            "delta {other:?} does not fit content block {index}"
+                        )));
                     }
                 }
             }
@@ -244,7 +255,9 @@ impl StreamState {
             .map(|(_, block)| match block {
                 Block::Text(text) => ContentBlock::Text { text },
                 Block::Thinking(thinking) => ContentBlock::Thinking { thinking },
-                Block::Tool { id, name, json, .. } => ContentBlock::ToolCall { id, name, arguments: parse_arguments(&json) },
+                Block::Tool { id, name, json, .. } => {
+                    ContentBlock::ToolCall { id, name, arguments: parse_arguments(&json) }
+                }
             })
             .collect();
         AssistantMessage {

@@ -47,7 +47,9 @@ impl FauxResponse {
     /// A response calling tools, with optional text first.
     pub fn tools(text: Option<&str>, calls: Vec<(&str, Value)>) -> Self {
         let mut blocks: Vec<FauxBlock> = text.map(|t| FauxBlock::Text(t.to_owned())).into_iter().collect();
-        blocks.extend(calls.into_iter().map(|(name, arguments)| FauxBlock::ToolCall { name: name.to_owned(), arguments }));
+        blocks.extend(
+            calls.into_iter().map(|(name, arguments)| FauxBlock::ToolCall { name: name.to_owned(), arguments }),
+        );
         FauxResponse { blocks, ..Default::default() }
     }
 
@@ -156,7 +158,11 @@ impl Provider for FauxProvider {
                         for piece in chunks(text, self.chunk_chars) {
                             self.pause(cancel).await?;
                             produced += piece.len();
-                            sink(if thinking { StreamEvent::ThinkingDelta(piece) } else { StreamEvent::TextDelta(piece) });
+                            sink(if thinking {
+                                StreamEvent::ThinkingDelta(piece)
+                            } else {
+                                StreamEvent::TextDelta(piece)
+                            });
                             streamed_chunks += 1;
                             fail_now(streamed_chunks)?;
                         }

@@ -71,9 +71,11 @@ impl HttpClient {
                 .filter(|(name, _)| !SECRET_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
                 .map(|(name, value)| format!("{name}: {value}"))
                 .collect();
-            Payload::new()
-                .content(ContentKind::ProviderPayload, names::REQUEST_BODY, body.to_string())
-                .content(ContentKind::Header, names::HEADERS, shown)
+            Payload::new().content(ContentKind::ProviderPayload, names::REQUEST_BODY, body.to_string()).content(
+                ContentKind::Header,
+                names::HEADERS,
+                shown,
+            )
         });
         let mut request = self
             .client
@@ -98,8 +100,13 @@ impl HttpClient {
         };
         let status = response.status().as_u16();
         if !response.status().is_success() {
-            let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
-            let body = tokio::time::timeout(self.config.idle_timeout, response.text()).await.ok().and_then(Result::ok).unwrap_or_default();
+            let retry_after =
+                response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+            let body = tokio::time::timeout(self.config.idle_timeout, response.text())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
             record(|| Payload::new().content(ContentKind::ProviderPayload, names::RESPONSE_BODY, body.clone()));
             let message = error_message(&body);
             return Err(if status == 401 || status == 403 {

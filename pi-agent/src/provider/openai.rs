@@ -44,7 +44,8 @@ impl Provider for OpenAiProvider {
         sink: EventSink<'a>,
     ) -> AttemptFuture<'a> {
         Box::pin(async move {
-            let base = self.http.config.base_url.as_deref().or(request.model.base_url.as_deref()).unwrap_or(DEFAULT_BASE);
+            let base =
+                self.http.config.base_url.as_deref().or(request.model.base_url.as_deref()).unwrap_or(DEFAULT_BASE);
             let url = join_url(base, "chat/completions");
             let mut headers = Vec::new();
             if let Some(key) = &self.http.config.api_key {
@@ -53,7 +54,8 @@ impl Provider for OpenAiProvider {
             let body = request_body(request);
             let mut state = StreamState::default();
             sink(StreamEvent::Start);
-            let status = self.http.stream_sse(&url, &headers, &body, cancel, |event| state.on_data(&event.data, sink)).await?;
+            let status =
+                self.http.stream_sse(&url, &headers, &body, cancel, |event| state.on_data(&event.data, sink)).await?;
             Ok(AttemptOutcome { message: state.finish(request, &self.name), status: Some(status) })
         })
     }
@@ -142,8 +144,8 @@ impl StreamState {
             sink(StreamEvent::Done { stop_reason: self.stop_reason() });
             return Ok(true);
         }
-        let chunk: Value = serde_json::from_str(data)
-            .map_err(|e| ProviderError::Stream(format!("chunk is not JSON ({e})")))?;
+        let chunk: Value =
+            serde_json::from_str(data).map_err(|e| ProviderError::Stream(format!("chunk is not JSON ({e})")))?;
         if let Some(error) = chunk.get("error") {
             let message = error.get("message").and_then(Value::as_str).unwrap_or("unknown error");
             return Err(ProviderError::Provider(message.to_owned()));

@@ -34,7 +34,8 @@ mod tests {
 
     #[test]
     fn backoff_doubles_and_is_capped_and_retry_after_wins() {
-        let p = RetryPolicy { max_retries: 5, base_delay: Duration::from_millis(100), max_delay: Duration::from_secs(1) };
+        let p =
+            RetryPolicy { max_retries: 5, base_delay: Duration::from_millis(100), max_delay: Duration::from_secs(1) };
         assert_eq!(p.delay(0, None), Duration::from_millis(100));
         assert_eq!(p.delay(2, None), Duration::from_millis(400));
         assert_eq!(p.delay(10, None), Duration::from_secs(1));

@@ -97,9 +97,7 @@ pub fn read_session(path: &Path) -> Result<Session, SessionError> {
     trace_operation_sync(names::SESSION_READ, (), |span| {
         let bytes = std::fs::read(path).map_err(|e| SessionError::io(path, e))?;
         let session = parse(path, &bytes)?;
-        span.record(
-            Payload::new().safe(names::BYTES, bytes.len()).safe(names::ENTRY_COUNT, session.entries.len()),
-        );
+        span.record(Payload::new().safe(names::BYTES, bytes.len()).safe(names::ENTRY_COUNT, session.entries.len()));
         Ok(session)
     })
 }

@@ -34,7 +34,8 @@ impl SessionWriter {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| SessionError::io(path, e))?;
         }
-        let file = OpenOptions::new().append(true).create_new(true).open(path).map_err(|e| SessionError::io(path, e))?;
+        let file =
+            OpenOptions::new().append(true).create_new(true).open(path).map_err(|e| SessionError::io(path, e))?;
         let mut writer = SessionWriter { path: path.to_owned(), file, header, leaf: None, entries: Vec::new() };
         let line = serde_json::to_string(&writer.header).map_err(|e| SessionError::encode(path, e))?;
         writer.write_line(&line)?;
@@ -80,19 +81,24 @@ impl SessionWriter {
     /// Traced as `pi.agent.session.append_entry` with a `pi.session.write` child.
     pub fn append(&mut self, kind: EntryKind) -> Result<String, SessionError> {
         let entry_type = kind.type_name();
-        trace_operation_sync(names::AGENT_SESSION_APPEND_ENTRY, || Payload::new().safe(names::ENTRY_TYPE, entry_type), |_| {
-            let entry = Entry { id: new_entry_id(), parent_id: self.leaf.clone(), timestamp: iso8601(now_millis()), kind };
-            let line = serde_json::to_string(&entry).map_err(|e| SessionError::encode(&self.path, e))?;
-            trace_operation_sync(
-                names::SESSION_WRITE,
-                || Payload::new().safe(names::BYTES, line.len() + 1).safe(names::ENTRY_COUNT, 1),
-                |_| self.write_line(&line),
-            )?;
-            let id = entry.id.clone();
-            self.leaf = Some(id.clone());
-            self.entries.push(entry);
-            Ok(id)
-        })
+        trace_operation_sync(
+            names::AGENT_SESSION_APPEND_ENTRY,
+            || Payload::new().safe(names::ENTRY_TYPE, entry_type),
+            |_| {
+                let entry =
+                    Entry { id: new_entry_id(), parent_id: self.leaf.clone(), timestamp: iso8601(now_millis()), kind };
+                let line = serde_json::to_string(&entry).map_err(|e| SessionError::encode(&self.path, e))?;
+                trace_operation_sync(
+                    names::SESSION_WRITE,
+                    || Payload::new().safe(names::BYTES, line.len() + 1).safe(names::ENTRY_COUNT, 1),
+                    |_| self.write_line(&line),
+                )?;
+                let id = entry.id.clone();
+                self.leaf = Some(id.clone());
+                self.entries.push(entry);
+                Ok(id)
+            },
+        )
     }
 
     fn write_line(&mut self, line: &str) -> Result<(), SessionError> {

@@ -1,0 +1,102 @@
+//! Agent events: what the harness reports while it runs (the `--mode json` stream).
+
+use serde::Serialize;
+
+use crate::message::{Message, StopReason, Usage};
+
+/// A streamed fragment of an assistant message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Delta {
+    /// Text.
+    Text {
+        /// The fragment.
+        text: String,
+    },
+    /// Reasoning.
+    Thinking {
+        /// The fragment.
+        text: String,
+    },
+    /// A tool call began.
+    #[serde(rename_all = "camelCase")]
+    ToolCallStart {
+        /// Call id.
+        tool_call_id: String,
+        /// Tool name.
+        tool_name: String,
+    },
+    /// Argument JSON fragment.
+    ToolCallArgs {
+        /// Position among the calls.
+        index: usize,
+        /// The fragment.
+        text: String,
+    },
+}
+
+/// One harness event. Order per prompt: `agent_start`, then per turn `turn_start`,
+/// `message_start`/`message_update`*/`message_end` (assistant), `tool_execution_start` for every
+/// call in source order, `tool_execution_end` as each finishes, `message_start`/`message_end` for
+/// each tool result in source order, `turn_end`; finally `agent_end`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    /// A prompt began.
+    AgentStart,
+    /// A turn began.
+    #[serde(rename_all = "camelCase")]
+    TurnStart {
+        /// 0-based turn number.
+        turn_index: usize,
+    },
+    /// A message began.
+    MessageStart {
+        /// `user`, `assistant` or `toolResult`.
+        role: String,
+    },
+    /// A streamed fragment.
+    MessageUpdate {
+        /// The fragment.
+        delta: Delta,
+    },
+    /// A message is final.
+    MessageEnd {
+        /// The message.
+        message: Message,
+    },
+    /// A tool started.
+    #[serde(rename_all = "camelCase")]
+    ToolExecutionStart {
+        /// Call id.
+        tool_call_id: String,
+        /// Tool name.
+        tool_name: String,
+        /// Arguments.
+        args: serde_json::Value,
+    },
+    /// A tool finished.
+    #[serde(rename_all = "camelCase")]
+    ToolExecutionEnd {
+        /// Call id.
+        tool_call_id: String,
+        /// Tool name.
+        tool_name: String,
+        /// It failed.
+        is_error: bool,
+    },
+    /// A turn ended.
+    #[serde(rename_all = "camelCase")]
+    TurnEnd {
+        /// 0-based turn number.
+        turn_index: usize,
+    },
+    /// The prompt is done.
+    #[serde(rename_all = "camelCase")]
+    AgentEnd {
+        /// Why it ended.
+        stop_reason: StopReason,
+        /// Usage of the whole prompt.
+        usage: Usage,
+    },
+}

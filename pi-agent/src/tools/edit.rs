@@ -1,0 +1,47 @@
+//! edit: exact-match replacement.
+
+use serde_json::{Value, json};
+
+use super::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput, str_arg};
+
+/// Replaces one exact occurrence of `oldText` with `newText`.
+pub struct EditTool;
+
+impl Tool for EditTool {
+    fn name(&self) -> &'static str {
+        "edit"
+    }
+    fn description(&self) -> &'static str {
+        "Replace `oldText` with `newText` in the file at `path`. `oldText` must match exactly once."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string"}, "oldText": {"type": "string"}, "newText": {"type": "string"}
+        }, "required": ["path", "oldText", "newText"]})
+    }
+    fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let path = ctx.resolve(str_arg(args, "path")?);
+            let old = str_arg(args, "oldText")?;
+            let new = str_arg(args, "newText")?;
+            if old.is_empty() {
+                return Err(ToolError::InvalidArguments("`oldText` must not be empty".into()));
+            }
+            let text = tokio::fs::read_to_string(&path).await.map_err(|e| ToolError::io(&path, e))?;
+            let shown = path.display().to_string();
+            match text.matches(old).count() {
+                0 => Err(ToolError::EditNoMatch { path: shown }),
+                1 => {
+                    let updated = text.replacen(old, new, 1);
+                    tokio::fs::write(&path, &updated).await.map_err(|e| ToolError::io(&path, e))?;
+                    let line = text[..text.find(old).unwrap_or(0)].lines().count().max(1);
+                    Ok(ToolOutput {
+                        content: format!("Edited {shown} at line {line}"),
+                        details: Some(json!({"path": shown, "line": line})),
+                    })
+                }
+                count => Err(ToolError::EditAmbiguous { path: shown, count }),
+            }
+        })
+    }
+}

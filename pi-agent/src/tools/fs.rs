@@ -1,0 +1,112 @@
+//! read, write, ls.
+
+use serde_json::{Value, json};
+
+use super::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput, cap_head, str_arg, u64_arg};
+
+/// Reads a text file, optionally a line range.
+pub struct ReadTool;
+
+/// Default number of lines `read` returns.
+pub const DEFAULT_READ_LINES: u64 = 2000;
+
+impl Tool for ReadTool {
+    fn name(&self) -> &'static str {
+        "read"
+    }
+    fn description(&self) -> &'static str {
+        "Read a text file. `offset` is the 1-based first line, `limit` the number of lines (default 2000)."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string"}, "offset": {"type": "integer", "minimum": 1}, "limit": {"type": "integer", "minimum": 1}
+        }, "required": ["path"]})
+    }
+    fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let path = ctx.resolve(str_arg(args, "path")?);
+            let offset = u64_arg(args, "offset")?.unwrap_or(1).max(1);
+            let limit = u64_arg(args, "limit")?.unwrap_or(DEFAULT_READ_LINES);
+            let bytes = tokio::fs::read(&path).await.map_err(|e| ToolError::io(&path, e))?;
+            let text = String::from_utf8_lossy(&bytes);
+            let lines: Vec<&str> = text.lines().collect();
+            let start = (offset - 1) as usize;
+            if start > lines.len() {
+                return Err(ToolError::InvalidArguments(format!(
+                    "offset {offset} is past the end ({} lines)",
+                    lines.len()
+                )));
+            }
+            let end = (start + limit as usize).min(lines.len());
+            let mut out = lines[start..end].join("\n");
+            if end < lines.len() {
+                out.push_str(&format!("\n[{} more lines; continue with offset={}]", lines.len() - end, end + 1));
+            }
+            Ok(ToolOutput {
+                content: cap_head(out),
+                details: Some(
+                    json!({"path": path.display().to_string(), "lines": end - start, "totalLines": lines.len()}),
+                ),
+            })
+        })
+    }
+}
+
+/// Writes a file (creating parent directories), replacing its content.
+pub struct WriteTool;
+
+impl Tool for WriteTool {
+    fn name(&self) -> &'static str {
+        "write"
+    }
+    fn description(&self) -> &'static str {
+        "Write `content` to the file at `path`, creating parent directories and replacing any existing content."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]})
+    }
+    fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let path = ctx.resolve(str_arg(args, "path")?);
+            let content = str_arg(args, "content")?;
+            if let Some(dir) = path.parent() {
+                tokio::fs::create_dir_all(dir).await.map_err(|e| ToolError::io(dir, e))?;
+            }
+            tokio::fs::write(&path, content).await.map_err(|e| ToolError::io(&path, e))?;
+            Ok(ToolOutput {
+                content: format!("Wrote {} bytes to {}", content.len(), path.display()),
+                details: Some(json!({"path": path.display().to_string(), "bytes": content.len()})),
+            })
+        })
+    }
+}
+
+/// Lists a directory.
+pub struct LsTool;
+
+impl Tool for LsTool {
+    fn name(&self) -> &'static str {
+        "ls"
+    }
+    fn description(&self) -> &'static str {
+        "List the entries of a directory (default: the working directory); directories end with `/`."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"path": {"type": "string"}}})
+    }
+    fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let path = ctx.resolve(args.get("path").and_then(Value::as_str).unwrap_or("."));
+            let mut dir = tokio::fs::read_dir(&path).await.map_err(|e| ToolError::io(&path, e))?;
+            let mut names = Vec::new();
+            while let Some(entry) = dir.next_entry().await.map_err(|e| ToolError::io(&path, e))? {
+                let is_dir = entry.file_type().await.map(|t| t.is_dir()).unwrap_or(false);
+                let name = entry.file_name().to_string_lossy().into_owned();
+                names.push(if is_dir { format!("{name}/") } else { name });
+            }
+            names.sort();
+            let content = if names.is_empty() { "(empty directory)".to_owned() } else { names.join("\n") };
+            Ok(ToolOutput { content: cap_head(content), details: Some(json!({"entries": names.len()})) })
+        })
+    }
+}

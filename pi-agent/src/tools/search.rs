@@ -1,0 +1,160 @@
+//! grep and find: recursive search of the working tree (skips `.git`, `target`, `node_modules`).
+
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+use serde_json::{Value, json};
+
+use super::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput, cap_head, str_arg};
+
+const SKIP_DIRS: [&str; 3] = [".git", "target", "node_modules"];
+const MAX_RESULTS: usize = 200;
+
+/// All files under `root`, sorted, skipping the usual build and VCS directories.
+fn walk(root: &Path) -> Result<Vec<PathBuf>, ToolError> {
+    let mut files = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| ToolError::io(&dir, e))?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else { continue };
+            if kind.is_dir() {
+                if !SKIP_DIRS.contains(&entry.file_name().to_string_lossy().as_ref()) {
+                    stack.push(path);
+                }
+            } else if kind.is_file() {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root).unwrap_or(path).display().to_string()
+}
+
+/// Searches file contents with a regular expression.
+pub struct GrepTool;
+
+impl Tool for GrepTool {
+    fn name(&self) -> &'static str {
+        "grep"
+    }
+    fn description(&self) -> &'static str {
+        "Search files under `path` (default: working directory) for the regular expression `pattern`; prints path:line:text."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"]})
+    }
+    fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let pattern = str_arg(args, "pattern")?;
+            let regex = Regex::new(pattern).map_err(|e| ToolError::InvalidArguments(format!("bad pattern: {e}")))?;
+            let root = ctx.resolve(args.get("path").and_then(Value::as_str).unwrap_or("."));
+            let cwd = ctx.cwd.clone();
+            tokio::task::spawn_blocking(move || {
+                let files = if root.is_file() { vec![root.clone()] } else { walk(&root)? };
+                let mut hits = Vec::new();
+                'files: for file in files {
+                    let Ok(bytes) = std::fs::read(&file) else { continue };
+                    if bytes.contains(&0) {
+                        continue; // binary
+                    }
+                    let text = String::from_utf8_lossy(&bytes);
+                    for (n, line) in text.lines().enumerate() {
+                        if regex.is_match(line) {
+                            hits.push(format!("{}:{}:{}", relative(&cwd, &file), n + 1, line));
+                            if hits.len() >= MAX_RESULTS {
+                                break 'files;
+                            }
+                        }
+                    }
+                }
+                let count = hits.len();
+                let content = if hits.is_empty() { "No matches".to_owned() } else { hits.join("\n") };
+                Ok(ToolOutput { content: cap_head(content), details: Some(json!({"matches": count})) })
+            })
+            .await
+            .map_err(|e| ToolError::Other(format!("grep failed: {e}")))?
+        })
+    }
+}
+
+/// Finds files whose relative path matches a glob (`*`, `**`, `?`).
+pub struct FindTool;
+
+/// A glob as a regex over `/`-separated relative paths: `**` spans directories, `*` and `?` do not.
+fn glob_regex(glob: &str) -> Result<Regex, ToolError> {
+    let mut re = String::from("^");
+    let mut chars = glob.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' if chars.peek() == Some(&'*') => {
+                chars.next();
+                if chars.peek() == Some(&'/') {
+                    chars.next();
+                    re.push_str("(?:.*/)?");
+                } else {
+                    re.push_str(".*");
+                }
+            }
+            '*' => re.push_str("[^/]*"),
+            '?' => re.push_str("[^/]"),
+            other => re.push_str(&regex::escape(&other.to_string())),
+        }
+    }
+    re.push('$');
+    Regex::new(&re).map_err(|e| ToolError::InvalidArguments(format!("bad glob: {e}")))
+}
+
+impl Tool for FindTool {
+    fn name(&self) -> &'static str {
+        "find"
+    }
+    fn description(&self) -> &'static str {
+        "Find files under `path` (default: working directory) whose relative path matches the glob `pattern` (e.g. `**/*.rs`)."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"]})
+    }
+    fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let glob = str_arg(args, "pattern")?.to_owned();
+            let regex = glob_regex(&glob)?;
+            let root = ctx.resolve(args.get("path").and_then(Value::as_str).unwrap_or("."));
+            tokio::task::spawn_blocking(move || {
+                let found: Vec<String> = walk(&root)?
+                    .iter()
+                    .map(|f| relative(&root, f))
+                    .filter(|rel| {
+                        regex.is_match(rel)
+                            || (!glob.contains('/') && regex.is_match(rel.rsplit('/').next().unwrap_or(rel)))
+                    })
+                    .take(MAX_RESULTS)
+                    .collect();
+                let count = found.len();
+                let content = if found.is_empty() { "No files found".to_owned() } else { found.join("\n") };
+                Ok(ToolOutput { content: cap_head(content), details: Some(json!({"files": count})) })
+            })
+            .await
+            .map_err(|e| ToolError::Other(format!("find failed: {e}")))?
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_like_a_shell() {
+        let re = glob_regex("**/*.rs").unwrap();
+        assert!(re.is_match("src/lib.rs") && re.is_match("lib.rs") && re.is_match("a/b/c.rs"));
+        assert!(!re.is_match("src/lib.rsx"));
+        let re = glob_regex("src/?.txt").unwrap();
+        assert!(re.is_match("src/a.txt") && !re.is_match("src/ab.txt") && !re.is_match("src/x/a.txt"));
+    }
+}

@@ -1,0 +1,170 @@
+//! The raw contract-event JSONL file sink.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use pi_observe_core::{DropReason, ObsEvent, Observability, Subscriber, SubscriberError};
+
+enum Message {
+    Line(String),
+    Flush(SyncSender<()>),
+}
+
+/// Appends every event it receives to a file as one JSON line. `on_event` only serializes and
+/// enqueues (bounded); a full queue drops the event and counts it on the hub
+/// ([`DropReason::QueueFull`]). Write errors are counted as [`DropReason::ExportFailed`].
+pub struct JsonlFileSink {
+    path: PathBuf,
+    sender: Mutex<Option<SyncSender<Message>>>,
+    worker: Mutex<Option<JoinHandle<()>>>,
+    hub: Observability,
+}
+
+impl std::fmt::Debug for JsonlFileSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonlFileSink").field("path", &self.path).finish()
+    }
+}
+
+impl JsonlFileSink {
+    /// Default queue capacity in events.
+    pub const DEFAULT_CAPACITY: usize = 8192;
+
+    /// Opens (creating or appending to) `path`; drops are counted on `hub`.
+    pub fn create(path: &Path, capacity: usize, hub: &Observability) -> std::io::Result<Arc<Self>> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let (sender, receiver) = mpsc::sync_channel(capacity.max(1));
+        let worker_hub = hub.clone();
+        let worker = std::thread::Builder::new()
+            .name("pi-observe-jsonl".into())
+            .spawn(move || write_loop(file, receiver, worker_hub))?;
+        Ok(Arc::new(JsonlFileSink {
+            path: path.to_owned(),
+            sender: Mutex::new(Some(sender)),
+            worker: Mutex::new(Some(worker)),
+            hub: hub.clone(),
+        }))
+    }
+
+    /// The file written to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn sender(&self) -> Option<SyncSender<Message>> {
+        self.sender.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+fn write_loop(file: File, receiver: Receiver<Message>, hub: Observability) {
+    let mut out = BufWriter::new(file);
+    let mut pending = 0u64;
+    for message in receiver {
+        match message {
+            Message::Line(line) => {
+                if out.write_all(line.as_bytes()).and_then(|()| out.write_all(b"\n")).is_err() {
+                    hub.record_dropped(DropReason::ExportFailed, 1);
+                } else {
+                    pending += 1;
+                }
+            }
+            Message::Flush(ack) => {
+                if out.flush().is_err() {
+                    hub.record_dropped(DropReason::ExportFailed, pending);
+                }
+                pending = 0;
+                let _ = ack.send(());
+            }
+        }
+    }
+    let _ = out.flush();
+}
+
+impl Subscriber for JsonlFileSink {
+    fn on_event(&self, event: &ObsEvent) {
+        let Some(sender) = self.sender() else {
+            self.hub.record_dropped(DropReason::Shutdown, 1);
+            return;
+        };
+        match sender.try_send(Message::Line(event.to_json())) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => self.hub.record_dropped(DropReason::QueueFull, 1),
+            Err(TrySendError::Disconnected(_)) => self.hub.record_dropped(DropReason::Shutdown, 1),
+        }
+    }
+
+    fn flush(&self, timeout: Duration) -> Result<(), SubscriberError> {
+        let Some(sender) = self.sender() else { return Ok(()) };
+        let (ack, done) = mpsc::sync_channel(1);
+        let deadline = std::time::Instant::now() + timeout;
+        // The queue may be full: retry the enqueue until the deadline without blocking forever.
+        let mut message = Message::Flush(ack);
+        loop {
+            match sender.try_send(message) {
+                Ok(()) => break,
+                Err(TrySendError::Disconnected(_)) => {
+                    return Err(SubscriberError::Other("writer thread stopped".into()));
+                }
+                Err(TrySendError::Full(back)) => {
+                    if std::time::Instant::now() >= deadline {
+                        return Err(SubscriberError::Timeout);
+                    }
+                    message = back;
+                    std::thread::yield_now();
+                }
+            }
+        }
+        match done.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+            Ok(()) => Ok(()),
+            Err(RecvTimeoutError::Timeout) => Err(SubscriberError::Timeout),
+            Err(RecvTimeoutError::Disconnected) => Err(SubscriberError::Other("writer thread stopped".into())),
+        }
+    }
+
+    fn shutdown(&self, timeout: Duration) -> Result<(), SubscriberError> {
+        let flushed = self.flush(timeout);
+        self.sender.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(worker) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            // The sender is gone, so the worker finishes its queue and exits.
+            let _ = worker.join();
+        }
+        flushed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pi_observe_core::{Payload, trace_operation_sync};
+
+    #[test]
+    fn every_event_becomes_one_parseable_line() {
+        let dir = std::env::temp_dir().join(format!("pi-jsonl-{}", pi_observe_core::SpanId::random()));
+        let path = dir.join("events.jsonl");
+        let hub = Observability::new();
+        let sink = JsonlFileSink::create(&path, 16, &hub).unwrap();
+        let _sub = hub.subscribe_arc(sink.clone(), Arc::new(Default::default()));
+        hub.in_scope(|| {
+            for _ in 0..3 {
+                trace_operation_sync("op", Payload::new().safe("n", 1), |_| ());
+            }
+        });
+        hub.shutdown(Duration::from_secs(5)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let events: Vec<ObsEvent> = text.lines().map(|l| ObsEvent::from_json(l).unwrap()).collect();
+        assert_eq!(events.len(), 6);
+        pi_observe_core::testing::assert_paired(&events);
+        // After shutdown, events are refused and counted, not written.
+        hub.in_scope(|| trace_operation_sync("late", (), |_| ()));
+        assert_eq!(hub.stats().dropped(DropReason::Shutdown), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,182 @@
+//! Argument parsing, configuration from flags and environment, and dispatch.
+
+mod demo;
+mod faux_script;
+mod output;
+mod run;
+mod setup;
+mod tree;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// One line for every user-facing failure: `pi: <culprit>: <what is wrong>`.
+#[derive(Debug)]
+pub struct CliError(pub String);
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<E: std::error::Error> From<E> for CliError {
+    fn from(e: E) -> Self {
+        CliError(e.to_string())
+    }
+}
+
+/// pi: a coding agent whose every prompt is a trace, attributed to the user and org that ran it.
+#[derive(Debug, Parser)]
+#[command(name = "pi", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Run one prompt and print the answer (print mode).
+    #[arg(short = 'p', long = "print", value_name = "PROMPT")]
+    print: Option<String>,
+    /// Output: `text` (the answer) or `json` (one JSON line per agent event and per contract event).
+    #[arg(long, value_enum, default_value_t = Mode::Text)]
+    mode: Mode,
+    #[command(flatten)]
+    agent: AgentArgs,
+    #[command(flatten)]
+    observe: ObserveArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+struct AgentArgs {
+    /// Provider: `openai`, `anthropic`, `faux`, or a name from `--models`. Default: `faux`
+    /// unless an API key or `--base-url` is given.
+    #[arg(long)]
+    provider: Option<String>,
+    /// Model id (default: the provider's first model).
+    #[arg(long)]
+    model: Option<String>,
+    /// Base URL of an OpenAI-compatible (or Anthropic) endpoint, e.g. `http://127.0.0.1:8080/v1`.
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// Session file to continue or create.
+    #[arg(long, value_name = "PATH", conflicts_with = "no_session")]
+    session: Option<PathBuf>,
+    /// Do not write a session file.
+    #[arg(long)]
+    no_session: bool,
+    /// Comma-separated tools to enable (`read,write,edit,bash,ls,grep,find`), or `none`.
+    #[arg(long, value_name = "LIST")]
+    tools: Option<String>,
+    /// Working directory for tools (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Extra models / price overrides (JSON array, same shape as the built-in table).
+    #[arg(long, value_name = "PATH")]
+    models: Option<PathBuf>,
+    /// Scripted responses for the faux provider (JSON array; see README).
+    #[arg(long, value_name = "PATH", env = "PI_FAUX_SCRIPT")]
+    faux_script: Option<PathBuf>,
+    /// Do not give child processes `PI_*` / `TRACEPARENT` (and strip inherited ones).
+    #[arg(long)]
+    no_session_env: bool,
+}
+
+#[derive(Debug, Args)]
+struct ObserveArgs {
+    /// Attribution: user id (also `PI_USER_ID`).
+    #[arg(long, env = "PI_USER_ID", value_name = "ID")]
+    user: Option<String>,
+    /// Attribution: organisation id (also `PI_ORG_ID`).
+    #[arg(long, env = "PI_ORG_ID", value_name = "ID")]
+    org: Option<String>,
+    /// Attribution: any `key=value` (repeatable), e.g. `--context teamId=core`.
+    #[arg(long = "context", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    context: Vec<(String, String)>,
+    /// Write the raw contract events to this file (JSON lines).
+    #[arg(long, value_name = "PATH")]
+    events_jsonl: Option<PathBuf>,
+    /// Opt in to content capture: prompts, completions, thinking, tool_args, tool_results,
+    /// shell_output, file_contents, provider_payloads, headers, or `all` (comma-separated).
+    #[arg(long, value_name = "KIND,...", value_delimiter = ',')]
+    capture: Vec<String>,
+    /// Extra secret pattern (regex) to scrub from captured content (repeatable).
+    #[arg(long, value_name = "REGEX")]
+    redact: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Offline demo: two users run a scripted multi-turn coding session on the faux provider with
+    /// real tools in a scratch directory; prints the span tree and cost per user/org.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+struct DemoArgs {
+    /// Scratch directory (default: a new one under the system temp dir).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Where to write the contract events (default: `<dir>/events.jsonl`).
+    #[arg(long, value_name = "PATH")]
+    events_jsonl: Option<PathBuf>,
+    /// Opt in to content capture in the event file (as for `pi -p`).
+    #[arg(long, value_name = "KIND,...", value_delimiter = ',')]
+    capture: Vec<String>,
+    /// Extra secret pattern to scrub (repeatable).
+    #[arg(long, value_name = "REGEX")]
+    redact: Vec<String>,
+}
+
+fn parse_key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
+        _ => Err(format!("{s:?} is not KEY=VALUE")),
+    }
+}
+
+/// Parses arguments (one-line errors), runs, and maps the outcome to an exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            let rendered = e.render().to_string();
+            let first = rendered.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
+            eprintln!("pi: {first} (see pi --help)");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("pi: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async move {
+        match cli.command {
+            Some(Command::Demo(args)) => demo::run(args).await,
+            None => match cli.print.clone() {
+                Some(prompt) => run::run(&cli, &prompt).await,
+                None => Err(CliError("nothing to do: give -p PROMPT, or run `pi demo` (see pi --help)".into())),
+            },
+        }
+    });
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("pi: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

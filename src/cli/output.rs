@@ -1,0 +1,28 @@
+//! What the command prints: streamed text, or JSON lines for `--mode json`.
+
+use std::io::Write;
+
+use pi_agent::events::{AgentEvent, Delta};
+use pi_observe::core::ObsEvent;
+
+/// Prints one JSON line for a contract event, wrapped so it cannot be confused with agent events.
+pub fn contract_event_line(event: &ObsEvent) {
+    let line = format!("{{\"type\":\"observability\",\"event\":{}}}", event.to_json());
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
+}
+
+/// Prints an agent event as one JSON line.
+pub fn agent_event_line(event: &AgentEvent) {
+    if let Ok(line) = serde_json::to_string(event) {
+        let _ = writeln!(std::io::stdout().lock(), "{line}");
+    }
+}
+
+/// Prints streamed assistant text as it arrives.
+pub fn text_delta(event: &AgentEvent) {
+    if let AgentEvent::MessageUpdate { delta: Delta::Text { text } } = event {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+}

@@ -1,0 +1,98 @@
+//! `pi -p PROMPT`: one prompt in print mode.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pi_agent::events::AgentEvent;
+use pi_agent::harness::{Agent, AgentConfig, PromptSource};
+use pi_agent::message::StopReason;
+use pi_observe::core::{ContentPolicy, ObsEvent, Observability, TraceParent, names, run_with_traceparent};
+use pi_observe::log::JsonlFileSink;
+use tokio_util::sync::CancellationToken;
+
+use super::{Cli, CliError, Mode, output, setup};
+
+/// How long the exit waits for sinks to write what they have.
+pub const FLUSH_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Subscribes the local sinks (`--events-jsonl`, `--mode json`) to `hub` under `policy`.
+pub fn attach_sinks(
+    hub: &Observability,
+    policy: &ContentPolicy,
+    events_jsonl: Option<&std::path::Path>,
+    json_mode: bool,
+) -> Result<Vec<pi_observe::core::Subscription>, CliError> {
+    let policy = Arc::new(policy.clone());
+    let mut subscriptions = Vec::new();
+    if let Some(path) = events_jsonl {
+        let sink = JsonlFileSink::create(path, JsonlFileSink::DEFAULT_CAPACITY, hub)
+            .map_err(|e| CliError(format!("--events-jsonl {}: {e}", path.display())))?;
+        subscriptions.push(hub.subscribe_arc(sink, policy.clone()));
+    }
+    if json_mode {
+        subscriptions.push(hub.subscribe_arc(Arc::new(|e: &ObsEvent| output::contract_event_line(e)), policy));
+    }
+    Ok(subscriptions)
+}
+
+pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
+    let policy = setup::policy(&cli.observe.capture, &cli.observe.redact)?;
+    let attribution = setup::attribution(&cli.observe);
+    let selected = setup::select(&cli.agent, prompt)?;
+    let tools = setup::tools(cli.agent.tools.as_deref())?;
+    let cwd = setup::cwd(cli.agent.cwd.as_deref())?;
+    let session = setup::session(&cli.agent, &cwd)?;
+    let traceparent = std::env::var(names::ENV_TRACEPARENT).ok().filter(|v| !v.is_empty());
+    if let Some(tp) = &traceparent {
+        if TraceParent::parse(tp).is_none() {
+            eprintln!("pi: warning: {}: not a valid W3C traceparent; starting a new trace", names::ENV_TRACEPARENT);
+        }
+    }
+
+    let hub = Observability::with_policy(policy.clone());
+    let subscriptions = attach_sinks(&hub, &policy, cli.observe.events_jsonl.as_deref(), cli.mode == Mode::Json)?;
+    let config = AgentConfig {
+        source: PromptSource::Print,
+        expose_session_environment: !cli.agent.no_session_env,
+        ..AgentConfig::default()
+    };
+    let mut agent = Agent::new(selected.provider, selected.model, tools, session, config, cwd);
+
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+        }
+    });
+    let mode = cli.mode;
+    let mut sink = move |event: AgentEvent| match mode {
+        Mode::Json => output::agent_event_line(&event),
+        Mode::Text => output::text_delta(&event),
+    };
+    let result = hub
+        .run_with_context(
+            attribution,
+            run_with_traceparent(traceparent.as_deref(), agent.prompt(prompt, &cancel, &mut sink)),
+        )
+        .await;
+    let _ = hub.shutdown(FLUSH_DEADLINE);
+    drop(subscriptions);
+    let result = result.map_err(|e| CliError(format!("session: {e}")))?;
+    if mode == Mode::Text {
+        println!();
+    }
+    Ok(match result.stop_reason {
+        StopReason::Stop | StopReason::Length | StopReason::ToolUse => ExitCode::SUCCESS,
+        StopReason::Aborted => {
+            eprintln!("pi: aborted");
+            ExitCode::from(130)
+        }
+        StopReason::Error => {
+            let why = result.error.map(|e| e.to_string()).unwrap_or_else(|| "the provider failed".into());
+            eprintln!("pi: {why}");
+            ExitCode::FAILURE
+        }
+    })
+}
