@@ -63,6 +63,8 @@ pub struct Session {
     pub entries: Vec<Entry>,
     /// Byte length of the intact prefix when the last line was torn (no newline, not JSON).
     pub torn_tail_at: Option<u64>,
+    /// The last (complete) line has no trailing newline; the next append must add one first.
+    pub needs_newline: bool,
 }
 
 /// Token and cost totals of a session.
@@ -148,5 +150,6 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Session, SessionError> {
         entries.push(entry);
     }
     let header = header.ok_or(SessionError::NoHeader { path: shown })?;
-    Ok(Session { header, entries, torn_tail_at })
+    let needs_newline = torn_tail_at.is_none() && bytes.last().is_some_and(|b| *b != b'\n');
+    Ok(Session { header, entries, torn_tail_at, needs_newline })
 }

@@ -49,9 +49,12 @@ impl SessionWriter {
             return Self::create(path, cwd);
         }
         let session = read_session(path)?;
-        let file = OpenOptions::new().append(true).open(path).map_err(|e| SessionError::io(path, e))?;
+        let mut file = OpenOptions::new().append(true).open(path).map_err(|e| SessionError::io(path, e))?;
         if let Some(good_len) = session.torn_tail_at {
             file.set_len(good_len).map_err(|e| SessionError::io(path, e))?;
+        }
+        if session.needs_newline {
+            file.write_all(b"\n").map_err(|e| SessionError::io(path, e))?;
         }
         let leaf = session.entries.last().map(|e| e.id.clone());
         Ok(SessionWriter { path: path.to_owned(), file, header: session.header, leaf, entries: session.entries })

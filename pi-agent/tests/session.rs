@@ -1,0 +1,125 @@
+//! Session files: round trip, torn last lines from crashes, corrupt lines named by number.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+use std::path::PathBuf;
+
+use pi_agent::message::{AssistantMessage, ContentBlock, Message, StopReason, ToolResultMessage, Usage};
+use pi_agent::session::{EntryKind, SessionError, SessionWriter, read_session};
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("pi-session-{name}-{}", pi_observe_core::SpanId::random()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn assistant(cost: f64) -> Message {
+    let mut usage = Usage::tokens(100, 20, 5, 1);
+    usage.cost.total = cost;
+    Message::Assistant(AssistantMessage {
+        content: vec![ContentBlock::text("ok")],
+        api: "faux".into(),
+        provider: "faux".into(),
+        model: "faux-1".into(),
+        usage,
+        stop_reason: StopReason::Stop,
+        error_message: None,
+        timestamp: 1,
+    })
+}
+
+fn write_sample(path: &std::path::Path) -> usize {
+    let mut w = SessionWriter::create(path, path.parent().unwrap()).unwrap();
+    w.append(EntryKind::ModelChange { provider: "faux".into(), model_id: "faux-1".into() }).unwrap();
+    w.append(EntryKind::Message { message: Message::user("hello") }).unwrap();
+    w.append(EntryKind::Message { message: assistant(0.25) }).unwrap();
+    let mut nested = Usage::tokens(10, 10, 0, 0);
+    nested.cost.total = 0.5;
+    w.append(EntryKind::Message {
+        message: Message::ToolResult(ToolResultMessage {
+            tool_call_id: "c".into(),
+            tool_name: "subagent".into(),
+            content: vec![ContentBlock::text("done")],
+            details: None,
+            usage: Some(nested),
+            is_error: false,
+            timestamp: 2,
+        }),
+    })
+    .unwrap();
+    w.append(EntryKind::Message { message: assistant(0.25) }).unwrap();
+    5
+}
+
+#[test]
+fn entries_round_trip_and_totals_count_assistant_and_tool_usage_once() {
+    let d = dir("roundtrip");
+    let path = d.join("s.jsonl");
+    let n = write_sample(&path);
+    let session = read_session(&path).unwrap();
+    assert_eq!(session.header.version, 3);
+    assert_eq!(session.entries.len(), n);
+    assert!(session.torn_tail_at.is_none());
+    assert_eq!(session.entries[0].parent_id, None);
+    let totals = session.totals();
+    assert!((totals.usage.cost.total - 1.0).abs() < 1e-12);
+    assert_eq!(totals.usage.total_tokens, 126 * 2 + 20);
+    assert_eq!(totals.assistant_messages, 2);
+    // Re-opening continues the tree from the last entry.
+    let mut w = SessionWriter::open_or_create(&path, &d).unwrap();
+    let last = session.entries.last().unwrap().id.clone();
+    assert_eq!(w.leaf(), Some(last.as_str()));
+    w.append(EntryKind::SessionInfo { name: "again".into() }).unwrap();
+    assert_eq!(read_session(&path).unwrap().entries.len(), n + 1);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_last_line_torn_at_any_byte_keeps_every_complete_entry() {
+    let d = dir("torn");
+    let path = d.join("s.jsonl");
+    let n = write_sample(&path);
+    let full = std::fs::read(&path).unwrap();
+    let last_start = full[..full.len() - 1].iter().rposition(|b| *b == b'\n').unwrap() + 1;
+    for cut in last_start..full.len() {
+        std::fs::write(&path, &full[..cut]).unwrap();
+        let session = read_session(&path).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        // Only the newline missing: the last entry is complete and kept.
+        let complete = cut == full.len() - 1;
+        let kept = if complete { n } else { n - 1 };
+        assert_eq!(session.entries.len(), kept, "cut at {cut}");
+        assert_eq!(session.torn_tail_at.is_some(), cut > last_start && !complete, "cut at {cut}");
+        // Appending after a crash cuts the torn tail and loses nothing that was complete.
+        let mut w = SessionWriter::open_or_create(&path, &d).unwrap();
+        w.append(EntryKind::SessionInfo { name: "after crash".into() }).unwrap();
+        let after = read_session(&path).unwrap();
+        assert_eq!(after.entries.len(), kept + 1, "cut at {cut}");
+        assert!(after.torn_tail_at.is_none());
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn corrupt_lines_and_missing_headers_are_errors_naming_file_and_line() {
+    let d = dir("corrupt");
+    let path = d.join("s.jsonl");
+    write_sample(&path);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[3] = "{this is not json";
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let err = read_session(&path).unwrap_err();
+    assert!(matches!(err, SessionError::Corrupt { line: 4, .. }));
+    let message = err.to_string();
+    assert!(message.starts_with(&format!("{}:4: not JSON", path.display())), "{message}");
+    assert!(!message.contains('\n'));
+
+    lines[3] = r#"{"type":"message","id":"x"}"#;
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    assert!(read_session(&path).unwrap_err().to_string().contains(":4: bad entry"));
+
+    std::fs::write(&path, "{\"type\":\"message\"}\n").unwrap();
+    assert!(matches!(read_session(&path), Err(SessionError::NoHeader { .. })));
+    assert!(read_session(&d.join("missing.jsonl")).unwrap_err().to_string().contains("missing.jsonl"));
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -1,0 +1,168 @@
+//! A scripted HTTP/1.1 server on 127.0.0.1:0 for provider tests: each connection gets the next
+//! reply from a queue, and every request is recorded.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// What the server does with one connection.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// 200 with an SSE body sent in these pieces, then close.
+    Sse(Vec<String>),
+    /// A status with headers and a body.
+    Status { status: u16, headers: Vec<(String, String)>, body: String },
+    /// 200 and these SSE pieces, then hold the connection open without sending more.
+    Stall(Vec<String>),
+    /// Close the connection without answering.
+    Reset,
+}
+
+/// A request as received.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+pub struct Server {
+    pub base: String,
+    pub requests: Arc<Mutex<Vec<Recorded>>>,
+    replies: Arc<Mutex<VecDeque<Reply>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Server {
+    pub async fn start(replies: Vec<Reply>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
+        let (req, rep) = (requests.clone(), replies.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((socket, _)) = listener.accept().await else { break };
+                let (req, rep) = (req.clone(), rep.clone());
+                tokio::spawn(async move { serve(socket, req, rep).await });
+            }
+        });
+        Server { base, requests, replies, task }
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+async fn read_request(socket: &mut TcpStream) -> Option<Recorded> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let header_end = loop {
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break pos + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next()?.split(' ');
+    let (method, path) = (first.next()?.to_owned(), first.next()?.to_owned());
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = buf[header_end..].to_vec();
+    while body.len() < length {
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Some(Recorded { method, path, headers, body: String::from_utf8_lossy(&body).into_owned() })
+}
+
+async fn serve(mut socket: TcpStream, requests: Arc<Mutex<Vec<Recorded>>>, replies: Arc<Mutex<VecDeque<Reply>>>) {
+    let Some(request) = read_request(&mut socket).await else { return };
+    requests.lock().unwrap().push(request);
+    let reply = replies.lock().unwrap().pop_front().unwrap_or(Reply::Status {
+        status: 500,
+        headers: vec![],
+        body: "{\"error\":{\"message\":\"no scripted reply left\"}}".into(),
+    });
+    let sse_head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    match reply {
+        Reply::Sse(pieces) => {
+            let _ = socket.write_all(sse_head.as_bytes()).await;
+            for piece in pieces {
+                if socket.write_all(piece.as_bytes()).await.is_err() {
+                    return;
+                }
+                let _ = socket.flush().await;
+                tokio::task::yield_now().await;
+            }
+            let _ = socket.shutdown().await;
+        }
+        Reply::Status { status, headers, body } => {
+            let mut head = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n", body.len());
+            for (k, v) in headers {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            let _ = socket.write_all(head.as_bytes()).await;
+            let _ = socket.write_all(body.as_bytes()).await;
+            let _ = socket.shutdown().await;
+        }
+        Reply::Stall(pieces) => {
+            let _ = socket.write_all(sse_head.as_bytes()).await;
+            for piece in pieces {
+                let _ = socket.write_all(piece.as_bytes()).await;
+            }
+            let _ = socket.flush().await;
+            // Hold the connection until the client gives up and closes it.
+            let mut sink = [0u8; 64];
+            while let Ok(n) = socket.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+        Reply::Reset => drop(socket),
+    }
+}
+
+/// `data: <json>\n\n` for each payload.
+pub fn sse(payloads: &[&str]) -> Vec<String> {
+    payloads.iter().map(|p| format!("data: {p}\n\n")).collect()
+}
+
+/// `event: <name>\ndata: <json>\n\n` for each pair.
+pub fn named_sse(events: &[(&str, &str)]) -> Vec<String> {
+    events.iter().map(|(e, d)| format!("event: {e}\ndata: {d}\n\n")).collect()
+}
