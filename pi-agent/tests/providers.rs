@@ -10,8 +10,8 @@ use std::time::Duration;
 use pi_agent::message::{ContentBlock, Message, StopReason};
 use pi_agent::model::{ModelInfo, Registry};
 use pi_agent::provider::{
-    AnthropicProvider, HttpConfig, OpenAiProvider, Provider, ProviderError, ProviderRequest, RequestOutcome, RetryPolicy,
-    StreamEvent, request,
+    AnthropicProvider, HttpConfig, OpenAiProvider, Provider, ProviderError, ProviderRequest, RequestOutcome,
+    RetryPolicy, StreamEvent, request,
 };
 use pi_observe_core::testing::{CaptureSubscriber, assert_paired, span_named};
 use pi_observe_core::{EventKind, ObsEvent, Observability, Value, names};
@@ -112,20 +112,47 @@ async fn openai_stream_yields_text_tool_call_usage_and_cost() {
 }
 
 const ANTHROPIC_OK: &[(&str, &str)] = &[
-    ("message_start", r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[],"stop_reason":null,"usage":{"input_tokens":25,"cache_creation_input_tokens":1000,"cache_read_input_tokens":2000,"output_tokens":1}}}"#),
-    ("content_block_start", r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#),
-    ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me think."}}"#),
-    ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"abc"}}"#),
+    (
+        "message_start",
+        r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[],"stop_reason":null,"usage":{"input_tokens":25,"cache_creation_input_tokens":1000,"cache_read_input_tokens":2000,"output_tokens":1}}}"#,
+    ),
+    (
+        "content_block_start",
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#,
+    ),
+    (
+        "content_block_delta",
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me think."}}"#,
+    ),
+    (
+        "content_block_delta",
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"abc"}}"#,
+    ),
     ("content_block_stop", r#"{"type":"content_block_stop","index":0}"#),
     ("content_block_start", r#"{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}"#),
     ("ping", r#"{"type": "ping"}"#),
-    ("content_block_delta", r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Reading it."}}"#),
+    (
+        "content_block_delta",
+        r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Reading it."}}"#,
+    ),
     ("content_block_stop", r#"{"type":"content_block_stop","index":1}"#),
-    ("content_block_start", r#"{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"read","input":{}}}"#),
-    ("content_block_delta", r#"{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"path\": "}}"#),
-    ("content_block_delta", r#"{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"\"a.txt\"}"}}"#),
+    (
+        "content_block_start",
+        r#"{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"read","input":{}}}"#,
+    ),
+    (
+        "content_block_delta",
+        r#"{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"path\": "}}"#,
+    ),
+    (
+        "content_block_delta",
+        r#"{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"\"a.txt\"}"}}"#,
+    ),
     ("content_block_stop", r#"{"type":"content_block_stop","index":2}"#),
-    ("message_delta", r#"{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":42}}"#),
+    (
+        "message_delta",
+        r#"{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":42}}"#,
+    ),
     ("message_stop", r#"{"type":"message_stop"}"#),
 ];
 
@@ -139,7 +166,9 @@ async fn anthropic_stream_yields_thinking_text_tool_use_and_cache_tokens() {
     assert_eq!(m.thinking(), "Let me think.");
     assert_eq!(m.text(), "Reading it.");
     assert_eq!(m.stop_reason, StopReason::ToolUse);
-    assert!(matches!(&m.content[2], ContentBlock::ToolCall { id, arguments, .. } if id == "toolu_1" && arguments == &json!({"path": "a.txt"})));
+    assert!(
+        matches!(&m.content[2], ContentBlock::ToolCall { id, arguments, .. } if id == "toolu_1" && arguments == &json!({"path": "a.txt"}))
+    );
     assert_eq!((m.usage.input, m.usage.output, m.usage.cache_read, m.usage.cache_write), (25, 42, 2000, 1000));
     let expected = (25.0 * 3.0 + 42.0 * 15.0 + 2000.0 * 0.3 + 1000.0 * 3.75) / 1e6;
     assert!((m.usage.cost.total - expected).abs() < 1e-12);
@@ -166,7 +195,8 @@ async fn rate_limit_with_retry_after_is_retried_then_succeeds() {
     assert!(out.result.error.is_none());
     assert_eq!(out.result.retries, 2);
     assert_eq!(server.requests().len(), 3);
-    let retries: Vec<_> = out.events.iter().filter(|e| e.kind == EventKind::Event && e.name == names::PROVIDER_RETRY).collect();
+    let retries: Vec<_> =
+        out.events.iter().filter(|e| e.kind == EventKind::Event && e.name == names::PROVIDER_RETRY).collect();
     assert_eq!(retries.len(), 2);
     assert_eq!(retries[0].payload.get(names::STATUS_CODE), Some(&Value::I64(429)));
     assert_eq!(retries[0].payload.get(names::DELAY_MS), Some(&Value::I64(0)), "Retry-After: 0 honoured");
@@ -184,7 +214,9 @@ async fn unauthorized_is_not_retried() {
     .await;
     let provider = OpenAiProvider::new(config(&server.base), "openai").unwrap();
     let out = call(&provider, &req(model("openai", "gpt-4o-mini")), fast_retry(3)).await;
-    assert!(matches!(&out.result.error, Some(ProviderError::Auth { status: 401, message }) if message == "Incorrect API key provided"));
+    assert!(
+        matches!(&out.result.error, Some(ProviderError::Auth { status: 401, message }) if message == "Incorrect API key provided")
+    );
     assert_eq!(server.requests().len(), 1);
     assert_eq!(out.result.message.stop_reason, StopReason::Error);
     let spans = assert_paired(&out.events);
@@ -236,7 +268,7 @@ async fn stalled_stream_times_out() {
 async fn malformed_and_truncated_streams_are_typed_errors_never_panics() {
     let openai_cases: Vec<Vec<String>> = vec![
         vec!["data: {not json\n\n".into()],
-        sse(&OPENAI_OK[..3]),                                  // ends before [DONE]
+        sse(&OPENAI_OK[..3]),                                                 // ends before [DONE]
         vec!["data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}".into()], // torn mid-event
         sse(&[r#"{"choices":[{"delta":{"tool_calls":[{"index":7,"function":{"name":"x"}}]}}]}"#]),
         vec!["data: \u{0}\u{1}\n\n".into()],
@@ -252,7 +284,10 @@ async fn malformed_and_truncated_streams_are_typed_errors_never_panics() {
         }
     }
     let anthropic_cases: Vec<Vec<String>> = vec![
-        named_sse(&[("content_block_delta", r#"{"type":"content_block_delta","index":5,"delta":{"type":"text_delta","text":"x"}}"#)]),
+        named_sse(&[(
+            "content_block_delta",
+            r#"{"type":"content_block_delta","index":5,"delta":{"type":"text_delta","text":"x"}}"#,
+        )]),
         named_sse(&[("message_start", "{oops")]),
         named_sse(&ANTHROPIC_OK[..4]),
         named_sse(&[("error", r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#)]),
@@ -273,5 +308,11 @@ fn missing_keys_are_configuration_errors_naming_the_variable() {
         assert!(matches!(openai, Err(ProviderError::Config(m)) if m.contains("OPENAI_API_KEY")));
     }
     // An OpenAI-compatible server needs no key.
-    assert!(OpenAiProvider::new(HttpConfig { base_url: Some("http://127.0.0.1:1".into()), ..HttpConfig::default() }, "local").is_ok());
+    assert!(
+        OpenAiProvider::new(
+            HttpConfig { base_url: Some("http://127.0.0.1:1".into()), ..HttpConfig::default() },
+            "local"
+        )
+        .is_ok()
+    );
 }

@@ -89,9 +89,8 @@ async fn read_request(socket: &mut TcpStream) -> Option<Recorded> {
     let mut lines = head.split("\r\n");
     let mut first = lines.next()?.split(' ');
     let (method, path) = (first.next()?.to_owned(), first.next()?.to_owned());
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())))
-        .collect();
+    let headers: Vec<(String, String)> =
+        lines.filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))).collect();
     let length: usize = headers
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))

@@ -1,0 +1,278 @@
+//! The `pi` command end to end: the demo and its privacy guarantees, the bash tool's
+//! environment, a loopback OpenAI-compatible server, and one-line errors for bad input.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // test helpers
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use pi_observe::core::{EventKind, ObsEvent, Value, names};
+
+fn pi() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi"));
+    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PI_USER_ID", "PI_ORG_ID", "TRACEPARENT", "PI_FAUX_SCRIPT"] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("pi-cli-{name}-{}", pi_observe::core::SpanId::random()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn events(path: &Path) -> Vec<ObsEvent> {
+    std::fs::read_to_string(path).unwrap().lines().map(|l| ObsEvent::from_json(l).unwrap()).collect()
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+#[test]
+fn demo_runs_two_users_and_prints_tree_and_costs() {
+    let d = scratch("demo");
+    let out = pi().args(["demo", "--dir"]).arg(&d).output().unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("pi.agent.prompt") && stdout.contains("pi.agent.tool_call bash"), "{stdout}");
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("alice ") || l.starts_with("bob ")).collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert!(rows[0].contains("acme") && rows[1].contains("globex"));
+    // The tools really ran in the scratch workspace.
+    assert!(std::fs::read_to_string(d.join("workspace/src/lib.rs")).unwrap().contains("a + b"));
+    assert!(d.join("workspace/CHANGELOG.md").exists());
+    let evs = events(&d.join("events.jsonl"));
+    pi_observe::core::testing::assert_paired(&evs);
+    let users: std::collections::BTreeSet<_> = evs.iter().filter_map(|e| e.context.get(names::CTX_USER_ID)).collect();
+    assert_eq!(users.into_iter().collect::<Vec<_>>(), ["alice", "bob"]);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+const DEMO_TEXTS: [&str; 6] = [
+    "The add() function in src/lib.rs is wrong", // a prompt
+    "Summarize the open notes",                  // a prompt
+    "check-ok",                                  // shell output
+    "TODO: fix add()",                           // grep output / file content
+    "deploy key for staging",                    // file content
+    "a - b",                                     // file content
+];
+const DEMO_SECRET: &str = "sk-demo-DoNotLeakThis0123456789";
+
+#[test]
+fn demo_events_contain_no_content_by_default_and_only_scrubbed_captured_kinds_otherwise() {
+    let d = scratch("privacy");
+    assert!(pi().args(["demo", "--dir"]).arg(&d).output().unwrap().status.success());
+    let default = std::fs::read_to_string(d.join("events.jsonl")).unwrap();
+    for text in DEMO_TEXTS.iter().chain([&DEMO_SECRET]) {
+        assert!(!default.contains(text), "default policy leaked {text:?}");
+    }
+
+    let d2 = scratch("privacy-capture");
+    let out = pi().args(["demo", "--capture", "prompts,tool_results", "--dir"]).arg(&d2).output().unwrap();
+    assert!(out.status.success());
+    let captured = std::fs::read_to_string(d2.join("events.jsonl")).unwrap();
+    for text in DEMO_TEXTS {
+        assert!(captured.contains(text), "captured run misses {text:?}");
+    }
+    assert!(!captured.contains(DEMO_SECRET), "the sk- key read from a file must arrive scrubbed");
+    assert!(captured.contains("deploy key for staging: [REDACTED]"));
+    for absent in [
+        format!("\"{}\"", names::COMPLETION_TEXT),
+        format!("\"{}\"", names::HEADERS),
+        "Let me look at the project first".to_owned(),
+        "Fixed: add() now returns".to_owned(),
+    ] {
+        assert!(!captured.contains(&absent), "captured run has {absent:?} without capturing it");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+    std::fs::remove_dir_all(&d2).unwrap();
+}
+
+fn faux_script(dir: &Path, command: &str) -> PathBuf {
+    let script = dir.join("script.json");
+    let steps = serde_json::json!([
+        {"tools": [{"name": "bash", "arguments": {"command": command}}]},
+        {"text": "done"}
+    ]);
+    std::fs::write(&script, steps.to_string()).unwrap();
+    script
+}
+
+fn env_file(path: &Path) -> std::collections::HashMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
+        .collect()
+}
+
+#[test]
+fn bash_children_get_the_session_environment_and_traceparent_but_no_credentials() {
+    let d = scratch("bash-env");
+    let script = faux_script(&d, "env > child.env");
+    let out = pi()
+        .args(["-p", "dump the environment", "--provider", "faux", "--user", "u1", "--org", "acme"])
+        .arg("--cwd")
+        .arg(&d)
+        .arg("--faux-script")
+        .arg(&script)
+        .arg("--session")
+        .arg(d.join("s.jsonl"))
+        .arg("--events-jsonl")
+        .arg(d.join("events.jsonl"))
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer otel-secret")
+        .env("OPENAI_API_KEY", "sk-parent-secret-0123456789")
+        .env("SENTRY_DSN", "https://key@sentry.invalid/1")
+        .env("PI_MODEL", "inherited-model")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out).1);
+    let env = env_file(&d.join("child.env"));
+    let evs = events(&d.join("events.jsonl"));
+    let tool = evs.iter().find(|e| e.kind == EventKind::Start && e.name == names::AGENT_TOOL_CALL).unwrap();
+    assert_eq!(env["TRACEPARENT"], format!("00-{}-{}-01", tool.trace_id, tool.span_id.unwrap()));
+    let header: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(d.join("s.jsonl")).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(env["PI_SESSION_ID"], header["id"].as_str().unwrap());
+    assert_eq!(env["PI_SESSION_FILE"], d.join("s.jsonl").display().to_string());
+    assert_eq!(env["PI_PROVIDER"], "faux");
+    assert_eq!(env["PI_MODEL"], "faux-1");
+    for absent in ["OTEL_EXPORTER_OTLP_HEADERS", "OPENAI_API_KEY", "SENTRY_DSN"] {
+        assert!(!env.contains_key(absent), "{absent} reached the child");
+    }
+    assert!(env.contains_key("PATH"), "ordinary variables are kept");
+
+    // --no-session-env: no session variables, and inherited ones are stripped.
+    let d2 = scratch("bash-env-off");
+    let script = faux_script(&d2, "env > child.env");
+    let out = pi()
+        .args(["-p", "x", "--provider", "faux", "--no-session", "--no-session-env"])
+        .arg("--cwd")
+        .arg(&d2)
+        .arg("--faux-script")
+        .arg(&script)
+        .env("PI_MODEL", "inherited-model")
+        .env("TRACEPARENT", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out).1);
+    let env = env_file(&d2.join("child.env"));
+    for absent in ["PI_MODEL", "PI_SESSION_ID", "PI_PROVIDER", "TRACEPARENT"] {
+        assert!(!env.contains_key(absent), "{absent} reached the child with the session env off");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+    std::fs::remove_dir_all(&d2).unwrap();
+}
+
+/// Serves one OpenAI-compatible streaming response on 127.0.0.1:0 and returns what it received.
+fn one_shot_openai_server() -> (String, std::thread::JoinHandle<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        let (mut socket, _) = listener.accept().unwrap();
+        let mut request = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = socket.read(&mut buf).unwrap();
+            request.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&request).into_owned();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length: usize = text
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap())
+                    })
+                    .unwrap_or(0);
+                if request.len() >= end + 4 + length {
+                    break;
+                }
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        let chunks = [
+            r#"{"model":"llama-local","choices":[{"index":0,"delta":{"content":"Hello from"},"finish_reason":null}]}"#,
+            r#"{"model":"llama-local","choices":[{"index":0,"delta":{"content":" loopback"},"finish_reason":"stop"}]}"#,
+            r#"{"model":"llama-local","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3}}"#,
+            "[DONE]",
+        ];
+        let mut body = String::new();
+        for c in chunks {
+            body.push_str(&format!("data: {c}\n\n"));
+        }
+        let response = format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{body}");
+        socket.write_all(response.as_bytes()).unwrap();
+        String::from_utf8_lossy(&request).into_owned()
+    });
+    (base, handle)
+}
+
+#[test]
+fn print_mode_talks_to_a_loopback_openai_compatible_server() {
+    let d = scratch("loopback");
+    let (base, server) = one_shot_openai_server();
+    let out = pi()
+        .args(["-p", "say hello", "--model", "llama-local", "--no-session", "--tools", "none", "--base-url", &base])
+        .arg("--events-jsonl")
+        .arg(d.join("events.jsonl"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout.trim(), "Hello from loopback");
+    let request = server.join().unwrap();
+    assert!(request.starts_with("POST /v1/chat/completions"));
+    assert!(request.to_ascii_lowercase().contains("traceparent: 00-"));
+    let evs = events(&d.join("events.jsonl"));
+    let end = evs.iter().find(|e| e.kind == EventKind::End && e.name == names::PROVIDER_REQUEST).unwrap();
+    assert_eq!(end.payload.get(names::INPUT_TOKENS), Some(&Value::I64(12)));
+    assert_eq!(end.payload.get(names::PROVIDER), Some(&Value::from("openai")));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn bad_input_gets_one_line_errors_naming_the_culprit_and_nonzero_exit() {
+    let d = scratch("bad");
+    let corrupt = d.join("corrupt.jsonl");
+    let corrupt_text =
+        "{\"type\":\"session\",\"version\":3,\"id\":\"x\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n{oops\n{\"also\":1}\n";
+    std::fs::write(&corrupt, corrupt_text).unwrap();
+    let bad_script = d.join("bad-script.json");
+    std::fs::write(&bad_script, "[{\"txt\": 1}]").unwrap();
+    type Case<'a> = (Vec<String>, Vec<(&'a str, &'a str)>, &'a str);
+    let cases: Vec<Case<'_>> = vec![
+        (vec!["--frobnicate".into()], vec![], "--frobnicate"),
+        (vec!["-p".into(), "x".into(), "--capture".into(), "prompts,bogus".into()], vec![], "--capture"),
+        (vec!["-p".into(), "x".into(), "--context".into(), "novalue".into()], vec![], "--context"),
+        (vec!["-p".into(), "x".into(), "--base-url".into(), "ftp://h".into()], vec![], "--base-url"),
+        (vec!["-p".into(), "x".into(), "--tools".into(), "read,teleport".into()], vec![], "--tools"),
+        (vec!["-p".into(), "x".into(), "--redact".into(), "(".into()], vec![], "--redact"),
+        (vec!["-p".into(), "x".into(), "--session".into(), corrupt.display().to_string()], vec![], "corrupt.jsonl:2"),
+        (
+            vec!["-p".into(), "x".into(), "--no-session".into()],
+            vec![("PI_FAUX_SCRIPT", bad_script.to_str().unwrap())],
+            "--faux-script",
+        ),
+        (vec!["-p".into(), "x".into(), "--provider".into(), "nonesuch".into()], vec![], "--provider"),
+        (vec![], vec![], "nothing to do"),
+    ];
+    for (args, env, culprit) in cases {
+        let mut cmd = pi();
+        cmd.args(&args).current_dir(&d);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: not one line: {stderr}");
+        assert!(stderr.contains(culprit), "{args:?}: {stderr:?} does not name {culprit}");
+    }
+    assert_eq!(std::fs::read_to_string(&corrupt).unwrap(), corrupt_text, "a bad session file is left untouched");
+    std::fs::remove_dir_all(&d).unwrap();
+}
