@@ -276,3 +276,27 @@ fn bad_input_gets_one_line_errors_naming_the_culprit_and_nonzero_exit() {
     assert_eq!(std::fs::read_to_string(&corrupt).unwrap(), corrupt_text, "a bad session file is left untouched");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn an_incoming_traceparent_becomes_the_parent_of_the_prompt_root() {
+    let d = scratch("traceparent");
+    let out = pi()
+        .args(["-p", "hi", "--no-session", "--tools", "none"])
+        .arg("--events-jsonl")
+        .arg(d.join("events.jsonl"))
+        .env("TRACEPARENT", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let evs = events(&d.join("events.jsonl"));
+    let root = evs.iter().find(|e| e.kind == EventKind::Start && e.name == names::AGENT_PROMPT).unwrap();
+    assert_eq!(root.trace_id.to_string(), "0af7651916cd43dd8448eb211c80319c");
+    assert_eq!(root.parent_span_id.unwrap().to_string(), "b7ad6b7169203331");
+    assert!(evs.iter().all(|e| e.trace_id == root.trace_id));
+    pi_observe::core::testing::assert_paired_allowing_remote(&evs);
+
+    let out = pi().args(["-p", "hi", "--no-session", "--tools", "none"]).env("TRACEPARENT", "garbage").output().unwrap();
+    assert!(out.status.success(), "a malformed TRACEPARENT is ignored, not fatal");
+    assert!(text(&out).1.contains("TRACEPARENT"), "…but the user is told");
+    std::fs::remove_dir_all(&d).unwrap();
+}

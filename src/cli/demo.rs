@@ -118,7 +118,7 @@ async fn run_user(
 }
 
 pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
-    let policy = setup::policy(&args.capture, &args.redact)?;
+    let policy = setup::policy(&args.content)?;
     let dir = match args.dir {
         Some(dir) => dir,
         None => std::env::temp_dir().join(format!("pi-demo-{}", pi_observe::core::SpanId::random())),

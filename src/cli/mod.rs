@@ -101,6 +101,13 @@ struct ObserveArgs {
     /// Write the raw contract events to this file (JSON lines).
     #[arg(long, value_name = "PATH")]
     events_jsonl: Option<PathBuf>,
+    #[command(flatten)]
+    content: ContentArgs,
+}
+
+/// What content local sinks may receive.
+#[derive(Debug, Args)]
+struct ContentArgs {
     /// Opt in to content capture: prompts, completions, thinking, tool_args, tool_results,
     /// shell_output, file_contents, provider_payloads, headers, or `all` (comma-separated).
     #[arg(long, value_name = "KIND,...", value_delimiter = ',')]
@@ -125,12 +132,8 @@ struct DemoArgs {
     /// Where to write the contract events (default: `<dir>/events.jsonl`).
     #[arg(long, value_name = "PATH")]
     events_jsonl: Option<PathBuf>,
-    /// Opt in to content capture in the event file (as for `pi -p`).
-    #[arg(long, value_name = "KIND,...", value_delimiter = ',')]
-    capture: Vec<String>,
-    /// Extra secret pattern to scrub (repeatable).
-    #[arg(long, value_name = "REGEX")]
-    redact: Vec<String>,
+    #[command(flatten)]
+    content: ContentArgs,
 }
 
 fn parse_key_value(s: &str) -> Result<(String, String), String> {

@@ -37,7 +37,7 @@ pub fn attach_sinks(
 }
 
 pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
-    let policy = setup::policy(&cli.observe.capture, &cli.observe.redact)?;
+    let policy = setup::policy(&cli.observe.content)?;
     let attribution = setup::attribution(&cli.observe);
     let selected = setup::select(&cli.agent, prompt)?;
     let tools = setup::tools(cli.agent.tools.as_deref())?;

@@ -10,10 +10,11 @@ use pi_agent::tools::ToolRegistry;
 use pi_observe::core::{Attribution, ContentKind, ContentPolicy, Scrubber, names};
 
 use super::faux_script;
-use super::{AgentArgs, CliError, ObserveArgs};
+use super::{AgentArgs, CliError, ContentArgs, ObserveArgs};
 
 /// `--capture` and `--redact` as a content policy.
-pub fn policy(capture: &[String], redact: &[String]) -> Result<ContentPolicy, CliError> {
+pub fn policy(args: &ContentArgs) -> Result<ContentPolicy, CliError> {
+    let (capture, redact) = (&args.capture, &args.redact);
     let mut policy = ContentPolicy::default();
     for kind in capture.iter().map(|k| k.trim()).filter(|k| !k.is_empty()) {
         policy = match kind {
