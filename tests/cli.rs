@@ -295,7 +295,8 @@ fn an_incoming_traceparent_becomes_the_parent_of_the_prompt_root() {
     assert!(evs.iter().all(|e| e.trace_id == root.trace_id));
     pi_observe::core::testing::assert_paired_allowing_remote(&evs);
 
-    let out = pi().args(["-p", "hi", "--no-session", "--tools", "none"]).env("TRACEPARENT", "garbage").output().unwrap();
+    let out =
+        pi().args(["-p", "hi", "--no-session", "--tools", "none"]).env("TRACEPARENT", "garbage").output().unwrap();
     assert!(out.status.success(), "a malformed TRACEPARENT is ignored, not fatal");
     assert!(text(&out).1.contains("TRACEPARENT"), "…but the user is told");
     std::fs::remove_dir_all(&d).unwrap();
