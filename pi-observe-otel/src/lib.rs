@@ -1,7 +1,21 @@
-//! Turns pi-observe events into OpenTelemetry traces, metrics and logs over OTLP.
+//! Turns pi-observe events into OpenTelemetry traces over OTLP.
 //!
-//! Not built yet: this crate is a placeholder in the workspace so the dependency arrows are fixed
-//! from the start (it depends on `pi-observe-core` only).
+//! - [`convert`]: pure mapping of contract records to `SpanData` (ids and times exactly as in
+//!   the records; `pi.*` attributes, GenAI or OpenInference conventions; attribution);
+//! - [`OtlpConfig`]: configuration from code, the `OTEL_*` environment, or both (code wins);
+//! - [`OtelSubscriber`]: the subscriber — `on_event` only enqueues (bounded); a worker thread
+//!   pairs records into spans, batches and exports over OTLP/HTTP (protobuf or JSON, gzip),
+//!   retrying with backoff and `Retry-After`, stopping on 401/403, counting every drop.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+mod config;
+pub mod convert;
+mod export;
+pub mod names;
+mod pipeline;
+
+pub use config::{ConfigError, OtlpConfig, Protocol};
+pub use convert::Conventions;
+pub use pipeline::{ExportStats, OtelSubscriber};

@@ -1,0 +1,367 @@
+//! OTLP configuration: code settings win over the standard `OTEL_*` environment variables.
+
+use std::time::Duration;
+
+use crate::convert::Conventions;
+use crate::names::{self, env};
+
+/// OTLP wire protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// OTLP/HTTP with protobuf bodies.
+    HttpProtobuf,
+    /// OTLP/HTTP with JSON bodies.
+    HttpJson,
+    /// OTLP/gRPC.
+    Grpc,
+}
+
+impl Protocol {
+    /// Parses `http/protobuf`, `http/json` or `grpc`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim() {
+            "http/protobuf" => Some(Protocol::HttpProtobuf),
+            "http/json" => Some(Protocol::HttpJson),
+            "grpc" => Some(Protocol::Grpc),
+            _ => None,
+        }
+    }
+}
+
+/// A setting that cannot be used; the message names the variable or flag.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{setting}: {message}")]
+pub struct ConfigError {
+    /// The variable or flag.
+    pub setting: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl ConfigError {
+    fn new(setting: &str, message: impl Into<String>) -> Self {
+        ConfigError { setting: setting.to_owned(), message: message.into() }
+    }
+}
+
+/// Everything the OTLP exporter needs. Build with [`OtlpConfig::default`] and fields, then
+/// [`OtlpConfig::with_env`] to fill what code left unset from the environment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtlpConfig {
+    /// Full traces URL (`…/v1/traces` for HTTP). `None` → env, else `http://localhost:4318/v1/traces`.
+    pub traces_endpoint: Option<String>,
+    /// Protocol (default `http/protobuf`).
+    pub protocol: Option<Protocol>,
+    /// Extra request headers (e.g. auth for a SaaS backend).
+    pub headers: Vec<(String, String)>,
+    /// Per-request timeout.
+    pub timeout: Option<Duration>,
+    /// Gzip request bodies.
+    pub gzip: Option<bool>,
+    /// `service.name`.
+    pub service_name: Option<String>,
+    /// Extra resource attributes.
+    pub resource_attributes: Vec<(String, String)>,
+    /// Attribute conventions.
+    pub conventions: Conventions,
+    /// Queue capacity in records (default 8192).
+    pub max_queue_size: Option<usize>,
+    /// Spans per export request (default 512).
+    pub max_export_batch_size: Option<usize>,
+    /// Longest wait before a partial batch is sent (default 1 s).
+    pub schedule_delay: Option<Duration>,
+    /// Retries of a failed export (default 5).
+    pub max_retries: u32,
+    /// Fraction of traces kept (1.0 = all), from `OTEL_TRACES_SAMPLER`.
+    pub sample_ratio: Option<f64>,
+    /// Export is off (`OTEL_SDK_DISABLED=true`).
+    pub disabled: bool,
+}
+
+impl Default for OtlpConfig {
+    fn default() -> Self {
+        OtlpConfig {
+            traces_endpoint: None,
+            protocol: None,
+            headers: Vec::new(),
+            timeout: None,
+            gzip: None,
+            service_name: None,
+            resource_attributes: Vec::new(),
+            conventions: Conventions::default(),
+            max_queue_size: None,
+            max_export_batch_size: None,
+            schedule_delay: None,
+            max_retries: 5,
+            sample_ratio: None,
+            disabled: false,
+        }
+    }
+}
+
+/// Parses `key=value,key2=value2` (values percent-decoded, as the OTel spec requires).
+pub(crate) fn parse_pairs(setting: &str, raw: &str) -> Result<Vec<(String, String)>, ConfigError> {
+    raw.split(',')
+        .enumerate()
+        .filter(|(_, entry)| !entry.trim().is_empty())
+        .map(|(i, entry)| {
+            let (k, v) = entry
+                .split_once('=')
+                .ok_or_else(|| ConfigError::new(setting, format!("entry {} {:?} has no '='", i + 1, entry.trim())))?;
+            let key = k.trim();
+            if key.is_empty() {
+                return Err(ConfigError::new(setting, format!("entry {} has an empty key", i + 1)));
+            }
+            Ok((key.to_owned(), percent_decode(v.trim())))
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = |b: u8| (b as char).to_digit(16);
+            if let (Some(hi), Some(lo)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn millis(setting: &str, raw: &str) -> Result<Duration, ConfigError> {
+    raw.trim()
+        .parse::<u64>()
+        .map(Duration::from_millis)
+        .map_err(|_| ConfigError::new(setting, format!("{raw:?} is not a whole number of milliseconds")))
+}
+
+fn count(setting: &str, raw: &str) -> Result<usize, ConfigError> {
+    match raw.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(ConfigError::new(setting, format!("{raw:?} is not a positive whole number"))),
+    }
+}
+
+fn url(setting: &str, raw: &str) -> Result<String, ConfigError> {
+    let raw = raw.trim();
+    if (raw.starts_with("http://") || raw.starts_with("https://")) && raw.len() > "http://".len() {
+        Ok(raw.to_owned())
+    } else {
+        Err(ConfigError::new(setting, format!("{raw:?} is not an http(s) URL")))
+    }
+}
+
+impl OtlpConfig {
+    /// Reads the process environment for everything code left unset.
+    pub fn with_process_env(self) -> Result<Self, ConfigError> {
+        self.with_env(|name| std::env::var(name).ok())
+    }
+
+    /// Fills unset fields from `lookup` (the `OTEL_*` variables; per-signal ones win over
+    /// generic ones). Malformed values are errors naming the variable.
+    pub fn with_env(mut self, lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        if let Some(raw) = get(env::SDK_DISABLED) {
+            match raw.trim().to_ascii_lowercase().as_str() {
+                "true" => self.disabled = true,
+                "false" => {}
+                _ => return Err(ConfigError::new(env::SDK_DISABLED, format!("{raw:?} is not true or false"))),
+            }
+        }
+        if self.protocol.is_none() {
+            for var in [env::TRACES_PROTOCOL, env::PROTOCOL] {
+                if let Some(raw) = get(var) {
+                    self.protocol = Some(Protocol::parse(&raw).ok_or_else(|| {
+                        ConfigError::new(var, format!("{raw:?} is not grpc, http/protobuf or http/json"))
+                    })?);
+                    break;
+                }
+            }
+        }
+        if self.traces_endpoint.is_none() {
+            if let Some(raw) = get(env::TRACES_ENDPOINT) {
+                self.traces_endpoint = Some(url(env::TRACES_ENDPOINT, &raw)?);
+            } else if let Some(raw) = get(env::ENDPOINT) {
+                let base = url(env::ENDPOINT, &raw)?;
+                self.traces_endpoint = Some(match self.protocol {
+                    Some(Protocol::Grpc) => base,
+                    _ => format!("{}/v1/traces", base.trim_end_matches('/')),
+                });
+            }
+        }
+        for var in [env::HEADERS, env::TRACES_HEADERS] {
+            if let Some(raw) = get(var) {
+                for (k, v) in parse_pairs(var, &raw)? {
+                    if !self.headers.iter().any(|(existing, _)| existing.eq_ignore_ascii_case(&k)) {
+                        self.headers.push((k, v));
+                    }
+                }
+            }
+        }
+        if self.timeout.is_none() {
+            for var in [env::TRACES_TIMEOUT, env::TIMEOUT, env::BSP_EXPORT_TIMEOUT] {
+                if let Some(raw) = get(var) {
+                    self.timeout = Some(millis(var, &raw)?);
+                    break;
+                }
+            }
+        }
+        if self.gzip.is_none() {
+            for var in [env::TRACES_COMPRESSION, env::COMPRESSION] {
+                if let Some(raw) = get(var) {
+                    self.gzip = Some(match raw.trim() {
+                        "gzip" => true,
+                        "none" => false,
+                        other => return Err(ConfigError::new(var, format!("{other:?} is not gzip or none"))),
+                    });
+                    break;
+                }
+            }
+        }
+        if self.service_name.is_none() {
+            self.service_name = get(env::SERVICE_NAME).map(|s| s.trim().to_owned());
+        }
+        if let Some(raw) = get(env::RESOURCE_ATTRIBUTES) {
+            for (k, v) in parse_pairs(env::RESOURCE_ATTRIBUTES, &raw)? {
+                if !self.resource_attributes.iter().any(|(existing, _)| existing == &k) {
+                    self.resource_attributes.push((k, v));
+                }
+            }
+        }
+        if self.max_queue_size.is_none() {
+            self.max_queue_size =
+                get(env::BSP_MAX_QUEUE_SIZE).map(|r| count(env::BSP_MAX_QUEUE_SIZE, &r)).transpose()?;
+        }
+        if self.max_export_batch_size.is_none() {
+            self.max_export_batch_size =
+                get(env::BSP_MAX_EXPORT_BATCH_SIZE).map(|r| count(env::BSP_MAX_EXPORT_BATCH_SIZE, &r)).transpose()?;
+        }
+        if self.schedule_delay.is_none() {
+            self.schedule_delay =
+                get(env::BSP_SCHEDULE_DELAY).map(|r| millis(env::BSP_SCHEDULE_DELAY, &r)).transpose()?;
+        }
+        if self.sample_ratio.is_none() {
+            self.sample_ratio = sampler(get(env::TRACES_SAMPLER), get(env::TRACES_SAMPLER_ARG))?;
+        }
+        if self.protocol == Some(Protocol::Grpc) {
+            return Err(ConfigError::new(
+                env::PROTOCOL,
+                "grpc export is not available in this build yet; use http/protobuf or http/json",
+            ));
+        }
+        Ok(self)
+    }
+
+    pub(crate) fn endpoint(&self) -> String {
+        self.traces_endpoint.clone().unwrap_or_else(|| "http://localhost:4318/v1/traces".to_owned())
+    }
+
+    pub(crate) fn service(&self) -> String {
+        self.service_name.clone().unwrap_or_else(|| names::DEFAULT_SERVICE_NAME.to_owned())
+    }
+}
+
+/// `OTEL_TRACES_SAMPLER` (+ `_ARG`) as a keep ratio. Contract traces are whole trees, so
+/// `parentbased_*` behaves like its root sampler.
+fn sampler(name: Option<String>, arg: Option<String>) -> Result<Option<f64>, ConfigError> {
+    let Some(name) = name else { return Ok(None) };
+    let ratio = || -> Result<f64, ConfigError> {
+        match arg.as_deref().map(str::trim) {
+            None => Ok(1.0),
+            Some(raw) => match raw.parse::<f64>() {
+                Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+                _ => Err(ConfigError::new(env::TRACES_SAMPLER_ARG, format!("{raw:?} is not a ratio between 0 and 1"))),
+            },
+        }
+    };
+    Ok(Some(match name.trim() {
+        "always_on" | "parentbased_always_on" => 1.0,
+        "always_off" | "parentbased_always_off" => 0.0,
+        "traceidratio" | "parentbased_traceidratio" => ratio()?,
+        other => return Err(ConfigError::new(env::TRACES_SAMPLER, format!("{other:?} is not a supported sampler"))),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn with(vars: &[(&str, &str)]) -> Result<OtlpConfig, ConfigError> {
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        OtlpConfig::default().with_env(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn generic_endpoint_gets_the_signal_path_and_per_signal_endpoint_is_verbatim() {
+        assert_eq!(with(&[(env::ENDPOINT, "http://c:4318/")]).unwrap().endpoint(), "http://c:4318/v1/traces");
+        let c = with(&[(env::ENDPOINT, "http://c:4318"), (env::TRACES_ENDPOINT, "http://t:1/custom")]).unwrap();
+        assert_eq!(c.endpoint(), "http://t:1/custom");
+        assert_eq!(OtlpConfig::default().endpoint(), "http://localhost:4318/v1/traces");
+    }
+
+    #[test]
+    fn code_settings_win_over_the_environment() {
+        let code = OtlpConfig {
+            traces_endpoint: Some("http://code:1/v1/traces".into()),
+            service_name: Some("svc".into()),
+            headers: vec![("x-tenant".into(), "code".into())],
+            ..OtlpConfig::default()
+        };
+        let map: HashMap<&str, &str> = [
+            (env::ENDPOINT, "http://env:2"),
+            (env::SERVICE_NAME, "env-svc"),
+            (env::HEADERS, "x-tenant=env,authorization=Bearer%20abc"),
+            (env::RESOURCE_ATTRIBUTES, "deployment.environment=prod,team=core"),
+            (env::COMPRESSION, "gzip"),
+            (env::TIMEOUT, "2500"),
+            (env::PROTOCOL, "http/json"),
+            (env::TRACES_SAMPLER, "traceidratio"),
+            (env::TRACES_SAMPLER_ARG, "0.25"),
+        ]
+        .into_iter()
+        .collect();
+        let c = code.with_env(|k| map.get(k).map(|v| v.to_string())).unwrap();
+        assert_eq!(c.endpoint(), "http://code:1/v1/traces");
+        assert_eq!(c.service(), "svc");
+        assert_eq!(
+            c.headers,
+            vec![("x-tenant".to_owned(), "code".to_owned()), ("authorization".into(), "Bearer abc".into())]
+        );
+        assert_eq!(c.resource_attributes.len(), 2);
+        assert_eq!(
+            (c.gzip, c.timeout, c.protocol),
+            (Some(true), Some(Duration::from_millis(2500)), Some(Protocol::HttpJson))
+        );
+        assert_eq!(c.sample_ratio, Some(0.25));
+    }
+
+    #[test]
+    fn malformed_values_are_one_line_errors_naming_the_variable() {
+        for (var, value, needle) in [
+            (env::HEADERS, "a=1,broken", "entry 2 \"broken\" has no '='"),
+            (env::PROTOCOL, "carrier-pigeon", "not grpc"),
+            (env::ENDPOINT, "localhost:4318", "not an http(s) URL"),
+            (env::TIMEOUT, "soon", "milliseconds"),
+            (env::COMPRESSION, "zstd", "not gzip"),
+            (env::BSP_MAX_QUEUE_SIZE, "0", "positive"),
+            (env::SDK_DISABLED, "yes", "true or false"),
+            (env::TRACES_SAMPLER, "sometimes", "supported sampler"),
+            (env::RESOURCE_ATTRIBUTES, "=x", "empty key"),
+        ] {
+            let err = with(&[(var, value)]).unwrap_err().to_string();
+            assert!(err.starts_with(var), "{err}");
+            assert!(err.contains(needle), "{err}");
+            assert!(!err.contains('\n'));
+        }
+        assert!(with(&[(env::SDK_DISABLED, "true")]).unwrap().disabled);
+    }
+}

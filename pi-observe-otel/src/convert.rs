@@ -1,0 +1,398 @@
+//! Pure mapping from contract records to OpenTelemetry span data. No I/O, no clocks.
+
+use std::borrow::Cow;
+
+use opentelemetry::trace::{SpanContext, SpanKind, Status, TraceFlags, TraceState};
+use opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue};
+use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
+use pi_observe_core::{Attribution, EventKind, Field, ObsEvent, Value, names as pi};
+
+use crate::names::*;
+
+/// Which attribute conventions to add next to the `pi.*` keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Conventions {
+    /// OpenTelemetry GenAI semantic conventions.
+    #[default]
+    GenAi,
+    /// OpenInference (Arize Phoenix LLM views).
+    OpenInference,
+    /// Both.
+    Both,
+}
+
+impl Conventions {
+    /// Parses `genai`, `openinference` or `both`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "genai" | "gen_ai" => Some(Conventions::GenAi),
+            "openinference" => Some(Conventions::OpenInference),
+            "both" => Some(Conventions::Both),
+            _ => None,
+        }
+    }
+
+    fn genai(self) -> bool {
+        matches!(self, Conventions::GenAi | Conventions::Both)
+    }
+
+    fn openinference(self) -> bool {
+        matches!(self, Conventions::OpenInference | Conventions::Both)
+    }
+}
+
+/// A payload value as an OpenTelemetry value.
+pub fn otel_value(value: &Value) -> opentelemetry::Value {
+    use opentelemetry::Value as V;
+    let strings = |v: &[String]| Array::String(v.iter().map(|s| StringValue::from(s.clone())).collect());
+    match value {
+        Value::Str(s) => V::String(s.clone().into()),
+        Value::I64(v) => V::I64(*v),
+        Value::F64(v) => V::F64(*v),
+        Value::Bool(v) => V::Bool(*v),
+        Value::StrArray(v) => V::Array(strings(v)),
+        Value::I64Array(v) => V::Array(Array::I64(v.clone())),
+        Value::F64Array(v) => V::Array(Array::F64(v.clone())),
+        Value::BoolArray(v) => V::Array(Array::Bool(v.clone())),
+    }
+}
+
+fn get<'a>(fields: &[&'a Field], key: &str) -> Option<&'a Value> {
+    fields.iter().find(|f| f.key == key).map(|f| &f.value)
+}
+
+fn int(fields: &[&Field], key: &str) -> Option<i64> {
+    get(fields, key).and_then(Value::as_i64)
+}
+
+fn string(fields: &[&Field], key: &str) -> Option<String> {
+    get(fields, key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// All attributes of one span: exportable payload fields as `pi.<key>`, attribution as
+/// `pi.context.<key>` plus `user.id` / `organization.id`, and the chosen conventions.
+/// Only [`ObsEvent::exportable_fields`] are used: content never arrives here unless the
+/// hub's policy captured it, and secrets never do.
+pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions) -> Vec<KeyValue> {
+    let fields: Vec<&Field> = record.exportable_fields().collect();
+    let mut out: Vec<KeyValue> =
+        fields.iter().map(|f| KeyValue::new(format!("{PI_PREFIX}{}", f.key), otel_value(&f.value))).collect();
+    out.extend(context_attributes(&record.context));
+    let input = int(&fields, pi::INPUT_TOKENS);
+    let output = int(&fields, pi::OUTPUT_TOKENS);
+    let cache_read = int(&fields, pi::CACHE_READ_TOKENS).unwrap_or(0);
+    let cache_write = int(&fields, pi::CACHE_WRITE_TOKENS).unwrap_or(0);
+    let prompt_tokens = input.map(|i| i + cache_read + cache_write);
+    if conventions.genai() {
+        let operation = match name {
+            pi::AGENT_PROMPT => Some(OP_INVOKE_AGENT),
+            pi::PROVIDER_REQUEST => Some(OP_CHAT),
+            pi::AGENT_TOOL_CALL => Some(OP_EXECUTE_TOOL),
+            _ => None,
+        };
+        if let Some(op) = operation {
+            out.push(KeyValue::new(GEN_AI_OPERATION_NAME, op));
+        }
+        let mut push_str = |key: &'static str, value: Option<String>| {
+            if let Some(v) = value {
+                out.push(KeyValue::new(key, v));
+            }
+        };
+        push_str(GEN_AI_PROVIDER_NAME, string(&fields, pi::PROVIDER));
+        push_str(GEN_AI_REQUEST_MODEL, string(&fields, pi::MODEL));
+        push_str(GEN_AI_RESPONSE_MODEL, string(&fields, pi::RESPONSE_MODEL));
+        push_str(GEN_AI_CONVERSATION_ID, string(&fields, pi::SESSION_ID));
+        push_str(GEN_AI_TOOL_NAME, string(&fields, pi::TOOL_NAME));
+        push_str(GEN_AI_TOOL_CALL_ID, string(&fields, pi::TOOL_CALL_ID));
+        if name == pi::PROVIDER_REQUEST {
+            if let Some(tokens) = prompt_tokens {
+                out.push(KeyValue::new(GEN_AI_USAGE_INPUT_TOKENS, tokens));
+                out.push(KeyValue::new(GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, cache_read));
+                out.push(KeyValue::new(GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, cache_write));
+            }
+            if let Some(tokens) = output {
+                out.push(KeyValue::new(GEN_AI_USAGE_OUTPUT_TOKENS, tokens));
+            }
+            if let Some(reason) = string(&fields, pi::STOP_REASON) {
+                out.push(KeyValue::new(
+                    GEN_AI_RESPONSE_FINISH_REASONS,
+                    opentelemetry::Value::Array(Array::String(vec![reason.into()])),
+                ));
+            }
+        }
+    }
+    if conventions.openinference() {
+        let kind = match name {
+            pi::AGENT_PROMPT => "AGENT",
+            pi::PROVIDER_REQUEST => "LLM",
+            pi::AGENT_TOOL_CALL => "TOOL",
+            _ => "CHAIN",
+        };
+        out.push(KeyValue::new(OPENINFERENCE_SPAN_KIND, kind));
+        if name == pi::PROVIDER_REQUEST {
+            if let Some(model) = string(&fields, pi::MODEL) {
+                out.push(KeyValue::new(LLM_MODEL_NAME, model));
+            }
+            if let Some(provider) = string(&fields, pi::PROVIDER) {
+                out.push(KeyValue::new(LLM_PROVIDER, provider));
+            }
+            if let (Some(prompt), Some(completion)) = (prompt_tokens, output) {
+                out.push(KeyValue::new(LLM_TOKEN_COUNT_PROMPT, prompt));
+                out.push(KeyValue::new(LLM_TOKEN_COUNT_COMPLETION, completion));
+                out.push(KeyValue::new(LLM_TOKEN_COUNT_TOTAL, prompt + completion));
+            }
+        }
+        if let Some(tool) = string(&fields, pi::TOOL_NAME) {
+            out.push(KeyValue::new(TOOL_NAME, tool));
+        }
+        if let Some(session) = string(&fields, pi::SESSION_ID) {
+            out.push(KeyValue::new(SESSION_ID, session));
+        }
+    }
+    out
+}
+
+/// Attribution as `pi.context.<key>`, plus `user.id` and `organization.id` when present.
+pub fn context_attributes(context: &Attribution) -> Vec<KeyValue> {
+    let mut out: Vec<KeyValue> =
+        context.iter().map(|(k, v)| KeyValue::new(format!("{PI_CONTEXT_PREFIX}{k}"), v.to_owned())).collect();
+    if let Some(user) = context.get(pi::CTX_USER_ID) {
+        out.push(KeyValue::new(USER_ID, user.to_owned()));
+    }
+    if let Some(org) = context.get(pi::CTX_ORG_ID) {
+        out.push(KeyValue::new(ORGANIZATION_ID, org.to_owned()));
+    }
+    out
+}
+
+/// CLIENT for provider requests (they leave the process), INTERNAL otherwise.
+pub fn span_kind(name: &str) -> SpanKind {
+    if name == pi::PROVIDER_REQUEST { SpanKind::Client } else { SpanKind::Internal }
+}
+
+fn trace_id(id: pi_observe_core::TraceId) -> opentelemetry::trace::TraceId {
+    opentelemetry::trace::TraceId::from_bytes(id.to_bytes())
+}
+
+fn span_id(id: pi_observe_core::SpanId) -> opentelemetry::trace::SpanId {
+    opentelemetry::trace::SpanId::from_bytes(id.to_bytes())
+}
+
+/// One span from its `start`, its `end`/`error` record (or `None` if it never ended, then it
+/// ends at `shutdown_time` with `pi.incomplete=true`), and its point events.
+pub fn span_data(
+    start: &ObsEvent,
+    end: Option<&ObsEvent>,
+    events: &[ObsEvent],
+    shutdown_time: std::time::SystemTime,
+    conventions: Conventions,
+    scope: &InstrumentationScope,
+) -> Option<SpanData> {
+    let own_span = start.span_id?;
+    let record = end.unwrap_or(start);
+    let name = start.name.to_string();
+    let mut attributes = span_attributes(&name, record, conventions);
+    if end.is_none() {
+        attributes.push(KeyValue::new(PI_INCOMPLETE, true));
+    }
+    let status = match end {
+        Some(e) if e.kind == EventKind::Error => {
+            let message = e.error.as_ref().map(|err| format!("{}: {}", err.name, err.message)).unwrap_or_default();
+            Status::error(message)
+        }
+        _ => Status::Unset,
+    };
+    let span_events: Vec<opentelemetry::trace::Event> = events
+        .iter()
+        .map(|e| {
+            let attrs: Vec<KeyValue> = e
+                .exportable_fields()
+                .map(|f| KeyValue::new(format!("{PI_PREFIX}{}", f.key), otel_value(&f.value)))
+                .collect();
+            opentelemetry::trace::Event::new(Cow::Owned(e.name.to_string()), e.timestamp.to_system_time(), attrs, 0)
+        })
+        .collect();
+    let mut events = SpanEvents::default();
+    events.events = span_events;
+    Some(SpanData {
+        span_context: SpanContext::new(
+            trace_id(start.trace_id),
+            span_id(own_span),
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::default(),
+        ),
+        parent_span_id: start.parent_span_id.map(span_id).unwrap_or(opentelemetry::trace::SpanId::INVALID),
+        parent_span_is_remote: false,
+        span_kind: span_kind(&name),
+        name: Cow::Owned(name),
+        start_time: start.timestamp.to_system_time(),
+        end_time: end.map(|e| e.timestamp.to_system_time()).unwrap_or(shutdown_time),
+        attributes,
+        dropped_attributes_count: 0,
+        events,
+        links: SpanLinks::default(),
+        status,
+        instrumentation_scope: scope.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pi_observe_core::{ContentKind, ContentPolicy, ErrorInfo, Observability, Payload, SpanId, TraceId};
+    use std::collections::HashMap;
+
+    fn record(name: &'static str, kind: EventKind, payload: Payload) -> ObsEvent {
+        let mut e = ObsEvent::new(kind, name, TraceId::random());
+        e.span_id = Some(SpanId::random());
+        e.context = [("userId", "u1"), ("orgId", "acme"), ("teamId", "core")].into_iter().collect();
+        e.payload = payload;
+        e
+    }
+
+    fn attrs(name: &'static str, payload: Payload, conventions: Conventions) -> HashMap<String, opentelemetry::Value> {
+        span_attributes(name, &record(name, EventKind::End, payload), conventions)
+            .into_iter()
+            .map(|kv| (kv.key.to_string(), kv.value))
+            .collect()
+    }
+
+    fn provider_end() -> Payload {
+        Payload::new()
+            .safe(pi::API, "openai-completions")
+            .safe(pi::PROVIDER, "openai")
+            .safe(pi::MODEL, "gpt-4o")
+            .safe(pi::RESPONSE_MODEL, "gpt-4o-2024-08-06")
+            .safe(pi::SESSION_ID, "s1")
+            .safe(pi::INPUT_TOKENS, 20)
+            .safe(pi::OUTPUT_TOKENS, 30)
+            .safe(pi::CACHE_READ_TOKENS, 100)
+            .safe(pi::CACHE_WRITE_TOKENS, 5)
+            .safe(pi::COST_TOTAL, 0.01)
+            .safe(pi::STOP_REASON, "toolUse")
+            .content(ContentKind::Completion, pi::COMPLETION_TEXT, "secret completion")
+            .secret(pi::API_KEY, "sk-secret")
+    }
+
+    #[test]
+    fn provider_request_maps_to_genai_chat_attributes() {
+        let a = attrs(pi::PROVIDER_REQUEST, provider_end(), Conventions::GenAi);
+        let s = |k: &str| a.get(k).map(|v| v.as_str().into_owned());
+        assert_eq!(s(GEN_AI_OPERATION_NAME).as_deref(), Some("chat"));
+        assert_eq!(s(GEN_AI_PROVIDER_NAME).as_deref(), Some("openai"));
+        assert_eq!(s(GEN_AI_REQUEST_MODEL).as_deref(), Some("gpt-4o"));
+        assert_eq!(s(GEN_AI_RESPONSE_MODEL).as_deref(), Some("gpt-4o-2024-08-06"));
+        assert_eq!(s(GEN_AI_CONVERSATION_ID).as_deref(), Some("s1"));
+        assert_eq!(a[GEN_AI_USAGE_INPUT_TOKENS], opentelemetry::Value::I64(125));
+        assert_eq!(a[GEN_AI_USAGE_OUTPUT_TOKENS], opentelemetry::Value::I64(30));
+        assert_eq!(a[GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS], opentelemetry::Value::I64(100));
+        assert_eq!(a[GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS], opentelemetry::Value::I64(5));
+        assert_eq!(
+            a[GEN_AI_RESPONSE_FINISH_REASONS],
+            opentelemetry::Value::Array(Array::String(vec!["toolUse".into()]))
+        );
+        assert_eq!(a["pi.costTotal"], opentelemetry::Value::F64(0.01));
+        assert_eq!(s(USER_ID).as_deref(), Some("u1"));
+        assert_eq!(s(ORGANIZATION_ID).as_deref(), Some("acme"));
+        assert_eq!(s("pi.context.teamId").as_deref(), Some("core"));
+        assert!(!a.contains_key(OPENINFERENCE_SPAN_KIND), "openinference keys only on request");
+        // Content that did not pass a policy, and secrets, are never attributes.
+        assert!(!a.contains_key("pi.completion") && !a.contains_key("pi.apiKey"));
+        assert!(a.values().all(|v| !v.as_str().contains("secret")));
+    }
+
+    #[test]
+    fn openinference_profile_adds_llm_views_and_both_adds_both() {
+        let a = attrs(pi::PROVIDER_REQUEST, provider_end(), Conventions::OpenInference);
+        assert_eq!(a[OPENINFERENCE_SPAN_KIND].as_str(), "LLM");
+        assert_eq!(a[LLM_MODEL_NAME].as_str(), "gpt-4o");
+        assert_eq!(a[LLM_TOKEN_COUNT_PROMPT], opentelemetry::Value::I64(125));
+        assert_eq!(a[LLM_TOKEN_COUNT_TOTAL], opentelemetry::Value::I64(155));
+        assert_eq!(a[SESSION_ID].as_str(), "s1");
+        assert!(!a.contains_key(GEN_AI_OPERATION_NAME));
+        let both = attrs(pi::PROVIDER_REQUEST, provider_end(), Conventions::Both);
+        assert!(both.contains_key(GEN_AI_OPERATION_NAME) && both.contains_key(OPENINFERENCE_SPAN_KIND));
+        for (name, kind) in [(pi::AGENT_PROMPT, "AGENT"), (pi::AGENT_TOOL_CALL, "TOOL"), (pi::AGENT_TURN, "CHAIN")] {
+            assert_eq!(attrs(name, Payload::new(), Conventions::OpenInference)[OPENINFERENCE_SPAN_KIND].as_str(), kind);
+        }
+    }
+
+    #[test]
+    fn every_contract_name_and_safe_key_maps_under_the_pi_prefix() {
+        for name in pi::OPERATIONS {
+            let a = attrs(
+                name,
+                Payload::new().safe(pi::ENTRY_TYPE, "message").safe(pi::TOOL_NAME, "bash"),
+                Conventions::GenAi,
+            );
+            assert_eq!(a["pi.entryType"].as_str(), "message", "{name}");
+            let op = a.get(GEN_AI_OPERATION_NAME).map(|v| v.as_str().into_owned());
+            let expected = match name {
+                pi::AGENT_PROMPT => Some("invoke_agent"),
+                pi::PROVIDER_REQUEST => Some("chat"),
+                pi::AGENT_TOOL_CALL => Some("execute_tool"),
+                _ => None,
+            };
+            assert_eq!(op.as_deref(), expected, "{name}");
+            assert_eq!(
+                span_kind(name),
+                if name == pi::PROVIDER_REQUEST { SpanKind::Client } else { SpanKind::Internal }
+            );
+        }
+        let tool = attrs(
+            pi::AGENT_TOOL_CALL,
+            Payload::new().safe(pi::TOOL_NAME, "bash").safe(pi::TOOL_CALL_ID, "c1"),
+            Conventions::GenAi,
+        );
+        assert_eq!(tool[GEN_AI_TOOL_NAME].as_str(), "bash");
+        assert_eq!(tool[GEN_AI_TOOL_CALL_ID].as_str(), "c1");
+    }
+
+    #[test]
+    fn captured_content_passes_only_through_a_policy() {
+        let hub = Observability::with_policy(ContentPolicy::default().capture(ContentKind::Completion));
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let _s = hub.subscribe(move |e: &ObsEvent| sink.lock().unwrap().push(e.clone()));
+        hub.emit(record(pi::PROVIDER_REQUEST, EventKind::End, provider_end()));
+        let through = seen.lock().unwrap()[0].clone();
+        let a: HashMap<_, _> = span_attributes(pi::PROVIDER_REQUEST, &through, Conventions::GenAi)
+            .into_iter()
+            .map(|kv| (kv.key.to_string(), kv.value))
+            .collect();
+        assert_eq!(a["pi.completion"].as_str(), "secret completion");
+        assert!(!a.contains_key("pi.apiKey"));
+    }
+
+    #[test]
+    fn span_data_keeps_ids_times_status_and_events() {
+        let start = record(pi::AGENT_TOOL_CALL, EventKind::Start, Payload::new().safe(pi::TOOL_NAME, "bash"));
+        let mut end = start.clone();
+        end.kind = EventKind::Error;
+        end.timestamp = start.timestamp.saturating_add(std::time::Duration::from_millis(5));
+        end.error = Some(ErrorInfo::new("ToolError", "exit 1"));
+        let mut point = start.clone();
+        point.kind = EventKind::Event;
+        point.name = "pi.test.point".into();
+        point.timestamp = start.timestamp.saturating_add(std::time::Duration::from_millis(2));
+        let parent = SpanId::random();
+        let mut start = start;
+        start.parent_span_id = Some(parent);
+        let scope = InstrumentationScope::builder("pi-observe").build();
+        let span =
+            span_data(&start, Some(&end), &[point.clone()], std::time::SystemTime::now(), Conventions::GenAi, &scope)
+                .unwrap();
+        assert_eq!(span.span_context.trace_id().to_bytes(), start.trace_id.to_bytes());
+        assert_eq!(span.span_context.span_id().to_bytes(), start.span_id.unwrap().to_bytes());
+        assert_eq!(span.parent_span_id.to_bytes(), parent.to_bytes());
+        assert_eq!(span.start_time, start.timestamp.to_system_time());
+        assert_eq!(span.end_time, end.timestamp.to_system_time());
+        assert_eq!(span.status, Status::error("ToolError: exit 1"));
+        assert_eq!(span.events.events.len(), 1);
+        assert_eq!(span.events.events[0].timestamp, point.timestamp.to_system_time());
+        let open = span_data(&start, None, &[], std::time::SystemTime::UNIX_EPOCH, Conventions::GenAi, &scope).unwrap();
+        assert!(open.attributes.iter().any(|kv| kv.key.as_str() == PI_INCOMPLETE));
+        assert_eq!(open.status, Status::Unset);
+    }
+}

@@ -1,0 +1,116 @@
+//! Attribute keys, values and environment variables used by the OTel adapter.
+//!
+//! GenAI attributes follow the OpenTelemetry GenAI semantic conventions pinned at
+//! [`GENAI_SEMCONV_VERSION`] (own constants, so an upstream rename cannot silently change what
+//! we export). OpenInference keys follow the OpenInference spec used by Arize Phoenix.
+
+/// The GenAI semantic-conventions version these keys follow.
+pub const GENAI_SEMCONV_VERSION: &str = "1.37.0";
+
+/// Prefix of the contract's safe payload keys on spans (`pi.model`, `pi.inputTokens`, …).
+pub const PI_PREFIX: &str = "pi.";
+/// Prefix of attribution-context keys (`pi.context.userId`, …).
+pub const PI_CONTEXT_PREFIX: &str = "pi.context.";
+/// Set on spans that were still open at shutdown and exported as ended-at-shutdown.
+pub const PI_INCOMPLETE: &str = "pi.incomplete";
+
+/// Conventional user id.
+pub const USER_ID: &str = "user.id";
+/// Organisation id (not a semconv key; named by the pi spec).
+pub const ORGANIZATION_ID: &str = "organization.id";
+
+/// `gen_ai.operation.name`.
+pub const GEN_AI_OPERATION_NAME: &str = "gen_ai.operation.name";
+/// `gen_ai.provider.name`.
+pub const GEN_AI_PROVIDER_NAME: &str = "gen_ai.provider.name";
+/// `gen_ai.request.model`.
+pub const GEN_AI_REQUEST_MODEL: &str = "gen_ai.request.model";
+/// `gen_ai.response.model`.
+pub const GEN_AI_RESPONSE_MODEL: &str = "gen_ai.response.model";
+/// `gen_ai.usage.input_tokens` (all prompt tokens, cached ones included).
+pub const GEN_AI_USAGE_INPUT_TOKENS: &str = "gen_ai.usage.input_tokens";
+/// `gen_ai.usage.output_tokens`.
+pub const GEN_AI_USAGE_OUTPUT_TOKENS: &str = "gen_ai.usage.output_tokens";
+/// `gen_ai.usage.cache_read.input_tokens`.
+pub const GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: &str = "gen_ai.usage.cache_read.input_tokens";
+/// `gen_ai.usage.cache_creation.input_tokens`.
+pub const GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: &str = "gen_ai.usage.cache_creation.input_tokens";
+/// `gen_ai.response.finish_reasons`.
+pub const GEN_AI_RESPONSE_FINISH_REASONS: &str = "gen_ai.response.finish_reasons";
+/// `gen_ai.conversation.id`.
+pub const GEN_AI_CONVERSATION_ID: &str = "gen_ai.conversation.id";
+/// `gen_ai.tool.name`.
+pub const GEN_AI_TOOL_NAME: &str = "gen_ai.tool.name";
+/// `gen_ai.tool.call.id`.
+pub const GEN_AI_TOOL_CALL_ID: &str = "gen_ai.tool.call.id";
+
+/// `gen_ai.operation.name` values.
+pub const OP_INVOKE_AGENT: &str = "invoke_agent";
+/// Chat completion.
+pub const OP_CHAT: &str = "chat";
+/// Tool execution.
+pub const OP_EXECUTE_TOOL: &str = "execute_tool";
+
+/// `openinference.span.kind`.
+pub const OPENINFERENCE_SPAN_KIND: &str = "openinference.span.kind";
+/// `llm.model_name`.
+pub const LLM_MODEL_NAME: &str = "llm.model_name";
+/// `llm.provider`.
+pub const LLM_PROVIDER: &str = "llm.provider";
+/// `llm.token_count.prompt`.
+pub const LLM_TOKEN_COUNT_PROMPT: &str = "llm.token_count.prompt";
+/// `llm.token_count.completion`.
+pub const LLM_TOKEN_COUNT_COMPLETION: &str = "llm.token_count.completion";
+/// `llm.token_count.total`.
+pub const LLM_TOKEN_COUNT_TOTAL: &str = "llm.token_count.total";
+/// `session.id`.
+pub const SESSION_ID: &str = "session.id";
+/// `tool.name`.
+pub const TOOL_NAME: &str = "tool.name";
+
+/// Resource: `service.name`.
+pub const SERVICE_NAME: &str = "service.name";
+/// Default `service.name`.
+pub const DEFAULT_SERVICE_NAME: &str = "pi";
+
+/// Environment variables read by [`crate::OtlpConfig::from_env`].
+pub mod env {
+    /// Disables the SDK (`true`).
+    pub const SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
+    /// Base endpoint (`/v1/traces` is appended for HTTP).
+    pub const ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+    /// Traces endpoint, used verbatim.
+    pub const TRACES_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
+    /// `grpc`, `http/protobuf` or `http/json`.
+    pub const PROTOCOL: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
+    /// Traces protocol.
+    pub const TRACES_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL";
+    /// `key=value,…` headers.
+    pub const HEADERS: &str = "OTEL_EXPORTER_OTLP_HEADERS";
+    /// Traces headers.
+    pub const TRACES_HEADERS: &str = "OTEL_EXPORTER_OTLP_TRACES_HEADERS";
+    /// Export timeout in milliseconds.
+    pub const TIMEOUT: &str = "OTEL_EXPORTER_OTLP_TIMEOUT";
+    /// Traces export timeout in milliseconds.
+    pub const TRACES_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT";
+    /// `gzip` or `none`.
+    pub const COMPRESSION: &str = "OTEL_EXPORTER_OTLP_COMPRESSION";
+    /// Traces compression.
+    pub const TRACES_COMPRESSION: &str = "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION";
+    /// `service.name`.
+    pub const SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
+    /// `key=value,…` resource attributes.
+    pub const RESOURCE_ATTRIBUTES: &str = "OTEL_RESOURCE_ATTRIBUTES";
+    /// Sampler name.
+    pub const TRACES_SAMPLER: &str = "OTEL_TRACES_SAMPLER";
+    /// Sampler argument.
+    pub const TRACES_SAMPLER_ARG: &str = "OTEL_TRACES_SAMPLER_ARG";
+    /// Queue capacity (spans).
+    pub const BSP_MAX_QUEUE_SIZE: &str = "OTEL_BSP_MAX_QUEUE_SIZE";
+    /// Batch size (spans).
+    pub const BSP_MAX_EXPORT_BATCH_SIZE: &str = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE";
+    /// Delay between batches in milliseconds.
+    pub const BSP_SCHEDULE_DELAY: &str = "OTEL_BSP_SCHEDULE_DELAY";
+    /// Export timeout in milliseconds.
+    pub const BSP_EXPORT_TIMEOUT: &str = "OTEL_BSP_EXPORT_TIMEOUT";
+}

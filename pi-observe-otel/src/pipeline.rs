@@ -1,0 +1,384 @@
+//! The OTel subscriber: a bounded queue in front of a worker thread that pairs records into
+//! spans, batches them and exports them. `on_event` never blocks and never does I/O.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use opentelemetry::{InstrumentationScope, KeyValue};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::SpanData;
+use pi_observe_core::{DropReason, EventKind, ObsEvent, Observability, SpanId, Subscriber, SubscriberError};
+
+use crate::config::{ConfigError, OtlpConfig};
+use crate::convert::{Conventions, span_data};
+use crate::export::{Delivery, HttpExporter};
+use crate::names;
+
+/// Most spans kept open at once; starts beyond it are dropped (a runaway would otherwise grow
+/// without bound).
+const MAX_OPEN_SPANS: usize = 100_000;
+
+enum Message {
+    Record(Box<ObsEvent>),
+    Flush(SyncSender<()>),
+    Shutdown(Instant, SyncSender<()>),
+}
+
+#[derive(Default)]
+struct Counters {
+    started: AtomicU64,
+    exported: AtomicU64,
+    sampled_out: AtomicU64,
+    dropped_queue_full: AtomicU64,
+    dropped_failed: AtomicU64,
+    dropped_rejected: AtomicU64,
+    dropped_unauthorized: AtomicU64,
+    dropped_shutdown: AtomicU64,
+    diagnostics: Mutex<Vec<String>>,
+}
+
+/// What the exporter did, in spans. `spans_started = spans_exported + spans_dropped() +
+/// spans_sampled_out + spans still open`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportStats {
+    /// Start records received.
+    pub spans_started: u64,
+    /// Spans accepted by the receiver.
+    pub spans_exported: u64,
+    /// Spans not kept by the sampler.
+    pub spans_sampled_out: u64,
+    /// Dropped because the queue was full.
+    pub dropped_queue_full: u64,
+    /// Dropped after retries failed (network, 5xx, 429, timeouts).
+    pub dropped_failed: u64,
+    /// Dropped because the receiver refused them (4xx).
+    pub dropped_rejected: u64,
+    /// Dropped because the receiver said 401/403 (export stopped).
+    pub dropped_unauthorized: u64,
+    /// Dropped because shutdown's deadline passed.
+    pub dropped_shutdown: u64,
+    /// One line per distinct problem worth telling the user (e.g. 401 once).
+    pub diagnostics: Vec<String>,
+}
+
+impl ExportStats {
+    /// All drops.
+    pub fn spans_dropped(&self) -> u64 {
+        self.dropped_queue_full
+            + self.dropped_failed
+            + self.dropped_rejected
+            + self.dropped_unauthorized
+            + self.dropped_shutdown
+    }
+}
+
+/// Exports contract events as OTLP spans. Subscribe it to a hub; call [`Subscriber::shutdown`]
+/// (or the hub's) before exit to flush within a deadline.
+pub struct OtelSubscriber {
+    sender: Mutex<Option<SyncSender<Message>>>,
+    worker: Mutex<Option<JoinHandle<()>>>,
+    counters: Arc<Counters>,
+    hub: Observability,
+    disabled: bool,
+}
+
+impl std::fmt::Debug for OtelSubscriber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OtelSubscriber").field("stats", &self.stats()).finish()
+    }
+}
+
+/// The resource: `service.name` plus configured attributes.
+pub(crate) fn resource(config: &OtlpConfig) -> Resource {
+    let mut attributes = vec![KeyValue::new(names::SERVICE_NAME, config.service())];
+    attributes.extend(
+        config
+            .resource_attributes
+            .iter()
+            .filter(|(k, _)| k != names::SERVICE_NAME)
+            .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
+    );
+    Resource::builder_empty().with_attributes(attributes).build()
+}
+
+impl OtelSubscriber {
+    /// Starts the worker. Drops and export failures are also counted on `hub`.
+    pub fn new(config: OtlpConfig, hub: &Observability) -> Result<Arc<Self>, ConfigError> {
+        let counters = Arc::new(Counters::default());
+        let capacity = config.max_queue_size.unwrap_or(8192);
+        let (sender, receiver) = mpsc::sync_channel(capacity);
+        let disabled = config.disabled;
+        let worker = if disabled {
+            None
+        } else {
+            let exporter = HttpExporter::new(&config, &resource(&config))
+                .map_err(|message| ConfigError { setting: "OTLP exporter".into(), message })?;
+            let state = Worker {
+                receiver,
+                exporter,
+                counters: counters.clone(),
+                hub: hub.clone(),
+                conventions: config.conventions,
+                scope: InstrumentationScope::builder("pi-observe").with_version(env!("CARGO_PKG_VERSION")).build(),
+                batch_size: config.max_export_batch_size.unwrap_or(512),
+                delay: config.schedule_delay.unwrap_or(Duration::from_secs(1)),
+                timeout: config.timeout.unwrap_or(Duration::from_secs(10)),
+                sample_ratio: config.sample_ratio.unwrap_or(1.0),
+                open: HashMap::new(),
+                batch: Vec::new(),
+                stopped: false,
+            };
+            let handle =
+                std::thread::Builder::new().name("pi-observe-otlp".into()).spawn(move || state.run()).map_err(|e| {
+                    ConfigError { setting: "OTLP exporter".into(), message: format!("cannot start worker: {e}") }
+                })?;
+            Some(handle)
+        };
+        Ok(Arc::new(OtelSubscriber {
+            sender: Mutex::new(if disabled { None } else { Some(sender) }),
+            worker: Mutex::new(worker),
+            counters,
+            hub: hub.clone(),
+            disabled,
+        }))
+    }
+
+    /// A snapshot of the export counters.
+    pub fn stats(&self) -> ExportStats {
+        let c = &self.counters;
+        ExportStats {
+            spans_started: c.started.load(Relaxed),
+            spans_exported: c.exported.load(Relaxed),
+            spans_sampled_out: c.sampled_out.load(Relaxed),
+            dropped_queue_full: c.dropped_queue_full.load(Relaxed),
+            dropped_failed: c.dropped_failed.load(Relaxed),
+            dropped_rejected: c.dropped_rejected.load(Relaxed),
+            dropped_unauthorized: c.dropped_unauthorized.load(Relaxed),
+            dropped_shutdown: c.dropped_shutdown.load(Relaxed),
+            diagnostics: c.diagnostics.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        }
+    }
+
+    fn sender(&self) -> Option<SyncSender<Message>> {
+        self.sender.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Enqueues a control message, retrying a full queue until `deadline`.
+    fn control(&self, mut message: Message, deadline: Instant) -> Result<(), SubscriberError> {
+        let Some(sender) = self.sender() else { return Ok(()) };
+        loop {
+            match sender.try_send(message) {
+                Ok(()) => return Ok(()),
+                Err(TrySendError::Disconnected(_)) => return Err(SubscriberError::Other("OTLP worker stopped".into())),
+                Err(TrySendError::Full(back)) if Instant::now() < deadline => {
+                    message = back;
+                    std::thread::yield_now();
+                }
+                Err(TrySendError::Full(_)) => return Err(SubscriberError::Timeout),
+            }
+        }
+    }
+}
+
+impl Subscriber for OtelSubscriber {
+    fn on_event(&self, event: &ObsEvent) {
+        if self.disabled {
+            return;
+        }
+        let is_start = event.kind == EventKind::Start;
+        if is_start {
+            self.counters.started.fetch_add(1, Relaxed);
+        }
+        let Some(sender) = self.sender() else {
+            if is_start {
+                self.counters.dropped_shutdown.fetch_add(1, Relaxed);
+                self.hub.record_dropped(DropReason::Shutdown, 1);
+            }
+            return;
+        };
+        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) =
+            sender.try_send(Message::Record(Box::new(event.clone())))
+        {
+            // A lost start loses its span; a lost end leaves the span to be exported as incomplete.
+            if is_start {
+                self.counters.dropped_queue_full.fetch_add(1, Relaxed);
+            }
+            self.hub.record_dropped(DropReason::QueueFull, 1);
+        }
+    }
+
+    fn flush(&self, timeout: Duration) -> Result<(), SubscriberError> {
+        let deadline = Instant::now() + timeout;
+        let (ack, done) = mpsc::sync_channel(1);
+        self.control(Message::Flush(ack), deadline)?;
+        done.recv_timeout(deadline.saturating_duration_since(Instant::now())).map_err(|e| match e {
+            RecvTimeoutError::Timeout => SubscriberError::Timeout,
+            RecvTimeoutError::Disconnected => SubscriberError::Other("OTLP worker stopped".into()),
+        })
+    }
+
+    fn shutdown(&self, timeout: Duration) -> Result<(), SubscriberError> {
+        let deadline = Instant::now() + timeout;
+        let (ack, done) = mpsc::sync_channel(1);
+        let sent = self.control(Message::Shutdown(deadline, ack), deadline);
+        self.sender.lock().unwrap_or_else(|e| e.into_inner()).take();
+        sent?;
+        let result = done.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        if result.is_ok() {
+            if let Some(worker) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                let _ = worker.join();
+            }
+        }
+        // On timeout the worker is left to finish on its own; the caller is not held.
+        result.map_err(|_| SubscriberError::Timeout)
+    }
+}
+
+struct Worker {
+    receiver: Receiver<Message>,
+    exporter: HttpExporter,
+    counters: Arc<Counters>,
+    hub: Observability,
+    conventions: Conventions,
+    scope: InstrumentationScope,
+    batch_size: usize,
+    delay: Duration,
+    timeout: Duration,
+    sample_ratio: f64,
+    open: HashMap<SpanId, (ObsEvent, Vec<ObsEvent>)>,
+    batch: Vec<SpanData>,
+    stopped: bool,
+}
+
+impl Worker {
+    fn run(mut self) {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            self.counters
+                .diagnostics
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push("OTLP: cannot start the export runtime".into());
+            return;
+        };
+        let mut next_export = Instant::now() + self.delay;
+        loop {
+            match self.receiver.recv_timeout(next_export.saturating_duration_since(Instant::now())) {
+                Ok(Message::Record(event)) => {
+                    self.record(*event);
+                    if self.batch.len() >= self.batch_size {
+                        self.export(&runtime, Instant::now() + self.timeout);
+                    }
+                }
+                Ok(Message::Flush(ack)) => {
+                    self.export(&runtime, Instant::now() + self.timeout);
+                    let _ = ack.send(());
+                }
+                Ok(Message::Shutdown(deadline, ack)) => {
+                    // Drain what was queued before the shutdown request.
+                    while let Ok(Message::Record(event)) = self.receiver.try_recv() {
+                        self.record(*event);
+                    }
+                    let now = SystemTime::now();
+                    for (_, (start, events)) in std::mem::take(&mut self.open) {
+                        if let Some(span) = span_data(&start, None, &events, now, self.conventions, &self.scope) {
+                            self.batch.push(span);
+                        }
+                    }
+                    self.export(&runtime, deadline);
+                    let _ = ack.send(());
+                    return;
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    self.export(&runtime, Instant::now() + self.timeout);
+                    next_export = Instant::now() + self.delay;
+                }
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+
+    /// Keeps a trace when the low 8 bytes of its id fall under the ratio (deterministic per trace).
+    fn sampled(&self, event: &ObsEvent) -> bool {
+        if self.sample_ratio >= 1.0 {
+            return true;
+        }
+        let bytes = event.trace_id.to_bytes();
+        let mut low = [0u8; 8];
+        low.copy_from_slice(&bytes[8..]);
+        (u64::from_be_bytes(low) as f64) < self.sample_ratio * u64::MAX as f64
+    }
+
+    fn record(&mut self, event: ObsEvent) {
+        let Some(span) = event.span_id else { return };
+        match event.kind {
+            EventKind::Start => {
+                if !self.sampled(&event) {
+                    self.counters.sampled_out.fetch_add(1, Relaxed);
+                } else if self.open.len() >= MAX_OPEN_SPANS {
+                    self.counters.dropped_queue_full.fetch_add(1, Relaxed);
+                    self.hub.record_dropped(DropReason::QueueFull, 1);
+                } else {
+                    self.open.insert(span, (event, Vec::new()));
+                }
+            }
+            EventKind::End | EventKind::Error => {
+                if let Some((start, events)) = self.open.remove(&span) {
+                    if let Some(data) =
+                        span_data(&start, Some(&event), &events, SystemTime::now(), self.conventions, &self.scope)
+                    {
+                        self.batch.push(data);
+                    }
+                }
+            }
+            EventKind::Event => {
+                if let Some((_, events)) = self.open.get_mut(&span) {
+                    events.push(event);
+                }
+            }
+        }
+    }
+
+    fn export(&mut self, runtime: &tokio::runtime::Runtime, deadline: Instant) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let spans = std::mem::take(&mut self.batch);
+        let n = spans.len() as u64;
+        if self.stopped {
+            self.counters.dropped_unauthorized.fetch_add(n, Relaxed);
+            self.hub.record_dropped(DropReason::Rejected, n);
+            return;
+        }
+        match runtime.block_on(self.exporter.export(spans, deadline)) {
+            Delivery::Exported => {
+                self.counters.exported.fetch_add(n, Relaxed);
+            }
+            Delivery::Failed(_) if Instant::now() >= deadline => {
+                self.counters.dropped_shutdown.fetch_add(n, Relaxed);
+                self.hub.record_dropped(DropReason::Shutdown, n);
+            }
+            Delivery::Failed(_) => {
+                self.counters.dropped_failed.fetch_add(n, Relaxed);
+                self.hub.record_dropped(DropReason::ExportFailed, n);
+            }
+            Delivery::Rejected(_) => {
+                self.counters.dropped_rejected.fetch_add(n, Relaxed);
+                self.hub.record_dropped(DropReason::Rejected, n);
+            }
+            Delivery::Unauthorized(why) => {
+                self.stopped = true;
+                self.counters.dropped_unauthorized.fetch_add(n, Relaxed);
+                self.hub.record_dropped(DropReason::Rejected, n);
+                self.counters
+                    .diagnostics
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(format!("OTLP export stopped: {why} (check the credentials in the OTLP headers)"));
+            }
+        }
+    }
+}
