@@ -39,6 +39,9 @@ struct Counters {
     dropped_unauthorized: AtomicU64,
     dropped_shutdown: AtomicU64,
     diagnostics: Mutex<Vec<String>>,
+    /// Set by `shutdown`: no export may run past it, including one already in flight.
+    shutdown_deadline: Mutex<Option<Instant>>,
+    shutdown_started: tokio::sync::Notify,
 }
 
 /// What the exporter did, in spans. `spans_started = spans_exported + spans_dropped() +
@@ -223,8 +226,13 @@ impl Subscriber for OtelSubscriber {
 
     fn shutdown(&self, timeout: Duration) -> Result<(), SubscriberError> {
         let deadline = Instant::now() + timeout;
+        // The worker stops exporting a little before the caller stops waiting, so its counts are
+        // final when this returns.
+        let worker_deadline = deadline - (timeout / 10).min(Duration::from_millis(50));
+        *self.counters.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner()) = Some(worker_deadline);
+        self.counters.shutdown_started.notify_waiters();
         let (ack, done) = mpsc::sync_channel(1);
-        let sent = self.control(Message::Shutdown(deadline, ack), deadline);
+        let sent = self.control(Message::Shutdown(worker_deadline, ack), deadline);
         self.sender.lock().unwrap_or_else(|e| e.into_inner()).take();
         sent?;
         let result = done.recv_timeout(deadline.saturating_duration_since(Instant::now()));
@@ -353,7 +361,21 @@ impl Worker {
             self.hub.record_dropped(DropReason::Rejected, n);
             return;
         }
-        match runtime.block_on(self.exporter.export(spans, deadline)) {
+        let counters = &self.counters;
+        let cut_off = *counters.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner());
+        let deadline = cut_off.map_or(deadline, |d| deadline.min(d));
+        let delivery = runtime.block_on(async {
+            let cut = async {
+                counters.shutdown_started.notified().await;
+                let d = counters.shutdown_deadline.lock().map(|g| *g).ok().flatten().unwrap_or(deadline);
+                tokio::time::sleep_until(d.min(deadline).into()).await;
+            };
+            tokio::select! {
+                delivery = self.exporter.export(spans, deadline) => delivery,
+                () = cut => Delivery::Failed("shutdown deadline passed".into()),
+            }
+        });
+        match delivery {
             Delivery::Exported => {
                 self.counters.exported.fetch_add(n, Relaxed);
             }

@@ -1,0 +1,178 @@
+//! An OTLP/HTTP trace receiver on 127.0.0.1:0 for tests: decodes protobuf or JSON bodies (gzip
+//! or not) with `opentelemetry-proto`, records headers, and answers with scripted statuses.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::VecDeque;
+use std::io::Read;
+use std::sync::{Arc, Mutex};
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// What the receiver answers to one request.
+#[derive(Clone, Debug)]
+pub enum Answer {
+    /// This status (200 = accept), with optional `Retry-After` seconds.
+    Status(u16, Option<u32>),
+    /// Read the request, then never answer (until the client gives up).
+    Stall,
+    /// Close the connection without answering.
+    Reset,
+}
+
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub headers: Vec<(String, String)>,
+    pub request: ExportTraceServiceRequest,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+pub struct Receiver {
+    pub endpoint: String,
+    pub received: Arc<Mutex<Vec<Received>>>,
+    pub attempts: Arc<Mutex<usize>>,
+    answers: Arc<Mutex<VecDeque<Answer>>>,
+    _runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Receiver {
+    /// Starts on its own runtime thread, so it serves whatever runtime (or none) the test uses.
+    pub fn start(answers: Vec<Answer>) -> Receiver {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let endpoint = format!("http://{}/v1/traces", listener.local_addr().unwrap());
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let attempts = Arc::new(Mutex::new(0));
+        let answers = Arc::new(Mutex::new(VecDeque::from(answers)));
+        let (r, a, q) = (received.clone(), attempts.clone(), answers.clone());
+        runtime.spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let (r, a, q) = (r.clone(), a.clone(), q.clone());
+                tokio::spawn(async move { serve(socket, r, a, q).await });
+            }
+        });
+        Receiver { endpoint, received, attempts, answers, _runtime: Some(runtime) }
+    }
+
+    /// An endpoint where nothing listens.
+    pub fn down_endpoint() -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        format!("http://{addr}/v1/traces")
+    }
+
+    pub fn requests(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+
+    pub fn spans(&self) -> Vec<Span> {
+        self.requests()
+            .into_iter()
+            .flat_map(|r| r.request.resource_spans)
+            .flat_map(|rs| rs.scope_spans)
+            .flat_map(|ss| ss.spans)
+            .collect()
+    }
+
+    /// Resource attributes of the first request, as strings.
+    pub fn resource(&self) -> Vec<(String, String)> {
+        let requests = self.requests();
+        let Some(first) = requests.first() else { return vec![] };
+        first.request.resource_spans[0]
+            .resource
+            .as_ref()
+            .map(|r| r.attributes.iter().map(|kv| (kv.key.clone(), format!("{:?}", kv.value))).collect())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        if let Some(rt) = self._runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+async fn serve(
+    mut socket: TcpStream,
+    received: Arc<Mutex<Vec<Received>>>,
+    attempts: Arc<Mutex<usize>>,
+    answers: Arc<Mutex<VecDeque<Answer>>>,
+) {
+    loop {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 8192];
+        let header_end = loop {
+            match socket.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+            if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break pos + 4;
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..header_end]).into_owned();
+        let headers: Vec<(String, String)> = head
+            .split("\r\n")
+            .skip(1)
+            .filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())))
+            .collect();
+        let get = |name: &str| headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
+        let length: usize = get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let mut body = buf[header_end..].to_vec();
+        while body.len() < length {
+            match socket.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => body.extend_from_slice(&chunk[..n]),
+            }
+        }
+        *attempts.lock().unwrap() += 1;
+        let answer = answers.lock().unwrap().pop_front().unwrap_or(Answer::Status(200, None));
+        match answer {
+            Answer::Reset => return,
+            Answer::Stall => {
+                let mut sink = [0u8; 64];
+                while let Ok(n) = socket.read(&mut sink).await {
+                    if n == 0 {
+                        break;
+                    }
+                }
+                return;
+            }
+            Answer::Status(status, retry_after) => {
+                if status == 200 {
+                    if get("content-encoding").as_deref() == Some("gzip") {
+                        let mut out = Vec::new();
+                        flate2::read::GzDecoder::new(&body[..]).read_to_end(&mut out).unwrap();
+                        body = out;
+                    }
+                    let request = if get("content-type").as_deref() == Some("application/json") {
+                        serde_json::from_slice::<ExportTraceServiceRequest>(&body).unwrap()
+                    } else {
+                        ExportTraceServiceRequest::decode(&body[..]).unwrap()
+                    };
+                    received.lock().unwrap().push(Received { headers: headers.clone(), request });
+                }
+                let mut response = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\n");
+                if let Some(secs) = retry_after {
+                    response.push_str(&format!("retry-after: {secs}\r\n"));
+                }
+                response.push_str("\r\n");
+                if socket.write_all(response.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}

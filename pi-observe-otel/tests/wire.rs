@@ -1,0 +1,183 @@
+//! OTLP/HTTP on the wire: protobuf and JSON, gzip, headers and resource attributes arrive;
+//! spans keep the contract's ids, parents and times; faults never block or change the work.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+#[path = "support/receiver.rs"]
+mod receiver;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pi_observe_core::testing::CaptureSubscriber;
+use pi_observe_core::{
+    Attribution, ContentPolicy, EventKind, ObsEvent, Observability, Payload, names, trace_operation,
+};
+use pi_observe_otel::{OtelSubscriber, OtlpConfig, Protocol};
+use receiver::{Answer, Receiver};
+
+type Res = Result<(), std::io::Error>;
+
+/// A small agent-shaped tree for two users, with point events and an error.
+async fn workload() {
+    for (user, org) in [("alice", "acme"), ("bob", "globex")] {
+        let who = Attribution::new().with(names::CTX_USER_ID, user).with(names::CTX_ORG_ID, org);
+        let _ = pi_observe_core::run_with_context(
+            who,
+            trace_operation(names::AGENT_PROMPT, Payload::new().safe(names::MODEL, "faux-1"), async {
+                trace_operation(names::AGENT_TURN, Payload::new().safe(names::TURN_INDEX, 0), async {
+                    trace_operation(
+                        names::PROVIDER_REQUEST,
+                        Payload::new()
+                            .safe(names::PROVIDER, "faux")
+                            .safe(names::MODEL, "faux-1")
+                            .safe(names::INPUT_TOKENS, 10)
+                            .safe(names::OUTPUT_TOKENS, 5),
+                        async {
+                            pi_observe_core::record_event(
+                                names::PROVIDER_FIRST_TOKEN,
+                                Payload::new().safe(names::TIME_TO_FIRST_TOKEN_MS, 3),
+                            );
+                            Res::Ok(())
+                        },
+                    )
+                    .await?;
+                    trace_operation(names::AGENT_TOOL_CALL, Payload::new().safe(names::TOOL_NAME, "bash"), async {
+                        Err::<(), _>(std::io::Error::other("exit 1"))
+                    })
+                    .await
+                    .ok();
+                    Res::Ok(())
+                })
+                .await
+            }),
+        )
+        .await;
+    }
+}
+
+struct Run {
+    events: Vec<ObsEvent>,
+    stats: pi_observe_otel::ExportStats,
+    shutdown: Duration,
+}
+
+fn run(config: OtlpConfig, deadline: Duration) -> Run {
+    let hub = Observability::new();
+    let (capture, _c) = CaptureSubscriber::attach(&hub);
+    let otel = OtelSubscriber::new(config, &hub).unwrap();
+    let _o = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(hub.scope(workload()));
+    let started = Instant::now();
+    let _ = pi_observe_core::Subscriber::shutdown(otel.as_ref(), deadline);
+    Run { events: capture.take(), stats: otel.stats(), shutdown: started.elapsed() }
+}
+
+fn config(endpoint: &str) -> OtlpConfig {
+    OtlpConfig {
+        traces_endpoint: Some(endpoint.to_owned()),
+        schedule_delay: Some(Duration::from_millis(50)),
+        timeout: Some(Duration::from_millis(500)),
+        ..OtlpConfig::default()
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn spans_arrive_with_contract_ids_parents_times_and_attributes_over_each_http_protocol() {
+    for (protocol, gzip) in
+        [(Protocol::HttpProtobuf, false), (Protocol::HttpProtobuf, true), (Protocol::HttpJson, true)]
+    {
+        let receiver = Receiver::start(vec![]);
+        let cfg = OtlpConfig {
+            protocol: Some(protocol),
+            gzip: Some(gzip),
+            headers: vec![("x-tenant".into(), "t-42".into())],
+            service_name: Some("pi-test".into()),
+            resource_attributes: vec![("deployment.environment".into(), "ci".into())],
+            ..config(&receiver.endpoint)
+        };
+        let run = run(cfg, Duration::from_secs(5));
+        assert_eq!(run.stats.spans_started, 8);
+        assert_eq!(run.stats.spans_exported, 8, "{:?}", run.stats);
+        let spans = receiver.spans();
+        assert_eq!(spans.len(), 8, "{protocol:?} gzip={gzip}");
+        let request = &receiver.requests()[0];
+        assert_eq!(request.header("x-tenant"), Some("t-42"));
+        assert_eq!(request.header("content-encoding"), if gzip { Some("gzip") } else { None });
+        let resource = format!("{:?}", receiver.resource());
+        assert!(
+            resource.contains("service.name") && resource.contains("pi-test") && resource.contains("ci"),
+            "{resource}"
+        );
+        for start in run.events.iter().filter(|e| e.kind == EventKind::Start) {
+            let end = run
+                .events
+                .iter()
+                .find(|e| e.kind != EventKind::Start && e.kind != EventKind::Event && e.span_id == start.span_id)
+                .unwrap();
+            let span =
+                spans.iter().find(|s| hex(&s.span_id) == start.span_id.unwrap().to_string()).expect("span exported");
+            assert_eq!(hex(&span.trace_id), start.trace_id.to_string());
+            assert_eq!(hex(&span.parent_span_id), start.parent_span_id.map(|p| p.to_string()).unwrap_or_default());
+            assert_eq!(span.name, start.name);
+            assert_eq!(span.start_time_unix_nano, start.timestamp.unix_nanos());
+            assert_eq!(span.end_time_unix_nano, end.timestamp.unix_nanos());
+            let attr = |key: &str| span.attributes.iter().find(|kv| kv.key == key).map(|kv| format!("{:?}", kv.value));
+            assert!(attr("user.id").unwrap().contains(start.context.get("userId").unwrap()));
+            assert!(attr("organization.id").is_some());
+            let status = span.status.as_ref().unwrap();
+            assert_eq!(status.code == 2, end.kind == EventKind::Error, "{}", span.name);
+        }
+        let request_span = spans.iter().find(|s| s.name == names::PROVIDER_REQUEST).unwrap();
+        assert_eq!(request_span.kind, 3, "CLIENT");
+        assert_eq!(request_span.events.len(), 1);
+        assert_eq!(request_span.events[0].name, names::PROVIDER_FIRST_TOKEN);
+    }
+}
+
+#[test]
+fn throttling_and_server_errors_are_retried_honouring_retry_after() {
+    let receiver =
+        Receiver::start(vec![Answer::Status(429, Some(0)), Answer::Status(503, None), Answer::Status(200, None)]);
+    let run = run(config(&receiver.endpoint), Duration::from_secs(5));
+    assert_eq!(run.stats.spans_exported, 8, "{:?}", run.stats);
+    assert_eq!(*receiver.attempts.lock().unwrap(), 3);
+}
+
+#[test]
+fn unauthorized_stops_export_with_one_diagnostic_and_counts_every_drop() {
+    let receiver = Receiver::start(vec![Answer::Status(401, None); 10]);
+    let cfg = OtlpConfig { max_export_batch_size: Some(2), ..config(&receiver.endpoint) };
+    let run = run(cfg, Duration::from_secs(5));
+    assert_eq!(run.stats.spans_exported, 0);
+    assert_eq!(run.stats.dropped_unauthorized, 8);
+    assert_eq!(run.stats.diagnostics.len(), 1, "{:?}", run.stats.diagnostics);
+    assert!(run.stats.diagnostics[0].contains("401"));
+    assert_eq!(*receiver.attempts.lock().unwrap(), 1, "no request after the 401");
+}
+
+#[test]
+fn faults_never_block_the_work_and_shutdown_keeps_its_deadline() {
+    let down = Receiver::down_endpoint();
+    let reset = Receiver::start(vec![Answer::Reset; 50]);
+    let stall = Receiver::start(vec![Answer::Stall; 50]);
+    let failing = Receiver::start(vec![Answer::Status(500, None); 50]);
+    for endpoint in [down, reset.endpoint.clone(), stall.endpoint.clone(), failing.endpoint.clone()] {
+        let deadline = Duration::from_millis(800);
+        let cfg = OtlpConfig { timeout: Some(Duration::from_secs(30)), max_retries: 50, ..config(&endpoint) };
+        let run = run(cfg, deadline);
+        assert_eq!(run.stats.spans_exported, 0, "{endpoint}");
+        assert_eq!(
+            run.stats.spans_exported + run.stats.spans_dropped(),
+            run.stats.spans_started,
+            "{endpoint}: {:?}",
+            run.stats
+        );
+        assert!(run.shutdown <= deadline + deadline / 10, "{endpoint}: shutdown took {:?}", run.shutdown);
+        pi_observe_core::testing::assert_paired(&run.events);
+    }
+}
