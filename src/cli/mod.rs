@@ -103,6 +103,29 @@ struct ObserveArgs {
     events_jsonl: Option<PathBuf>,
     #[command(flatten)]
     content: ContentArgs,
+    #[command(flatten)]
+    otlp: OtlpArgs,
+}
+
+/// OTLP export (also enabled by `OTEL_EXPORTER_OTLP_ENDPOINT` / `_TRACES_ENDPOINT`).
+#[derive(Debug, Args)]
+struct OtlpArgs {
+    /// Export traces over OTLP; ENDPOINT is the collector base URL (e.g. `http://localhost:4318`)
+    /// or a full `…/v1/traces` URL. Without a value: the `OTEL_*` variables, else localhost:4318.
+    #[arg(long, value_name = "ENDPOINT", num_args = 0..=1, default_missing_value = "")]
+    otlp: Option<String>,
+    /// `http/protobuf` (default), `http/json` or `grpc`.
+    #[arg(long, value_name = "PROTOCOL")]
+    otlp_protocol: Option<String>,
+    /// Extra OTLP request header `key=value` (repeatable).
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    otlp_header: Vec<(String, String)>,
+    /// `service.name` resource attribute (default `pi`, or `OTEL_SERVICE_NAME`).
+    #[arg(long, value_name = "NAME")]
+    service_name: Option<String>,
+    /// Attribute conventions: `genai` (default), `openinference` (Phoenix/Arize LLM views), `both`.
+    #[arg(long, value_name = "PROFILE")]
+    conventions: Option<String>,
 }
 
 /// What content local sinks may receive.

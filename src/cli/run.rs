@@ -9,6 +9,7 @@ use pi_agent::harness::{Agent, AgentConfig, PromptSource};
 use pi_agent::message::StopReason;
 use pi_observe::core::{ContentPolicy, ObsEvent, Observability, TraceParent, names, run_with_traceparent};
 use pi_observe::log::JsonlFileSink;
+use pi_observe::otel::OtelSubscriber;
 use tokio_util::sync::CancellationToken;
 
 use super::{Cli, CliError, Mode, output, setup};
@@ -36,6 +37,27 @@ pub fn attach_sinks(
     Ok(subscriptions)
 }
 
+/// After an OTLP run: the trace id (and a link from `PI_TRACE_URL_TEMPLATE`), plus each export
+/// diagnostic, on stderr.
+pub fn report_export(otel: &OtelSubscriber, trace: Option<pi_observe::core::TraceId>) {
+    let stats = otel.stats();
+    if let Some(trace) = trace {
+        let link = std::env::var("PI_TRACE_URL_TEMPLATE")
+            .ok()
+            .filter(|t| t.contains("{trace_id}"))
+            .map(|t| format!(" {}", t.replace("{trace_id}", &trace.to_string())))
+            .unwrap_or_default();
+        eprintln!(
+            "pi: trace {trace}{link} ({} spans exported, {} dropped)",
+            stats.spans_exported,
+            stats.spans_dropped()
+        );
+    }
+    for diagnostic in stats.diagnostics {
+        eprintln!("pi: warning: {diagnostic}");
+    }
+}
+
 pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
     let policy = setup::policy(&cli.observe.content)?;
     let attribution = setup::attribution(&cli.observe);
@@ -50,8 +72,27 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
         }
     }
 
+    let otlp = setup::otlp(&cli.observe.otlp)?;
+    // The exit waits at most this long for exporters: the OTLP export timeout if one is set.
+    let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
+
     let hub = Observability::with_policy(policy.clone());
-    let subscriptions = attach_sinks(&hub, &policy, cli.observe.events_jsonl.as_deref(), cli.mode == Mode::Json)?;
+    let mut subscriptions = attach_sinks(&hub, &policy, cli.observe.events_jsonl.as_deref(), cli.mode == Mode::Json)?;
+    let exporter = match otlp {
+        Some(config) => {
+            let otel = OtelSubscriber::new(config, &hub).map_err(|e| CliError(e.to_string()))?;
+            subscriptions.push(hub.subscribe_arc(otel.clone(), Arc::new(policy.clone())));
+            Some(otel)
+        }
+        None => None,
+    };
+    let trace = Arc::new(std::sync::OnceLock::new());
+    let root = trace.clone();
+    subscriptions.push(hub.subscribe(move |e: &ObsEvent| {
+        if e.name == names::AGENT_PROMPT {
+            let _ = root.set(e.trace_id);
+        }
+    }));
     let config = AgentConfig {
         source: PromptSource::Print,
         expose_session_environment: !cli.agent.no_session_env,
@@ -77,11 +118,14 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
             run_with_traceparent(traceparent.as_deref(), agent.prompt(prompt, &cancel, &mut sink)),
         )
         .await;
-    let _ = hub.shutdown(FLUSH_DEADLINE);
+    let _ = hub.shutdown(flush_deadline);
     drop(subscriptions);
     let result = result.map_err(|e| CliError(format!("session: {e}")))?;
     if mode == Mode::Text {
         println!();
+    }
+    if let Some(otel) = &exporter {
+        report_export(otel, trace.get().copied());
     }
     Ok(match result.stop_reason {
         StopReason::Stop | StopReason::Length | StopReason::ToolUse => ExitCode::SUCCESS,

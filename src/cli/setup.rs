@@ -10,7 +10,7 @@ use pi_agent::tools::ToolRegistry;
 use pi_observe::core::{Attribution, ContentKind, ContentPolicy, Scrubber, names};
 
 use super::faux_script;
-use super::{AgentArgs, CliError, ContentArgs, ObserveArgs};
+use super::{AgentArgs, CliError, ContentArgs, ObserveArgs, OtlpArgs};
 
 /// `--capture` and `--redact` as a content policy.
 pub fn policy(args: &ContentArgs) -> Result<ContentPolicy, CliError> {
@@ -156,4 +156,40 @@ pub fn session(args: &AgentArgs, cwd: &Path) -> Result<Option<SessionWriter>, Cl
         }
     };
     SessionWriter::open_or_create(&path, cwd).map(Some).map_err(|e| CliError(format!("--session: {e}")))
+}
+
+/// The OTLP configuration, when export is asked for by `--otlp` or an `OTEL_*` endpoint variable.
+/// Flags win over the environment; malformed values are one-line errors naming the culprit.
+pub fn otlp(args: &OtlpArgs) -> Result<Option<pi_observe::otel::OtlpConfig>, CliError> {
+    use pi_observe::otel::{Conventions, OtlpConfig, Protocol, names::env};
+    let env_endpoint = [env::ENDPOINT, env::TRACES_ENDPOINT].iter().any(|v| env_set(v));
+    if args.otlp.is_none() && !env_endpoint {
+        return Ok(None);
+    }
+    let mut config = OtlpConfig::default();
+    if let Some(endpoint) = args.otlp.as_deref().map(str::trim).filter(|e| !e.is_empty()) {
+        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+            return Err(CliError(format!("--otlp: {endpoint:?} is not an http(s) URL")));
+        }
+        let full = if endpoint.trim_end_matches('/').ends_with("/v1/traces") {
+            endpoint.to_owned()
+        } else {
+            format!("{}/v1/traces", endpoint.trim_end_matches('/'))
+        };
+        config.traces_endpoint = Some(full);
+    }
+    if let Some(p) = &args.otlp_protocol {
+        config.protocol = Some(
+            Protocol::parse(p)
+                .ok_or_else(|| CliError(format!("--otlp-protocol: {p:?} is not grpc, http/protobuf or http/json")))?,
+        );
+    }
+    config.headers = args.otlp_header.clone();
+    config.service_name = args.service_name.clone();
+    if let Some(c) = &args.conventions {
+        config.conventions = Conventions::parse(c)
+            .ok_or_else(|| CliError(format!("--conventions: {c:?} is not genai, openinference or both")))?;
+    }
+    let config = config.with_process_env().map_err(|e| CliError(e.to_string()))?;
+    Ok((!config.disabled).then_some(config))
 }

@@ -1,0 +1,237 @@
+//! The agent's traces over OTLP, end to end: `pi -p --otlp` for two users at once against a
+//! loopback OTLP receiver; an in-process faux run with parallel tools exported span for span;
+//! and export faults that must not change the agent's output or hold its exit.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
+
+#[path = "../pi-observe-otel/tests/support/receiver.rs"]
+mod receiver;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use pi_observe::core::{ContentPolicy, EventKind, ObsEvent, Observability, names};
+use receiver::{Answer, Receiver};
+
+fn pi() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi"));
+    for var in
+        ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TRACEPARENT", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_SDK_DISABLED"]
+    {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("pi-otel-{name}-{}", pi_observe::core::SpanId::random()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn events(path: &Path) -> Vec<ObsEvent> {
+    std::fs::read_to_string(path).unwrap().lines().map(|l| ObsEvent::from_json(l).unwrap()).collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn attr<'a>(span: &'a Span, key: &str) -> Option<&'a Any> {
+    span.attributes.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.as_ref()).and_then(|v| v.value.as_ref())
+}
+
+/// Every start/end pair of `evs` is one span in `spans`, with the same ids, parent, name and
+/// nanosecond times.
+fn assert_spans_match_events(evs: &[ObsEvent], spans: &[Span]) {
+    let starts: Vec<&ObsEvent> = evs.iter().filter(|e| e.kind == EventKind::Start).collect();
+    assert_eq!(starts.len(), spans.len(), "one span per start record");
+    for start in starts {
+        let id = start.span_id.unwrap().to_string();
+        let span = spans.iter().find(|s| hex(&s.span_id) == id).unwrap_or_else(|| panic!("span {id} missing"));
+        let end = evs
+            .iter()
+            .find(|e| matches!(e.kind, EventKind::End | EventKind::Error) && e.span_id == start.span_id)
+            .unwrap();
+        assert_eq!(hex(&span.trace_id), start.trace_id.to_string());
+        assert_eq!(hex(&span.parent_span_id), start.parent_span_id.map(|p| p.to_string()).unwrap_or_default());
+        assert_eq!(span.name, start.name);
+        assert_eq!(span.start_time_unix_nano, start.timestamp.unix_nanos());
+        assert_eq!(span.end_time_unix_nano, end.timestamp.unix_nanos());
+    }
+}
+
+fn faux_script(dir: &Path) -> PathBuf {
+    let script = dir.join("script.json");
+    let steps = serde_json::json!([
+        {"text": "Checking.", "tools": [{"name": "ls", "arguments": {}}, {"name": "bash", "arguments": {"command": "echo hi"}}]},
+        {"text": "All good."}
+    ]);
+    std::fs::write(&script, steps.to_string()).unwrap();
+    script
+}
+
+fn run_pi(dir: &Path, user: &str, org: &str, otlp: Option<&str>) -> std::process::Child {
+    let mut cmd = pi();
+    cmd.args(["-p", "check the project", "--provider", "faux", "--no-session", "--user", user, "--org", org])
+        .arg("--cwd")
+        .arg(dir)
+        .arg("--faux-script")
+        .arg(faux_script(dir))
+        .arg("--events-jsonl")
+        .arg(dir.join(format!("{user}.jsonl")))
+        .env("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    if let Some(endpoint) = otlp {
+        cmd.args([
+            "--otlp",
+            endpoint,
+            "--otlp-header",
+            "x-tenant=t1",
+            "--service-name",
+            "pi-e2e",
+            "--conventions",
+            "both",
+        ]);
+    }
+    cmd.spawn().unwrap()
+}
+
+#[test]
+fn two_concurrent_users_export_their_traces_with_ids_attribution_and_tokens() {
+    let receiver = Receiver::start(vec![]);
+    let d = scratch("two-users");
+    let children: Vec<_> = [("alice", "acme"), ("bob", "globex")]
+        .into_iter()
+        .map(|(u, o)| (u, o, run_pi(&d, u, o, Some(&receiver.endpoint))))
+        .collect();
+    let mut all_events = Vec::new();
+    for (user, org, child) in children {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let evs = events(&d.join(format!("{user}.jsonl")));
+        let trace = evs[0].trace_id;
+        assert!(stderr.contains(&format!("pi: trace {trace}")), "{stderr}");
+        for e in &evs {
+            assert_eq!((e.context.get("userId"), e.context.get("orgId")), (Some(user), Some(org)));
+        }
+        all_events.extend(evs);
+    }
+    let spans = receiver.spans();
+    assert_spans_match_events(&all_events, &spans);
+    for span in &spans {
+        let user = attr(span, "user.id");
+        assert!(matches!(user, Some(Any::StringValue(u)) if u == "alice" || u == "bob"), "{}", span.name);
+    }
+    let llm = spans.iter().find(|s| s.name == names::PROVIDER_REQUEST).unwrap();
+    assert!(matches!(attr(llm, "gen_ai.usage.output_tokens"), Some(Any::IntValue(n)) if *n > 0));
+    assert!(matches!(attr(llm, "openinference.span.kind"), Some(Any::StringValue(k)) if k == "LLM"));
+    assert_eq!(receiver.requests()[0].header("x-tenant"), Some("t1"));
+    assert!(format!("{:?}", receiver.resource()).contains("pi-e2e"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn an_in_process_faux_run_with_parallel_tools_is_exported_span_for_span() {
+    use pi_agent::harness::{Agent, AgentConfig};
+    use pi_agent::provider::{FauxProvider, FauxResponse};
+    let receiver = Receiver::start(vec![]);
+    let d = scratch("in-process");
+    let hub = Observability::new();
+    let (capture, _c) = pi_observe::core::testing::CaptureSubscriber::attach(&hub);
+    let config = pi_observe::otel::OtlpConfig {
+        traces_endpoint: Some(receiver.endpoint.clone()),
+        schedule_delay: Some(Duration::from_millis(20)),
+        ..Default::default()
+    };
+    let otel = pi_observe::otel::OtelSubscriber::new(config, &hub).unwrap();
+    let _o = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
+    let faux = FauxProvider::new();
+    faux.push([
+        FauxResponse::tools(
+            None,
+            vec![
+                ("ls", serde_json::json!({})),
+                ("find", serde_json::json!({"pattern": "*"})),
+                ("bash", serde_json::json!({"command": "true"})),
+            ],
+        ),
+        FauxResponse::text("done"),
+    ]);
+    let model = pi_agent::model::Registry::builtin().default_for("faux").unwrap().clone();
+    let mut agent = Agent::new(
+        Arc::new(faux),
+        model,
+        pi_agent::tools::ToolRegistry::all_builtin(),
+        None,
+        AgentConfig::default(),
+        d.clone(),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(hub.scope(async {
+        let cancel = tokio_util::sync::CancellationToken::new();
+        agent.prompt("go", &cancel, &mut |_| {}).await.unwrap()
+    }));
+    pi_observe::core::Subscriber::shutdown(otel.as_ref(), Duration::from_secs(5)).unwrap();
+    let evs = capture.take();
+    pi_observe::core::testing::assert_paired(&evs);
+    assert_spans_match_events(&evs, &receiver.spans());
+    let stats = otel.stats();
+    assert_eq!(stats.spans_exported, stats.spans_started);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+fn output_text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn export_faults_leave_the_answer_unchanged_and_the_exit_within_the_deadline() {
+    let d = scratch("faults");
+    let baseline = run_pi(&d, "u0", "o", None).wait_with_output().unwrap();
+    assert!(baseline.status.success());
+    let baseline_started = Instant::now();
+    let _ = run_pi(&d, "u0", "o", None).wait_with_output().unwrap();
+    let baseline_time = baseline_started.elapsed();
+
+    let down = Receiver::down_endpoint();
+    let stall = Receiver::start(vec![Answer::Stall; 20]);
+    let failing = Receiver::start(vec![Answer::Status(500, None); 50]);
+    let limited = Receiver::start(vec![Answer::Status(429, Some(0)), Answer::Status(200, None)]);
+    let unauthorized = Receiver::start(vec![Answer::Status(401, None); 20]);
+    let reset = Receiver::start(vec![Answer::Reset; 50]);
+    for endpoint in
+        [&down, &stall.endpoint, &failing.endpoint, &limited.endpoint, &unauthorized.endpoint, &reset.endpoint]
+    {
+        let started = Instant::now();
+        let out = run_pi(&d, "u1", "o", Some(endpoint)).wait_with_output().unwrap();
+        let elapsed = started.elapsed();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{endpoint}: {stderr}");
+        assert_eq!(output_text(&out), output_text(&baseline), "{endpoint}: export changed the answer");
+        // Flush deadline (OTEL_EXPORTER_OTLP_TIMEOUT=1000) + 10 %, on top of a run without export.
+        assert!(elapsed <= baseline_time + Duration::from_millis(1100), "{endpoint}: exit took {elapsed:?}");
+        let warnings = stderr.lines().filter(|l| l.contains("warning")).count();
+        if endpoint == &unauthorized.endpoint {
+            assert_eq!(warnings, 1, "one diagnostic for 401: {stderr}");
+            assert_eq!(*unauthorized.attempts.lock().unwrap(), 1);
+        }
+        let summary = stderr.lines().find(|l| l.starts_with("pi: trace ")).unwrap_or_else(|| panic!("{stderr}"));
+        let numbers: Vec<u64> = summary
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|s| !s.is_empty())
+            .filter_map(|s| s.parse().ok())
+            .collect();
+        let (exported, dropped) = (numbers[numbers.len() - 2], numbers[numbers.len() - 1]);
+        let emitted = events(&d.join("u1.jsonl")).iter().filter(|e| e.kind == EventKind::Start).count() as u64;
+        assert_eq!(exported + dropped, emitted, "{endpoint}: {summary}");
+        std::fs::remove_file(d.join("u1.jsonl")).unwrap();
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
