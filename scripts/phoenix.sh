@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Starts a real Arize Phoenix (an OTLP trace backend) on free loopback ports with a fresh
+# working directory, for the backend test. Source it: it exports PHOENIX_URL and PHOENIX_PID
+# and installs an EXIT trap that stops Phoenix by its PID.
+#
+#   . scripts/phoenix.sh
+#
+# The venv (arize-phoenix from PyPI, ~850 MB, ~1-2 min) is kept in .venv/phoenix and reused.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${PHOENIX_VENV:-$root/.venv/phoenix}"
+if [ ! -x "$venv/bin/phoenix" ]; then
+  echo "== installing arize-phoenix into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "arize-phoenix>=12,<30"
+fi
+read -r phoenix_port phoenix_grpc_port < <(python3 - <<'PY'
+import socket
+socks = [socket.socket() for _ in range(2)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in socks])
+PY
+)
+phoenix_dir="$(mktemp -d)"
+PHOENIX_HOST=127.0.0.1 PHOENIX_PORT="$phoenix_port" PHOENIX_GRPC_PORT="$phoenix_grpc_port" \
+  PHOENIX_WORKING_DIR="$phoenix_dir" PHOENIX_TELEMETRY_ENABLED=false PHOENIX_ALLOW_EXTERNAL_RESOURCES=false \
+  "$venv/bin/phoenix" serve > "$phoenix_dir/phoenix.log" 2>&1 &
+export PHOENIX_PID=$!
+export PHOENIX_URL="http://127.0.0.1:$phoenix_port"
+trap 'kill "$PHOENIX_PID" 2>/dev/null || true; wait "$PHOENIX_PID" 2>/dev/null || true; rm -rf "$phoenix_dir"' EXIT
+for _ in $(seq 1 240); do
+  if curl -sf "$PHOENIX_URL/healthz" > /dev/null 2>&1; then
+    echo "== Phoenix ready at $PHOENIX_URL (pid $PHOENIX_PID)"
+    return 0 2>/dev/null || exit 0
+  fi
+  if ! kill -0 "$PHOENIX_PID" 2>/dev/null; then
+    echo "Phoenix exited during start-up:" >&2
+    tail -20 "$phoenix_dir/phoenix.log" >&2
+    exit 1
+  fi
+  sleep 0.5
+done
+echo "Phoenix did not become ready within 120 s" >&2
+tail -20 "$phoenix_dir/phoenix.log" >&2
+exit 1
