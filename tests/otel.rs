@@ -215,8 +215,11 @@ fn export_faults_leave_the_answer_unchanged_and_the_exit_within_the_deadline() {
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "{endpoint}: {stderr}");
         assert_eq!(output_text(&out), output_text(&baseline), "{endpoint}: export changed the answer");
-        // Flush deadline (OTEL_EXPORTER_OTLP_TIMEOUT=1000) + 10 %, on top of a run without export.
-        assert!(elapsed <= baseline_time + Duration::from_millis(1100), "{endpoint}: exit took {elapsed:?}");
+        // Flush deadline (OTEL_EXPORTER_OTLP_TIMEOUT=1000) + 10 %, on top of a run without export,
+        // plus 0.5 s of slack for process start-up noise while other tests load both cores. A
+        // collector that held the exit would cost its 30 s timeouts and retries instead.
+        let bound = baseline_time + Duration::from_millis(1100 + 500);
+        assert!(elapsed <= bound, "{endpoint}: exit took {elapsed:?} (baseline {baseline_time:?})");
         let warnings = stderr.lines().filter(|l| l.contains("warning")).count();
         if endpoint == &unauthorized.endpoint {
             assert_eq!(warnings, 1, "one diagnostic for 401: {stderr}");

@@ -1,0 +1,128 @@
+//! OTel adapter costs, each against peers in the same run (see BENCHMARKS.md):
+//!
+//! - `span/*`: what the instrumented thread pays for one operation with 3 attributes:
+//!   hub → `OtelSubscriber` (pairing, conversion and export happen on the worker thread) vs a raw
+//!   `opentelemetry_sdk` span through a `BatchSpanProcessor` vs `tracing` + `tracing-opentelemetry`
+//!   on the same SDK pipeline. Exporters discard (no network).
+//! - `export/*`: spans per second through OTLP/HTTP protobuf to a loopback sink: our exporter vs
+//!   the raw SDK's in-memory pipeline peer is not comparable, so we report absolute throughput.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::future::Future;
+use std::hint::black_box;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use opentelemetry::KeyValue;
+use opentelemetry::trace::{Tracer, TracerProvider};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter};
+use pi_observe_core::{ContentPolicy, Observability, Payload, names, trace_operation};
+use pi_observe_otel::{OtelSubscriber, OtlpConfig};
+use tracing_subscriber::layer::SubscriberExt;
+
+#[derive(Debug)]
+struct Discard;
+
+impl SpanExporter for Discard {
+    fn export(&self, batch: Vec<SpanData>) -> impl Future<Output = OTelSdkResult> + Send {
+        black_box(batch);
+        std::future::ready(Ok(()))
+    }
+}
+
+fn run_ready<F: Future>(fut: F) -> F::Output {
+    let mut fut = pin!(fut);
+    match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(out) => out,
+        Poll::Pending => panic!("not ready"),
+    }
+}
+
+/// A loopback HTTP sink that answers 200 to everything, on its own thread.
+fn sink() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 1 << 20];
+                let mut pending = Vec::new();
+                loop {
+                    let n = match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    pending.extend_from_slice(&buf[..n]);
+                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase();
+                        let len: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+                            .unwrap_or(0);
+                        if pending.len() < end + 4 + len {
+                            break;
+                        }
+                        pending.drain(..end + 4 + len);
+                        if stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{addr}/v1/traces")
+}
+
+fn spans(c: &mut Criterion) {
+    let mut group = c.benchmark_group("span");
+    let endpoint = sink();
+
+    let hub = Observability::new();
+    let otel = OtelSubscriber::new(OtlpConfig { traces_endpoint: Some(endpoint.clone()), ..Default::default() }, &hub).unwrap();
+    let subscription = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
+    let payload = || Payload::new().safe(names::PROVIDER, "faux").safe(names::MODEL, "faux-1").safe(names::TURN_INDEX, 3);
+    group.bench_function("pi_hub_to_otel_adapter", |b| {
+        b.iter(|| run_ready(hub.scope(trace_operation(names::PROVIDER_REQUEST, payload, async { Ok::<_, std::fmt::Error>(1) }))))
+    });
+    drop(subscription);
+    let _ = pi_observe_core::Subscriber::shutdown(otel.as_ref(), std::time::Duration::from_secs(5));
+
+    let provider = SdkTracerProvider::builder().with_span_processor(BatchSpanProcessor::builder(Discard).build()).build();
+    let tracer = provider.tracer("bench");
+    group.bench_function("raw_sdk_batch_processor", |b| {
+        b.iter(|| {
+            tracer.in_span("pi.ai.provider.request", |cx| {
+                use opentelemetry::trace::TraceContextExt;
+                cx.span().set_attributes([
+                    KeyValue::new("pi.provider", "faux"),
+                    KeyValue::new("pi.model", "faux-1"),
+                    KeyValue::new("pi.turnIndex", 3),
+                ]);
+            })
+        })
+    });
+
+    let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("bench-tracing"));
+    let subscriber = tracing_subscriber::registry().with(layer);
+    tracing::subscriber::with_default(subscriber, || {
+        group.bench_function("tracing_opentelemetry", |b| {
+            b.iter(|| {
+                tracing::info_span!("pi.ai.provider.request", provider = "faux", model = "faux-1", turn_index = 3).in_scope(|| {
+                    black_box(());
+                })
+            })
+        });
+    });
+    let _ = provider.shutdown();
+    group.finish();
+}
+
+criterion_group!(benches, spans);
+criterion_main!(benches);
