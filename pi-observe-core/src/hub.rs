@@ -241,17 +241,17 @@ impl Observability {
         let _delivering = DeliveringGuard::enter();
         let single_policy = entries.iter().all(|e| Arc::ptr_eq(&e.policy, &entries[0].policy));
         if single_policy {
-            let redacted = entries[0].policy.apply(event, stats);
+            let redacted = Arc::new(entries[0].policy.apply(event, stats));
             for entry in entries.iter() {
                 self.deliver(entry, &redacted);
             }
         } else {
-            let mut done: Vec<(&Arc<ContentPolicy>, ObsEvent)> = Vec::new();
+            let mut done: Vec<(&Arc<ContentPolicy>, Arc<ObsEvent>)> = Vec::new();
             for entry in entries.iter() {
                 let index = match done.iter().position(|(p, _)| Arc::ptr_eq(p, &entry.policy)) {
                     Some(index) => index,
                     None => {
-                        done.push((&entry.policy, entry.policy.apply(event.clone(), stats)));
+                        done.push((&entry.policy, Arc::new(entry.policy.apply(event.clone(), stats))));
                         done.len() - 1
                     }
                 };
@@ -260,9 +260,9 @@ impl Observability {
         }
     }
 
-    fn deliver(&self, entry: &Entry, event: &ObsEvent) {
+    fn deliver(&self, entry: &Entry, event: &Arc<ObsEvent>) {
         let stats = &self.inner.stats;
-        match catch_unwind(AssertUnwindSafe(|| entry.subscriber.on_event(event))) {
+        match catch_unwind(AssertUnwindSafe(|| entry.subscriber.on_shared_event(event))) {
             Ok(()) => {
                 stats.delivered.fetch_add(1, Relaxed);
             }

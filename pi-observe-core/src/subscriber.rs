@@ -1,6 +1,7 @@
 //! The subscriber trait: where events go.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::event::ObsEvent;
@@ -15,6 +16,12 @@ use crate::event::ObsEvent;
 pub trait Subscriber: Send + Sync + 'static {
     /// Handles one event.
     fn on_event(&self, event: &ObsEvent);
+
+    /// Handles one event that the subscriber may keep without copying it (adapters that queue
+    /// events override this; the default calls [`Subscriber::on_event`]).
+    fn on_shared_event(&self, event: &Arc<ObsEvent>) {
+        self.on_event(event)
+    }
 
     /// Pushes out what is buffered, giving up after `timeout`.
     fn flush(&self, timeout: Duration) -> Result<(), SubscriberError> {

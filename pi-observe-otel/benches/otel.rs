@@ -85,16 +85,23 @@ fn spans(c: &mut Criterion) {
     let endpoint = sink();
 
     let hub = Observability::new();
-    let otel = OtelSubscriber::new(OtlpConfig { traces_endpoint: Some(endpoint.clone()), ..Default::default() }, &hub).unwrap();
+    let otel = OtelSubscriber::new(OtlpConfig { traces_endpoint: Some(endpoint.clone()), ..Default::default() }, &hub)
+        .unwrap();
     let subscription = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
-    let payload = || Payload::new().safe(names::PROVIDER, "faux").safe(names::MODEL, "faux-1").safe(names::TURN_INDEX, 3);
+    let payload =
+        || Payload::new().safe(names::PROVIDER, "faux").safe(names::MODEL, "faux-1").safe(names::TURN_INDEX, 3);
     group.bench_function("pi_hub_to_otel_adapter", |b| {
-        b.iter(|| run_ready(hub.scope(trace_operation(names::PROVIDER_REQUEST, payload, async { Ok::<_, std::fmt::Error>(1) }))))
+        b.iter(|| {
+            run_ready(
+                hub.scope(trace_operation(names::PROVIDER_REQUEST, payload, async { Ok::<_, std::fmt::Error>(1) })),
+            )
+        })
     });
     drop(subscription);
     let _ = pi_observe_core::Subscriber::shutdown(otel.as_ref(), std::time::Duration::from_secs(5));
 
-    let provider = SdkTracerProvider::builder().with_span_processor(BatchSpanProcessor::builder(Discard).build()).build();
+    let provider =
+        SdkTracerProvider::builder().with_span_processor(BatchSpanProcessor::builder(Discard).build()).build();
     let tracer = provider.tracer("bench");
     group.bench_function("raw_sdk_batch_processor", |b| {
         b.iter(|| {
@@ -114,9 +121,10 @@ fn spans(c: &mut Criterion) {
     tracing::subscriber::with_default(subscriber, || {
         group.bench_function("tracing_opentelemetry", |b| {
             b.iter(|| {
-                tracing::info_span!("pi.ai.provider.request", provider = "faux", model = "faux-1", turn_index = 3).in_scope(|| {
-                    black_box(());
-                })
+                tracing::info_span!("pi.ai.provider.request", provider = "faux", model = "faux-1", turn_index = 3)
+                    .in_scope(|| {
+                        black_box(());
+                    })
             })
         });
     });

@@ -23,7 +23,7 @@ use crate::names;
 const MAX_OPEN_SPANS: usize = 100_000;
 
 enum Message {
-    Record(Box<ObsEvent>),
+    Record(Arc<ObsEvent>),
     Flush(SyncSender<()>),
     Shutdown(Instant, SyncSender<()>),
 }
@@ -189,6 +189,10 @@ impl OtelSubscriber {
 
 impl Subscriber for OtelSubscriber {
     fn on_event(&self, event: &ObsEvent) {
+        self.on_shared_event(&Arc::new(event.clone()));
+    }
+
+    fn on_shared_event(&self, event: &Arc<ObsEvent>) {
         if self.disabled {
             return;
         }
@@ -204,7 +208,7 @@ impl Subscriber for OtelSubscriber {
             return;
         };
         if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) =
-            sender.try_send(Message::Record(Box::new(event.clone())))
+            sender.try_send(Message::Record(event.clone()))
         {
             // A lost start loses its span; a lost end leaves the span to be exported as incomplete.
             if is_start {
@@ -257,7 +261,7 @@ struct Worker {
     delay: Duration,
     timeout: Duration,
     sample_ratio: f64,
-    open: HashMap<SpanId, (ObsEvent, Vec<ObsEvent>)>,
+    open: HashMap<SpanId, (Arc<ObsEvent>, Vec<ObsEvent>)>,
     batch: Vec<SpanData>,
     stopped: bool,
 }
@@ -276,7 +280,7 @@ impl Worker {
         loop {
             match self.receiver.recv_timeout(next_export.saturating_duration_since(Instant::now())) {
                 Ok(Message::Record(event)) => {
-                    self.record(*event);
+                    self.record(event);
                     if self.batch.len() >= self.batch_size {
                         self.export(&runtime, Instant::now() + self.timeout);
                     }
@@ -288,7 +292,7 @@ impl Worker {
                 Ok(Message::Shutdown(deadline, ack)) => {
                     // Drain what was queued before the shutdown request.
                     while let Ok(Message::Record(event)) = self.receiver.try_recv() {
-                        self.record(*event);
+                        self.record(event);
                     }
                     let now = SystemTime::now();
                     for (_, (start, events)) in std::mem::take(&mut self.open) {
@@ -320,7 +324,7 @@ impl Worker {
         (u64::from_be_bytes(low) as f64) < self.sample_ratio * u64::MAX as f64
     }
 
-    fn record(&mut self, event: ObsEvent) {
+    fn record(&mut self, event: Arc<ObsEvent>) {
         let Some(span) = event.span_id else { return };
         match event.kind {
             EventKind::Start => {
@@ -344,7 +348,7 @@ impl Worker {
             }
             EventKind::Event => {
                 if let Some((_, events)) = self.open.get_mut(&span) {
-                    events.push(event);
+                    events.push(Arc::unwrap_or_clone(event));
                 }
             }
         }
