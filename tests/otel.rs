@@ -225,7 +225,7 @@ fn export_faults_leave_the_answer_unchanged_and_the_exit_within_the_deadline() {
             assert_eq!(warnings, 1, "one diagnostic for 401: {stderr}");
             assert_eq!(*unauthorized.attempts.lock().unwrap(), 1);
         }
-        let summary = stderr.lines().find(|l| l.starts_with("pi: trace ")).unwrap_or_else(|| panic!("{stderr}"));
+        let summary = stderr.lines().find(|l| l.starts_with("pi: otlp: ")).unwrap_or_else(|| panic!("{stderr}"));
         let numbers: Vec<u64> = summary
             .split(|c: char| !c.is_ascii_digit())
             .filter(|s| !s.is_empty())

@@ -15,7 +15,9 @@ use pi_observe::core::{Attribution, ObsEvent, Observability, names};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::run::{FLUSH_DEADLINE, attach_sinks};
+use pi_observe::otel::OtelSubscriber;
+
+use super::run::{FLUSH_DEADLINE, attach_sinks, report_export};
 use super::{CliError, DemoArgs, setup, tree};
 
 /// A fake credential placed in a file the demo agent reads: it must never reach telemetry
@@ -128,8 +130,18 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
     seed(&workspace).map_err(|e| CliError(format!("--dir {}: {e}", dir.display())))?;
     let events_path = args.events_jsonl.unwrap_or_else(|| dir.join("events.jsonl"));
 
+    let otlp = setup::otlp(&args.otlp)?;
+    let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
     let hub = Observability::with_policy(policy.clone());
-    let subscriptions = attach_sinks(&hub, &policy, Some(&events_path), false)?;
+    let mut subscriptions = attach_sinks(&hub, &policy, Some(&events_path), false)?;
+    let exporter = match otlp {
+        Some(config) => {
+            let otel = OtelSubscriber::new(config, &hub).map_err(|e| CliError(e.to_string()))?;
+            subscriptions.push(hub.subscribe_arc(otel.clone(), Arc::new(policy.clone())));
+            Some(otel)
+        }
+        None => None,
+    };
     let collected = Arc::new(Mutex::new(Vec::new()));
     let sink = collected.clone();
     let collector = hub.subscribe_arc(
@@ -157,7 +169,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
             Err(e) => return Err(CliError(format!("{user}: task failed: {e}"))),
         }
     }
-    let _ = hub.shutdown(FLUSH_DEADLINE);
+    let _ = hub.shutdown(flush_deadline);
     collector.cancel();
     drop(subscriptions);
     let events = std::mem::take(&mut *collected.lock().unwrap_or_else(|p| p.into_inner()));
@@ -169,6 +181,15 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
     println!("workspace: {}", workspace.display());
     println!("sessions:  {}", sessions.display());
     println!("events:    {} ({} records)", events_path.display(), events.len());
+    if let Some(otel) = &exporter {
+        let mut traces: Vec<_> = events
+            .iter()
+            .filter(|e| e.kind == pi_observe::core::EventKind::Start && e.name == names::AGENT_PROMPT)
+            .map(|e| e.trace_id)
+            .collect();
+        traces.dedup();
+        report_export(otel, &traces);
+    }
     let stats = hub.stats();
     println!(
         "pipeline:  {} emitted, {} delivered, {} dropped, {} content fields withheld",

@@ -157,6 +157,8 @@ struct DemoArgs {
     events_jsonl: Option<PathBuf>,
     #[command(flatten)]
     content: ContentArgs,
+    #[command(flatten)]
+    otlp: OtlpArgs,
 }
 
 fn parse_key_value(s: &str) -> Result<(String, String), String> {

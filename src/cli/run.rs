@@ -37,22 +37,17 @@ pub fn attach_sinks(
     Ok(subscriptions)
 }
 
-/// After an OTLP run: the trace id (and a link from `PI_TRACE_URL_TEMPLATE`), plus each export
-/// diagnostic, on stderr.
-pub fn report_export(otel: &OtelSubscriber, trace: Option<pi_observe::core::TraceId>) {
+/// After an OTLP run: each trace id (with a link from `PI_TRACE_URL_TEMPLATE`), the export
+/// totals, and each export diagnostic, on stderr.
+pub fn report_export(otel: &OtelSubscriber, traces: &[pi_observe::core::TraceId]) {
     let stats = otel.stats();
-    if let Some(trace) = trace {
-        let link = std::env::var("PI_TRACE_URL_TEMPLATE")
-            .ok()
-            .filter(|t| t.contains("{trace_id}"))
-            .map(|t| format!(" {}", t.replace("{trace_id}", &trace.to_string())))
-            .unwrap_or_default();
-        eprintln!(
-            "pi: trace {trace}{link} ({} spans exported, {} dropped)",
-            stats.spans_exported,
-            stats.spans_dropped()
-        );
+    let template = std::env::var("PI_TRACE_URL_TEMPLATE").ok().filter(|t| t.contains("{trace_id}"));
+    for trace in traces {
+        let link =
+            template.as_ref().map(|t| format!(" {}", t.replace("{trace_id}", &trace.to_string()))).unwrap_or_default();
+        eprintln!("pi: trace {trace}{link}");
     }
+    eprintln!("pi: otlp: {} spans exported, {} dropped", stats.spans_exported, stats.spans_dropped());
     for diagnostic in stats.diagnostics {
         eprintln!("pi: warning: {diagnostic}");
     }
@@ -125,7 +120,8 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
         println!();
     }
     if let Some(otel) = &exporter {
-        report_export(otel, trace.get().copied());
+        let traces: Vec<_> = trace.get().copied().into_iter().collect();
+        report_export(otel, &traces);
     }
     Ok(match result.stop_reason {
         StopReason::Stop | StopReason::Length | StopReason::ToolUse => ExitCode::SUCCESS,
