@@ -74,6 +74,14 @@ pub struct OtlpConfig {
     pub max_retries: u32,
     /// Fraction of traces kept (1.0 = all), from `OTEL_TRACES_SAMPLER`.
     pub sample_ratio: Option<f64>,
+    /// Export metrics too (default on; `OTEL_METRICS_EXPORTER=none` turns them off).
+    pub metrics: Option<bool>,
+    /// Full metrics URL; default: the traces URL with `/v1/metrics`.
+    pub metrics_endpoint: Option<String>,
+    /// Attribution keys that become metric dimensions (default `orgId`).
+    pub metric_dims: Option<Vec<String>>,
+    /// How often metrics are exported (default 10 s; also at shutdown).
+    pub metric_interval: Option<Duration>,
     /// Export is off (`OTEL_SDK_DISABLED=true`).
     pub disabled: bool,
 }
@@ -94,6 +102,10 @@ impl Default for OtlpConfig {
             schedule_delay: None,
             max_retries: 5,
             sample_ratio: None,
+            metrics: None,
+            metrics_endpoint: None,
+            metric_dims: None,
+            metric_interval: None,
             disabled: false,
         }
     }
@@ -251,6 +263,28 @@ impl OtlpConfig {
         if self.sample_ratio.is_none() {
             self.sample_ratio = sampler(get(env::TRACES_SAMPLER), get(env::TRACES_SAMPLER_ARG))?;
         }
+        if self.metrics.is_none() {
+            if let Some(raw) = get(env::METRICS_EXPORTER) {
+                self.metrics = Some(match raw.trim() {
+                    "none" => false,
+                    "otlp" => true,
+                    other => {
+                        return Err(ConfigError::new(env::METRICS_EXPORTER, format!("{other:?} is not otlp or none")));
+                    }
+                });
+            }
+        }
+        if self.metrics_endpoint.is_none() {
+            if let Some(raw) = get(env::METRICS_ENDPOINT) {
+                self.metrics_endpoint = Some(url(env::METRICS_ENDPOINT, &raw)?);
+            } else if let Some(raw) = get(env::ENDPOINT) {
+                self.metrics_endpoint = Some(format!("{}/v1/metrics", url(env::ENDPOINT, &raw)?.trim_end_matches('/')));
+            }
+        }
+        if self.metric_interval.is_none() {
+            self.metric_interval =
+                get(env::METRIC_EXPORT_INTERVAL).map(|r| millis(env::METRIC_EXPORT_INTERVAL, &r)).transpose()?;
+        }
         if self.protocol == Some(Protocol::Grpc) {
             return Err(ConfigError::new(
                 env::PROTOCOL,
@@ -262,6 +296,21 @@ impl OtlpConfig {
 
     pub(crate) fn endpoint(&self) -> String {
         self.traces_endpoint.clone().unwrap_or_else(|| "http://localhost:4318/v1/traces".to_owned())
+    }
+
+    pub(crate) fn metrics_endpoint(&self) -> String {
+        if let Some(endpoint) = &self.metrics_endpoint {
+            return endpoint.clone();
+        }
+        let traces = self.endpoint();
+        match traces.strip_suffix("/v1/traces") {
+            Some(base) => format!("{base}/v1/metrics"),
+            None => format!("{}/v1/metrics", traces.trim_end_matches('/')),
+        }
+    }
+
+    pub(crate) fn dims(&self) -> Vec<String> {
+        self.metric_dims.clone().unwrap_or_else(|| vec![pi_observe_core::names::CTX_ORG_ID.to_owned()])
     }
 
     pub(crate) fn service(&self) -> String {

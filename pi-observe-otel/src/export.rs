@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
 use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
@@ -28,6 +29,7 @@ pub(crate) enum Delivery {
 pub(crate) struct HttpExporter {
     client: reqwest::Client,
     endpoint: String,
+    metrics_endpoint: String,
     headers: Vec<(String, String)>,
     json: bool,
     gzip: bool,
@@ -45,6 +47,7 @@ impl HttpExporter {
         Ok(HttpExporter {
             client,
             endpoint: config.endpoint(),
+            metrics_endpoint: config.metrics_endpoint(),
             headers: config.headers.clone(),
             json: config.protocol == Some(Protocol::HttpJson),
             gzip: config.gzip.unwrap_or(false),
@@ -54,9 +57,7 @@ impl HttpExporter {
         })
     }
 
-    fn body(&self, spans: Vec<SpanData>) -> Result<Vec<u8>, String> {
-        let request =
-            ExportTraceServiceRequest { resource_spans: group_spans_by_resource_and_scope(spans, &self.resource) };
+    fn encode<M: Message + serde::Serialize>(&self, request: &M) -> Result<Vec<u8>, String> {
         let raw = if self.json {
             serde_json::to_vec(&request).map_err(|e| format!("cannot encode JSON: {e}"))?
         } else {
@@ -69,12 +70,34 @@ impl HttpExporter {
         encoder.write_all(&raw).and_then(|()| encoder.finish()).map_err(|e| format!("cannot gzip: {e}"))
     }
 
-    /// Sends one batch, retrying until `deadline`.
+    /// Sends one batch of spans, retrying until `deadline`.
     pub(crate) async fn export(&self, spans: Vec<SpanData>, deadline: Instant) -> Delivery {
-        let body = match self.body(spans) {
-            Ok(body) => body,
-            Err(e) => return Delivery::Rejected(e),
-        };
+        let request =
+            ExportTraceServiceRequest { resource_spans: group_spans_by_resource_and_scope(spans, &self.resource) };
+        match self.encode(&request) {
+            Ok(body) => self.send(&self.endpoint, body, deadline).await,
+            Err(e) => Delivery::Rejected(e),
+        }
+    }
+
+    /// The resource, as OTLP metrics want it.
+    pub(crate) fn proto_resource(&self) -> opentelemetry_proto::tonic::resource::v1::Resource {
+        opentelemetry_proto::tonic::resource::v1::Resource {
+            attributes: self.resource.attributes.0.clone(),
+            dropped_attributes_count: 0,
+            entity_refs: vec![],
+        }
+    }
+
+    /// Sends one metrics request, retrying until `deadline`.
+    pub(crate) async fn export_metrics(&self, request: ExportMetricsServiceRequest, deadline: Instant) -> Delivery {
+        match self.encode(&request) {
+            Ok(body) => self.send(&self.metrics_endpoint, body, deadline).await,
+            Err(e) => Delivery::Rejected(e),
+        }
+    }
+
+    async fn send(&self, endpoint: &str, body: Vec<u8>, deadline: Instant) -> Delivery {
         let mut attempt = 0u32;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -83,7 +106,7 @@ impl HttpExporter {
             }
             let mut request = self
                 .client
-                .post(&self.endpoint)
+                .post(endpoint)
                 .timeout(self.timeout.min(left))
                 .header("content-type", if self.json { "application/json" } else { "application/x-protobuf" })
                 .body(body.clone());
@@ -106,14 +129,14 @@ impl HttpExporter {
                         .and_then(|v| v.trim().parse::<f64>().ok())
                         .filter(|s| s.is_finite() && *s >= 0.0)
                         .map(Duration::from_secs_f64);
-                    let why = format!("HTTP {status} from {}", self.endpoint);
+                    let why = format!("HTTP {status} from {endpoint}");
                     match status {
                         401 | 403 => return Delivery::Unauthorized(why),
                         408 | 429 | 500..=599 => (true, retry_after, why),
                         _ => return Delivery::Rejected(why),
                     }
                 }
-                Err(e) => (true, None, format!("{}: {}", self.endpoint, one_line(&e.to_string()))),
+                Err(e) => (true, None, format!("{endpoint}: {}", one_line(&e.to_string()))),
             };
             if !retryable || attempt >= self.max_retries {
                 return Delivery::Failed(why);

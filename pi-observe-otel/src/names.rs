@@ -113,4 +113,10 @@ pub mod env {
     pub const BSP_SCHEDULE_DELAY: &str = "OTEL_BSP_SCHEDULE_DELAY";
     /// Export timeout in milliseconds.
     pub const BSP_EXPORT_TIMEOUT: &str = "OTEL_BSP_EXPORT_TIMEOUT";
+    /// `otlp` or `none`.
+    pub const METRICS_EXPORTER: &str = "OTEL_METRICS_EXPORTER";
+    /// Metrics endpoint, used verbatim.
+    pub const METRICS_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT";
+    /// Metric export interval in milliseconds.
+    pub const METRIC_EXPORT_INTERVAL: &str = "OTEL_METRIC_EXPORT_INTERVAL";
 }

@@ -16,6 +16,7 @@ use pi_observe_core::{DropReason, EventKind, ObsEvent, Observability, SpanId, Su
 use crate::config::{ConfigError, OtlpConfig};
 use crate::convert::{Conventions, span_data};
 use crate::export::{Delivery, HttpExporter};
+use crate::metrics::Aggregator;
 use crate::names;
 
 /// Most spans kept open at once; starts beyond it are dropped (a runaway would otherwise grow
@@ -131,6 +132,9 @@ impl OtelSubscriber {
                 delay: config.schedule_delay.unwrap_or(Duration::from_secs(1)),
                 timeout: config.timeout.unwrap_or(Duration::from_secs(10)),
                 sample_ratio: config.sample_ratio.unwrap_or(1.0),
+                metrics: config.metrics.unwrap_or(true).then(|| Aggregator::new(config.dims())),
+                metric_interval: config.metric_interval.unwrap_or(Duration::from_secs(10)),
+                metrics_stopped: false,
                 open: HashMap::new(),
                 batch: Vec::new(),
                 stopped: false,
@@ -264,6 +268,9 @@ struct Worker {
     open: HashMap<SpanId, (Arc<ObsEvent>, Vec<ObsEvent>)>,
     batch: Vec<SpanData>,
     stopped: bool,
+    metrics: Option<Aggregator>,
+    metric_interval: Duration,
+    metrics_stopped: bool,
 }
 
 impl Worker {
@@ -277,8 +284,14 @@ impl Worker {
             return;
         };
         let mut next_export = Instant::now() + self.delay;
+        let mut next_metrics = Instant::now() + self.metric_interval;
         loop {
-            match self.receiver.recv_timeout(next_export.saturating_duration_since(Instant::now())) {
+            if Instant::now() >= next_metrics {
+                self.export_metrics(&runtime, Instant::now() + self.timeout);
+                next_metrics = Instant::now() + self.metric_interval;
+            }
+            let wake = next_export.min(next_metrics);
+            match self.receiver.recv_timeout(wake.saturating_duration_since(Instant::now())) {
                 Ok(Message::Record(event)) => {
                     self.record(event);
                     if self.batch.len() >= self.batch_size {
@@ -301,6 +314,7 @@ impl Worker {
                         }
                     }
                     self.export(&runtime, deadline);
+                    self.export_metrics(&runtime, deadline);
                     let _ = ack.send(());
                     return;
                 }
@@ -338,6 +352,9 @@ impl Worker {
                 }
             }
             EventKind::End | EventKind::Error => {
+                if let Some(metrics) = &mut self.metrics {
+                    metrics.record_span(&event);
+                }
                 if let Some((start, events)) = self.open.remove(&span) {
                     if let Some(data) =
                         span_data(&start, Some(&event), &events, SystemTime::now(), self.conventions, &self.scope)
@@ -351,6 +368,41 @@ impl Worker {
                     events.push(Arc::unwrap_or_clone(event));
                 }
             }
+        }
+    }
+
+    fn export_metrics(&mut self, runtime: &tokio::runtime::Runtime, deadline: Instant) {
+        if self.metrics_stopped {
+            return;
+        }
+        let c = &self.counters;
+        let Some(metrics) = &mut self.metrics else { return };
+        for (outcome, counter) in [
+            ("exported", &c.exported),
+            ("dropped.queue_full", &c.dropped_queue_full),
+            ("dropped.export_failed", &c.dropped_failed),
+            ("dropped.rejected", &c.dropped_rejected),
+            ("dropped.unauthorized", &c.dropped_unauthorized),
+            ("dropped.shutdown", &c.dropped_shutdown),
+        ] {
+            let value = counter.load(Relaxed);
+            if value > 0 {
+                metrics.set(
+                    crate::metrics::metric_names::PIPELINE_SPANS,
+                    vec![("outcome".into(), outcome.into())],
+                    value as f64,
+                );
+            }
+        }
+        let Some(request) = metrics.request(&self.exporter.proto_resource(), SystemTime::now()) else { return };
+        let cut_off = *c.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner());
+        let deadline = cut_off.map_or(deadline, |d| deadline.min(d));
+        if let Delivery::Unauthorized(why) = runtime.block_on(self.exporter.export_metrics(request, deadline)) {
+            self.metrics_stopped = true;
+            c.diagnostics
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(format!("OTLP metrics export stopped: {why} (check the credentials in the OTLP headers)"));
         }
     }
 

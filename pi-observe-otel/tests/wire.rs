@@ -181,3 +181,28 @@ fn faults_never_block_the_work_and_shutdown_keeps_its_deadline() {
         pi_observe_core::testing::assert_paired(&run.events);
     }
 }
+
+#[test]
+fn metrics_arrive_at_shutdown_with_org_dimensions_and_pipeline_counts() {
+    let receiver = Receiver::start(vec![]);
+    let run = run(config(&receiver.endpoint), Duration::from_secs(5));
+    assert_eq!(run.stats.spans_exported, 8);
+    let requests = receiver.metrics.lock().unwrap().clone();
+    let last = requests.last().expect("a metrics request at shutdown");
+    let metrics = &last.resource_metrics[0].scope_metrics[0].metrics;
+    let names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
+    for expected in [
+        "gen_ai.client.token.usage",
+        "gen_ai.client.operation.duration",
+        "pi.prompts",
+        "pi.tool.calls",
+        "pi.observe.spans",
+    ] {
+        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    }
+    let prompts = format!("{:?}", metrics.iter().find(|m| m.name == "pi.prompts").unwrap());
+    assert!(prompts.contains("acme") && prompts.contains("globex"), "orgId is a dimension: {prompts}");
+    assert!(!prompts.contains("alice"), "userId is not a dimension by default: {prompts}");
+    let pipeline = format!("{:?}", metrics.iter().find(|m| m.name == "pi.observe.spans").unwrap());
+    assert!(pipeline.contains("exported") && pipeline.contains("AsDouble(8.0)"), "{pipeline}");
+}

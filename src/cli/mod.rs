@@ -126,6 +126,10 @@ struct OtlpArgs {
     /// Attribute conventions: `genai` (default), `openinference` (Phoenix/Arize LLM views), `both`.
     #[arg(long, value_name = "PROFILE")]
     conventions: Option<String>,
+    /// Attribution keys that become metric dimensions (default `orgId`; `userId` can explode
+    /// cardinality). Comma-separated; `none` for no attribution dimensions.
+    #[arg(long, value_name = "KEY,...", value_delimiter = ',')]
+    metric_dims: Vec<String>,
 }
 
 /// What content local sinks may receive.

@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
@@ -39,6 +40,8 @@ impl Received {
 pub struct Receiver {
     pub endpoint: String,
     pub received: Arc<Mutex<Vec<Received>>>,
+    /// Metrics requests (always answered 200; scripted answers apply to traces only).
+    pub metrics: Arc<Mutex<Vec<ExportMetricsServiceRequest>>>,
     pub attempts: Arc<Mutex<usize>>,
     answers: Arc<Mutex<VecDeque<Answer>>>,
     _runtime: Option<tokio::runtime::Runtime>,
@@ -51,16 +54,17 @@ impl Receiver {
         let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
         let endpoint = format!("http://{}/v1/traces", listener.local_addr().unwrap());
         let received = Arc::new(Mutex::new(Vec::new()));
+        let metrics = Arc::new(Mutex::new(Vec::new()));
         let attempts = Arc::new(Mutex::new(0));
         let answers = Arc::new(Mutex::new(VecDeque::from(answers)));
-        let (r, a, q) = (received.clone(), attempts.clone(), answers.clone());
+        let (r, m, a, q) = (received.clone(), metrics.clone(), attempts.clone(), answers.clone());
         runtime.spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
-                let (r, a, q) = (r.clone(), a.clone(), q.clone());
-                tokio::spawn(async move { serve(socket, r, a, q).await });
+                let (r, m, a, q) = (r.clone(), m.clone(), a.clone(), q.clone());
+                tokio::spawn(async move { serve(socket, r, m, a, q).await });
             }
         });
-        Receiver { endpoint, received, attempts, answers, _runtime: Some(runtime) }
+        Receiver { endpoint, received, metrics, attempts, answers, _runtime: Some(runtime) }
     }
 
     /// An endpoint where nothing listens.
@@ -107,6 +111,7 @@ impl Drop for Receiver {
 async fn serve(
     mut socket: TcpStream,
     received: Arc<Mutex<Vec<Received>>>,
+    metrics: Arc<Mutex<Vec<ExportMetricsServiceRequest>>>,
     attempts: Arc<Mutex<usize>>,
     answers: Arc<Mutex<VecDeque<Answer>>>,
 ) {
@@ -137,8 +142,13 @@ async fn serve(
                 Ok(n) => body.extend_from_slice(&chunk[..n]),
             }
         }
-        *attempts.lock().unwrap() += 1;
-        let answer = answers.lock().unwrap().pop_front().unwrap_or(Answer::Status(200, None));
+        let is_metrics = head.split_whitespace().nth(1) == Some("/v1/metrics");
+        let answer = if is_metrics {
+            Answer::Status(200, None)
+        } else {
+            *attempts.lock().unwrap() += 1;
+            answers.lock().unwrap().pop_front().unwrap_or(Answer::Status(200, None))
+        };
         match answer {
             Answer::Reset => return,
             Answer::Stall => {
@@ -157,12 +167,22 @@ async fn serve(
                         flate2::read::GzDecoder::new(&body[..]).read_to_end(&mut out).unwrap();
                         body = out;
                     }
-                    let request = if get("content-type").as_deref() == Some("application/json") {
-                        serde_json::from_slice::<ExportTraceServiceRequest>(&body).unwrap()
+                    let json = get("content-type").as_deref() == Some("application/json");
+                    if is_metrics {
+                        let request = if json {
+                            serde_json::from_slice::<ExportMetricsServiceRequest>(&body).unwrap()
+                        } else {
+                            ExportMetricsServiceRequest::decode(&body[..]).unwrap()
+                        };
+                        metrics.lock().unwrap().push(request);
                     } else {
-                        ExportTraceServiceRequest::decode(&body[..]).unwrap()
-                    };
-                    received.lock().unwrap().push(Received { headers: headers.clone(), request });
+                        let request = if json {
+                            serde_json::from_slice::<ExportTraceServiceRequest>(&body).unwrap()
+                        } else {
+                            ExportTraceServiceRequest::decode(&body[..]).unwrap()
+                        };
+                        received.lock().unwrap().push(Received { headers: headers.clone(), request });
+                    }
                 }
                 let mut response = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\n");
                 if let Some(secs) = retry_after {

@@ -1,0 +1,396 @@
+//! Metrics aggregated from finished spans: cumulative sums and explicit-bucket histograms,
+//! exported as OTLP metrics. Which attribution keys become dimensions is configured (default:
+//! `orgId` only — per-user dimensions can explode cardinality).
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
+use opentelemetry_proto::tonic::metrics::v1::{
+    AggregationTemporality, Histogram, HistogramDataPoint, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum,
+    metric, number_data_point,
+};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use pi_observe_core::{EventKind, ObsEvent, Value, names as pi};
+
+use crate::names::*;
+
+/// Metric names.
+pub mod metric_names {
+    /// Tokens per request, by `gen_ai.token.type` (histogram).
+    pub const TOKEN_USAGE: &str = "gen_ai.client.token.usage";
+    /// Request duration in seconds (histogram).
+    pub const OPERATION_DURATION: &str = "gen_ai.client.operation.duration";
+    /// Estimated cost in USD (sum).
+    pub const COST_USAGE: &str = "pi.cost.usage";
+    /// Prompts run (sum).
+    pub const PROMPTS: &str = "pi.prompts";
+    /// Tool calls (sum).
+    pub const TOOL_CALLS: &str = "pi.tool.calls";
+    /// Tool duration in seconds (histogram).
+    pub const TOOL_DURATION: &str = "pi.tool.duration";
+    /// Provider retries (sum).
+    pub const RETRIES: &str = "pi.provider.retries";
+    /// Compactions (sum).
+    pub const COMPACTIONS: &str = "pi.compactions";
+    /// The exporter's own span counts, by `outcome` (sum).
+    pub const PIPELINE_SPANS: &str = "pi.observe.spans";
+}
+
+/// `gen_ai.token.type`.
+pub const GEN_AI_TOKEN_TYPE: &str = "gen_ai.token.type";
+
+const TOKEN_BOUNDS: [f64; 14] = [
+    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0, 16777216.0,
+    67108864.0,
+];
+const DURATION_BOUNDS: [f64; 14] =
+    [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
+
+type Attrs = Vec<(String, String)>;
+
+#[derive(Debug, Clone)]
+struct Hist {
+    bounds: &'static [f64],
+    counts: Vec<u64>,
+    count: u64,
+    sum: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Hist {
+    fn new(bounds: &'static [f64]) -> Self {
+        Hist {
+            bounds,
+            counts: vec![0; bounds.len() + 1],
+            count: 0,
+            sum: 0.0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+        }
+    }
+
+    fn record(&mut self, v: f64) {
+        let bucket = self.bounds.iter().position(|b| v <= *b).unwrap_or(self.bounds.len());
+        self.counts[bucket] += 1;
+        self.count += 1;
+        self.sum += v;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+}
+
+/// Cumulative aggregates since the exporter started.
+#[derive(Debug)]
+pub(crate) struct Aggregator {
+    start: SystemTime,
+    dims: Vec<String>,
+    sums: BTreeMap<(&'static str, Attrs), f64>,
+    histograms: BTreeMap<(&'static str, Attrs), Hist>,
+}
+
+fn text(record: &ObsEvent, key: &str) -> Option<String> {
+    record.payload.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn number(record: &ObsEvent, key: &str) -> Option<f64> {
+    record.payload.get(key).and_then(Value::as_f64)
+}
+
+impl Aggregator {
+    pub(crate) fn new(dims: Vec<String>) -> Self {
+        Aggregator { start: SystemTime::now(), dims, sums: BTreeMap::new(), histograms: BTreeMap::new() }
+    }
+
+    fn base(&self, record: &ObsEvent) -> Attrs {
+        self.dims
+            .iter()
+            .filter_map(|k| record.context.get(k).map(|v| (format!("{PI_CONTEXT_PREFIX}{k}"), v.to_owned())))
+            .collect()
+    }
+
+    fn add(&mut self, name: &'static str, attrs: Attrs, v: f64) {
+        *self.sums.entry((name, attrs)).or_insert(0.0) += v;
+    }
+
+    fn observe(&mut self, name: &'static str, bounds: &'static [f64], attrs: Attrs, v: f64) {
+        self.histograms.entry((name, attrs)).or_insert_with(|| Hist::new(bounds)).record(v);
+    }
+
+    /// Sets a cumulative sum to an absolute value (the pipeline's own counters).
+    pub(crate) fn set(&mut self, name: &'static str, attrs: Attrs, v: f64) {
+        self.sums.insert((name, attrs), v);
+    }
+
+    /// Folds one finished operation (its `end`/`error` record) into the aggregates.
+    pub(crate) fn record_span(&mut self, end: &ObsEvent) {
+        use metric_names::*;
+        let seconds = end.duration.map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        let failed = end.kind == EventKind::Error;
+        let mut attrs = self.base(end);
+        match end.name.as_ref() {
+            pi::PROVIDER_REQUEST => {
+                attrs.push((GEN_AI_OPERATION_NAME.into(), OP_CHAT.into()));
+                if let Some(provider) = text(end, pi::PROVIDER) {
+                    attrs.push((GEN_AI_PROVIDER_NAME.into(), provider));
+                }
+                if let Some(model) = text(end, pi::MODEL) {
+                    attrs.push((GEN_AI_REQUEST_MODEL.into(), model));
+                }
+                let input = [pi::INPUT_TOKENS, pi::CACHE_READ_TOKENS, pi::CACHE_WRITE_TOKENS]
+                    .iter()
+                    .filter_map(|k| number(end, k))
+                    .sum::<f64>();
+                if number(end, pi::INPUT_TOKENS).is_some() {
+                    self.observe(TOKEN_USAGE, &TOKEN_BOUNDS, with(&attrs, GEN_AI_TOKEN_TYPE, "input"), input);
+                }
+                if let Some(output) = number(end, pi::OUTPUT_TOKENS) {
+                    self.observe(TOKEN_USAGE, &TOKEN_BOUNDS, with(&attrs, GEN_AI_TOKEN_TYPE, "output"), output);
+                }
+                if let Some(cost) = number(end, pi::COST_TOTAL) {
+                    self.add(COST_USAGE, attrs.clone(), cost);
+                }
+                if let Some(retries) = number(end, pi::RETRY_COUNT).filter(|r| *r > 0.0) {
+                    self.add(RETRIES, attrs.clone(), retries);
+                }
+                let duration_attrs = if failed {
+                    let kind = end.error.as_ref().map(|e| e.name.clone()).unwrap_or_else(|| "error".into());
+                    with(&attrs, "error.type", &kind)
+                } else {
+                    attrs
+                };
+                self.observe(OPERATION_DURATION, &DURATION_BOUNDS, duration_attrs, seconds);
+            }
+            pi::AGENT_TOOL_CALL => {
+                attrs.push((GEN_AI_TOOL_NAME.into(), text(end, pi::TOOL_NAME).unwrap_or_default()));
+                attrs.push(("error".into(), failed.to_string()));
+                self.add(TOOL_CALLS, attrs.clone(), 1.0);
+                self.observe(TOOL_DURATION, &DURATION_BOUNDS, attrs, seconds);
+            }
+            pi::AGENT_PROMPT => self.add(PROMPTS, attrs, 1.0),
+            pi::AGENT_COMPACTION => {
+                attrs.push(("reason".into(), text(end, pi::COMPACTION_REASON).unwrap_or_default()));
+                self.add(COMPACTIONS, attrs, 1.0);
+            }
+            _ => {}
+        }
+    }
+
+    /// Everything as one OTLP request (cumulative temporality), or `None` before any data.
+    pub(crate) fn request(&self, resource: &Resource, now: SystemTime) -> Option<ExportMetricsServiceRequest> {
+        if self.sums.is_empty() && self.histograms.is_empty() {
+            return None;
+        }
+        let nanos = |t: SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+        let (start, now) = (nanos(self.start), nanos(now));
+        let kv = |attrs: &Attrs| -> Vec<KeyValue> {
+            attrs
+                .iter()
+                .map(|(k, v)| KeyValue {
+                    key: k.clone(),
+                    value: Some(AnyValue { value: Some(any_value::Value::StringValue(v.clone())) }),
+                    ..Default::default()
+                })
+                .collect()
+        };
+        let mut metrics: BTreeMap<&'static str, Metric> = BTreeMap::new();
+        for ((name, attrs), value) in &self.sums {
+            let metric = metrics.entry(name).or_insert_with(|| Metric {
+                name: (*name).to_owned(),
+                unit: unit(name).to_owned(),
+                data: Some(metric::Data::Sum(Sum {
+                    data_points: vec![],
+                    aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                    is_monotonic: true,
+                })),
+                ..Default::default()
+            });
+            if let Some(metric::Data::Sum(sum)) = &mut metric.data {
+                sum.data_points.push(NumberDataPoint {
+                    attributes: kv(attrs),
+                    start_time_unix_nano: start,
+                    time_unix_nano: now,
+                    value: Some(number_data_point::Value::AsDouble(*value)),
+                    ..Default::default()
+                });
+            }
+        }
+        for ((name, attrs), h) in &self.histograms {
+            let metric = metrics.entry(name).or_insert_with(|| Metric {
+                name: (*name).to_owned(),
+                unit: unit(name).to_owned(),
+                data: Some(metric::Data::Histogram(Histogram {
+                    data_points: vec![],
+                    aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                })),
+                ..Default::default()
+            });
+            if let Some(metric::Data::Histogram(hist)) = &mut metric.data {
+                hist.data_points.push(HistogramDataPoint {
+                    attributes: kv(attrs),
+                    start_time_unix_nano: start,
+                    time_unix_nano: now,
+                    count: h.count,
+                    sum: Some(h.sum),
+                    bucket_counts: h.counts.clone(),
+                    explicit_bounds: h.bounds.to_vec(),
+                    min: Some(h.min),
+                    max: Some(h.max),
+                    ..Default::default()
+                });
+            }
+        }
+        Some(ExportMetricsServiceRequest {
+            resource_metrics: vec![ResourceMetrics {
+                resource: Some(resource.clone()),
+                scope_metrics: vec![ScopeMetrics {
+                    scope: Some(InstrumentationScope {
+                        name: "pi-observe".into(),
+                        version: env!("CARGO_PKG_VERSION").into(),
+                        ..Default::default()
+                    }),
+                    metrics: metrics.into_values().collect(),
+                    schema_url: String::new(),
+                }],
+                schema_url: String::new(),
+            }],
+        })
+    }
+}
+
+fn with(attrs: &Attrs, key: &str, value: &str) -> Attrs {
+    let mut out = attrs.clone();
+    out.push((key.to_owned(), value.to_owned()));
+    out
+}
+
+fn unit(name: &str) -> &'static str {
+    use metric_names::*;
+    match name {
+        TOKEN_USAGE => "{token}",
+        OPERATION_DURATION | TOOL_DURATION => "s",
+        COST_USAGE => "USD",
+        PIPELINE_SPANS => "{span}",
+        _ => "1",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pi_observe_core::{ErrorInfo, Payload, SpanId, TraceId};
+    use std::time::Duration;
+
+    fn end(name: &'static str, payload: Payload, ctx: &[(&str, &str)]) -> ObsEvent {
+        let mut e = ObsEvent::new(EventKind::End, name, TraceId::random());
+        e.span_id = Some(SpanId::random());
+        e.duration = Some(Duration::from_millis(250));
+        e.context = ctx.iter().copied().collect();
+        e.payload = payload;
+        e
+    }
+
+    fn points(req: &ExportMetricsServiceRequest, name: &str) -> Vec<(Vec<(String, String)>, f64)> {
+        let metric = req.resource_metrics[0].scope_metrics[0].metrics.iter().find(|m| m.name == name).unwrap();
+        let attrs = |kvs: &[KeyValue]| -> Vec<(String, String)> {
+            kvs.iter()
+                .map(|kv| {
+                    let v = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                        Some(any_value::Value::StringValue(s)) => s.clone(),
+                        _ => String::new(),
+                    };
+                    (kv.key.clone(), v)
+                })
+                .collect()
+        };
+        match metric.data.as_ref().unwrap() {
+            metric::Data::Sum(s) => s
+                .data_points
+                .iter()
+                .map(|p| {
+                    let Some(number_data_point::Value::AsDouble(v)) = p.value else { panic!() };
+                    (attrs(&p.attributes), v)
+                })
+                .collect(),
+            metric::Data::Histogram(h) => {
+                h.data_points.iter().map(|p| (attrs(&p.attributes), p.sum.unwrap())).collect()
+            }
+            _ => panic!("unexpected metric type"),
+        }
+    }
+
+    #[test]
+    fn cost_and_tokens_are_aggregated_per_org_but_not_per_user_by_default() {
+        let mut agg = Aggregator::new(vec!["orgId".into()]);
+        let request = |cost: f64, org: &str, user: &str| {
+            end(
+                pi::PROVIDER_REQUEST,
+                Payload::new()
+                    .safe(pi::PROVIDER, "openai")
+                    .safe(pi::MODEL, "gpt-4o")
+                    .safe(pi::INPUT_TOKENS, 10)
+                    .safe(pi::CACHE_READ_TOKENS, 90)
+                    .safe(pi::OUTPUT_TOKENS, 5)
+                    .safe(pi::COST_TOTAL, cost)
+                    .safe(pi::RETRY_COUNT, 1),
+                &[("orgId", org), ("userId", user)],
+            )
+        };
+        agg.record_span(&request(0.5, "acme", "u1"));
+        agg.record_span(&request(0.25, "acme", "u2"));
+        agg.record_span(&request(1.0, "globex", "u3"));
+        let mut failed = end(pi::AGENT_TOOL_CALL, Payload::new().safe(pi::TOOL_NAME, "bash"), &[("orgId", "acme")]);
+        failed.kind = EventKind::Error;
+        failed.error = Some(ErrorInfo::new("ToolError", "x"));
+        agg.record_span(&failed);
+        agg.record_span(&end(pi::AGENT_PROMPT, Payload::new(), &[("orgId", "acme")]));
+        let req = agg.request(&Resource::default(), SystemTime::now()).unwrap();
+
+        let cost = points(&req, metric_names::COST_USAGE);
+        let acme = cost.iter().find(|(a, _)| a.contains(&("pi.context.orgId".into(), "acme".into()))).unwrap();
+        assert!((acme.1 - 0.75).abs() < 1e-12, "{cost:?}");
+        assert_eq!(cost.len(), 2, "one series per org, users folded: {cost:?}");
+        assert!(cost.iter().all(|(a, _)| a.iter().all(|(k, _)| k != "pi.context.userId")));
+        let tokens = points(&req, metric_names::TOKEN_USAGE);
+        let input_acme: f64 = tokens
+            .iter()
+            .filter(|(a, _)| {
+                a.contains(&(GEN_AI_TOKEN_TYPE.into(), "input".into()))
+                    && a.contains(&("pi.context.orgId".into(), "acme".into()))
+            })
+            .map(|(_, v)| v)
+            .sum();
+        assert_eq!(input_acme, 200.0, "input includes cached tokens");
+        assert_eq!(points(&req, metric_names::RETRIES).iter().map(|(_, v)| v).sum::<f64>(), 3.0);
+        let tools = points(&req, metric_names::TOOL_CALLS);
+        assert!(tools[0].0.contains(&("error".into(), "true".into())));
+        assert_eq!(points(&req, metric_names::PROMPTS)[0].1, 1.0);
+        let durations = points(&req, metric_names::OPERATION_DURATION);
+        assert!((durations.iter().map(|(_, v)| v).sum::<f64>() - 0.75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn user_dimension_is_opt_in_and_nothing_is_sent_before_data() {
+        let agg = Aggregator::new(vec![]);
+        assert!(agg.request(&Resource::default(), SystemTime::now()).is_none());
+        let mut agg = Aggregator::new(vec!["orgId".into(), "userId".into()]);
+        agg.record_span(&end(pi::AGENT_PROMPT, Payload::new(), &[("orgId", "acme"), ("userId", "u1")]));
+        let req = agg.request(&Resource::default(), SystemTime::now()).unwrap();
+        let prompts = points(&req, metric_names::PROMPTS);
+        assert!(prompts[0].0.contains(&("pi.context.userId".into(), "u1".into())));
+    }
+
+    #[test]
+    fn histogram_buckets_count_every_value_once() {
+        let mut h = Hist::new(&DURATION_BOUNDS);
+        for v in [0.0, 0.01, 0.011, 5.0, 1000.0] {
+            h.record(v);
+        }
+        assert_eq!(h.counts.iter().sum::<u64>(), 5);
+        assert_eq!(h.counts[0], 2, "values equal to a bound fall in that bucket");
+        assert_eq!(*h.counts.last().unwrap(), 1);
+        assert_eq!((h.min, h.max), (0.0, 1000.0));
+    }
+}
