@@ -82,6 +82,10 @@ pub struct OtlpConfig {
     pub metric_dims: Option<Vec<String>>,
     /// How often metrics are exported (default 10 s; also at shutdown).
     pub metric_interval: Option<Duration>,
+    /// Export every record as an OTLP log record too (default off).
+    pub logs: Option<bool>,
+    /// Full logs URL; default: the traces URL with `/v1/logs`.
+    pub logs_endpoint: Option<String>,
     /// Export is off (`OTEL_SDK_DISABLED=true`).
     pub disabled: bool,
 }
@@ -106,6 +110,8 @@ impl Default for OtlpConfig {
             metrics_endpoint: None,
             metric_dims: None,
             metric_interval: None,
+            logs: None,
+            logs_endpoint: None,
             disabled: false,
         }
     }
@@ -281,6 +287,24 @@ impl OtlpConfig {
                 self.metrics_endpoint = Some(format!("{}/v1/metrics", url(env::ENDPOINT, &raw)?.trim_end_matches('/')));
             }
         }
+        if self.logs.is_none() {
+            if let Some(raw) = get(env::LOGS_EXPORTER) {
+                self.logs = Some(match raw.trim() {
+                    "none" => false,
+                    "otlp" => true,
+                    other => {
+                        return Err(ConfigError::new(env::LOGS_EXPORTER, format!("{other:?} is not otlp or none")));
+                    }
+                });
+            }
+        }
+        if self.logs_endpoint.is_none() {
+            if let Some(raw) = get(env::LOGS_ENDPOINT) {
+                self.logs_endpoint = Some(url(env::LOGS_ENDPOINT, &raw)?);
+            } else if let Some(raw) = get(env::ENDPOINT) {
+                self.logs_endpoint = Some(format!("{}/v1/logs", url(env::ENDPOINT, &raw)?.trim_end_matches('/')));
+            }
+        }
         if self.metric_interval.is_none() {
             self.metric_interval =
                 get(env::METRIC_EXPORT_INTERVAL).map(|r| millis(env::METRIC_EXPORT_INTERVAL, &r)).transpose()?;
@@ -299,13 +323,19 @@ impl OtlpConfig {
     }
 
     pub(crate) fn metrics_endpoint(&self) -> String {
-        if let Some(endpoint) = &self.metrics_endpoint {
-            return endpoint.clone();
-        }
+        self.metrics_endpoint.clone().unwrap_or_else(|| self.sibling("metrics"))
+    }
+
+    pub(crate) fn logs_endpoint(&self) -> String {
+        self.logs_endpoint.clone().unwrap_or_else(|| self.sibling("logs"))
+    }
+
+    /// The traces URL with its `/v1/traces` replaced by `/v1/<signal>`.
+    fn sibling(&self, signal: &str) -> String {
         let traces = self.endpoint();
         match traces.strip_suffix("/v1/traces") {
-            Some(base) => format!("{base}/v1/metrics"),
-            None => format!("{}/v1/metrics", traces.trim_end_matches('/')),
+            Some(base) => format!("{base}/v1/{signal}"),
+            None => format!("{}/v1/{signal}", traces.trim_end_matches('/')),
         }
     }
 

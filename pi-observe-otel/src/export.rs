@@ -4,8 +4,11 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
+use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
 use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
 use opentelemetry_sdk::trace::SpanData;
@@ -30,6 +33,7 @@ pub(crate) struct HttpExporter {
     client: reqwest::Client,
     endpoint: String,
     metrics_endpoint: String,
+    logs_endpoint: String,
     headers: Vec<(String, String)>,
     json: bool,
     gzip: bool,
@@ -48,6 +52,7 @@ impl HttpExporter {
             client,
             endpoint: config.endpoint(),
             metrics_endpoint: config.metrics_endpoint(),
+            logs_endpoint: config.logs_endpoint(),
             headers: config.headers.clone(),
             json: config.protocol == Some(Protocol::HttpJson),
             gzip: config.gzip.unwrap_or(false),
@@ -93,6 +98,29 @@ impl HttpExporter {
     pub(crate) async fn export_metrics(&self, request: ExportMetricsServiceRequest, deadline: Instant) -> Delivery {
         match self.encode(&request) {
             Ok(body) => self.send(&self.metrics_endpoint, body, deadline).await,
+            Err(e) => Delivery::Rejected(e),
+        }
+    }
+
+    /// Sends log records, retrying until `deadline`.
+    pub(crate) async fn export_logs(&self, records: Vec<LogRecord>, deadline: Instant) -> Delivery {
+        let request = ExportLogsServiceRequest {
+            resource_logs: vec![ResourceLogs {
+                resource: Some(self.proto_resource()),
+                scope_logs: vec![ScopeLogs {
+                    scope: Some(InstrumentationScope {
+                        name: "pi-observe".into(),
+                        version: env!("CARGO_PKG_VERSION").into(),
+                        ..Default::default()
+                    }),
+                    log_records: records,
+                    schema_url: String::new(),
+                }],
+                schema_url: String::new(),
+            }],
+        };
+        match self.encode(&request) {
+            Ok(body) => self.send(&self.logs_endpoint, body, deadline).await,
             Err(e) => Delivery::Rejected(e),
         }
     }

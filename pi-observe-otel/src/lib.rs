@@ -13,6 +13,7 @@
 mod config;
 pub mod convert;
 mod export;
+pub mod logs;
 pub mod metrics;
 pub mod names;
 mod pipeline;

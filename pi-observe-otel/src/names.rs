@@ -117,6 +117,10 @@ pub mod env {
     pub const METRICS_EXPORTER: &str = "OTEL_METRICS_EXPORTER";
     /// Metrics endpoint, used verbatim.
     pub const METRICS_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT";
+    /// `otlp` or `none` (logs are off unless this or code turns them on).
+    pub const LOGS_EXPORTER: &str = "OTEL_LOGS_EXPORTER";
+    /// Logs endpoint, used verbatim.
+    pub const LOGS_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT";
     /// Metric export interval in milliseconds.
     pub const METRIC_EXPORT_INTERVAL: &str = "OTEL_METRIC_EXPORT_INTERVAL";
 }

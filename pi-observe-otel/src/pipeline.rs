@@ -135,6 +135,8 @@ impl OtelSubscriber {
                 metrics: config.metrics.unwrap_or(true).then(|| Aggregator::new(config.dims())),
                 metric_interval: config.metric_interval.unwrap_or(Duration::from_secs(10)),
                 metrics_stopped: false,
+                logs: config.logs.unwrap_or(false).then(Vec::new),
+                logs_stopped: false,
                 open: HashMap::new(),
                 batch: Vec::new(),
                 stopped: false,
@@ -271,6 +273,9 @@ struct Worker {
     metrics: Option<Aggregator>,
     metric_interval: Duration,
     metrics_stopped: bool,
+    /// Log records waiting for the next batch; `None` when logs are off.
+    logs: Option<Vec<opentelemetry_proto::tonic::logs::v1::LogRecord>>,
+    logs_stopped: bool,
 }
 
 impl Worker {
@@ -339,6 +344,11 @@ impl Worker {
     }
 
     fn record(&mut self, event: Arc<ObsEvent>) {
+        if self.logs.is_some() && self.sampled(&event) {
+            if let Some(logs) = &mut self.logs {
+                logs.push(crate::logs::log_record(&event));
+            }
+        }
         let Some(span) = event.span_id else { return };
         match event.kind {
             EventKind::Start => {
@@ -407,6 +417,32 @@ impl Worker {
     }
 
     fn export(&mut self, runtime: &tokio::runtime::Runtime, deadline: Instant) {
+        self.export_logs(runtime, deadline);
+        self.export_spans(runtime, deadline);
+    }
+
+    fn export_logs(&mut self, runtime: &tokio::runtime::Runtime, deadline: Instant) {
+        let Some(logs) = &mut self.logs else { return };
+        if logs.is_empty() {
+            return;
+        }
+        let records = std::mem::take(logs);
+        if self.logs_stopped {
+            return;
+        }
+        let c = &self.counters;
+        let cut_off = *c.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner());
+        let deadline = cut_off.map_or(deadline, |d| deadline.min(d));
+        if let Delivery::Unauthorized(why) = runtime.block_on(self.exporter.export_logs(records, deadline)) {
+            self.logs_stopped = true;
+            c.diagnostics
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(format!("OTLP logs export stopped: {why} (check the credentials in the OTLP headers)"));
+        }
+    }
+
+    fn export_spans(&mut self, runtime: &tokio::runtime::Runtime, deadline: Instant) {
         if self.batch.is_empty() {
             return;
         }

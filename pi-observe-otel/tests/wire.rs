@@ -206,3 +206,33 @@ fn metrics_arrive_at_shutdown_with_org_dimensions_and_pipeline_counts() {
     let pipeline = format!("{:?}", metrics.iter().find(|m| m.name == "pi.observe.spans").unwrap());
     assert!(pipeline.contains("exported") && pipeline.contains("AsDouble(8.0)"), "{pipeline}");
 }
+
+#[test]
+fn logs_are_off_by_default_and_when_on_every_record_arrives_correlated_to_its_span() {
+    let receiver = Receiver::start(vec![]);
+    let run_off = run(config(&receiver.endpoint), Duration::from_secs(5));
+    assert_eq!(run_off.stats.spans_exported, 8);
+    assert!(receiver.logs.lock().unwrap().is_empty(), "logs are opt-in");
+
+    for protocol in [Protocol::HttpProtobuf, Protocol::HttpJson] {
+        let receiver = Receiver::start(vec![]);
+        let cfg = OtlpConfig { logs: Some(true), protocol: Some(protocol), ..config(&receiver.endpoint) };
+        let run = run(cfg, Duration::from_secs(5));
+        let records: Vec<_> = receiver
+            .logs
+            .lock()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r.resource_logs.clone())
+            .flat_map(|rl| rl.scope_logs)
+            .flat_map(|sl| sl.log_records)
+            .collect();
+        assert_eq!(records.len(), run.events.len(), "{protocol:?}: one log record per contract record");
+        for event in &run.events {
+            let r = records.iter().find(|r| r.time_unix_nano == event.timestamp.unix_nanos()).expect("record");
+            assert_eq!(hex(&r.trace_id), event.trace_id.to_string());
+            assert_eq!(hex(&r.span_id), event.span_id.map(|s| s.to_string()).unwrap_or_default());
+            assert_eq!(r.severity_number == 17, event.kind == EventKind::Error);
+        }
+    }
+}

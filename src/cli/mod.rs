@@ -130,6 +130,9 @@ struct OtlpArgs {
     /// cardinality). Comma-separated; `none` for no attribution dimensions.
     #[arg(long, value_name = "KEY,...", value_delimiter = ',')]
     metric_dims: Vec<String>,
+    /// Also export every contract record as an OTLP log record correlated to its span.
+    #[arg(long)]
+    otlp_logs: bool,
 }
 
 /// What content local sinks may receive.

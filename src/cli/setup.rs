@@ -190,6 +190,9 @@ pub fn otlp(args: &OtlpArgs) -> Result<Option<pi_observe::otel::OtlpConfig>, Cli
         config.conventions = Conventions::parse(c)
             .ok_or_else(|| CliError(format!("--conventions: {c:?} is not genai, openinference or both")))?;
     }
+    if args.otlp_logs {
+        config.logs = Some(true);
+    }
     if !args.metric_dims.is_empty() {
         let dims: Vec<String> =
             args.metric_dims.iter().map(|d| d.trim().to_owned()).filter(|d| !d.is_empty() && d != "none").collect();

@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::Span;
@@ -42,6 +43,8 @@ pub struct Receiver {
     pub received: Arc<Mutex<Vec<Received>>>,
     /// Metrics requests (always answered 200; scripted answers apply to traces only).
     pub metrics: Arc<Mutex<Vec<ExportMetricsServiceRequest>>>,
+    /// Logs requests (always answered 200).
+    pub logs: Arc<Mutex<Vec<ExportLogsServiceRequest>>>,
     pub attempts: Arc<Mutex<usize>>,
     answers: Arc<Mutex<VecDeque<Answer>>>,
     _runtime: Option<tokio::runtime::Runtime>,
@@ -55,16 +58,18 @@ impl Receiver {
         let endpoint = format!("http://{}/v1/traces", listener.local_addr().unwrap());
         let received = Arc::new(Mutex::new(Vec::new()));
         let metrics = Arc::new(Mutex::new(Vec::new()));
+        let logs = Arc::new(Mutex::new(Vec::new()));
         let attempts = Arc::new(Mutex::new(0));
         let answers = Arc::new(Mutex::new(VecDeque::from(answers)));
-        let (r, m, a, q) = (received.clone(), metrics.clone(), attempts.clone(), answers.clone());
+        let sinks = Sinks { traces: received.clone(), metrics: metrics.clone(), logs: logs.clone() };
+        let (a, q) = (attempts.clone(), answers.clone());
         runtime.spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
-                let (r, m, a, q) = (r.clone(), m.clone(), a.clone(), q.clone());
-                tokio::spawn(async move { serve(socket, r, m, a, q).await });
+                let (s, a, q) = (sinks.clone(), a.clone(), q.clone());
+                tokio::spawn(async move { serve(socket, s, a, q).await });
             }
         });
-        Receiver { endpoint, received, metrics, attempts, answers, _runtime: Some(runtime) }
+        Receiver { endpoint, received, metrics, logs, attempts, answers, _runtime: Some(runtime) }
     }
 
     /// An endpoint where nothing listens.
@@ -108,10 +113,16 @@ impl Drop for Receiver {
     }
 }
 
+#[derive(Clone)]
+struct Sinks {
+    traces: Arc<Mutex<Vec<Received>>>,
+    metrics: Arc<Mutex<Vec<ExportMetricsServiceRequest>>>,
+    logs: Arc<Mutex<Vec<ExportLogsServiceRequest>>>,
+}
+
 async fn serve(
     mut socket: TcpStream,
-    received: Arc<Mutex<Vec<Received>>>,
-    metrics: Arc<Mutex<Vec<ExportMetricsServiceRequest>>>,
+    sinks: Sinks,
     attempts: Arc<Mutex<usize>>,
     answers: Arc<Mutex<VecDeque<Answer>>>,
 ) {
@@ -142,8 +153,9 @@ async fn serve(
                 Ok(n) => body.extend_from_slice(&chunk[..n]),
             }
         }
-        let is_metrics = head.split_whitespace().nth(1) == Some("/v1/metrics");
-        let answer = if is_metrics {
+        let path = head.split_whitespace().nth(1).unwrap_or_default().to_owned();
+        let is_traces = path != "/v1/metrics" && path != "/v1/logs";
+        let answer = if !is_traces {
             Answer::Status(200, None)
         } else {
             *attempts.lock().unwrap() += 1;
@@ -168,20 +180,27 @@ async fn serve(
                         body = out;
                     }
                     let json = get("content-type").as_deref() == Some("application/json");
-                    if is_metrics {
+                    if path == "/v1/metrics" {
                         let request = if json {
                             serde_json::from_slice::<ExportMetricsServiceRequest>(&body).unwrap()
                         } else {
                             ExportMetricsServiceRequest::decode(&body[..]).unwrap()
                         };
-                        metrics.lock().unwrap().push(request);
+                        sinks.metrics.lock().unwrap().push(request);
+                    } else if path == "/v1/logs" {
+                        let request = if json {
+                            serde_json::from_slice::<ExportLogsServiceRequest>(&body).unwrap()
+                        } else {
+                            ExportLogsServiceRequest::decode(&body[..]).unwrap()
+                        };
+                        sinks.logs.lock().unwrap().push(request);
                     } else {
                         let request = if json {
                             serde_json::from_slice::<ExportTraceServiceRequest>(&body).unwrap()
                         } else {
                             ExportTraceServiceRequest::decode(&body[..]).unwrap()
                         };
-                        received.lock().unwrap().push(Received { headers: headers.clone(), request });
+                        sinks.traces.lock().unwrap().push(Received { headers: headers.clone(), request });
                     }
                 }
                 let mut response = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\n");
