@@ -238,3 +238,26 @@ fn export_faults_leave_the_answer_unchanged_and_the_exit_within_the_deadline() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn print_mode_exports_over_grpc_to_an_in_process_collector() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let mut collector = runtime.block_on(fake_opentelemetry_collector::FakeCollectorServer::start()).unwrap();
+    let d = scratch("grpc");
+    let mut cmd = pi();
+    cmd.args(["-p", "hi", "--provider", "faux", "--no-session", "--tools", "none", "--user", "carol"])
+        .args(["--otlp", &collector.endpoint(), "--otlp-protocol", "grpc"])
+        .arg("--events-jsonl")
+        .arg(d.join("grpc.jsonl"));
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let evs = events(&d.join("grpc.jsonl"));
+    let starts = evs.iter().filter(|e| e.kind == EventKind::Start).count();
+    let spans = runtime.block_on(collector.exported_spans(starts, Duration::from_secs(5)));
+    assert_eq!(spans.len(), starts);
+    let root = evs.iter().find(|e| e.name == names::AGENT_PROMPT).unwrap();
+    assert!(
+        spans.iter().any(|s| s.span_id == root.span_id.unwrap().to_string() && s.trace_id == root.trace_id.to_string())
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -309,17 +309,21 @@ impl OtlpConfig {
             self.metric_interval =
                 get(env::METRIC_EXPORT_INTERVAL).map(|r| millis(env::METRIC_EXPORT_INTERVAL, &r)).transpose()?;
         }
-        if self.protocol == Some(Protocol::Grpc) {
+        if self.protocol == Some(Protocol::Grpc) && self.endpoint().starts_with("https://") {
             return Err(ConfigError::new(
                 env::PROTOCOL,
-                "grpc export is not available in this build yet; use http/protobuf or http/json",
+                "grpc over TLS (https) is not available in this build yet; use http/protobuf for https endpoints",
             ));
         }
         Ok(self)
     }
 
     pub(crate) fn endpoint(&self) -> String {
-        self.traces_endpoint.clone().unwrap_or_else(|| "http://localhost:4318/v1/traces".to_owned())
+        match (&self.traces_endpoint, self.protocol) {
+            (Some(endpoint), _) => endpoint.clone(),
+            (None, Some(Protocol::Grpc)) => "http://localhost:4317".to_owned(),
+            (None, _) => "http://localhost:4318/v1/traces".to_owned(),
+        }
     }
 
     pub(crate) fn metrics_endpoint(&self) -> String {

@@ -1,18 +1,25 @@
-//! OTLP/HTTP transport: encode (protobuf or JSON), gzip, POST, retry with backoff honouring
-//! `Retry-After` on network errors / 408 / 429 / 5xx, stop for good on 401 / 403.
+//! OTLP transports — HTTP (protobuf or JSON) and gRPC — behind one retry loop: backoff honouring
+//! `Retry-After` on network errors / 408 / 429 / 5xx (gRPC: UNAVAILABLE, RESOURCE_EXHAUSTED,
+//! DEADLINE_EXCEEDED, ABORTED), stop for good on 401 / 403 (UNAUTHENTICATED, PERMISSION_DENIED).
 
 use std::io::Write;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::collector::logs::v1::logs_service_client::LogsServiceClient;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_client::MetricsServiceClient;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
 use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
 use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
 use opentelemetry_sdk::trace::SpanData;
 use prost::Message;
+use tonic::codec::CompressionEncoding;
+use tonic::transport::{Channel, Endpoint};
 
 use crate::config::{OtlpConfig, Protocol};
 
@@ -29,11 +36,33 @@ pub(crate) enum Delivery {
     Unauthorized(String),
 }
 
-pub(crate) struct HttpExporter {
-    client: reqwest::Client,
-    endpoint: String,
-    metrics_endpoint: String,
-    logs_endpoint: String,
+/// The result of one try.
+enum Attempt {
+    Done,
+    Retry { after: Option<Duration>, why: String },
+    Reject(String),
+    Unauthorized(String),
+}
+
+/// The three OTLP signals.
+#[derive(Clone, Copy)]
+enum Signal {
+    Traces,
+    Metrics,
+    Logs,
+}
+
+enum Body {
+    Traces(ExportTraceServiceRequest),
+    Metrics(ExportMetricsServiceRequest),
+    Logs(ExportLogsServiceRequest),
+}
+
+pub(crate) struct Exporter {
+    http: reqwest::Client,
+    grpc: Option<Endpoint>,
+    channel: OnceLock<Channel>,
+    endpoints: [String; 3],
     headers: Vec<(String, String)>,
     json: bool,
     gzip: bool,
@@ -42,17 +71,29 @@ pub(crate) struct HttpExporter {
     resource: ResourceAttributesWithSchema,
 }
 
-impl HttpExporter {
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl Exporter {
     pub(crate) fn new(config: &OtlpConfig, resource: &opentelemetry_sdk::Resource) -> Result<Self, String> {
-        let client = reqwest::Client::builder()
+        let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .build()
             .map_err(|e| format!("cannot build HTTP client: {e}"))?;
-        Ok(HttpExporter {
-            client,
-            endpoint: config.endpoint(),
-            metrics_endpoint: config.metrics_endpoint(),
-            logs_endpoint: config.logs_endpoint(),
+        let grpc = match config.protocol {
+            Some(Protocol::Grpc) => Some(
+                Endpoint::from_shared(config.endpoint())
+                    .map_err(|e| format!("{}: not a gRPC endpoint ({e})", config.endpoint()))?
+                    .connect_timeout(Duration::from_secs(5)),
+            ),
+            _ => None,
+        };
+        Ok(Exporter {
+            http,
+            grpc,
+            channel: OnceLock::new(),
+            endpoints: [config.endpoint(), config.metrics_endpoint(), config.logs_endpoint()],
             headers: config.headers.clone(),
             json: config.protocol == Some(Protocol::HttpJson),
             gzip: config.gzip.unwrap_or(false),
@@ -62,30 +103,7 @@ impl HttpExporter {
         })
     }
 
-    fn encode<M: Message + serde::Serialize>(&self, request: &M) -> Result<Vec<u8>, String> {
-        let raw = if self.json {
-            serde_json::to_vec(&request).map_err(|e| format!("cannot encode JSON: {e}"))?
-        } else {
-            request.encode_to_vec()
-        };
-        if !self.gzip {
-            return Ok(raw);
-        }
-        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        encoder.write_all(&raw).and_then(|()| encoder.finish()).map_err(|e| format!("cannot gzip: {e}"))
-    }
-
-    /// Sends one batch of spans, retrying until `deadline`.
-    pub(crate) async fn export(&self, spans: Vec<SpanData>, deadline: Instant) -> Delivery {
-        let request =
-            ExportTraceServiceRequest { resource_spans: group_spans_by_resource_and_scope(spans, &self.resource) };
-        match self.encode(&request) {
-            Ok(body) => self.send(&self.endpoint, body, deadline).await,
-            Err(e) => Delivery::Rejected(e),
-        }
-    }
-
-    /// The resource, as OTLP metrics want it.
+    /// The resource, as OTLP metrics and logs want it.
     pub(crate) fn proto_resource(&self) -> opentelemetry_proto::tonic::resource::v1::Resource {
         opentelemetry_proto::tonic::resource::v1::Resource {
             attributes: self.resource.attributes.0.clone(),
@@ -94,12 +112,16 @@ impl HttpExporter {
         }
     }
 
+    /// Sends one batch of spans, retrying until `deadline`.
+    pub(crate) async fn export(&self, spans: Vec<SpanData>, deadline: Instant) -> Delivery {
+        let request =
+            ExportTraceServiceRequest { resource_spans: group_spans_by_resource_and_scope(spans, &self.resource) };
+        self.deliver(Signal::Traces, Body::Traces(request), deadline).await
+    }
+
     /// Sends one metrics request, retrying until `deadline`.
     pub(crate) async fn export_metrics(&self, request: ExportMetricsServiceRequest, deadline: Instant) -> Delivery {
-        match self.encode(&request) {
-            Ok(body) => self.send(&self.metrics_endpoint, body, deadline).await,
-            Err(e) => Delivery::Rejected(e),
-        }
+        self.deliver(Signal::Metrics, Body::Metrics(request), deadline).await
     }
 
     /// Sends log records, retrying until `deadline`.
@@ -119,59 +141,34 @@ impl HttpExporter {
                 schema_url: String::new(),
             }],
         };
-        match self.encode(&request) {
-            Ok(body) => self.send(&self.logs_endpoint, body, deadline).await,
-            Err(e) => Delivery::Rejected(e),
-        }
+        self.deliver(Signal::Logs, Body::Logs(request), deadline).await
     }
 
-    async fn send(&self, endpoint: &str, body: Vec<u8>, deadline: Instant) -> Delivery {
+    async fn deliver(&self, signal: Signal, body: Body, deadline: Instant) -> Delivery {
+        let encoded = if self.grpc.is_some() { Vec::new() } else { self.encode(&body) };
         let mut attempt = 0u32;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Delivery::Failed("deadline passed".into());
             }
-            let mut request = self
-                .client
-                .post(endpoint)
-                .timeout(self.timeout.min(left))
-                .header("content-type", if self.json { "application/json" } else { "application/x-protobuf" })
-                .body(body.clone());
-            if self.gzip {
-                request = request.header("content-encoding", "gzip");
-            }
-            for (k, v) in &self.headers {
-                request = request.header(k.as_str(), v.as_str());
-            }
-            let (retryable, retry_after, why) = match request.send().await {
-                Ok(response) => {
-                    let status = response.status().as_u16();
-                    if response.status().is_success() {
-                        return Delivery::Exported;
-                    }
-                    let retry_after = response
-                        .headers()
-                        .get("retry-after")
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.trim().parse::<f64>().ok())
-                        .filter(|s| s.is_finite() && *s >= 0.0)
-                        .map(Duration::from_secs_f64);
-                    let why = format!("HTTP {status} from {endpoint}");
-                    match status {
-                        401 | 403 => return Delivery::Unauthorized(why),
-                        408 | 429 | 500..=599 => (true, retry_after, why),
-                        _ => return Delivery::Rejected(why),
-                    }
-                }
-                Err(e) => (true, None, format!("{endpoint}: {}", one_line(&e.to_string()))),
+            let limit = self.timeout.min(left);
+            let result = match &self.grpc {
+                Some(endpoint) => self.grpc_attempt(endpoint, &body, limit).await,
+                None => self.http_attempt(&self.endpoints[signal as usize], &encoded, limit).await,
             };
-            if !retryable || attempt >= self.max_retries {
+            let (after, why) = match result {
+                Attempt::Done => return Delivery::Exported,
+                Attempt::Reject(why) => return Delivery::Rejected(why),
+                Attempt::Unauthorized(why) => return Delivery::Unauthorized(why),
+                Attempt::Retry { after, why } => (after, why),
+            };
+            if attempt >= self.max_retries {
                 return Delivery::Failed(why);
             }
             let backoff =
                 Duration::from_millis(100u64.saturating_mul(1 << attempt.min(10))).min(Duration::from_secs(5));
-            let delay = retry_after.unwrap_or(backoff).min(Duration::from_secs(30));
+            let delay = after.unwrap_or(backoff).min(Duration::from_secs(30));
             if Instant::now() + delay >= deadline {
                 return Delivery::Failed(why);
             }
@@ -179,8 +176,115 @@ impl HttpExporter {
             attempt += 1;
         }
     }
-}
 
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    fn encode(&self, body: &Body) -> Vec<u8> {
+        let raw = match (body, self.json) {
+            (Body::Traces(r), true) => serde_json::to_vec(r).unwrap_or_default(),
+            (Body::Metrics(r), true) => serde_json::to_vec(r).unwrap_or_default(),
+            (Body::Logs(r), true) => serde_json::to_vec(r).unwrap_or_default(),
+            (Body::Traces(r), false) => r.encode_to_vec(),
+            (Body::Metrics(r), false) => r.encode_to_vec(),
+            (Body::Logs(r), false) => r.encode_to_vec(),
+        };
+        if !self.gzip {
+            return raw;
+        }
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        // Writing into memory cannot fail; an empty body would be rejected and counted.
+        encoder.write_all(&raw).and_then(|()| encoder.finish()).unwrap_or_default()
+    }
+
+    async fn http_attempt(&self, endpoint: &str, body: &[u8], limit: Duration) -> Attempt {
+        let mut request = self
+            .http
+            .post(endpoint)
+            .timeout(limit)
+            .header("content-type", if self.json { "application/json" } else { "application/x-protobuf" })
+            .body(body.to_vec());
+        if self.gzip {
+            request = request.header("content-encoding", "gzip");
+        }
+        for (k, v) in &self.headers {
+            request = request.header(k.as_str(), v.as_str());
+        }
+        match request.send().await {
+            Ok(response) if response.status().is_success() => Attempt::Done,
+            Ok(response) => {
+                let status = response.status().as_u16();
+                let after = response
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+                    .filter(|s| s.is_finite() && *s >= 0.0)
+                    .map(Duration::from_secs_f64);
+                let why = format!("HTTP {status} from {endpoint}");
+                match status {
+                    401 | 403 => Attempt::Unauthorized(why),
+                    408 | 429 | 500..=599 => Attempt::Retry { after, why },
+                    _ => Attempt::Reject(why),
+                }
+            }
+            Err(e) => Attempt::Retry { after: None, why: format!("{endpoint}: {}", one_line(&e.to_string())) },
+        }
+    }
+
+    async fn grpc_attempt(&self, endpoint: &Endpoint, body: &Body, limit: Duration) -> Attempt {
+        let channel = self.channel.get_or_init(|| endpoint.connect_lazy()).clone();
+        let result = match body {
+            Body::Traces(r) => {
+                let mut client = TraceServiceClient::new(channel);
+                if self.gzip {
+                    client = client.send_compressed(CompressionEncoding::Gzip);
+                }
+                client.export(self.grpc_request(r.clone(), limit)).await.map(|_| ())
+            }
+            Body::Metrics(r) => {
+                let mut client = MetricsServiceClient::new(channel);
+                if self.gzip {
+                    client = client.send_compressed(CompressionEncoding::Gzip);
+                }
+                client.export(self.grpc_request(r.clone(), limit)).await.map(|_| ())
+            }
+            Body::Logs(r) => {
+                let mut client = LogsServiceClient::new(channel);
+                if self.gzip {
+                    client = client.send_compressed(CompressionEncoding::Gzip);
+                }
+                client.export(self.grpc_request(r.clone(), limit)).await.map(|_| ())
+            }
+        };
+        match result {
+            Ok(()) => Attempt::Done,
+            Err(status) => {
+                use tonic::Code;
+                let why =
+                    format!("gRPC {:?} from {}: {}", status.code(), self.endpoints[0], one_line(status.message()));
+                match status.code() {
+                    Code::Unauthenticated | Code::PermissionDenied => Attempt::Unauthorized(why),
+                    Code::Unavailable
+                    | Code::ResourceExhausted
+                    | Code::DeadlineExceeded
+                    | Code::Aborted
+                    | Code::Cancelled
+                    | Code::Unknown => Attempt::Retry { after: None, why },
+                    _ => Attempt::Reject(why),
+                }
+            }
+        }
+    }
+
+    fn grpc_request<T>(&self, message: T, limit: Duration) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        request.set_timeout(limit);
+        for (k, v) in &self.headers {
+            if let (Ok(key), Ok(value)) = (
+                tonic::metadata::MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes()),
+                tonic::metadata::MetadataValue::try_from(v.as_str()),
+            ) {
+                request.metadata_mut().insert(key, value);
+            }
+        }
+        request
+    }
 }

@@ -15,7 +15,7 @@ use pi_observe_core::{DropReason, EventKind, ObsEvent, Observability, SpanId, Su
 
 use crate::config::{ConfigError, OtlpConfig};
 use crate::convert::{Conventions, span_data};
-use crate::export::{Delivery, HttpExporter};
+use crate::export::{Delivery, Exporter};
 use crate::metrics::Aggregator;
 use crate::names;
 
@@ -119,7 +119,7 @@ impl OtelSubscriber {
         let worker = if disabled {
             None
         } else {
-            let exporter = HttpExporter::new(&config, &resource(&config))
+            let exporter = Exporter::new(&config, &resource(&config))
                 .map_err(|message| ConfigError { setting: "OTLP exporter".into(), message })?;
             let state = Worker {
                 receiver,
@@ -258,7 +258,7 @@ impl Subscriber for OtelSubscriber {
 
 struct Worker {
     receiver: Receiver<Message>,
-    exporter: HttpExporter,
+    exporter: Exporter,
     counters: Arc<Counters>,
     hub: Observability,
     conventions: Conventions,

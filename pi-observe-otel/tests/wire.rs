@@ -236,3 +236,31 @@ fn logs_are_off_by_default_and_when_on_every_record_arrives_correlated_to_its_sp
         }
     }
 }
+
+#[test]
+fn grpc_export_reaches_an_in_process_collector_with_traces_metrics_and_logs() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let mut collector = runtime.block_on(fake_opentelemetry_collector::FakeCollectorServer::start()).unwrap();
+    let cfg = OtlpConfig {
+        protocol: Some(Protocol::Grpc),
+        logs: Some(true),
+        headers: vec![("x-tenant".into(), "t-42".into())],
+        ..config(&collector.endpoint())
+    };
+    let run = run(cfg, Duration::from_secs(5));
+    assert_eq!(run.stats.spans_exported, 8, "{:?}", run.stats);
+    let spans = runtime.block_on(collector.exported_spans(8, Duration::from_secs(5)));
+    assert_eq!(spans.len(), 8);
+    for start in run.events.iter().filter(|e| e.kind == EventKind::Start) {
+        let span = spans.iter().find(|s| s.span_id == start.span_id.unwrap().to_string()).expect("span");
+        assert_eq!(span.trace_id, start.trace_id.to_string());
+        assert_eq!(span.parent_span_id, start.parent_span_id.map(|p| p.to_string()).unwrap_or_default());
+        assert_eq!(span.start_time_unix_nano, start.timestamp.unix_nanos());
+        let user = span.attributes.get("user.id").expect("user.id");
+        assert!(user.contains(&format!("{:?}", start.context.get("userId").unwrap())), "{user}");
+    }
+    let logs = runtime.block_on(collector.exported_logs(run.events.len(), Duration::from_secs(5)));
+    assert_eq!(logs.len(), run.events.len());
+    let metrics = runtime.block_on(collector.exported_metrics(1, Duration::from_secs(5)));
+    assert!(!metrics.is_empty());
+}

@@ -167,22 +167,29 @@ pub fn otlp(args: &OtlpArgs) -> Result<Option<pi_observe::otel::OtlpConfig>, Cli
         return Ok(None);
     }
     let mut config = OtlpConfig::default();
-    if let Some(endpoint) = args.otlp.as_deref().map(str::trim).filter(|e| !e.is_empty()) {
-        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-            return Err(CliError(format!("--otlp: {endpoint:?} is not an http(s) URL")));
-        }
-        let full = if endpoint.trim_end_matches('/').ends_with("/v1/traces") {
-            endpoint.to_owned()
-        } else {
-            format!("{}/v1/traces", endpoint.trim_end_matches('/'))
-        };
-        config.traces_endpoint = Some(full);
-    }
     if let Some(p) = &args.otlp_protocol {
         config.protocol = Some(
             Protocol::parse(p)
                 .ok_or_else(|| CliError(format!("--otlp-protocol: {p:?} is not grpc, http/protobuf or http/json")))?,
         );
+    }
+    let grpc = config.protocol == Some(Protocol::Grpc)
+        || (config.protocol.is_none()
+            && [env::TRACES_PROTOCOL, env::PROTOCOL]
+                .iter()
+                .find_map(|v| std::env::var(v).ok().filter(|p| !p.trim().is_empty()))
+                .is_some_and(|p| p.trim() == "grpc"));
+    if let Some(endpoint) = args.otlp.as_deref().map(str::trim).filter(|e| !e.is_empty()) {
+        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+            return Err(CliError(format!("--otlp: {endpoint:?} is not an http(s) URL")));
+        }
+        // gRPC takes the collector address as it is; HTTP wants the signal path.
+        let full = if grpc || endpoint.trim_end_matches('/').ends_with("/v1/traces") {
+            endpoint.to_owned()
+        } else {
+            format!("{}/v1/traces", endpoint.trim_end_matches('/'))
+        };
+        config.traces_endpoint = Some(full);
     }
     config.headers = args.otlp_header.clone();
     config.service_name = args.service_name.clone();
