@@ -41,6 +41,27 @@ impl Conventions {
     }
 }
 
+/// `pi.<key>` as an attribute key, built once per distinct key per thread (the worker converts
+/// the same few dozen keys over and over).
+pub fn pi_key(key: &str) -> opentelemetry::Key {
+    thread_local! {
+        static KEYS: std::cell::RefCell<std::collections::HashMap<String, opentelemetry::Key>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    KEYS.with(|keys| {
+        let mut keys = keys.borrow_mut();
+        if let Some(k) = keys.get(key) {
+            return k.clone();
+        }
+        let k = opentelemetry::Key::from(format!("{PI_PREFIX}{key}"));
+        // Bounded: payload keys are constants; a flood of dynamic keys just stops being cached.
+        if keys.len() < 4096 {
+            keys.insert(key.to_owned(), k.clone());
+        }
+        k
+    })
+}
+
 /// A payload value as an OpenTelemetry value.
 pub fn otel_value(value: &Value) -> opentelemetry::Value {
     use opentelemetry::Value as V;
@@ -75,8 +96,7 @@ fn string(fields: &[&Field], key: &str) -> Option<String> {
 /// hub's policy captured it, and secrets never do.
 pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions) -> Vec<KeyValue> {
     let fields: Vec<&Field> = record.exportable_fields().collect();
-    let mut out: Vec<KeyValue> =
-        fields.iter().map(|f| KeyValue::new(format!("{PI_PREFIX}{}", f.key), otel_value(&f.value))).collect();
+    let mut out: Vec<KeyValue> = fields.iter().map(|f| KeyValue::new(pi_key(&f.key), otel_value(&f.value))).collect();
     out.extend(context_attributes(&record.context));
     let input = int(&fields, pi::INPUT_TOKENS);
     let output = int(&fields, pi::OUTPUT_TOKENS);
@@ -205,10 +225,8 @@ pub fn span_data(
     let span_events: Vec<opentelemetry::trace::Event> = events
         .iter()
         .map(|e| {
-            let attrs: Vec<KeyValue> = e
-                .exportable_fields()
-                .map(|f| KeyValue::new(format!("{PI_PREFIX}{}", f.key), otel_value(&f.value)))
-                .collect();
+            let attrs: Vec<KeyValue> =
+                e.exportable_fields().map(|f| KeyValue::new(pi_key(&f.key), otel_value(&f.value))).collect();
             opentelemetry::trace::Event::new(Cow::Owned(e.name.to_string()), e.timestamp.to_system_time(), attrs, 0)
         })
         .collect();
