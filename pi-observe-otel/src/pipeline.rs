@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -23,10 +23,32 @@ use crate::names;
 /// without bound).
 const MAX_OPEN_SPANS: usize = 100_000;
 
-enum Message {
-    Record(Arc<ObsEvent>),
+/// Requests to the worker other than records.
+enum Control {
     Flush(SyncSender<()>),
     Shutdown(Instant, SyncSender<()>),
+}
+
+/// The queue between `on_event` and the worker: a plain locked `Vec` that only wakes the worker
+/// when a batch is full or a control request arrives (no syscall per record).
+struct Queue {
+    state: Mutex<QueueState>,
+    wake: Condvar,
+    capacity: usize,
+    wake_at: usize,
+}
+
+#[derive(Default)]
+struct QueueState {
+    records: Vec<Arc<ObsEvent>>,
+    control: Vec<Control>,
+    closed: bool,
+}
+
+impl Queue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 #[derive(Default)]
@@ -83,7 +105,7 @@ impl ExportStats {
 /// Exports contract events as OTLP spans. Subscribe it to a hub; call [`Subscriber::shutdown`]
 /// (or the hub's) before exit to flush within a deadline.
 pub struct OtelSubscriber {
-    sender: Mutex<Option<SyncSender<Message>>>,
+    queue: Arc<Queue>,
     worker: Mutex<Option<JoinHandle<()>>>,
     counters: Arc<Counters>,
     hub: Observability,
@@ -114,7 +136,13 @@ impl OtelSubscriber {
     pub fn new(config: OtlpConfig, hub: &Observability) -> Result<Arc<Self>, ConfigError> {
         let counters = Arc::new(Counters::default());
         let capacity = config.max_queue_size.unwrap_or(8192);
-        let (sender, receiver) = mpsc::sync_channel(capacity);
+        let batch_size = config.max_export_batch_size.unwrap_or(512);
+        let queue = Arc::new(Queue {
+            state: Mutex::new(QueueState::default()),
+            wake: Condvar::new(),
+            capacity,
+            wake_at: batch_size.min(capacity).max(1),
+        });
         let disabled = config.disabled;
         let worker = if disabled {
             None
@@ -122,13 +150,13 @@ impl OtelSubscriber {
             let exporter = Exporter::new(&config, &resource(&config))
                 .map_err(|message| ConfigError { setting: "OTLP exporter".into(), message })?;
             let state = Worker {
-                receiver,
+                queue: queue.clone(),
                 exporter,
                 counters: counters.clone(),
                 hub: hub.clone(),
                 conventions: config.conventions,
                 scope: InstrumentationScope::builder("pi-observe").with_version(env!("CARGO_PKG_VERSION")).build(),
-                batch_size: config.max_export_batch_size.unwrap_or(512),
+                batch_size,
                 delay: config.schedule_delay.unwrap_or(Duration::from_secs(1)),
                 timeout: config.timeout.unwrap_or(Duration::from_secs(10)),
                 sample_ratio: config.sample_ratio.unwrap_or(1.0),
@@ -147,13 +175,7 @@ impl OtelSubscriber {
                 })?;
             Some(handle)
         };
-        Ok(Arc::new(OtelSubscriber {
-            sender: Mutex::new(if disabled { None } else { Some(sender) }),
-            worker: Mutex::new(worker),
-            counters,
-            hub: hub.clone(),
-            disabled,
-        }))
+        Ok(Arc::new(OtelSubscriber { queue, worker: Mutex::new(worker), counters, hub: hub.clone(), disabled }))
     }
 
     /// A snapshot of the export counters.
@@ -172,24 +194,26 @@ impl OtelSubscriber {
         }
     }
 
-    fn sender(&self) -> Option<SyncSender<Message>> {
-        self.sender.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// Enqueues a control message, retrying a full queue until `deadline`.
-    fn control(&self, mut message: Message, deadline: Instant) -> Result<(), SubscriberError> {
-        let Some(sender) = self.sender() else { return Ok(()) };
-        loop {
-            match sender.try_send(message) {
-                Ok(()) => return Ok(()),
-                Err(TrySendError::Disconnected(_)) => return Err(SubscriberError::Other("OTLP worker stopped".into())),
-                Err(TrySendError::Full(back)) if Instant::now() < deadline => {
-                    message = back;
-                    std::thread::yield_now();
-                }
-                Err(TrySendError::Full(_)) => return Err(SubscriberError::Timeout),
-            }
+    /// Hands a control request to the worker. After shutdown it is a no-op.
+    fn control(&self, message: Control) -> bool {
+        let mut state = self.queue.lock();
+        if state.closed {
+            return false;
         }
+        if matches!(message, Control::Shutdown(..)) {
+            state.closed = true;
+        }
+        state.control.push(message);
+        self.queue.wake.notify_one();
+        true
+    }
+}
+
+impl Drop for OtelSubscriber {
+    fn drop(&mut self) {
+        // Without an explicit shutdown the worker still ends: it exports what it has and exits.
+        self.queue.lock().closed = true;
+        self.queue.wake.notify_one();
     }
 }
 
@@ -206,28 +230,36 @@ impl Subscriber for OtelSubscriber {
         if is_start {
             self.counters.started.fetch_add(1, Relaxed);
         }
-        let Some(sender) = self.sender() else {
+        let mut state = self.queue.lock();
+        if state.closed {
+            drop(state);
             if is_start {
                 self.counters.dropped_shutdown.fetch_add(1, Relaxed);
-                self.hub.record_dropped(DropReason::Shutdown, 1);
             }
+            self.hub.record_dropped(DropReason::Shutdown, 1);
             return;
-        };
-        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) =
-            sender.try_send(Message::Record(event.clone()))
-        {
+        }
+        if state.records.len() >= self.queue.capacity {
+            drop(state);
             // A lost start loses its span; a lost end leaves the span to be exported as incomplete.
             if is_start {
                 self.counters.dropped_queue_full.fetch_add(1, Relaxed);
             }
             self.hub.record_dropped(DropReason::QueueFull, 1);
+            return;
+        }
+        state.records.push(event.clone());
+        if state.records.len() == self.queue.wake_at {
+            self.queue.wake.notify_one();
         }
     }
 
     fn flush(&self, timeout: Duration) -> Result<(), SubscriberError> {
         let deadline = Instant::now() + timeout;
         let (ack, done) = mpsc::sync_channel(1);
-        self.control(Message::Flush(ack), deadline)?;
+        if !self.control(Control::Flush(ack)) {
+            return Ok(());
+        }
         done.recv_timeout(deadline.saturating_duration_since(Instant::now())).map_err(|e| match e {
             RecvTimeoutError::Timeout => SubscriberError::Timeout,
             RecvTimeoutError::Disconnected => SubscriberError::Other("OTLP worker stopped".into()),
@@ -242,9 +274,9 @@ impl Subscriber for OtelSubscriber {
         *self.counters.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner()) = Some(worker_deadline);
         self.counters.shutdown_started.notify_waiters();
         let (ack, done) = mpsc::sync_channel(1);
-        let sent = self.control(Message::Shutdown(worker_deadline, ack), deadline);
-        self.sender.lock().unwrap_or_else(|e| e.into_inner()).take();
-        sent?;
+        if !self.control(Control::Shutdown(worker_deadline, ack)) {
+            return Ok(());
+        }
         let result = done.recv_timeout(deadline.saturating_duration_since(Instant::now()));
         if result.is_ok() {
             if let Some(worker) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take() {
@@ -257,7 +289,7 @@ impl Subscriber for OtelSubscriber {
 }
 
 struct Worker {
-    receiver: Receiver<Message>,
+    queue: Arc<Queue>,
     exporter: Exporter,
     counters: Arc<Counters>,
     hub: Observability,
@@ -291,45 +323,73 @@ impl Worker {
         let mut next_export = Instant::now() + self.delay;
         let mut next_metrics = Instant::now() + self.metric_interval;
         loop {
-            if Instant::now() >= next_metrics {
-                self.export_metrics(&runtime, Instant::now() + self.timeout);
+            let (records, controls, closed) = {
+                let mut state = self.queue.lock();
+                while state.records.len() < self.queue.wake_at && state.control.is_empty() && !state.closed {
+                    let now = Instant::now();
+                    let wake = next_export.min(next_metrics);
+                    if now >= wake {
+                        break;
+                    }
+                    state = self
+                        .queue
+                        .wake
+                        .wait_timeout(state, wake - now)
+                        .map(|(s, _)| s)
+                        .unwrap_or_else(|e| e.into_inner().0);
+                }
+                (std::mem::take(&mut state.records), std::mem::take(&mut state.control), state.closed)
+            };
+            for event in records {
+                self.record(event);
+                if self.batch.len() >= self.batch_size {
+                    self.export(&runtime, Instant::now() + self.timeout);
+                }
+            }
+            let now = Instant::now();
+            if now >= next_export {
+                self.export(&runtime, now + self.timeout);
+                next_export = Instant::now() + self.delay;
+            }
+            if now >= next_metrics {
+                self.export_metrics(&runtime, now + self.timeout);
                 next_metrics = Instant::now() + self.metric_interval;
             }
-            let wake = next_export.min(next_metrics);
-            match self.receiver.recv_timeout(wake.saturating_duration_since(Instant::now())) {
-                Ok(Message::Record(event)) => {
-                    self.record(event);
-                    if self.batch.len() >= self.batch_size {
+            for control in controls {
+                match control {
+                    Control::Flush(ack) => {
                         self.export(&runtime, Instant::now() + self.timeout);
+                        let _ = ack.send(());
+                    }
+                    Control::Shutdown(deadline, ack) => {
+                        self.finish(&runtime, deadline);
+                        let _ = ack.send(());
+                        return;
                     }
                 }
-                Ok(Message::Flush(ack)) => {
-                    self.export(&runtime, Instant::now() + self.timeout);
-                    let _ = ack.send(());
-                }
-                Ok(Message::Shutdown(deadline, ack)) => {
-                    // Drain what was queued before the shutdown request.
-                    while let Ok(Message::Record(event)) = self.receiver.try_recv() {
-                        self.record(event);
-                    }
-                    let now = SystemTime::now();
-                    for (_, (start, events)) in std::mem::take(&mut self.open) {
-                        if let Some(span) = span_data(&start, None, &events, now, self.conventions, &self.scope) {
-                            self.batch.push(span);
-                        }
-                    }
-                    self.export(&runtime, deadline);
-                    self.export_metrics(&runtime, deadline);
-                    let _ = ack.send(());
-                    return;
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    self.export(&runtime, Instant::now() + self.timeout);
-                    next_export = Instant::now() + self.delay;
-                }
-                Err(RecvTimeoutError::Disconnected) => return,
+            }
+            if closed {
+                // Dropped without shutdown: export what is left within the usual timeout.
+                self.finish(&runtime, Instant::now() + self.timeout);
+                return;
             }
         }
+    }
+
+    /// Exports open spans (as incomplete), the last batch and the metrics, within `deadline`.
+    fn finish(&mut self, runtime: &tokio::runtime::Runtime, deadline: Instant) {
+        let leftover = std::mem::take(&mut self.queue.lock().records);
+        for event in leftover {
+            self.record(event);
+        }
+        let now = SystemTime::now();
+        for (_, (start, events)) in std::mem::take(&mut self.open) {
+            if let Some(span) = span_data(&start, None, &events, now, self.conventions, &self.scope) {
+                self.batch.push(span);
+            }
+        }
+        self.export(runtime, deadline);
+        self.export_metrics(runtime, deadline);
     }
 
     /// Keeps a trace when the low 8 bytes of its id fall under the ratio (deterministic per trace).
