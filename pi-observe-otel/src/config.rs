@@ -269,41 +269,35 @@ impl OtlpConfig {
         if self.sample_ratio.is_none() {
             self.sample_ratio = sampler(get(env::TRACES_SAMPLER), get(env::TRACES_SAMPLER_ARG))?;
         }
-        if self.metrics.is_none() {
-            if let Some(raw) = get(env::METRICS_EXPORTER) {
-                self.metrics = Some(match raw.trim() {
-                    "none" => false,
-                    "otlp" => true,
-                    other => {
-                        return Err(ConfigError::new(env::METRICS_EXPORTER, format!("{other:?} is not otlp or none")));
-                    }
-                });
+        let switch = |var: &str| -> Result<Option<bool>, ConfigError> {
+            get(var)
+                .map(|raw| match raw.trim() {
+                    "none" => Ok(false),
+                    "otlp" => Ok(true),
+                    other => Err(ConfigError::new(var, format!("{other:?} is not otlp or none"))),
+                })
+                .transpose()
+        };
+        let signal_endpoint = |var: &str, signal: &str| -> Result<Option<String>, ConfigError> {
+            match (get(var), get(env::ENDPOINT)) {
+                (Some(raw), _) => url(var, &raw).map(Some),
+                (None, Some(raw)) => {
+                    Ok(Some(format!("{}/v1/{signal}", url(env::ENDPOINT, &raw)?.trim_end_matches('/'))))
+                }
+                (None, None) => Ok(None),
             }
+        };
+        if self.metrics.is_none() {
+            self.metrics = switch(env::METRICS_EXPORTER)?;
         }
         if self.metrics_endpoint.is_none() {
-            if let Some(raw) = get(env::METRICS_ENDPOINT) {
-                self.metrics_endpoint = Some(url(env::METRICS_ENDPOINT, &raw)?);
-            } else if let Some(raw) = get(env::ENDPOINT) {
-                self.metrics_endpoint = Some(format!("{}/v1/metrics", url(env::ENDPOINT, &raw)?.trim_end_matches('/')));
-            }
+            self.metrics_endpoint = signal_endpoint(env::METRICS_ENDPOINT, "metrics")?;
         }
         if self.logs.is_none() {
-            if let Some(raw) = get(env::LOGS_EXPORTER) {
-                self.logs = Some(match raw.trim() {
-                    "none" => false,
-                    "otlp" => true,
-                    other => {
-                        return Err(ConfigError::new(env::LOGS_EXPORTER, format!("{other:?} is not otlp or none")));
-                    }
-                });
-            }
+            self.logs = switch(env::LOGS_EXPORTER)?;
         }
         if self.logs_endpoint.is_none() {
-            if let Some(raw) = get(env::LOGS_ENDPOINT) {
-                self.logs_endpoint = Some(url(env::LOGS_ENDPOINT, &raw)?);
-            } else if let Some(raw) = get(env::ENDPOINT) {
-                self.logs_endpoint = Some(format!("{}/v1/logs", url(env::ENDPOINT, &raw)?.trim_end_matches('/')));
-            }
+            self.logs_endpoint = signal_endpoint(env::LOGS_ENDPOINT, "logs")?;
         }
         if self.metric_interval.is_none() {
             self.metric_interval =

@@ -91,6 +91,16 @@ pub struct ExportStats {
     pub diagnostics: Vec<String>,
 }
 
+impl Counters {
+    /// Records that `signal` export stopped for good (401/403): one diagnostic line.
+    fn stopped(&self, signal: &str, why: &str) {
+        self.diagnostics
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(format!("OTLP {signal} export stopped: {why} (check the credentials in the OTLP headers)"));
+    }
+}
+
 impl ExportStats {
     /// All drops.
     pub fn spans_dropped(&self) -> u64 {
@@ -469,10 +479,7 @@ impl Worker {
         let deadline = cut_off.map_or(deadline, |d| deadline.min(d));
         if let Delivery::Unauthorized(why) = runtime.block_on(self.exporter.export_metrics(request, deadline)) {
             self.metrics_stopped = true;
-            c.diagnostics
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(format!("OTLP metrics export stopped: {why} (check the credentials in the OTLP headers)"));
+            self.counters.stopped("metrics", &why);
         }
     }
 
@@ -495,10 +502,7 @@ impl Worker {
         let deadline = cut_off.map_or(deadline, |d| deadline.min(d));
         if let Delivery::Unauthorized(why) = runtime.block_on(self.exporter.export_logs(records, deadline)) {
             self.logs_stopped = true;
-            c.diagnostics
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(format!("OTLP logs export stopped: {why} (check the credentials in the OTLP headers)"));
+            self.counters.stopped("logs", &why);
         }
     }
 
@@ -547,11 +551,7 @@ impl Worker {
                 self.stopped = true;
                 self.counters.dropped_unauthorized.fetch_add(n, Relaxed);
                 self.hub.record_dropped(DropReason::Rejected, n);
-                self.counters
-                    .diagnostics
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(format!("OTLP export stopped: {why} (check the credentials in the OTLP headers)"));
+                self.counters.stopped("traces", &why);
             }
         }
     }

@@ -15,9 +15,7 @@ use pi_observe::core::{Attribution, ObsEvent, Observability, names};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use pi_observe::otel::OtelSubscriber;
-
-use super::run::{FLUSH_DEADLINE, attach_sinks, report_export};
+use super::run::{FLUSH_DEADLINE, attach_otlp, attach_sinks, report_export};
 use super::{CliError, DemoArgs, setup, tree};
 
 /// A fake credential placed in a file the demo agent reads: it must never reach telemetry
@@ -134,14 +132,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
     let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
     let hub = Observability::with_policy(policy.clone());
     let mut subscriptions = attach_sinks(&hub, &policy, Some(&events_path), false)?;
-    let exporter = match otlp {
-        Some(config) => {
-            let otel = OtelSubscriber::new(config, &hub).map_err(|e| CliError(e.to_string()))?;
-            subscriptions.push(hub.subscribe_arc(otel.clone(), Arc::new(policy.clone())));
-            Some(otel)
-        }
-        None => None,
-    };
+    let exporter = attach_otlp(&hub, &policy, otlp, &mut subscriptions)?;
     let collected = Arc::new(Mutex::new(Vec::new()));
     let sink = collected.clone();
     let collector = hub.subscribe_arc(

@@ -17,6 +17,19 @@ use super::{Cli, CliError, Mode, output, setup};
 /// How long the exit waits for sinks to write what they have.
 pub const FLUSH_DEADLINE: Duration = Duration::from_secs(5);
 
+/// Subscribes the OTLP exporter, when configured, to `hub` under `policy`.
+pub fn attach_otlp(
+    hub: &Observability,
+    policy: &ContentPolicy,
+    config: Option<pi_observe::otel::OtlpConfig>,
+    subscriptions: &mut Vec<pi_observe::core::Subscription>,
+) -> Result<Option<Arc<OtelSubscriber>>, CliError> {
+    let Some(config) = config else { return Ok(None) };
+    let otel = OtelSubscriber::new(config, hub).map_err(|e| CliError(e.to_string()))?;
+    subscriptions.push(hub.subscribe_arc(otel.clone(), Arc::new(policy.clone())));
+    Ok(Some(otel))
+}
+
 /// Subscribes the local sinks (`--events-jsonl`, `--mode json`) to `hub` under `policy`.
 pub fn attach_sinks(
     hub: &Observability,
@@ -73,14 +86,7 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
 
     let hub = Observability::with_policy(policy.clone());
     let mut subscriptions = attach_sinks(&hub, &policy, cli.observe.events_jsonl.as_deref(), cli.mode == Mode::Json)?;
-    let exporter = match otlp {
-        Some(config) => {
-            let otel = OtelSubscriber::new(config, &hub).map_err(|e| CliError(e.to_string()))?;
-            subscriptions.push(hub.subscribe_arc(otel.clone(), Arc::new(policy.clone())));
-            Some(otel)
-        }
-        None => None,
-    };
+    let exporter = attach_otlp(&hub, &policy, otlp, &mut subscriptions)?;
     let trace = Arc::new(std::sync::OnceLock::new());
     let root = trace.clone();
     subscriptions.push(hub.subscribe(move |e: &ObsEvent| {
