@@ -301,3 +301,18 @@ fn an_incoming_traceparent_becomes_the_parent_of_the_prompt_root() {
     assert!(text(&out).1.contains("TRACEPARENT"), "…but the user is told");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let d = scratch("closed-stdout");
+    for args in [vec!["demo", "--dir", d.to_str().unwrap()], vec!["-p", "hi", "--no-session", "--mode", "json"]] {
+        let mut child =
+            pi().args(&args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        drop(child.stdout.take()); // the reader goes away, like `pi demo | head -1`
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(out.status.success(), "{args:?}: {stderr}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::run::{FLUSH_DEADLINE, attach_otlp, attach_sinks, report_export};
-use super::{CliError, DemoArgs, setup, tree};
+use super::{CliError, DemoArgs, output, setup, tree};
 
 /// A fake credential placed in a file the demo agent reads: it must never reach telemetry
 /// unscrubbed.
@@ -150,11 +150,11 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
         match task.await {
             Ok(Ok(result)) if result.error.is_none() => {
                 let answer = result.last_message.map(|m| m.text()).unwrap_or_default();
-                println!("{user}: {answer}");
+                output::line(format_args!("{user}: {answer}"));
             }
             Ok(Ok(result)) => {
                 failed = true;
-                eprintln!("pi: {user}: {}", result.error.map(|e| e.to_string()).unwrap_or_default());
+                output::error(format_args!("pi: {user}: {}", result.error.map(|e| e.to_string()).unwrap_or_default()));
             }
             Ok(Err(e)) => return Err(e),
             Err(e) => return Err(CliError(format!("{user}: task failed: {e}"))),
@@ -165,13 +165,13 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
     drop(subscriptions);
     let events = std::mem::take(&mut *collected.lock().unwrap_or_else(|p| p.into_inner()));
 
-    print!("{}", tree::render_trees(&events));
-    println!();
-    print!("{}", tree::render_costs(&events));
-    println!();
-    println!("workspace: {}", workspace.display());
-    println!("sessions:  {}", sessions.display());
-    println!("events:    {} ({} records)", events_path.display(), events.len());
+    output::text(format_args!("{}", tree::render_trees(&events)));
+    output::line("");
+    output::text(format_args!("{}", tree::render_costs(&events)));
+    output::line("");
+    output::line(format_args!("workspace: {}", workspace.display()));
+    output::line(format_args!("sessions:  {}", sessions.display()));
+    output::line(format_args!("events:    {} ({} records)", events_path.display(), events.len()));
     if let Some(otel) = &exporter {
         let mut traces: Vec<_> = events
             .iter()
@@ -182,12 +182,12 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
         report_export(otel, &traces);
     }
     let stats = hub.stats();
-    println!(
+    output::line(format_args!(
         "pipeline:  {} emitted, {} delivered, {} dropped, {} content fields withheld",
         stats.emitted,
         stats.delivered,
         stats.dropped_total(),
         stats.fields_withheld
-    );
+    ));
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }

@@ -187,14 +187,14 @@ pub fn main() -> ExitCode {
             }
             let rendered = e.render().to_string();
             let first = rendered.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
-            eprintln!("pi: {first} (see pi --help)");
+            output::error(format_args!("pi: {first} (see pi --help)"));
             return ExitCode::from(2);
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("pi: cannot start the async runtime: {e}");
+            output::error(format_args!("pi: cannot start the async runtime: {e}"));
             return ExitCode::FAILURE;
         }
     };
@@ -210,7 +210,7 @@ pub fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("pi: {e}");
+            output::error(format_args!("pi: {e}"));
             ExitCode::from(2)
         }
     }

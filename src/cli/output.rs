@@ -26,3 +26,18 @@ pub fn text_delta(event: &AgentEvent) {
         let _ = out.flush();
     }
 }
+
+/// Prints a line on stdout; a closed stdout (`pi demo | head -1`) is not an error worth a panic.
+pub fn line(text: impl std::fmt::Display) {
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
+/// Prints text on stdout without a newline (see [`line`]).
+pub fn text(text: impl std::fmt::Display) {
+    let _ = write!(std::io::stdout().lock(), "{text}");
+}
+
+/// Prints a line on stderr, ignoring a closed stderr.
+pub fn error(text: impl std::fmt::Display) {
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
+}

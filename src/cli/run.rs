@@ -58,11 +58,11 @@ pub fn report_export(otel: &OtelSubscriber, traces: &[pi_observe::core::TraceId]
     for trace in traces {
         let link =
             template.as_ref().map(|t| format!(" {}", t.replace("{trace_id}", &trace.to_string()))).unwrap_or_default();
-        eprintln!("pi: trace {trace}{link}");
+        output::error(format_args!("pi: trace {trace}{link}"));
     }
-    eprintln!("pi: otlp: {} spans exported, {} dropped", stats.spans_exported, stats.spans_dropped());
+    output::error(format_args!("pi: otlp: {} spans exported, {} dropped", stats.spans_exported, stats.spans_dropped()));
     for diagnostic in stats.diagnostics {
-        eprintln!("pi: warning: {diagnostic}");
+        output::error(format_args!("pi: warning: {diagnostic}"));
     }
 }
 
@@ -76,7 +76,10 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
     let traceparent = std::env::var(names::ENV_TRACEPARENT).ok().filter(|v| !v.is_empty());
     if let Some(tp) = &traceparent {
         if TraceParent::parse(tp).is_none() {
-            eprintln!("pi: warning: {}: not a valid W3C traceparent; starting a new trace", names::ENV_TRACEPARENT);
+            output::error(format_args!(
+                "pi: warning: {}: not a valid W3C traceparent; starting a new trace",
+                names::ENV_TRACEPARENT
+            ));
         }
     }
 
@@ -123,7 +126,7 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
     drop(subscriptions);
     let result = result.map_err(|e| CliError(format!("session: {e}")))?;
     if mode == Mode::Text {
-        println!();
+        output::line("");
     }
     if let Some(otel) = &exporter {
         let traces: Vec<_> = trace.get().copied().into_iter().collect();
@@ -132,12 +135,12 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
     Ok(match result.stop_reason {
         StopReason::Stop | StopReason::Length | StopReason::ToolUse => ExitCode::SUCCESS,
         StopReason::Aborted => {
-            eprintln!("pi: aborted");
+            output::error(format_args!("pi: aborted"));
             ExitCode::from(130)
         }
         StopReason::Error => {
             let why = result.error.map(|e| e.to_string()).unwrap_or_else(|| "the provider failed".into());
-            eprintln!("pi: {why}");
+            output::error(format_args!("pi: {why}"));
             ExitCode::FAILURE
         }
     })
