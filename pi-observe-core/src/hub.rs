@@ -241,7 +241,7 @@ impl Observability {
         let _delivering = DeliveringGuard::enter();
         let single_policy = entries.iter().all(|e| Arc::ptr_eq(&e.policy, &entries[0].policy));
         if single_policy {
-            let redacted = Arc::new(entries[0].policy.apply(event, stats));
+            let redacted = entries[0].policy.apply_shared(event, stats);
             for entry in entries.iter() {
                 self.deliver(entry, &redacted);
             }
@@ -251,7 +251,7 @@ impl Observability {
                 let index = match done.iter().position(|(p, _)| Arc::ptr_eq(p, &entry.policy)) {
                     Some(index) => index,
                     None => {
-                        done.push((&entry.policy, Arc::new(entry.policy.apply(event.clone(), stats))));
+                        done.push((&entry.policy, entry.policy.apply_shared(event.clone(), stats)));
                         done.len() - 1
                     }
                 };

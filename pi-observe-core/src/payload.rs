@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 /// A payload value: a scalar or a homogeneous array.
 #[derive(Debug, Clone, PartialEq)]
@@ -254,9 +255,25 @@ pub struct Field {
 }
 
 /// An ordered set of classified fields; keys are unique (a later insert replaces the value).
-#[derive(Debug, Clone, Default, PartialEq)]
+///
+/// Cloning is cheap: the fields are shared copy-on-write, so the start record, the running
+/// operation and the end record of one operation hold one allocation until something changes.
+#[derive(Clone, Default)]
 pub struct Payload {
-    fields: Vec<Field>,
+    /// `None` for the empty payload (no allocation); shared after a clone.
+    fields: Option<Arc<Vec<Field>>>,
+}
+
+impl fmt::Debug for Payload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Payload").field("fields", &self.as_slice()).finish()
+    }
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
 }
 
 impl Payload {
@@ -290,22 +307,27 @@ impl Payload {
 
     /// Adds or replaces a field, keeping the position of an existing key.
     pub fn push_field(&mut self, field: Field) {
-        match self.fields.iter_mut().find(|f| f.key == field.key) {
+        let fields = self.fields_mut();
+        match fields.iter_mut().find(|f| f.key == field.key) {
             Some(existing) => *existing = field,
-            None => self.fields.push(field),
+            None => fields.push(field),
         }
     }
 
     /// Merges `other` into `self`; `other`'s values win for keys present in both.
     pub fn merge(&mut self, other: Payload) {
-        for field in other.fields {
+        if self.is_empty() {
+            *self = other;
+            return;
+        }
+        for field in other {
             self.push_field(field);
         }
     }
 
     /// The field with this key.
     pub fn field(&self, key: &str) -> Option<&Field> {
-        self.fields.iter().find(|f| f.key == key)
+        self.iter().find(|f| f.key == key)
     }
 
     /// The value with this key.
@@ -315,32 +337,41 @@ impl Payload {
 
     /// Removes and returns the field with this key.
     pub fn remove(&mut self, key: &str) -> Option<Field> {
-        let index = self.fields.iter().position(|f| f.key == key)?;
-        Some(self.fields.remove(index))
+        let index = self.iter().position(|f| f.key == key)?;
+        Some(self.fields_mut().remove(index))
     }
 
     /// Fields in insertion order.
     pub fn iter(&self) -> std::slice::Iter<'_, Field> {
-        self.fields.iter()
+        self.as_slice().iter()
     }
 
     /// Number of fields.
     pub fn len(&self) -> usize {
-        self.fields.len()
+        self.as_slice().len()
     }
 
     /// True when there are no fields.
     pub fn is_empty(&self) -> bool {
-        self.fields.is_empty()
+        self.as_slice().is_empty()
     }
 
     /// Keeps only the fields for which `keep` returns true.
     pub fn retain(&mut self, keep: impl FnMut(&Field) -> bool) {
-        self.fields.retain(keep);
+        let mask: Vec<bool> = self.iter().map(keep).collect();
+        if mask.contains(&false) {
+            let mut kept = mask.into_iter();
+            self.fields_mut().retain(|_| kept.next().unwrap_or(true));
+        }
     }
 
+    fn as_slice(&self) -> &[Field] {
+        self.fields.as_deref().map_or(&[], Vec::as_slice)
+    }
+
+    /// The fields for writing: copies them first if they are shared.
     pub(crate) fn fields_mut(&mut self) -> &mut Vec<Field> {
-        &mut self.fields
+        Arc::make_mut(self.fields.get_or_insert_with(Default::default))
     }
 }
 
@@ -348,7 +379,7 @@ impl<'a> IntoIterator for &'a Payload {
     type Item = &'a Field;
     type IntoIter = std::slice::Iter<'a, Field>;
     fn into_iter(self) -> Self::IntoIter {
-        self.fields.iter()
+        self.iter()
     }
 }
 
@@ -356,7 +387,10 @@ impl IntoIterator for Payload {
     type Item = Field;
     type IntoIter = std::vec::IntoIter<Field>;
     fn into_iter(self) -> Self::IntoIter {
-        self.fields.into_iter()
+        match self.fields {
+            None => Vec::new().into_iter(),
+            Some(fields) => Arc::unwrap_or_clone(fields).into_iter(),
+        }
     }
 }
 
@@ -408,6 +442,25 @@ mod tests {
         assert_eq!(p.get("a"), Some(&Value::I64(2)));
         assert_eq!(p.field("c").unwrap().class, Class::Content(ContentKind::Prompt));
         assert!(p.get("missing").is_none());
+    }
+
+    #[test]
+    fn clones_share_fields_until_one_of_them_changes() {
+        let original = Payload::new().safe("a", 1).content(ContentKind::Prompt, "p", "hi");
+        let mut copy = original.clone();
+        copy.insert("a", 2, Class::Safe);
+        copy.retain(|f| f.class == Class::Safe);
+        assert_eq!(original.get("a"), Some(&Value::I64(1)));
+        assert_eq!(original.len(), 2);
+        assert_eq!(copy.get("a"), Some(&Value::I64(2)));
+        assert_eq!(copy.len(), 1);
+        let mut calls = 0;
+        copy.retain(|_| {
+            calls += 1;
+            true
+        });
+        assert_eq!(calls, 1, "retain asks once per field");
+        assert_eq!(Payload::new(), Payload::new().safe("x", 1).into_iter().filter(|_| false).collect());
     }
 
     #[test]

@@ -5,6 +5,12 @@
 //!   `opentelemetry_sdk` span through a `BatchSpanProcessor` vs `tracing` + `tracing-opentelemetry`
 //!   on the same SDK pipeline. All three do the same export work: OTLP/HTTP protobuf to one
 //!   loopback sink.
+//! - `export/*`: throughput of the whole pipeline for a burst of operations, from the first
+//!   record to the last byte acknowledged by the loopback sink (`flush`): hub → `OtelSubscriber`
+//!   (our OTLP/HTTP exporter) vs the raw SDK (`BatchSpanProcessor` → `opentelemetry-otlp`'s
+//!   HTTP/protobuf `SpanExporter`, blocking reqwest client). Same spans (the peer sets the six
+//!   attributes and the CLIENT kind our converter produces), same sink, same batch size; both
+//!   pipelines must report zero drops or the numbers are void.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -16,7 +22,7 @@ use std::task::{Context, Poll, Waker};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use opentelemetry::KeyValue;
-use opentelemetry::trace::{Tracer, TracerProvider};
+use opentelemetry::trace::{TraceContextExt, Tracer, TracerProvider};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter};
 use pi_observe_core::{ContentPolicy, Observability, Payload, names, trace_operation};
@@ -162,5 +168,96 @@ fn spans(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, spans);
+/// Operations per measured burst: below both queues' capacity (ours 8192 records = 4096 spans,
+/// the SDK's 2048 spans), so nothing is dropped and both export everything.
+const BURST: u64 = 1_000;
+
+fn export(c: &mut Criterion) {
+    let mut group = c.benchmark_group("export");
+    group.throughput(criterion::Throughput::Elements(BURST));
+    let endpoint = sink();
+
+    let hub = Observability::new();
+    let config = OtlpConfig {
+        traces_endpoint: Some(endpoint.clone()),
+        metrics: Some(false),
+        max_export_batch_size: Some(512),
+        ..Default::default()
+    };
+    let otel = OtelSubscriber::new(config, &hub).unwrap();
+    let subscription = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
+    let payload =
+        || Payload::new().safe(names::PROVIDER, "faux").safe(names::MODEL, "faux-1").safe(names::TURN_INDEX, 3);
+    group.bench_function("pi_hub_to_otlp_http", |b| {
+        b.iter(|| {
+            for _ in 0..BURST {
+                let _ =
+                    run_ready(hub.scope(trace_operation(names::PROVIDER_REQUEST, payload, async {
+                        Ok::<_, std::fmt::Error>(1)
+                    })));
+            }
+            pi_observe_core::Subscriber::flush(otel.as_ref(), std::time::Duration::from_secs(30)).unwrap();
+        })
+    });
+    drop(subscription);
+    let stats = otel.stats();
+    assert_eq!(stats.spans_dropped(), 0, "our pipeline dropped spans: {stats:?}");
+    let _ = pi_observe_core::Subscriber::shutdown(otel.as_ref(), std::time::Duration::from_secs(5));
+
+    use opentelemetry_otlp::WithExportConfig;
+    let exporter = opentelemetry_otlp::SpanExporter::builder().with_http().with_endpoint(&endpoint).build().unwrap();
+    let counted = CountingExporter { inner: exporter, spans: Default::default() };
+    let spans = counted.spans.clone();
+    let processor = BatchSpanProcessor::builder(counted)
+        .with_batch_config(
+            opentelemetry_sdk::trace::BatchConfigBuilder::default().with_max_export_batch_size(512).build(),
+        )
+        .build();
+    let provider = SdkTracerProvider::builder().with_span_processor(processor).build();
+    let tracer = provider.tracer("bench");
+    let mut bursts = 0u64;
+    group.bench_function("raw_sdk_otlp_http_exporter", |b| {
+        b.iter(|| {
+            bursts += 1;
+            for _ in 0..BURST {
+                // The attributes and kind our converter produces for this operation (GenAI
+                // profile), so both sides encode the same spans.
+                let builder =
+                    tracer.span_builder("pi.ai.provider.request").with_kind(opentelemetry::trace::SpanKind::Client);
+                let cx = opentelemetry::Context::current_with_span(builder.start(&tracer));
+                let _guard = cx.clone().attach();
+                cx.span().set_attributes([
+                    KeyValue::new("pi.provider", "faux"),
+                    KeyValue::new("pi.model", "faux-1"),
+                    KeyValue::new("pi.turnIndex", 3),
+                    KeyValue::new("gen_ai.operation.name", "chat"),
+                    KeyValue::new("gen_ai.provider.name", "faux"),
+                    KeyValue::new("gen_ai.request.model", "faux-1"),
+                ]);
+                cx.span().end();
+            }
+            provider.force_flush().unwrap();
+        })
+    });
+    let exported = spans.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(exported, bursts * BURST, "the SDK pipeline dropped spans");
+    let _ = provider.shutdown();
+    group.finish();
+}
+
+/// Counts what the SDK exporter was handed, so a run with drops is caught.
+#[derive(Debug)]
+struct CountingExporter {
+    inner: opentelemetry_otlp::SpanExporter,
+    spans: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl SpanExporter for CountingExporter {
+    fn export(&self, batch: Vec<SpanData>) -> impl Future<Output = OTelSdkResult> + Send {
+        self.spans.fetch_add(batch.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.inner.export(batch)
+    }
+}
+
+criterion_group!(benches, spans, export);
 criterion_main!(benches);

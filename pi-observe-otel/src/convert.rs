@@ -1,7 +1,5 @@
 //! Pure mapping from contract records to OpenTelemetry span data. No I/O, no clocks.
 
-use std::borrow::Cow;
-
 use opentelemetry::trace::{SpanContext, SpanKind, Status, TraceFlags, TraceState};
 use opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
@@ -44,17 +42,31 @@ impl Conventions {
 /// `pi.<key>` as an attribute key, built once per distinct key per thread (the worker converts
 /// the same few dozen keys over and over).
 pub fn pi_key(key: &str) -> opentelemetry::Key {
+    cached_key(PI_PREFIX, key)
+}
+
+/// `prefix + key` as an attribute key, cached per thread for the prefixes used here.
+fn cached_key(prefix: &'static str, key: &str) -> opentelemetry::Key {
+    type Keys = std::collections::HashMap<String, opentelemetry::Key>;
     thread_local! {
-        static KEYS: std::cell::RefCell<std::collections::HashMap<String, opentelemetry::Key>> =
-            std::cell::RefCell::new(std::collections::HashMap::new());
+        static KEYS: std::cell::RefCell<Vec<(&'static str, Keys)>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    KEYS.with(|keys| {
-        let mut keys = keys.borrow_mut();
+    KEYS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let index = match cache.iter().position(|(p, _)| *p == prefix) {
+            Some(index) => index,
+            None => {
+                cache.push((prefix, Keys::new()));
+                cache.len() - 1
+            }
+        };
+        let keys = &mut cache[index].1;
         if let Some(k) = keys.get(key) {
             return k.clone();
         }
-        let k = opentelemetry::Key::from(format!("{PI_PREFIX}{key}"));
-        // Bounded: payload keys are constants; a flood of dynamic keys just stops being cached.
+        let k = opentelemetry::Key::from(format!("{prefix}{key}"));
+        // Bounded: payload and attribution keys are few; a flood of dynamic keys just stops
+        // being cached.
         if keys.len() < 4096 {
             keys.insert(key.to_owned(), k.clone());
         }
@@ -62,32 +74,42 @@ pub fn pi_key(key: &str) -> opentelemetry::Key {
     })
 }
 
-/// A payload value as an OpenTelemetry value.
+/// A payload value as an OpenTelemetry value. Strings are reference-counted, so the same value
+/// under a second convention key costs no copy.
 pub fn otel_value(value: &Value) -> opentelemetry::Value {
     use opentelemetry::Value as V;
-    let strings = |v: &[String]| Array::String(v.iter().map(|s| StringValue::from(s.clone())).collect());
+    let shared = |s: &str| StringValue::from(std::sync::Arc::<str>::from(s));
     match value {
-        Value::Str(s) => V::String(s.clone().into()),
+        Value::Str(s) => V::String(shared(s)),
         Value::I64(v) => V::I64(*v),
         Value::F64(v) => V::F64(*v),
         Value::Bool(v) => V::Bool(*v),
-        Value::StrArray(v) => V::Array(strings(v)),
+        Value::StrArray(v) => V::Array(Array::String(v.iter().map(|s| shared(s)).collect())),
         Value::I64Array(v) => V::Array(Array::I64(v.clone())),
         Value::F64Array(v) => V::Array(Array::F64(v.clone())),
         Value::BoolArray(v) => V::Array(Array::Bool(v.clone())),
     }
 }
 
-fn get<'a>(fields: &[&'a Field], key: &str) -> Option<&'a Value> {
-    fields.iter().find(|f| f.key == key).map(|f| &f.value)
+/// The exportable fields of one record next to their converted values.
+struct Converted<'a> {
+    fields: Vec<&'a Field>,
+    values: Vec<opentelemetry::Value>,
 }
 
-fn int(fields: &[&Field], key: &str) -> Option<i64> {
-    get(fields, key).and_then(Value::as_i64)
-}
+impl Converted<'_> {
+    fn index(&self, key: &str) -> Option<usize> {
+        self.fields.iter().position(|f| f.key == key)
+    }
 
-fn string(fields: &[&Field], key: &str) -> Option<String> {
-    get(fields, key).and_then(Value::as_str).map(str::to_owned)
+    fn int(&self, key: &str) -> Option<i64> {
+        self.index(key).and_then(|i| self.fields[i].value.as_i64())
+    }
+
+    /// A string field's converted value (shared, not copied).
+    fn string(&self, key: &str) -> Option<opentelemetry::Value> {
+        self.index(key).filter(|&i| self.fields[i].value.as_str().is_some()).map(|i| self.values[i].clone())
+    }
 }
 
 /// All attributes of one span: exportable payload fields as `pi.<key>`, attribution as
@@ -96,13 +118,22 @@ fn string(fields: &[&Field], key: &str) -> Option<String> {
 /// hub's policy captured it, and secrets never do.
 pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions) -> Vec<KeyValue> {
     let fields: Vec<&Field> = record.exportable_fields().collect();
-    let mut out: Vec<KeyValue> = fields.iter().map(|f| KeyValue::new(pi_key(&f.key), otel_value(&f.value))).collect();
-    out.extend(context_attributes(&record.context));
-    let input = int(&fields, pi::INPUT_TOKENS);
-    let output = int(&fields, pi::OUTPUT_TOKENS);
-    let cache_read = int(&fields, pi::CACHE_READ_TOKENS).unwrap_or(0);
-    let cache_write = int(&fields, pi::CACHE_WRITE_TOKENS).unwrap_or(0);
+    let values = fields.iter().map(|f| otel_value(&f.value)).collect();
+    let payload = Converted { fields, values };
+    // Room for the payload, the attribution (two keys each at most) and the convention keys.
+    let mut out: Vec<KeyValue> = Vec::with_capacity(payload.fields.len() + 2 * record.context.len() + 12);
+    out.extend(payload.fields.iter().zip(&payload.values).map(|(f, v)| KeyValue::new(pi_key(&f.key), v.clone())));
+    push_context_attributes(&record.context, &mut out);
+    let input = payload.int(pi::INPUT_TOKENS);
+    let output = payload.int(pi::OUTPUT_TOKENS);
+    let cache_read = payload.int(pi::CACHE_READ_TOKENS).unwrap_or(0);
+    let cache_write = payload.int(pi::CACHE_WRITE_TOKENS).unwrap_or(0);
     let prompt_tokens = input.map(|i| i + cache_read + cache_write);
+    let push_str = |out: &mut Vec<KeyValue>, key: &'static str, field: &str| {
+        if let Some(v) = payload.string(field) {
+            out.push(KeyValue::new(key, v));
+        }
+    };
     if conventions.genai() {
         let operation = match name {
             pi::AGENT_PROMPT => Some(OP_INVOKE_AGENT),
@@ -113,17 +144,12 @@ pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions) 
         if let Some(op) = operation {
             out.push(KeyValue::new(GEN_AI_OPERATION_NAME, op));
         }
-        let mut push_str = |key: &'static str, value: Option<String>| {
-            if let Some(v) = value {
-                out.push(KeyValue::new(key, v));
-            }
-        };
-        push_str(GEN_AI_PROVIDER_NAME, string(&fields, pi::PROVIDER));
-        push_str(GEN_AI_REQUEST_MODEL, string(&fields, pi::MODEL));
-        push_str(GEN_AI_RESPONSE_MODEL, string(&fields, pi::RESPONSE_MODEL));
-        push_str(GEN_AI_CONVERSATION_ID, string(&fields, pi::SESSION_ID));
-        push_str(GEN_AI_TOOL_NAME, string(&fields, pi::TOOL_NAME));
-        push_str(GEN_AI_TOOL_CALL_ID, string(&fields, pi::TOOL_CALL_ID));
+        push_str(&mut out, GEN_AI_PROVIDER_NAME, pi::PROVIDER);
+        push_str(&mut out, GEN_AI_REQUEST_MODEL, pi::MODEL);
+        push_str(&mut out, GEN_AI_RESPONSE_MODEL, pi::RESPONSE_MODEL);
+        push_str(&mut out, GEN_AI_CONVERSATION_ID, pi::SESSION_ID);
+        push_str(&mut out, GEN_AI_TOOL_NAME, pi::TOOL_NAME);
+        push_str(&mut out, GEN_AI_TOOL_CALL_ID, pi::TOOL_CALL_ID);
         if name == pi::PROVIDER_REQUEST {
             if let Some(tokens) = prompt_tokens {
                 out.push(KeyValue::new(GEN_AI_USAGE_INPUT_TOKENS, tokens));
@@ -133,10 +159,10 @@ pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions) 
             if let Some(tokens) = output {
                 out.push(KeyValue::new(GEN_AI_USAGE_OUTPUT_TOKENS, tokens));
             }
-            if let Some(reason) = string(&fields, pi::STOP_REASON) {
+            if let Some(opentelemetry::Value::String(reason)) = payload.string(pi::STOP_REASON) {
                 out.push(KeyValue::new(
                     GEN_AI_RESPONSE_FINISH_REASONS,
-                    opentelemetry::Value::Array(Array::String(vec![reason.into()])),
+                    opentelemetry::Value::Array(Array::String(vec![reason])),
                 ));
             }
         }
@@ -150,39 +176,37 @@ pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions) 
         };
         out.push(KeyValue::new(OPENINFERENCE_SPAN_KIND, kind));
         if name == pi::PROVIDER_REQUEST {
-            if let Some(model) = string(&fields, pi::MODEL) {
-                out.push(KeyValue::new(LLM_MODEL_NAME, model));
-            }
-            if let Some(provider) = string(&fields, pi::PROVIDER) {
-                out.push(KeyValue::new(LLM_PROVIDER, provider));
-            }
+            push_str(&mut out, LLM_MODEL_NAME, pi::MODEL);
+            push_str(&mut out, LLM_PROVIDER, pi::PROVIDER);
             if let (Some(prompt), Some(completion)) = (prompt_tokens, output) {
                 out.push(KeyValue::new(LLM_TOKEN_COUNT_PROMPT, prompt));
                 out.push(KeyValue::new(LLM_TOKEN_COUNT_COMPLETION, completion));
                 out.push(KeyValue::new(LLM_TOKEN_COUNT_TOTAL, prompt + completion));
             }
         }
-        if let Some(tool) = string(&fields, pi::TOOL_NAME) {
-            out.push(KeyValue::new(TOOL_NAME, tool));
-        }
-        if let Some(session) = string(&fields, pi::SESSION_ID) {
-            out.push(KeyValue::new(SESSION_ID, session));
-        }
+        push_str(&mut out, TOOL_NAME, pi::TOOL_NAME);
+        push_str(&mut out, SESSION_ID, pi::SESSION_ID);
     }
     out
 }
 
 /// Attribution as `pi.context.<key>`, plus `user.id` and `organization.id` when present.
 pub fn context_attributes(context: &Attribution) -> Vec<KeyValue> {
-    let mut out: Vec<KeyValue> =
-        context.iter().map(|(k, v)| KeyValue::new(format!("{PI_CONTEXT_PREFIX}{k}"), v.to_owned())).collect();
-    if let Some(user) = context.get(pi::CTX_USER_ID) {
-        out.push(KeyValue::new(USER_ID, user.to_owned()));
-    }
-    if let Some(org) = context.get(pi::CTX_ORG_ID) {
-        out.push(KeyValue::new(ORGANIZATION_ID, org.to_owned()));
-    }
+    let mut out = Vec::with_capacity(context.len() + 2);
+    push_context_attributes(context, &mut out);
     out
+}
+
+fn push_context_attributes(context: &Attribution, out: &mut Vec<KeyValue>) {
+    for (key, value) in context.iter() {
+        let value: opentelemetry::Value = StringValue::from(std::sync::Arc::<str>::from(value)).into();
+        match key {
+            pi::CTX_USER_ID => out.push(KeyValue::new(USER_ID, value.clone())),
+            pi::CTX_ORG_ID => out.push(KeyValue::new(ORGANIZATION_ID, value.clone())),
+            _ => {}
+        }
+        out.push(KeyValue::new(cached_key(PI_CONTEXT_PREFIX, key), value));
+    }
 }
 
 /// CLIENT for provider requests (they leave the process), INTERNAL otherwise.
@@ -210,7 +234,7 @@ pub fn span_data(
 ) -> Option<SpanData> {
     let own_span = start.span_id?;
     let record = end.unwrap_or(start);
-    let name = start.name.to_string();
+    let name = start.name.clone();
     let mut attributes = span_attributes(&name, record, conventions);
     if end.is_none() {
         attributes.push(KeyValue::new(PI_INCOMPLETE, true));
@@ -227,7 +251,7 @@ pub fn span_data(
         .map(|e| {
             let attrs: Vec<KeyValue> =
                 e.exportable_fields().map(|f| KeyValue::new(pi_key(&f.key), otel_value(&f.value))).collect();
-            opentelemetry::trace::Event::new(Cow::Owned(e.name.to_string()), e.timestamp.to_system_time(), attrs, 0)
+            opentelemetry::trace::Event::new(e.name.clone(), e.timestamp.to_system_time(), attrs, 0)
         })
         .collect();
     let mut events = SpanEvents::default();
@@ -243,7 +267,7 @@ pub fn span_data(
         parent_span_id: start.parent_span_id.map(span_id).unwrap_or(opentelemetry::trace::SpanId::INVALID),
         parent_span_is_remote: false,
         span_kind: span_kind(&name),
-        name: Cow::Owned(name),
+        name,
         start_time: start.timestamp.to_system_time(),
         end_time: end.map(|e| e.timestamp.to_system_time()).unwrap_or(shutdown_time),
         attributes,

@@ -2,6 +2,7 @@
 //! spans, batches them and exports them. `on_event` never blocks and never does I/O.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
@@ -175,7 +176,7 @@ impl OtelSubscriber {
                 metrics_stopped: false,
                 logs: config.logs.unwrap_or(false).then(Vec::new),
                 logs_stopped: false,
-                open: HashMap::new(),
+                open: HashMap::default(),
                 batch: Vec::new(),
                 stopped: false,
             };
@@ -309,7 +310,7 @@ struct Worker {
     delay: Duration,
     timeout: Duration,
     sample_ratio: f64,
-    open: HashMap<SpanId, (Arc<ObsEvent>, Vec<ObsEvent>)>,
+    open: HashMap<SpanId, (Arc<ObsEvent>, Vec<ObsEvent>), BuildHasherDefault<IdHasher>>,
     batch: Vec<SpanData>,
     stopped: bool,
     metrics: Option<Aggregator>,
@@ -553,6 +554,25 @@ impl Worker {
                 self.hub.record_dropped(DropReason::Rejected, n);
                 self.counters.stopped("traces", &why);
             }
+        }
+    }
+}
+
+/// Hashes span ids, which are already uniformly random: folds their bytes into a `u64` instead
+/// of running SipHash over them.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(word);
         }
     }
 }

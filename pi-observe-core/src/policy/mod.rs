@@ -14,7 +14,7 @@ pub use redactor::{FieldRef, RedactError, Redaction, Redactor};
 pub use scrub::{REDACTED, Scrubber};
 
 use crate::event::ObsEvent;
-use crate::payload::{Class, ContentKind, Value};
+use crate::payload::{Class, ContentKind, Payload, Value};
 use crate::stats::Stats;
 
 /// Default size limit of one captured field, in bytes.
@@ -126,32 +126,31 @@ impl ContentPolicy {
         self
     }
 
-    /// Applies the policy to one event: drops secrets and uncaptured content, scrubs, redacts and
-    /// truncates captured content, scrubs and truncates the error message.
+    #[cfg(test)]
     pub(crate) fn apply(&self, mut event: ObsEvent, stats: &Stats) -> ObsEvent {
+        self.apply_in_place(&mut event, stats);
+        event
+    }
+
+    /// Applies the policy to one event for delivery (the event is moved once, into its shared
+    /// box): drops secrets and uncaptured content, scrubs, redacts and truncates captured
+    /// content, scrubs and truncates the error message.
+    pub(crate) fn apply_shared(&self, event: ObsEvent, stats: &Stats) -> Arc<ObsEvent> {
+        let mut shared = Arc::new(event);
+        if let Some(event) = Arc::get_mut(&mut shared) {
+            self.apply_in_place(event, stats);
+        }
+        shared
+    }
+
+    fn apply_in_place(&self, event: &mut ObsEvent, stats: &Stats) {
         event.captured = self.capture;
         let event_name = event.name.clone();
-        event.payload.fields_mut().retain_mut(|field| {
-            let kind = match field.class {
-                Class::Safe => return true,
-                Class::Secret => {
-                    stats.fields_withheld.fetch_add(1, Relaxed);
-                    return false;
-                }
-                Class::Content(kind) if !self.captures(kind) => {
-                    stats.fields_withheld.fetch_add(1, Relaxed);
-                    return false;
-                }
-                Class::Content(kind) => kind,
-            };
-            let at = FieldRef { event_name: &event_name, key: &field.key, kind };
-            match &mut field.value {
-                Value::Str(text) => self.filter_text(at, text, stats),
-                Value::StrArray(items) => items.iter_mut().all(|text| self.filter_text(at, text, stats)),
-                // Numbers and booleans carry no text to scrub.
-                _ => true,
-            }
-        });
+        // All-safe payloads (the common case) stay shared with the operation's other records.
+        let all_safe = event.payload.iter().all(|field| field.class == Class::Safe);
+        if !all_safe {
+            self.filter_fields(&event_name, &mut event.payload, stats);
+        }
         if let Some(error) = &mut event.error {
             let scrubbed = self.scrubber.scrub(&error.message);
             if let Cow::Owned(clean) = scrubbed {
@@ -165,7 +164,31 @@ impl ContentPolicy {
                 stats.fields_truncated.fetch_add(1, Relaxed);
             }
         }
-        event
+    }
+
+    /// Drops secrets and uncaptured content; scrubs, redacts and truncates captured content.
+    fn filter_fields(&self, event_name: &str, payload: &mut Payload, stats: &Stats) {
+        payload.fields_mut().retain_mut(|field| {
+            let kind = match field.class {
+                Class::Safe => return true,
+                Class::Secret => {
+                    stats.fields_withheld.fetch_add(1, Relaxed);
+                    return false;
+                }
+                Class::Content(kind) if !self.captures(kind) => {
+                    stats.fields_withheld.fetch_add(1, Relaxed);
+                    return false;
+                }
+                Class::Content(kind) => kind,
+            };
+            let at = FieldRef { event_name, key: &field.key, kind };
+            match &mut field.value {
+                Value::Str(text) => self.filter_text(at, text, stats),
+                Value::StrArray(items) => items.iter_mut().all(|text| self.filter_text(at, text, stats)),
+                // Numbers and booleans carry no text to scrub.
+                _ => true,
+            }
+        });
     }
 
     /// Scrubs, redacts and truncates one captured string in place; false = drop the field.
