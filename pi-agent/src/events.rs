@@ -42,6 +42,12 @@ pub enum Delta {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentEvent {
+    /// The agent's session is ready (once, before the first prompt).
+    #[serde(rename_all = "camelCase")]
+    SessionStart {
+        /// Session id, when there is a session.
+        session_id: Option<String>,
+    },
     /// A prompt began.
     AgentStart,
     /// A turn began.
@@ -98,5 +104,39 @@ pub enum AgentEvent {
         stop_reason: StopReason,
         /// Usage of the whole prompt.
         usage: Usage,
+    },
+    /// Everything the prompt produced is persisted; the agent is idle.
+    AgentSettled,
+    /// Context was compacted.
+    #[serde(rename_all = "camelCase")]
+    SessionCompact {
+        /// `manual`, `threshold` or `overflow`.
+        reason: String,
+        /// Context tokens before.
+        tokens_before: u64,
+        /// Context tokens after (estimate).
+        tokens_after: u64,
+        /// The summary came from an extension.
+        from_extension: bool,
+    },
+    /// A compaction failed (the session is unchanged).
+    #[serde(rename_all = "camelCase")]
+    SessionCompactFailed {
+        /// `manual`, `threshold` or `overflow`.
+        reason: String,
+        /// What went wrong.
+        error: String,
+    },
+    /// The agent is shutting down.
+    SessionShutdown,
+    /// An extension handler failed; the agent went on.
+    #[serde(rename_all = "camelCase")]
+    ExtensionError {
+        /// The extension.
+        extension: String,
+        /// The hook.
+        hook: String,
+        /// What went wrong.
+        error: String,
     },
 }

@@ -11,9 +11,13 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{AgentEvent, Delta};
+use crate::extensions::{
+    BeforeAgentStartEvent, Extension, HookContext, Hooks, InputEvent, InputOutcome, ProviderHeadersEvent,
+    ProviderResponseEvent, SessionFacade, ToolCallEvent, ToolResultEvent,
+};
 use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, ToolResultMessage, Usage};
 use crate::model::ModelInfo;
-use crate::provider::{self, Provider, ProviderError, ProviderRequest, RetryPolicy, StreamEvent};
+use crate::provider::{self, Provider, ProviderError, ProviderRequest, RequestControl, RetryPolicy, StreamEvent};
 use crate::session::{ATTRIBUTION_CUSTOM_TYPE, EntryKind, SessionError, SessionWriter};
 use crate::time::now_millis;
 use crate::tools::{SessionEnv, ToolContext, ToolError, ToolRegistry};
@@ -60,6 +64,8 @@ pub struct AgentConfig {
     pub retry: RetryPolicy,
     /// Prompt source.
     pub source: PromptSource,
+    /// A user interface can answer extension questions (`false` in print and JSON mode).
+    pub has_ui: bool,
 }
 
 impl Default for AgentConfig {
@@ -75,6 +81,7 @@ impl Default for AgentConfig {
             expose_session_environment: true,
             retry: RetryPolicy::default(),
             source: PromptSource::Interactive,
+            has_ui: false,
         }
     }
 }
@@ -100,6 +107,8 @@ pub struct PromptResult {
     pub turns: usize,
     /// The provider error that ended the prompt, if any.
     pub error: Option<ProviderError>,
+    /// The extension whose `input` handler handled the prompt (the agent did not start).
+    pub handled_by: Option<String>,
 }
 
 impl Outcome for PromptResult {
@@ -118,6 +127,8 @@ pub struct Agent {
     config: AgentConfig,
     cwd: PathBuf,
     model_recorded: bool,
+    hooks: Arc<Hooks>,
+    session_started: bool,
 }
 
 /// Receives agent events.
@@ -140,6 +151,7 @@ impl Agent {
                     .iter()
                     .filter_map(|e| match &e.kind {
                         EntryKind::Message { message } => Some(message.clone()),
+                        EntryKind::CustomMessage { content, .. } => Some(Message::user(content.text())),
                         _ => None,
                     })
                     .collect()
@@ -162,7 +174,65 @@ impl Agent {
             config,
             cwd,
             model_recorded,
+            hooks: Arc::new(Hooks::new()),
+            session_started: false,
         }
+    }
+
+    /// Adds an extension: its handlers run after those of extensions added before it.
+    pub fn add_extension(&mut self, extension: &dyn Extension) {
+        // The hooks are shared only with tasks of a running prompt, and prompts borrow the
+        // agent mutably, so this is the only owner here.
+        if let Some(hooks) = Arc::get_mut(&mut self.hooks) {
+            hooks.add(extension);
+        }
+    }
+
+    /// The extensions added, in order.
+    pub fn extensions(&self) -> &[String] {
+        self.hooks.extensions()
+    }
+
+    fn hook_context(&self, cancel: &CancellationToken) -> HookContext {
+        HookContext {
+            has_ui: self.config.has_ui,
+            cancel: cancel.clone(),
+            cwd: self.cwd.clone(),
+            session: SessionFacade(self.session.clone()),
+            model: self.model.clone(),
+        }
+    }
+
+    /// Sends an event to the sink and to the extensions' notification handlers, then reports
+    /// handler failures.
+    async fn emit(&self, event: AgentEvent, ctx: &HookContext, on_event: AgentSink<'_>) {
+        self.hooks.notify(&event, ctx).await;
+        on_event(event);
+        report_failures(&self.hooks, on_event);
+    }
+
+    /// Runs the `message_end` chain on a finalized message, then reports it.
+    async fn finalize(&self, message: Message, ctx: &HookContext, on_event: AgentSink<'_>) -> Message {
+        let message = self.hooks.message_end(message, ctx).await;
+        on_event(AgentEvent::MessageEnd { message: message.clone() });
+        report_failures(&self.hooks, on_event);
+        message
+    }
+
+    /// Emits `session_start` (once, before the first prompt).
+    pub async fn start_session(&mut self, on_event: AgentSink<'_>) {
+        if self.session_started {
+            return;
+        }
+        self.session_started = true;
+        let ctx = self.hook_context(&CancellationToken::new());
+        self.emit(AgentEvent::SessionStart { session_id: self.session_id() }, &ctx, on_event).await;
+    }
+
+    /// Emits `session_shutdown`; call once when the agent is done.
+    pub async fn shutdown(&mut self, on_event: AgentSink<'_>) {
+        let ctx = self.hook_context(&CancellationToken::new());
+        self.emit(AgentEvent::SessionShutdown, &ctx, on_event).await;
     }
 
     /// The conversation so far.
@@ -211,6 +281,9 @@ impl Agent {
         let text = text.to_owned();
         trace_operation_with(names::AGENT_PROMPT, payload, move |span: Span| async move {
             let result = self.run_prompt(text, cancel, on_event).await;
+            if let Ok(PromptResult { handled_by: Some(extension), .. }) = &result {
+                span.record(|| Payload::new().safe("handled", true).safe(names::EXTENSION_NAME, extension.clone()));
+            }
             if let Ok(result) = &result {
                 span.record(|| {
                     provider::usage_payload(&result.usage)
@@ -233,7 +306,31 @@ impl Agent {
         cancel: &CancellationToken,
         on_event: AgentSink<'_>,
     ) -> Result<PromptResult, AgentError> {
-        on_event(AgentEvent::AgentStart);
+        self.start_session(&mut *on_event).await;
+        let ctx = self.hook_context(cancel);
+        let mut result = PromptResult {
+            stop_reason: StopReason::Stop,
+            last_message: None,
+            usage: Usage::default(),
+            turns: 0,
+            error: None,
+            handled_by: None,
+        };
+        let input = InputEvent { text, images: 0, source: self.config.source };
+        let text = match self.hooks.input(input, &ctx).await {
+            InputOutcome::Continue(text) => text,
+            InputOutcome::Handled { extension } => {
+                report_failures(&self.hooks, on_event);
+                result.handled_by = Some(extension);
+                return Ok(result);
+            }
+        };
+        report_failures(&self.hooks, on_event);
+        let start = BeforeAgentStartEvent { prompt: text.clone(), system_prompt: self.config.system_prompt.clone() };
+        let (injected, system_prompt) = self.hooks.before_agent_start(start, &ctx).await;
+        report_failures(&self.hooks, on_event);
+
+        self.emit(AgentEvent::AgentStart, &ctx, on_event).await;
         if !self.model_recorded {
             self.append(EntryKind::ModelChange {
                 provider: self.model.provider.clone(),
@@ -247,25 +344,21 @@ impl Agent {
                 attribution.iter().map(|(k, v)| (k.to_owned(), Value::String(v.to_owned()))).collect();
             self.append(EntryKind::Custom { custom_type: ATTRIBUTION_CUSTOM_TYPE.into(), data: Value::Object(data) })?;
         }
-        let user = Message::user(text);
-        on_event(AgentEvent::MessageStart { role: "user".into() });
+        self.emit(AgentEvent::MessageStart { role: "user".into() }, &ctx, on_event).await;
+        let user = self.finalize(Message::user(text), &ctx, on_event).await;
         self.append(EntryKind::Message { message: user.clone() })?;
-        self.messages.push(user.clone());
-        on_event(AgentEvent::MessageEnd { message: user });
+        self.messages.push(user);
+        for message in &injected {
+            self.append(crate::extensions::injected_entry(message))?;
+            self.messages.push(crate::extensions::injected_as_user(message));
+        }
 
-        let mut result = PromptResult {
-            stop_reason: StopReason::Stop,
-            last_message: None,
-            usage: Usage::default(),
-            turns: 0,
-            error: None,
-        };
         for turn_index in 0..self.config.max_turns {
             result.turns = turn_index + 1;
             let turn = trace_operation(
                 names::AGENT_TURN,
                 Payload::new().safe(names::TURN_INDEX, turn_index),
-                self.run_turn(turn_index, cancel, &mut *on_event),
+                self.run_turn(turn_index, system_prompt.clone(), cancel, &ctx, &mut *on_event),
             )
             .await?;
             result.usage.add(&turn.usage);
@@ -279,27 +372,40 @@ impl Agent {
         if cancel.is_cancelled() {
             result.stop_reason = StopReason::Aborted;
         }
-        on_event(AgentEvent::AgentEnd { stop_reason: result.stop_reason, usage: result.usage });
+        self.emit(AgentEvent::AgentEnd { stop_reason: result.stop_reason, usage: result.usage }, &ctx, on_event).await;
+        self.emit(AgentEvent::AgentSettled, &ctx, on_event).await;
         Ok(result)
     }
 
     async fn run_turn(
         &mut self,
         turn_index: usize,
+        system_prompt: Option<String>,
         cancel: &CancellationToken,
+        ctx: &HookContext,
         on_event: AgentSink<'_>,
     ) -> Result<TurnResult, AgentError> {
-        on_event(AgentEvent::TurnStart { turn_index });
-        let request = ProviderRequest {
+        self.emit(AgentEvent::TurnStart { turn_index }, ctx, on_event).await;
+        let messages = self.hooks.context(self.messages.clone(), ctx).await;
+        report_failures(&self.hooks, on_event);
+        let mut request = ProviderRequest {
             model: self.model.clone(),
-            system_prompt: self.config.system_prompt.clone(),
-            messages: self.messages.clone(),
+            system_prompt,
+            messages,
             tools: self.tools.specs(),
             reasoning: self.config.reasoning.clone(),
             session_id: self.session_id(),
+            control: RequestControl::default(),
         };
-        on_event(AgentEvent::MessageStart { role: "assistant".into() });
-        let mut forward = |event: StreamEvent| {
+        request.control = self.request_control(&request, ctx, on_event).await;
+        self.emit(AgentEvent::MessageStart { role: "assistant".into() }, ctx, on_event).await;
+        // Stream deltas go to the sink as they arrive and, in order, to `message_update`
+        // handlers on this task while the request runs.
+        let (updates_tx, mut updates_rx) = mpsc::unbounded_channel::<AgentEvent>();
+        let wants_updates = self.hooks.has(crate::extensions::hooks::Notify::MessageUpdate);
+        let sink: AgentSink<'_> = &mut *on_event;
+        // Owns the sender: dropping it when the request is done ends the delivery loop.
+        let mut forward = move |event: StreamEvent| {
             let delta = match event {
                 StreamEvent::TextDelta(text) => Delta::Text { text },
                 StreamEvent::ThinkingDelta(text) => Delta::Thinking { text },
@@ -309,44 +415,98 @@ impl Agent {
                 StreamEvent::ToolCallDelta { index, delta } => Delta::ToolCallArgs { index, text: delta },
                 StreamEvent::Start | StreamEvent::ToolCallEnd { .. } | StreamEvent::Done { .. } => return,
             };
-            on_event(AgentEvent::MessageUpdate { delta });
+            let update = AgentEvent::MessageUpdate { delta };
+            if wants_updates {
+                let _ = updates_tx.send(update.clone());
+            }
+            sink(update);
         };
-        let outcome =
-            provider::request(self.provider.as_ref(), &request, &self.config.retry, cancel, &mut forward).await;
-        let message = outcome.message;
+        let hooks = self.hooks.clone();
+        let deliver_updates = async {
+            while let Some(update) = updates_rx.recv().await {
+                hooks.notify(&update, ctx).await;
+            }
+        };
+        let requested = async {
+            let outcome =
+                provider::request(self.provider.as_ref(), &request, &self.config.retry, cancel, &mut forward).await;
+            drop(forward);
+            outcome
+        };
+        let (outcome, ()) = tokio::join!(requested, deliver_updates);
+        report_failures(&self.hooks, on_event);
+        let message = match self.finalize(Message::Assistant(outcome.message.clone()), ctx, on_event).await {
+            Message::Assistant(message) => message,
+            // `message_end` keeps roles.
+            _ => outcome.message,
+        };
         self.append(EntryKind::Message { message: Message::Assistant(message.clone()) })?;
         self.messages.push(Message::Assistant(message.clone()));
-        on_event(AgentEvent::MessageEnd { message: Message::Assistant(message.clone()) });
         let mut usage = message.usage;
 
         let calls = message.tool_calls();
         let continue_loop = message.stop_reason == StopReason::ToolUse && !calls.is_empty();
         if continue_loop {
-            let results = self.run_tools(calls, cancel, &mut *on_event).await?;
+            let results = self.run_tools(calls, cancel, ctx, &mut *on_event).await?;
             for result in results {
                 if let Some(u) = &result.usage {
                     usage.add(u);
                 }
-                let message = Message::ToolResult(result);
-                on_event(AgentEvent::MessageStart { role: "toolResult".into() });
-                self.messages.push(message.clone());
-                on_event(AgentEvent::MessageEnd { message });
+                self.messages.push(Message::ToolResult(result));
             }
         }
-        on_event(AgentEvent::TurnEnd { turn_index });
+        self.emit(AgentEvent::TurnEnd { turn_index }, ctx, on_event).await;
         let aborted = cancel.is_cancelled();
         Ok(TurnResult { message, usage, continue_loop: continue_loop && !aborted, error: outcome.error })
     }
 
-    /// Executes the calls (concurrently unless configured otherwise), each as a
-    /// `pi.agent.tool_call` that appends its result to the session in source order.
+    /// Runs `before_provider_headers` and `before_provider_request` once for this request (its
+    /// retries reuse the result) and wires `after_provider_response`.
+    async fn request_control(
+        &self,
+        request: &ProviderRequest,
+        ctx: &HookContext,
+        on_event: AgentSink<'_>,
+    ) -> RequestControl {
+        use crate::extensions::hooks;
+        let mut control = RequestControl::default();
+        if self.hooks.has(hooks::BeforeProviderHeaders) {
+            let event = ProviderHeadersEvent {
+                provider: self.model.provider.clone(),
+                model: self.model.id.clone(),
+                headers: self.provider.default_headers().into_iter().collect(),
+            };
+            control.headers = self.hooks.before_provider_headers(event, ctx).await;
+        }
+        if self.hooks.has(hooks::BeforeProviderRequest) {
+            let payload = self.provider.payload(request);
+            control.payload = Some(self.hooks.before_provider_request(payload, ctx).await);
+        }
+        if self.hooks.has(hooks::AfterProviderResponse) {
+            let (hooks, ctx) = (self.hooks.clone(), ctx.clone());
+            control.on_response = Some(Arc::new(move |status, headers| {
+                let (hooks, ctx) = (hooks.clone(), ctx.clone());
+                Box::pin(
+                    async move { hooks.after_provider_response(ProviderResponseEvent { status, headers }, &ctx).await },
+                )
+            }));
+        }
+        report_failures(&self.hooks, on_event);
+        control
+    }
+
+    /// Executes the calls: first, in source order, `tool_execution_start` and the `tool_call`
+    /// chain for each; then the tools run (concurrently unless configured otherwise), each as a
+    /// `pi.agent.tool_call` that runs the `tool_result` chain and, in source order, emits
+    /// `tool_execution_end`, runs `message_end` and appends its result to the session.
     async fn run_tools(
         &self,
         calls: Vec<(String, String, Value)>,
         cancel: &CancellationToken,
+        ctx: &HookContext,
         on_event: AgentSink<'_>,
     ) -> Result<Vec<ToolResultMessage>, AgentError> {
-        let ctx = ToolContext {
+        let tool_ctx = ToolContext {
             cwd: self.cwd.clone(),
             cancel: cancel.clone(),
             env: SessionEnv {
@@ -358,27 +518,36 @@ impl Agent {
                 reasoning: self.config.reasoning.clone(),
             },
         };
-        for (id, name, args) in &calls {
-            on_event(AgentEvent::ToolExecutionStart {
+        let mut prepared = Vec::with_capacity(calls.len());
+        for (id, name, args) in calls {
+            let start = AgentEvent::ToolExecutionStart {
                 tool_call_id: id.clone(),
                 tool_name: name.clone(),
                 args: args.clone(),
-            });
+            };
+            self.emit(start, ctx, on_event).await;
+            let event = ToolCallEvent { tool_call_id: id.clone(), tool_name: name.clone(), input: args };
+            let decision = self.hooks.tool_call(event, ctx).await;
+            report_failures(&self.hooks, on_event);
+            prepared.push((id, name, decision));
         }
         let order = Arc::new(AppendOrder::default());
-        let (done_tx, mut done_rx) = mpsc::unbounded_channel();
+        let (events_tx, mut events_rx) = mpsc::unbounded_channel();
         let mut handles = Vec::new();
-        for (position, (id, name, args)) in calls.into_iter().enumerate() {
+        for (position, (id, name, decision)) in prepared.into_iter().enumerate() {
             let job = ToolJob {
                 position,
                 id,
                 name,
-                args,
+                args: decision.input,
+                blocked: decision.blocked,
                 tools: self.tools.clone(),
-                ctx: ctx.clone(),
+                ctx: tool_ctx.clone(),
+                hooks: self.hooks.clone(),
+                hook_ctx: ctx.clone(),
                 session: self.session.clone(),
                 order: order.clone(),
-                done: done_tx.clone(),
+                events: events_tx.clone(),
             };
             if self.config.parallel_tools {
                 handles.push(pi_observe_core::spawn(job.run()));
@@ -387,9 +556,10 @@ impl Agent {
                 handles.push(pi_observe_core::spawn(async move { result }));
             }
         }
-        drop(done_tx);
-        while let Some((id, name, is_error)) = done_rx.recv().await {
-            on_event(AgentEvent::ToolExecutionEnd { tool_call_id: id, tool_name: name, is_error });
+        drop(events_tx);
+        while let Some(event) = events_rx.recv().await {
+            on_event(event);
+            report_failures(&self.hooks, on_event);
         }
         let mut results = Vec::with_capacity(handles.len());
         for handle in handles {
@@ -410,6 +580,13 @@ impl Agent {
             }
         }
         Ok(results)
+    }
+}
+
+/// Sends handler failures to the sink as `extension_error` events.
+fn report_failures(hooks: &Hooks, on_event: AgentSink<'_>) {
+    for failure in hooks.take_failures() {
+        on_event(AgentEvent::ExtensionError { extension: failure.extension, hook: failure.hook, error: failure.error });
     }
 }
 
@@ -453,16 +630,19 @@ struct ToolJob {
     id: String,
     name: String,
     args: Value,
+    blocked: Option<(String, String)>,
     tools: ToolRegistry,
     ctx: ToolContext,
+    hooks: Arc<Hooks>,
+    hook_ctx: HookContext,
     session: Option<Arc<Mutex<SessionWriter>>>,
     order: Arc<AppendOrder>,
-    done: mpsc::UnboundedSender<(String, String, bool)>,
+    events: mpsc::UnboundedSender<AgentEvent>,
 }
 
 impl ToolJob {
     async fn run(self) -> Result<ToolResultMessage, AgentError> {
-        let ToolJob { position, id, name, args, tools, ctx, session, order, done } = self;
+        let ToolJob { position, id, name, args, blocked, tools, ctx, hooks, hook_ctx, session, order, events } = self;
         let (id, name, args) = (&id, &name, &args);
         let payload = || {
             Payload::new().safe(names::TOOL_NAME, name.clone()).safe(names::TOOL_CALL_ID, id.clone()).content(
@@ -472,44 +652,80 @@ impl ToolJob {
             )
         };
         trace_operation_with(names::AGENT_TOOL_CALL, payload, move |span: Span| async move {
-            let outcome = match tools.get(name) {
-                Some(tool) => tool.execute(args, &ctx).await,
-                None => Err(ToolError::UnknownTool(name.clone())),
+            let (text, details, is_error) = match &blocked {
+                Some((_, reason)) => (reason.clone(), None, true),
+                None => match tools.get(name) {
+                    Some(tool) => match tool.execute(args, &ctx).await {
+                        Ok(out) => (out.content, out.details, false),
+                        Err(error) => (error.to_string(), None, true),
+                    },
+                    None => (ToolError::UnknownTool(name.clone()).to_string(), None, true),
+                },
             };
-            let (text, details, is_error) = match outcome {
-                Ok(out) => (out.content, out.details, false),
-                Err(error) => (error.to_string(), None, true),
-            };
-            span.record(|| {
-                Payload::new().safe(names::IS_ERROR, is_error).safe(names::RESULT_BYTES, text.len()).content(
-                    ContentKind::ToolResult,
-                    names::TOOL_RESULT,
-                    text.clone(),
-                )
-            });
-            if is_error {
-                span.set_error("ToolError", first_line(&text));
-            }
-            let _ = done.send((id.clone(), name.clone(), is_error));
-            let result = ToolResultMessage {
+            let result = ToolResultEvent {
                 tool_call_id: id.clone(),
                 tool_name: name.clone(),
+                input: args.clone(),
                 content: vec![ContentBlock::text(text)],
                 details,
-                usage: None,
                 is_error,
+            };
+            let result = hooks.tool_result(result, &hook_ctx).await;
+            let text = crate::message::joined_text(&result.content);
+            span.record(|| {
+                let mut p = Payload::new()
+                    .safe(names::IS_ERROR, result.is_error)
+                    .safe(names::RESULT_BYTES, text.len())
+                    .safe(names::BLOCKED, blocked.is_some())
+                    .content(ContentKind::ToolResult, names::TOOL_RESULT, text.clone());
+                if let Some((extension, _)) = &blocked {
+                    p = p.safe(names::BLOCKED_BY, extension.clone());
+                }
+                p
+            });
+            if result.is_error {
+                let kind = if blocked.is_some() { "Blocked" } else { "ToolError" };
+                span.set_error(kind, first_line(&text));
+            }
+            let message = ToolResultMessage {
+                tool_call_id: id.clone(),
+                tool_name: name.clone(),
+                content: result.content,
+                details: result.details,
+                usage: None,
+                is_error: result.is_error,
                 timestamp: now_millis(),
             };
             order.wait_for(position).await;
+            // In source order: tool_execution_end, the result message's events, persistence.
+            let notify = |event: AgentEvent| {
+                let (hooks, hook_ctx, events) = (&hooks, &hook_ctx, &events);
+                async move {
+                    hooks.notify(&event, hook_ctx).await;
+                    let _ = events.send(event);
+                }
+            };
+            notify(AgentEvent::ToolExecutionEnd {
+                tool_call_id: id.clone(),
+                tool_name: name.clone(),
+                is_error: message.is_error,
+            })
+            .await;
+            notify(AgentEvent::MessageStart { role: "toolResult".into() }).await;
+            let message = match hooks.message_end(Message::ToolResult(message.clone()), &hook_ctx).await {
+                Message::ToolResult(replaced) => replaced,
+                _ => message,
+            };
+            let _ = events.send(AgentEvent::MessageEnd { message: Message::ToolResult(message.clone()) });
             let appended = match &session {
                 Some(session) => lock(session)
-                    .append(EntryKind::Message { message: Message::ToolResult(result.clone()) })
+                    .append(EntryKind::Message { message: Message::ToolResult(message.clone()) })
                     .map(|_| ()),
                 None => Ok(()),
             };
             order.done(position);
             appended?;
-            Ok(result)
+            Ok(message)
         })
         .await
     }

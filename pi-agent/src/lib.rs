@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod events;
+pub mod extensions;
 pub mod harness;
 pub mod message;
 pub mod model;

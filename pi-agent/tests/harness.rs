@@ -44,10 +44,18 @@ struct Run {
 }
 
 fn run(agent: &mut Agent, prompt: &str, cancel_on: impl Fn(&AgentEvent) -> bool + Send + Sync) -> Run {
+    run_with_token(agent, prompt, CancellationToken::new(), cancel_on)
+}
+
+fn run_with_token(
+    agent: &mut Agent,
+    prompt: &str,
+    cancel: CancellationToken,
+    cancel_on: impl Fn(&AgentEvent) -> bool + Send + Sync,
+) -> Run {
     let hub = Observability::new();
     let (capture, _sub) = CaptureSubscriber::attach(&hub);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let cancel = CancellationToken::new();
     let mut agent_events = Vec::new();
     let user = Attribution::new().with(names::CTX_USER_ID, "u1").with(names::CTX_ORG_ID, "acme");
     let result = runtime.block_on(hub.run_with_context(user, async {
@@ -181,6 +189,8 @@ fn agent_events_follow_the_documented_order() {
             other => serde_json::to_value(other).unwrap()["type"].as_str().unwrap().to_owned(),
         })
         .collect();
+    // As upstream pi documents for parallel tools: every `tool_execution_start` in source order
+    // first, then per call, in source order, `tool_execution_end` and its result message.
     let turn_with_tools = |a: &str, b: &str| {
         vec![
             "turn_start".to_owned(),
@@ -189,18 +199,21 @@ fn agent_events_follow_the_documented_order() {
             format!("exec_start:{a}"),
             format!("exec_start:{b}"),
             "exec_end".into(),
-            "exec_end".into(),
             "start:toolResult".into(),
             "message_end".into(),
+            "exec_end".into(),
             "start:toolResult".into(),
             "message_end".into(),
             "turn_end".into(),
         ]
     };
-    let mut expected: Vec<String> = vec!["agent_start".into(), "start:user".into(), "message_end".into()];
+    let mut expected: Vec<String> =
+        vec!["session_start".into(), "agent_start".into(), "start:user".into(), "message_end".into()];
     expected.extend(turn_with_tools("ls", "read"));
     expected.extend(turn_with_tools("bash", "grep"));
-    expected.extend(["turn_start", "start:assistant", "message_end", "turn_end", "agent_end"].map(String::from));
+    expected.extend(
+        ["turn_start", "start:assistant", "message_end", "turn_end", "agent_end", "agent_settled"].map(String::from),
+    );
     assert_eq!(compact, expected);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -230,13 +243,25 @@ fn abort_during_a_tool_kills_it_and_records_an_aborted_result() {
     let dir = scratch("abort-tool");
     let faux = Arc::new(FauxProvider::new());
     faux.push([
-        FauxResponse::tools(None, vec![("bash", json!({"command": "sleep 30; echo never"})), ("ls", json!({}))]),
+        FauxResponse::tools(
+            None,
+            vec![("bash", json!({"command": "touch bash-started; sleep 30; echo never"})), ("ls", json!({}))],
+        ),
         FauxResponse::text("unreachable"),
     ]);
     let mut agent = agent(&dir, faux.clone(), true);
     let started = std::time::Instant::now();
-    let run =
-        run(&mut agent, "run it", |e| matches!(e, AgentEvent::ToolExecutionEnd { tool_name, .. } if tool_name == "ls"));
+    // Abort once bash is really running (its marker file exists).
+    let cancel = CancellationToken::new();
+    let (marker, token) = (dir.join("bash-started"), cancel.clone());
+    let watcher = std::thread::spawn(move || {
+        while !marker.exists() && started.elapsed() < Duration::from_secs(20) {
+            std::thread::yield_now();
+        }
+        token.cancel();
+    });
+    let run = run_with_token(&mut agent, "run it", cancel, |_| false);
+    watcher.join().unwrap();
     assert!(started.elapsed() < Duration::from_secs(20), "bash was not killed on abort");
     assert_eq!(run.result.stop_reason, StopReason::Aborted);
     assert_eq!(faux.remaining(), 1, "no further turn after the abort");

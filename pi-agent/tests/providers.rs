@@ -31,6 +31,7 @@ fn req(model: ModelInfo) -> ProviderRequest {
         tools: pi_agent::tools::ToolRegistry::builtin(&["read"]).unwrap().specs(),
         reasoning: None,
         session_id: Some("s-1".into()),
+        control: Default::default(),
     }
 }
 

@@ -18,12 +18,18 @@ pub fn agent_event_line(event: &AgentEvent) {
     }
 }
 
-/// Prints streamed assistant text as it arrives.
+/// Prints streamed assistant text as it arrives, and extension failures on stderr.
 pub fn text_delta(event: &AgentEvent) {
-    if let AgentEvent::MessageUpdate { delta: Delta::Text { text } } = event {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
+    match event {
+        AgentEvent::MessageUpdate { delta: Delta::Text { text } } => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        }
+        AgentEvent::ExtensionError { extension, hook, error } => {
+            self::error(format_args!("pi: extension {extension} failed in {hook}: {error}"));
+        }
+        _ => {}
     }
 }
 

@@ -119,7 +119,11 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
     let result = hub
         .run_with_context(
             attribution,
-            run_with_traceparent(traceparent.as_deref(), agent.prompt(prompt, &cancel, &mut sink)),
+            run_with_traceparent(traceparent.as_deref(), async {
+                let result = agent.prompt(prompt, &cancel, &mut sink).await;
+                agent.shutdown(&mut sink).await;
+                result
+            }),
         )
         .await;
     let _ = hub.shutdown(flush_deadline);

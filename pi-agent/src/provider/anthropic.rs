@@ -36,6 +36,14 @@ impl Provider for AnthropicProvider {
         "anthropic"
     }
 
+    fn payload(&self, request: &ProviderRequest) -> Value {
+        request_body(request)
+    }
+
+    fn default_headers(&self) -> Vec<(String, String)> {
+        vec![("anthropic-version".to_owned(), API_VERSION.to_owned())]
+    }
+
     fn attempt<'a>(
         &'a self,
         request: &'a ProviderRequest,
@@ -50,11 +58,13 @@ impl Provider for AnthropicProvider {
             if let Some(key) = &self.http.config.api_key {
                 headers.push(("x-api-key", key.clone()));
             }
-            let body = request_body(request);
+            let body = request.control.payload.clone().unwrap_or_else(|| request_body(request));
             let mut state = StreamState::default();
             let status = self
                 .http
-                .stream_sse(&url, &headers, &body, cancel, |event| state.on_event(&event.event, &event.data, sink))
+                .stream_sse(&url, &headers, &body, &request.control, cancel, |event| {
+                    state.on_event(&event.event, &event.data, sink)
+                })
                 .await?;
             Ok(AttemptOutcome { message: state.finish(request), status: Some(status) })
         })

@@ -65,6 +65,16 @@ pub struct FauxProvider {
     chunk_chars: usize,
     chunk_delay: Duration,
     calls: std::sync::atomic::AtomicUsize,
+    sent: Mutex<Vec<FauxRequest>>,
+}
+
+/// What one faux attempt "sent": the request body and headers after extensions changed them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FauxRequest {
+    /// The body (the provider's own, or an extension's replacement).
+    pub payload: serde_json::Value,
+    /// The headers (defaults with the extensions' patch applied), lowercase names.
+    pub headers: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for FauxProvider {
@@ -81,7 +91,13 @@ impl FauxProvider {
             chunk_chars: 8,
             chunk_delay: Duration::ZERO,
             calls: Default::default(),
+            sent: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Every attempt so far, in order.
+    pub fn sent(&self) -> Vec<FauxRequest> {
+        self.sent.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Streams `chars` characters per delta.
@@ -131,6 +147,19 @@ impl Provider for FauxProvider {
         "faux"
     }
 
+    fn payload(&self, request: &ProviderRequest) -> serde_json::Value {
+        serde_json::json!({
+            "model": request.model.id,
+            "system": request.system_prompt,
+            "messages": request.messages,
+            "tools": request.tools,
+        })
+    }
+
+    fn default_headers(&self) -> Vec<(String, String)> {
+        vec![("x-faux-version".to_owned(), "1".to_owned())]
+    }
+
     fn attempt<'a>(
         &'a self,
         request: &'a ProviderRequest,
@@ -138,6 +167,15 @@ impl Provider for FauxProvider {
         sink: EventSink<'a>,
     ) -> AttemptFuture<'a> {
         Box::pin(async move {
+            let mut headers: std::collections::BTreeMap<String, String> = self.default_headers().into_iter().collect();
+            for (name, value) in &request.control.headers {
+                match value {
+                    Some(value) => headers.insert(name.to_ascii_lowercase(), value.clone()),
+                    None => headers.remove(&name.to_ascii_lowercase()),
+                };
+            }
+            let payload = request.control.payload.clone().unwrap_or_else(|| self.payload(request));
+            self.sent.lock().unwrap_or_else(|e| e.into_inner()).push(FauxRequest { payload, headers });
             let response = self.queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
             let response = response.ok_or(ProviderError::NoMoreResponses)?;
             let call_number = self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -146,6 +184,11 @@ impl Provider for FauxProvider {
                 Some(error) if streamed >= response.fail_after_chunks => Err(error.clone()),
                 _ => Ok(()),
             };
+            let status = match &response.error {
+                Some(error) if response.fail_after_chunks == 0 => error.status().unwrap_or(200),
+                _ => 200,
+            };
+            request.control.observe_response(status, Vec::new()).await;
             fail_now(0)?;
             sink(StreamEvent::Start);
             let mut content = Vec::new();

@@ -61,6 +61,7 @@ impl HttpClient {
         url: &str,
         headers: &[(&str, String)],
         body: &serde_json::Value,
+        control: &super::RequestControl,
         cancel: &CancellationToken,
         mut on_event: impl FnMut(SseEvent) -> Result<bool, ProviderError>,
     ) -> Result<u16, ProviderError> {
@@ -77,17 +78,26 @@ impl HttpClient {
                 shown,
             )
         });
-        let mut request = self
-            .client
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "text/event-stream")
-            .body(body.to_string());
-        for (name, value) in headers {
-            request = request.header(*name, value);
-        }
+        let mut all: Vec<(String, String)> =
+            vec![("content-type".into(), "application/json".into()), ("accept".into(), "text/event-stream".into())];
+        all.extend(headers.iter().map(|(name, value)| (name.to_ascii_lowercase(), value.clone())));
         if let Some(tp) = traceparent {
-            request = request.header("traceparent", tp);
+            all.push(("traceparent".into(), tp));
+        }
+        for (name, value) in &control.headers {
+            all.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
+            if let Some(value) = value {
+                all.push((name.clone(), value.clone()));
+            }
+        }
+        let mut request = self.client.post(url).body(body.to_string());
+        for (name, value) in &all {
+            let header_name = reqwest::header::HeaderName::from_bytes(name.as_bytes());
+            let header_value = reqwest::header::HeaderValue::from_str(value);
+            match (header_name, header_value) {
+                (Ok(n), Ok(v)) => request = request.header(n, v),
+                _ => return Err(ProviderError::Config(format!("invalid request header {name:?}"))),
+            }
         }
         let send = tokio::time::timeout(self.config.response_timeout, request.send());
         let response = tokio::select! {
@@ -99,6 +109,14 @@ impl HttpClient {
             },
         };
         let status = response.status().as_u16();
+        if control.on_response.is_some() {
+            let seen: Vec<(String, String)> = response
+                .headers()
+                .iter()
+                .map(|(name, value)| (name.as_str().to_owned(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+                .collect();
+            control.observe_response(status, seen).await;
+        }
         if !response.status().is_success() {
             let retry_after =
                 response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(parse_retry_after);

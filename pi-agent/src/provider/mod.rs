@@ -18,7 +18,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 pub use anthropic::AnthropicProvider;
-pub use faux::{FauxBlock, FauxProvider, FauxResponse};
+pub use faux::{FauxBlock, FauxProvider, FauxRequest, FauxResponse};
 pub use http::HttpConfig;
 pub use openai::OpenAiProvider;
 pub use retry::RetryPolicy;
@@ -52,6 +52,43 @@ pub struct ProviderRequest {
     pub reasoning: Option<String>,
     /// Session id (sent as a cache key where supported).
     pub session_id: Option<String>,
+    /// What extensions decided about this request (headers, payload, response observer).
+    pub control: RequestControl,
+}
+
+/// Called with the status and headers of a provider response before its body is read.
+pub type ResponseObserver =
+    Arc<dyn Fn(u16, Vec<(String, String)>) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// Per-request decisions from the control plane, applied by every attempt of the request (so
+/// retries reuse them).
+#[derive(Clone, Default)]
+pub struct RequestControl {
+    /// Header changes: `Some` sets, `None` deletes (lowercase names), applied last.
+    pub headers: std::collections::BTreeMap<String, Option<String>>,
+    /// Replacement request body.
+    pub payload: Option<serde_json::Value>,
+    /// Sees each response's status and headers before the body is read.
+    pub on_response: Option<ResponseObserver>,
+}
+
+impl std::fmt::Debug for RequestControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestControl")
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("payload", &self.payload.is_some())
+            .field("on_response", &self.on_response.is_some())
+            .finish()
+    }
+}
+
+impl RequestControl {
+    /// Tells the observer about a response.
+    pub async fn observe_response(&self, status: u16, headers: Vec<(String, String)>) {
+        if let Some(observer) = &self.on_response {
+            observer(status, headers).await;
+        }
+    }
 }
 
 /// One streamed update.
@@ -187,7 +224,16 @@ pub trait Provider: Send + Sync {
     /// Provider name (`openai`, `anthropic`, `faux`).
     fn name(&self) -> &str;
 
-    /// One attempt. Must return [`ProviderError::Aborted`] promptly when `cancel` fires.
+    /// The request body this provider would send (before extensions replace it).
+    fn payload(&self, request: &ProviderRequest) -> serde_json::Value;
+
+    /// Headers the provider adds besides credentials and content negotiation.
+    fn default_headers(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// One attempt. Must return [`ProviderError::Aborted`] promptly when `cancel` fires. Uses
+    /// `request.control` (replacement payload, header patch, response observer).
     fn attempt<'a>(
         &'a self,
         request: &'a ProviderRequest,

@@ -37,6 +37,10 @@ impl Provider for OpenAiProvider {
         &self.name
     }
 
+    fn payload(&self, request: &ProviderRequest) -> Value {
+        request_body(request)
+    }
+
     fn attempt<'a>(
         &'a self,
         request: &'a ProviderRequest,
@@ -51,11 +55,13 @@ impl Provider for OpenAiProvider {
             if let Some(key) = &self.http.config.api_key {
                 headers.push(("authorization", format!("Bearer {key}")));
             }
-            let body = request_body(request);
+            let body = request.control.payload.clone().unwrap_or_else(|| request_body(request));
             let mut state = StreamState::default();
             sink(StreamEvent::Start);
-            let status =
-                self.http.stream_sse(&url, &headers, &body, cancel, |event| state.on_data(&event.data, sink)).await?;
+            let status = self
+                .http
+                .stream_sse(&url, &headers, &body, &request.control, cancel, |event| state.on_data(&event.data, sink))
+                .await?;
             Ok(AttemptOutcome { message: state.finish(request, &self.name), status: Some(status) })
         })
     }
