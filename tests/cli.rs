@@ -316,3 +316,31 @@ fn a_closed_stdout_is_not_a_panic() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn skills_and_templates_load_from_flags_and_bad_files_are_named_on_stderr() {
+    let d = scratch("skills");
+    let skills = d.join("skills");
+    std::fs::create_dir_all(skills.join("greet")).unwrap();
+    std::fs::write(skills.join("greet/SKILL.md"), "---\nname: greet\ndescription: Greets.\n---\nSay hello.\n").unwrap();
+    std::fs::create_dir_all(skills.join("bad")).unwrap();
+    std::fs::write(skills.join("bad/SKILL.md"), "---\nname: bad\n").unwrap();
+    let out = pi()
+        .args(["-p", "/skill:greet Ada", "--no-session", "--tools", "none", "--mode", "json", "--cwd"])
+        .arg(&d)
+        .arg("--skills")
+        .arg(&skills)
+        .arg("--events-jsonl")
+        .arg(d.join("events.jsonl"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("pi: skipped")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].contains("bad/SKILL.md") && warnings[0].contains("not closed"), "{}", warnings[0]);
+    assert!(stdout.contains("User: Ada"), "the expanded skill is the user message");
+    let evs = events(&d.join("events.jsonl"));
+    assert!(evs.iter().any(|e| e.name == names::AGENT_SKILL && e.kind == EventKind::End));
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -129,6 +129,7 @@ pub struct Agent {
     model_recorded: bool,
     hooks: Arc<Hooks>,
     session_started: bool,
+    resources: crate::resources::Resources,
 }
 
 /// Receives agent events.
@@ -176,7 +177,14 @@ impl Agent {
             model_recorded,
             hooks: Arc::new(Hooks::new()),
             session_started: false,
+            resources: Default::default(),
         }
+    }
+
+    /// Skills and prompt templates for `/skill:name` and `/name` input (expanded after the
+    /// `input` hook, before `before_agent_start`); skills are also listed in the system prompt.
+    pub fn set_resources(&mut self, resources: crate::resources::Resources) {
+        self.resources = resources;
     }
 
     /// Adds an extension: its handlers run after those of extensions added before it.
@@ -326,7 +334,17 @@ impl Agent {
             }
         };
         report_failures(&self.hooks, on_event);
-        let start = BeforeAgentStartEvent { prompt: text.clone(), system_prompt: self.config.system_prompt.clone() };
+        let text = match self.resources.expand(&text) {
+            Some(expansion) => expansion.text().to_owned(),
+            None => text,
+        };
+        let skills = self.resources.system_prompt_section();
+        let system_prompt = match &self.config.system_prompt {
+            Some(prompt) => Some(format!("{prompt}{skills}")),
+            None if !skills.is_empty() => Some(skills.trim_start().to_owned()),
+            None => None,
+        };
+        let start = BeforeAgentStartEvent { prompt: text.clone(), system_prompt };
         let (injected, system_prompt) = self.hooks.before_agent_start(start, &ctx).await;
         report_failures(&self.hooks, on_event);
 

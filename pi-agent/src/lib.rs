@@ -11,6 +11,7 @@ pub mod harness;
 pub mod message;
 pub mod model;
 pub mod provider;
+pub mod resources;
 pub mod session;
 pub mod time;
 pub mod tools;

@@ -85,6 +85,12 @@ struct AgentArgs {
     /// Do not give child processes `PI_*` / `TRACEPARENT` (and strip inherited ones).
     #[arg(long)]
     no_session_env: bool,
+    /// Extra skills directory (repeatable; `.pi/skills` and `~/.pi/agent/skills` are always searched).
+    #[arg(long = "skills", value_name = "DIR")]
+    skills: Vec<PathBuf>,
+    /// Extra prompt-templates directory (repeatable; `.pi/prompts` and `~/.pi/agent/prompts` are always searched).
+    #[arg(long = "prompt-templates", value_name = "DIR")]
+    prompt_templates: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

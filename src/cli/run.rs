@@ -102,7 +102,9 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
         expose_session_environment: !cli.agent.no_session_env,
         ..AgentConfig::default()
     };
+    let resources = setup::resources(&cli.agent, &cwd);
     let mut agent = Agent::new(selected.provider, selected.model, tools, session, config, cwd);
+    agent.set_resources(resources);
 
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();

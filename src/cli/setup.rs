@@ -208,3 +208,25 @@ pub fn otlp(args: &OtlpArgs) -> Result<Option<pi_observe::otel::OtlpConfig>, Cli
     let config = config.with_process_env().map_err(|e| CliError(e.to_string()))?;
     Ok((!config.disabled).then_some(config))
 }
+
+/// Skills and prompt templates: the `--skills` / `--prompt-templates` directories, then the
+/// project's `.pi/` and the user's `~/.pi/agent/` ones. Skipped files are reported on stderr.
+pub fn resources(agent: &super::AgentArgs, cwd: &std::path::Path) -> pi_observe::agent::resources::Resources {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let dirs = |extra: &[std::path::PathBuf], leaf: &str| {
+        let mut dirs = extra.to_vec();
+        dirs.push(cwd.join(".pi").join(leaf));
+        if let Some(home) = &home {
+            dirs.push(home.join(".pi/agent").join(leaf));
+        }
+        dirs
+    };
+    let resources = pi_observe::agent::resources::Resources::load(
+        &dirs(&agent.skills, "skills"),
+        &dirs(&agent.prompt_templates, "prompts"),
+    );
+    for error in &resources.errors {
+        super::output::error(format_args!("pi: skipped {error}"));
+    }
+    resources
+}
