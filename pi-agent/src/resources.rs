@@ -143,42 +143,16 @@ impl Resources {
         };
         if let Some(name) = head.strip_prefix("skill:") {
             let skill = self.skill(name)?;
-            let payload = || {
-                Payload::new()
-                    .safe(names::SKILL_NAME, skill.name.clone())
-                    .safe("argumentCount", split_args(args).len())
-                    .content(ContentKind::Prompt, "arguments", args)
-            };
-            return Some(trace_operation_sync(names::AGENT_SKILL, payload, |span| {
-                let text = expand_skill(skill, args);
-                span.record(|| {
-                    Payload::new().safe("expandedLength", text.chars().count()).content(
-                        ContentKind::Prompt,
-                        "expanded",
-                        text.clone(),
-                    )
-                });
-                Expansion::Skill { name: skill.name.clone(), text }
-            }));
+            let text = traced_expansion(names::AGENT_SKILL, names::SKILL_NAME, &skill.name, args, || {
+                expand_skill(skill, args)
+            });
+            return Some(Expansion::Skill { name: skill.name.clone(), text });
         }
         let template = self.template(head)?;
-        let payload = || {
-            Payload::new()
-                .safe(names::TEMPLATE_NAME, template.name.clone())
-                .safe("argumentCount", split_args(args).len())
-                .content(ContentKind::Prompt, "arguments", args)
-        };
-        Some(trace_operation_sync(names::AGENT_PROMPT_TEMPLATE, payload, |span| {
-            let text = substitute(template.body.trim(), &split_args(args));
-            span.record(|| {
-                Payload::new().safe("expandedLength", text.chars().count()).content(
-                    ContentKind::Prompt,
-                    "expanded",
-                    text.clone(),
-                )
-            });
-            Expansion::Template { name: template.name.clone(), text }
-        }))
+        let text = traced_expansion(names::AGENT_PROMPT_TEMPLATE, names::TEMPLATE_NAME, &template.name, args, || {
+            substitute(template.body.trim(), &split_args(args))
+        });
+        Some(Expansion::Template { name: template.name.clone(), text })
     }
 
     /// The skills block for the system prompt (names, descriptions, locations), so the model
@@ -205,12 +179,6 @@ impl Resources {
     }
 }
 
-impl pi_observe_core::Outcome for Expansion {
-    fn error_info(&self) -> Option<pi_observe_core::ErrorInfo> {
-        None
-    }
-}
-
 impl Expansion {
     /// The expanded prompt.
     pub fn text(&self) -> &str {
@@ -218,6 +186,36 @@ impl Expansion {
             Expansion::Skill { text, .. } | Expansion::Template { text, .. } => text,
         }
     }
+}
+
+/// Runs one expansion as operation `op`: the name and argument count are safe, the arguments and
+/// the expanded text are Content (prompt).
+fn traced_expansion(
+    op: &'static str,
+    name_key: &'static str,
+    name: &str,
+    args: &str,
+    expand: impl FnOnce() -> String,
+) -> String {
+    let payload = || {
+        Payload::new().safe(name_key, name.to_owned()).safe("argumentCount", split_args(args).len()).content(
+            ContentKind::Prompt,
+            "arguments",
+            args,
+        )
+    };
+    trace_operation_sync(op, payload, |span| {
+        let text = expand();
+        span.record(|| {
+            Payload::new().safe("expandedLength", text.chars().count()).content(
+                ContentKind::Prompt,
+                "expanded",
+                text.clone(),
+            )
+        });
+        Ok::<_, std::convert::Infallible>(text)
+    })
+    .unwrap_or_else(|never| match never {})
 }
 
 fn expand_skill(skill: &Skill, args: &str) -> String {
