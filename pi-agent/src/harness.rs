@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::compaction::{self, CompactionReason, CompactionSettings};
 use crate::events::{AgentEvent, Delta};
 use crate::extensions::{
     BeforeAgentStartEvent, Extension, HookContext, Hooks, InputEvent, InputOutcome, ProviderHeadersEvent,
@@ -66,6 +67,8 @@ pub struct AgentConfig {
     pub source: PromptSource,
     /// A user interface can answer extension questions (`false` in print and JSON mode).
     pub has_ui: bool,
+    /// Automatic compaction.
+    pub compaction: CompactionSettings,
 }
 
 impl Default for AgentConfig {
@@ -82,6 +85,7 @@ impl Default for AgentConfig {
             retry: RetryPolicy::default(),
             source: PromptSource::Interactive,
             has_ui: false,
+            compaction: CompactionSettings::default(),
         }
     }
 }
@@ -130,6 +134,8 @@ pub struct Agent {
     hooks: Arc<Hooks>,
     session_started: bool,
     resources: crate::resources::Resources,
+    /// Assistant usage before this index describes a context replaced by a compaction.
+    trust_usage_from: usize,
 }
 
 /// Receives agent events.
@@ -145,19 +151,22 @@ impl Agent {
         config: AgentConfig,
         cwd: PathBuf,
     ) -> Self {
-        let messages = session
-            .as_ref()
-            .map(|s| {
-                s.entries()
-                    .iter()
-                    .filter_map(|e| match &e.kind {
-                        EntryKind::Message { message } => Some(message.clone()),
-                        EntryKind::CustomMessage { content, .. } => Some(Message::user(content.text())),
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        // The context a session resumes with: the latest compaction's summary and retained
+        // messages, then everything after it.
+        let mut messages = Vec::new();
+        let mut trust_usage_from = 0;
+        for entry in session.as_ref().map(|s| s.entries()).unwrap_or_default() {
+            match &entry.kind {
+                EntryKind::Message { message } => messages.push(message.clone()),
+                EntryKind::CustomMessage { content, .. } => messages.push(Message::user(content.text())),
+                EntryKind::Compaction { summary, retained_tail, .. } => {
+                    messages = vec![compaction::summary_message(summary)];
+                    messages.extend(retained_tail.iter().flatten().cloned());
+                    trust_usage_from = messages.len();
+                }
+                _ => {}
+            }
+        }
         let model_recorded = session.as_ref().is_some_and(|s| {
             s.entries().iter().rev().find_map(|e| match &e.kind {
                 EntryKind::ModelChange { provider, model_id } => {
@@ -178,6 +187,7 @@ impl Agent {
             hooks: Arc::new(Hooks::new()),
             session_started: false,
             resources: Default::default(),
+            trust_usage_from,
         }
     }
 
@@ -334,6 +344,14 @@ impl Agent {
             }
         };
         report_failures(&self.hooks, on_event);
+        if let Some(instructions) = manual_compaction(&text) {
+            let compacted =
+                self.run_compaction(CompactionReason::Manual, false, instructions, cancel, &ctx, on_event).await?;
+            if let Some(usage) = compacted {
+                result.usage.add(&usage);
+            }
+            return Ok(result);
+        }
         let text = match self.resources.expand(&text) {
             Some(expansion) => expansion.text().to_owned(),
             None => text,
@@ -371,14 +389,36 @@ impl Agent {
             self.messages.push(crate::extensions::injected_as_user(message));
         }
 
+        let mut overflow_retried = false;
         for turn_index in 0..self.config.max_turns {
+            if self.over_threshold() {
+                let compacted =
+                    self.run_compaction(CompactionReason::Threshold, false, None, cancel, &ctx, on_event).await?;
+                if let Some(usage) = compacted {
+                    result.usage.add(&usage);
+                }
+            }
             result.turns = turn_index + 1;
+            let retry_on_overflow = self.config.compaction.enabled && !overflow_retried;
             let turn = trace_operation(
                 names::AGENT_TURN,
                 Payload::new().safe(names::TURN_INDEX, turn_index),
-                self.run_turn(turn_index, system_prompt.clone(), cancel, &ctx, &mut *on_event),
+                self.run_turn(turn_index, system_prompt.clone(), retry_on_overflow, cancel, &ctx, &mut *on_event),
             )
             .await?;
+            if turn.overflowed {
+                // The provider said the context is too long: compact, then retry the turn once.
+                overflow_retried = true;
+                let compacted =
+                    self.run_compaction(CompactionReason::Overflow, true, None, cancel, &ctx, on_event).await?;
+                if let Some(usage) = compacted {
+                    result.usage.add(&usage);
+                    continue;
+                }
+                // Compaction failed: the error stands, and is persisted like any other.
+                self.append(EntryKind::Message { message: Message::Assistant(turn.message.clone()) })?;
+                self.messages.push(Message::Assistant(turn.message.clone()));
+            }
             result.usage.add(&turn.usage);
             result.stop_reason = turn.message.stop_reason;
             result.error = turn.error;
@@ -399,6 +439,7 @@ impl Agent {
         &mut self,
         turn_index: usize,
         system_prompt: Option<String>,
+        retry_on_overflow: bool,
         cancel: &CancellationToken,
         ctx: &HookContext,
         on_event: AgentSink<'_>,
@@ -458,6 +499,12 @@ impl Agent {
             // `message_end` keeps roles.
             _ => outcome.message,
         };
+        if retry_on_overflow && outcome.error.as_ref().is_some_and(compaction::is_context_overflow) {
+            // Not persisted: the caller compacts and retries this turn (or persists it if it cannot).
+            self.emit(AgentEvent::TurnEnd { turn_index }, ctx, on_event).await;
+            let usage = message.usage;
+            return Ok(TurnResult { message, usage, continue_loop: false, error: outcome.error, overflowed: true });
+        }
         self.append(EntryKind::Message { message: Message::Assistant(message.clone()) })?;
         self.messages.push(Message::Assistant(message.clone()));
         let mut usage = message.usage;
@@ -475,7 +522,161 @@ impl Agent {
         }
         self.emit(AgentEvent::TurnEnd { turn_index }, ctx, on_event).await;
         let aborted = cancel.is_cancelled();
-        Ok(TurnResult { message, usage, continue_loop: continue_loop && !aborted, error: outcome.error })
+        Ok(TurnResult {
+            message,
+            usage,
+            continue_loop: continue_loop && !aborted,
+            error: outcome.error,
+            overflowed: false,
+        })
+    }
+
+    fn over_threshold(&self) -> bool {
+        let settings = &self.config.compaction;
+        settings.enabled
+            && compaction::context_tokens(&self.messages, self.trust_usage_from)
+                > self.model.context_window.saturating_sub(settings.reserve_tokens)
+    }
+
+    /// Compacts the conversation now (what `/compact [instructions]` does). Returns whether it
+    /// compacted (not: cancelled by an extension, nothing old enough to summarize, or the
+    /// summary request failed — each reported as `session_compact_failed`).
+    pub async fn compact(
+        &mut self,
+        instructions: Option<&str>,
+        cancel: &CancellationToken,
+        on_event: AgentSink<'_>,
+    ) -> Result<bool, AgentError> {
+        let ctx = self.hook_context(cancel);
+        let compacted =
+            self.run_compaction(CompactionReason::Manual, false, instructions, cancel, &ctx, on_event).await?;
+        Ok(compacted.is_some())
+    }
+
+    /// One compaction as a `pi.agent.compaction` operation; `Some(summary usage)` when it
+    /// compacted.
+    async fn run_compaction(
+        &mut self,
+        reason: CompactionReason,
+        will_retry: bool,
+        instructions: Option<&str>,
+        cancel: &CancellationToken,
+        ctx: &HookContext,
+        on_event: AgentSink<'_>,
+    ) -> Result<Option<Usage>, AgentError> {
+        let payload =
+            || Payload::new().safe(names::COMPACTION_REASON, reason.as_str()).safe(names::WILL_RETRY, will_retry);
+        trace_operation_with(names::AGENT_COMPACTION, payload, |span: Span| async move {
+            let tokens_before = compaction::context_tokens(&self.messages, self.trust_usage_from);
+            let (previous, start) = match self.messages.first().and_then(compaction::summary_of) {
+                Some(previous) => (Some(previous), 1),
+                None => (None, 0),
+            };
+            let cut = compaction::find_cut(&self.messages, self.config.compaction.keep_recent_tokens).max(start);
+            let cut = if cut == start {
+                // Everything counts as recent, yet compaction was asked for (or the context is
+                // too big): keep only from the last message boundary.
+                compaction::find_cut(&self.messages, 1).max(start)
+            } else {
+                cut
+            };
+            if cut <= start {
+                return self
+                    .compaction_failed(&span, reason, "nothing old enough to summarize".into(), ctx, on_event)
+                    .await;
+            }
+            let to_summarize = self.messages[start..cut].to_vec();
+            let kept = self.messages[cut..].to_vec();
+            let before = crate::extensions::BeforeCompactEvent {
+                reason: reason.as_str().into(),
+                tokens_before,
+                messages_to_summarize: to_summarize.clone(),
+                kept_messages: kept.len(),
+            };
+            let decision = self.hooks.session_before(crate::extensions::hooks::SessionBeforeCompact, before, ctx).await;
+            report_failures(&self.hooks, on_event);
+            let (summary, usage, from_extension) = match decision {
+                Some((extension, decision)) if decision.cancel => {
+                    return self
+                        .compaction_failed(&span, reason, format!("cancelled by extension {extension}"), ctx, on_event)
+                        .await;
+                }
+                Some((_, crate::extensions::BeforeResult { summary: Some(summary), .. })) => (summary, None, true),
+                _ => {
+                    let conversation = compaction::serialize_conversation(&to_summarize);
+                    let request = ProviderRequest {
+                        model: self.model.clone(),
+                        system_prompt: Some(compaction::SUMMARY_SYSTEM_PROMPT.into()),
+                        messages: vec![Message::user(compaction::summary_instructions(
+                            &conversation,
+                            previous.as_deref(),
+                            instructions,
+                        ))],
+                        tools: Vec::new(),
+                        reasoning: None,
+                        session_id: None,
+                        control: RequestControl::default(),
+                    };
+                    let outcome =
+                        provider::request(self.provider.as_ref(), &request, &self.config.retry, cancel, &mut |_| {})
+                            .await;
+                    if let Some(error) = outcome.error {
+                        return self
+                            .compaction_failed(&span, reason, format!("summary request failed: {error}"), ctx, on_event)
+                            .await;
+                    }
+                    (outcome.message.text(), Some(outcome.message.usage), false)
+                }
+            };
+            self.append(EntryKind::Compaction {
+                summary: summary.clone(),
+                first_kept_entry_id: None,
+                tokens_before,
+                usage,
+                retained_tail: Some(kept.clone()),
+                details: None,
+                from_hook: from_extension.then_some(true),
+            })?;
+            self.messages = vec![compaction::summary_message(&summary)];
+            self.messages.extend(kept);
+            self.trust_usage_from = self.messages.len();
+            let tokens_after = compaction::context_tokens(&self.messages, self.trust_usage_from);
+            span.record(|| {
+                let mut p = Payload::new()
+                    .safe(names::TOKENS_BEFORE, tokens_before)
+                    .safe(names::TOKENS_AFTER, tokens_after)
+                    .safe("summarizedMessages", to_summarize.len())
+                    .safe("fromExtension", from_extension)
+                    .content(ContentKind::Completion, "summary", summary.clone());
+                if let Some(usage) = &usage {
+                    p.merge(provider::usage_payload(usage));
+                }
+                p
+            });
+            let event = AgentEvent::SessionCompact {
+                reason: reason.as_str().into(),
+                tokens_before,
+                tokens_after,
+                from_extension,
+            };
+            self.emit(event, ctx, on_event).await;
+            Ok(Some(usage.unwrap_or_default()))
+        })
+        .await
+    }
+
+    /// Marks the compaction span failed and emits `session_compact_failed`.
+    async fn compaction_failed(
+        &self,
+        span: &Span,
+        reason: CompactionReason,
+        error: String,
+        ctx: &HookContext,
+        on_event: AgentSink<'_>,
+    ) -> Result<Option<Usage>, AgentError> {
+        span.set_error("CompactionFailed", error.clone());
+        self.emit(AgentEvent::SessionCompactFailed { reason: reason.as_str().into(), error }, ctx, on_event).await;
+        Ok(None)
     }
 
     /// Runs `before_provider_headers` and `before_provider_request` once for this request (its
@@ -613,6 +814,17 @@ struct TurnResult {
     usage: Usage,
     continue_loop: bool,
     error: Option<ProviderError>,
+    /// The provider rejected the context as too long and the message was not persisted.
+    overflowed: bool,
+}
+
+/// `/compact [instructions]`: `Some(instructions)` (possibly empty → `None` inside).
+fn manual_compaction(text: &str) -> Option<Option<&str>> {
+    let rest = text.trim().strip_prefix("/compact")?;
+    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    Some(Some(rest.trim()).filter(|r| !r.is_empty()))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod compaction;
 pub mod events;
 pub mod extensions;
 pub mod harness;
