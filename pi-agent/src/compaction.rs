@@ -157,6 +157,37 @@ pub fn summary_message(summary: &str) -> Message {
     Message::user(format!("{SUMMARY_PREFIX}\n\n<summary>\n{summary}\n</summary>"))
 }
 
+/// The message that carries a branch summary (work done on a branch the session left).
+pub fn branch_summary_message(summary: &str) -> Message {
+    Message::user(format!(
+        "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n{summary}\n</summary>"
+    ))
+}
+
+/// The conversation an agent resumes with at the end of `path` (the entries from the first one
+/// to the leaf): the latest compaction's summary and retained messages, then what follows;
+/// branch summaries and extension messages as user messages. Also returns the index from which
+/// assistant usage describes the current context.
+pub fn context_from<'a>(path: impl IntoIterator<Item = &'a crate::session::Entry>) -> (Vec<Message>, usize) {
+    use crate::session::EntryKind;
+    let mut messages = Vec::new();
+    let mut trust_usage_from = 0;
+    for entry in path {
+        match &entry.kind {
+            EntryKind::Message { message } => messages.push(message.clone()),
+            EntryKind::CustomMessage { content, .. } => messages.push(Message::user(content.text())),
+            EntryKind::BranchSummary { summary, .. } => messages.push(branch_summary_message(summary)),
+            EntryKind::Compaction { summary, retained_tail, .. } => {
+                messages = vec![summary_message(summary)];
+                messages.extend(retained_tail.iter().flatten().cloned());
+                trust_usage_from = messages.len();
+            }
+            _ => {}
+        }
+    }
+    (messages, trust_usage_from)
+}
+
 /// The summary text inside a message made by [`summary_message`].
 pub fn summary_of(message: &Message) -> Option<String> {
     let Message::User(user) = message else { return None };

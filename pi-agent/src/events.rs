@@ -127,6 +127,16 @@ pub enum AgentEvent {
         /// What went wrong.
         error: String,
     },
+    /// The session leaf moved (branch navigation).
+    #[serde(rename_all = "camelCase")]
+    SessionTree {
+        /// Leaf before.
+        old_leaf_id: Option<String>,
+        /// Leaf after (the target, or the branch summary written under it).
+        new_leaf_id: Option<String>,
+        /// A branch summary was written.
+        summarized: bool,
+    },
     /// The agent is shutting down.
     SessionShutdown,
     /// An extension handler failed; the agent went on.

@@ -306,6 +306,8 @@ pub mod hooks {
         SessionCompact,
         /// `session_compact_failed`.
         SessionCompactFailed,
+        /// `session_tree`: the session leaf moved.
+        SessionTree,
         /// `session_shutdown`.
         SessionShutdown,
     }
@@ -328,6 +330,7 @@ pub mod hooks {
                 Notify::AgentSettled => "agent_settled",
                 Notify::SessionCompact => "session_compact",
                 Notify::SessionCompactFailed => "session_compact_failed",
+                Notify::SessionTree => "session_tree",
                 Notify::SessionShutdown => "session_shutdown",
             }
         }
@@ -351,6 +354,7 @@ pub mod hooks {
                 AgentEvent::SessionShutdown => Notify::SessionShutdown,
                 AgentEvent::SessionCompact { .. } => Notify::SessionCompact,
                 AgentEvent::SessionCompactFailed { .. } => Notify::SessionCompactFailed,
+                AgentEvent::SessionTree { .. } => Notify::SessionTree,
                 AgentEvent::MessageEnd { .. } | AgentEvent::ExtensionError { .. } => return None,
             })
         }

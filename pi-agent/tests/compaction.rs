@@ -293,3 +293,120 @@ fn manual_compaction_follows_extensions_cancel_or_summary() {
         std::fs::remove_dir_all(d).unwrap();
     }
 }
+
+#[test]
+fn branch_navigation_moves_the_leaf_summarizes_the_abandoned_branch_and_counts_it_once() {
+    let dir = scratch("tree");
+    let faux = Arc::new(FauxProvider::new());
+    faux.push([
+        FauxResponse::text("r1"),
+        FauxResponse::text("r2"),
+        FauxResponse::text("On the abandoned branch the user asked two."),
+        FauxResponse::text("r3"),
+    ]);
+    let big = Registry::builtin().find("faux", "faux-1").unwrap().clone();
+    let mut agent = agent(&dir, faux.clone(), big);
+    let mut runs = run(&mut agent, &["one", "two"]);
+    let r1_id = read_session(&dir.join("session.jsonl"))
+        .unwrap()
+        .entries
+        .iter()
+        .find(|e| matches!(&e.kind, EntryKind::Message { message: Message::Assistant(a) } if a.text() == "r1"))
+        .unwrap()
+        .id
+        .clone();
+
+    let hub = Observability::new();
+    let (capture, _sub) = CaptureSubscriber::attach(&hub);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let user = Attribution::new().with(names::CTX_USER_ID, "u1").with(names::CTX_ORG_ID, "acme");
+    let navigation = runtime.block_on(hub.run_with_context(user, async {
+        let cancel = CancellationToken::new();
+        let unknown = agent.navigate("ffffffff", true, &cancel, &mut |_| {}).await.unwrap_err();
+        assert!(unknown.to_string().contains("no entry with id ffffffff"), "{unknown}");
+        agent.navigate(&r1_id, true, &cancel, &mut |_| {}).await.unwrap()
+    }));
+    assert!(navigation.moved);
+    assert_eq!(navigation.abandoned_entries, 3, "attribution record, prompt two and its answer");
+    let (summary, usage) = navigation.summary.clone().unwrap();
+    assert_eq!(summary, "On the abandoned branch the user asked two.");
+    assert!(usage.unwrap().total_tokens > 0);
+    let events = capture.take();
+    let spans = assert_paired(&events);
+    let navs: Vec<&RecordedSpan> = spans.iter().filter(|s| s.name == names::AGENT_BRANCH_NAVIGATION).collect();
+    assert_eq!(navs.len(), 2);
+    assert!(navs[0].error.as_ref().unwrap().message.contains("ffffffff"), "the failed attempt is an error span");
+    let nav = navs[1];
+    assert_eq!(nav.attributes.get("summarized"), Some(&Value::Bool(true)));
+    assert!(int(nav, names::INPUT_TOKENS) > 0);
+    assert!(spans.iter().any(|s| s.name == names::PROVIDER_REQUEST && s.parent_span_id == Some(nav.span_id)));
+
+    // The conversation continues from r1 plus the branch summary; "two" is gone from the context.
+    let after = run(&mut agent, &["three"]);
+    let sent = faux.sent();
+    let texts: Vec<String> = sent[3].payload["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().map(str::to_owned).unwrap_or_else(|| m["content"].to_string()))
+        .collect();
+    assert_eq!(texts[0], "one");
+    assert!(texts.iter().any(|t| t.contains("On the abandoned branch")));
+    assert!(!texts.iter().any(|t| t == "two" || t.contains("\"r2\"")), "{texts:?}");
+    let session = read_session(&dir.join("session.jsonl")).unwrap();
+    let summary_entry = session.entries.iter().find(|e| matches!(e.kind, EntryKind::BranchSummary { .. })).unwrap();
+    assert_eq!(summary_entry.parent_id.as_deref(), Some(r1_id.as_str()), "the summary hangs under the target");
+    runs.results.extend(after.results);
+    // Session totals = every assistant message (both branches) + the branch summary, once each.
+    let totals = assert_branch_usage(&dir, &runs.results, usage.unwrap());
+    assert!(totals.total_tokens > 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Like [`assert_usage_counted_once`], for a session whose branch summary was not reported by a prompt.
+fn assert_branch_usage(dir: &Path, results: &[PromptResult], summary: Usage) -> Usage {
+    let session = read_session(&dir.join("session.jsonl")).unwrap();
+    let mut entries = Usage::default();
+    for entry in &session.entries {
+        if let Some(usage) = entry.kind.usage() {
+            entries.add(usage);
+        }
+    }
+    let totals = session.totals().usage;
+    assert_eq!(totals, entries);
+    let mut expected = summary;
+    for result in results {
+        expected.add(&result.usage);
+    }
+    assert_eq!(totals.total_tokens, expected.total_tokens);
+    totals
+}
+
+#[test]
+fn extensions_cancel_or_supply_branch_summaries() {
+    let dir = scratch("tree-ext");
+    let faux = Arc::new(FauxProvider::new());
+    faux.push([FauxResponse::text("r1"), FauxResponse::text("r2")]);
+    let big = Registry::builtin().find("faux", "faux-1").unwrap().clone();
+    let mut agent = agent(&dir, faux.clone(), big);
+    let guard = extension("guard", |api| {
+        api.on(hooks::SessionBeforeTree, |event, _| async move { Ok((!event.summarize).then(BeforeResult::cancel)) });
+    });
+    let scribe = extension("scribe", |api| {
+        api.on(hooks::SessionBeforeTree, |_, _| async move { Ok(Some(BeforeResult::summary("scribe's notes"))) });
+    });
+    agent.add_extension(&guard);
+    agent.add_extension(&scribe);
+    run(&mut agent, &["one", "two"]);
+    let first_id = read_session(&dir.join("session.jsonl")).unwrap().entries[0].id.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let cancel = CancellationToken::new();
+    let cancelled = runtime.block_on(agent.navigate(&first_id, false, &cancel, &mut |_| {})).unwrap();
+    assert_eq!(cancelled.cancelled_by.as_deref(), Some("guard"));
+    assert!(!cancelled.moved);
+    let moved = runtime.block_on(agent.navigate(&first_id, true, &cancel, &mut |_| {})).unwrap();
+    assert!(moved.moved);
+    assert_eq!(moved.summary, Some(("scribe's notes".to_owned(), None)));
+    assert_eq!(faux.sent().len(), 2, "no model call for an extension's summary");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

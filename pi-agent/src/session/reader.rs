@@ -34,6 +34,14 @@ pub enum SessionError {
         /// The file.
         path: String,
     },
+    /// No entry has this id.
+    #[error("{path}: no entry with id {id}")]
+    UnknownEntry {
+        /// The file.
+        path: String,
+        /// The id asked for.
+        id: String,
+    },
     /// An entry could not be encoded.
     #[error("{path}: cannot encode entry: {source}")]
     Encode {

@@ -75,6 +75,35 @@ impl SessionWriter {
         self.leaf.as_deref()
     }
 
+    /// Moves the leaf to an existing entry (or to the start with `None`): the next append
+    /// becomes its child, starting a new branch.
+    pub fn set_leaf(&mut self, id: Option<&str>) -> Result<(), SessionError> {
+        if let Some(id) = id {
+            if !self.entries.iter().any(|e| e.id == id) {
+                return Err(SessionError::UnknownEntry { path: self.path.display().to_string(), id: id.to_owned() });
+            }
+        }
+        self.leaf = id.map(str::to_owned);
+        Ok(())
+    }
+
+    /// The entries from the first one down to `leaf` (the current branch for the leaf).
+    pub fn branch(&self, leaf: Option<&str>) -> Vec<&Entry> {
+        let by_id: std::collections::HashMap<&str, &Entry> = self.entries.iter().map(|e| (e.id.as_str(), e)).collect();
+        let mut path = Vec::new();
+        let mut next = leaf;
+        while let Some(id) = next {
+            let Some(entry) = by_id.get(id) else { break };
+            path.push(*entry);
+            next = entry.parent_id.as_deref();
+            if path.len() > self.entries.len() {
+                break; // a cycle in a hand-edited file: stop rather than loop
+            }
+        }
+        path.reverse();
+        path
+    }
+
     /// Every entry written or loaded, in file order.
     pub fn entries(&self) -> &[Entry] {
         &self.entries
