@@ -81,6 +81,16 @@ pub enum AgentEvent {
         /// Arguments.
         args: serde_json::Value,
     },
+    /// A running tool produced output.
+    #[serde(rename_all = "camelCase")]
+    ToolExecutionUpdate {
+        /// Call id.
+        tool_call_id: String,
+        /// Tool name.
+        tool_name: String,
+        /// Output since the previous update.
+        output: String,
+    },
     /// A tool finished.
     #[serde(rename_all = "camelCase")]
     ToolExecutionEnd {

@@ -348,6 +348,7 @@ pub mod hooks {
                 AgentEvent::MessageStart { .. } => Notify::MessageStart,
                 AgentEvent::MessageUpdate { .. } => Notify::MessageUpdate,
                 AgentEvent::ToolExecutionStart { .. } => Notify::ToolExecutionStart,
+                AgentEvent::ToolExecutionUpdate { .. } => Notify::ToolExecutionUpdate,
                 AgentEvent::ToolExecutionEnd { .. } => Notify::ToolExecutionEnd,
                 AgentEvent::AgentEnd { .. } => Notify::AgentEnd,
                 AgentEvent::AgentSettled => Notify::AgentSettled,

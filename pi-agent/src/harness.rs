@@ -859,6 +859,7 @@ impl Agent {
                 model: self.model.id.clone(),
                 reasoning: self.config.reasoning.clone(),
             },
+            updates: None,
         };
         let mut prepared = Vec::with_capacity(calls.len());
         for (id, name, args) in calls {
@@ -1005,16 +1006,32 @@ impl ToolJob {
             )
         };
         trace_operation_with(names::AGENT_TOOL_CALL, payload, move |span: Span| async move {
-            let (text, details, is_error) = match &blocked {
-                Some((_, reason)) => (reason.clone(), None, true),
-                None => match tools.get(name) {
-                    Some(tool) => match tool.execute(args, &ctx).await {
-                        Ok(out) => (out.content, out.details, false),
-                        Err(error) => (error.to_string(), None, true),
+            // Partial output goes out as `tool_execution_update` while the tool runs (these may
+            // interleave across tools).
+            let (updates_tx, mut updates_rx) = mpsc::unbounded_channel::<String>();
+            let (tools, blocked_ref) = (&tools, &blocked);
+            let execute = async move {
+                let ctx = ToolContext { updates: Some(updates_tx), ..ctx };
+                match blocked_ref {
+                    Some((_, reason)) => (reason.clone(), None, true),
+                    None => match tools.get(name) {
+                        Some(tool) => match tool.execute(args, &ctx).await {
+                            Ok(out) => (out.content, out.details, false),
+                            Err(error) => (error.to_string(), None, true),
+                        },
+                        None => (ToolError::UnknownTool(name.clone()).to_string(), None, true),
                     },
-                    None => (ToolError::UnknownTool(name.clone()).to_string(), None, true),
-                },
+                }
             };
+            let forward_updates = async {
+                while let Some(output) = updates_rx.recv().await {
+                    let update =
+                        AgentEvent::ToolExecutionUpdate { tool_call_id: id.clone(), tool_name: name.clone(), output };
+                    hooks.notify(&update, &hook_ctx).await;
+                    let _ = events.send(update);
+                }
+            };
+            let ((text, details, is_error), ()) = tokio::join!(execute, forward_updates);
             let result = ToolResultEvent {
                 tool_call_id: id.clone(),
                 tool_name: name.clone(),

@@ -754,3 +754,59 @@ fn extensions_see_the_documented_event_order_and_every_hook_run_is_an_attributed
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn message_update_handlers_see_every_streamed_delta_in_order() {
+    let dir = scratch("updates");
+    let log = Log::default();
+    let l = log.clone();
+    let watcher = extension("stream-watcher", move |api| {
+        log_on(api, hooks::Notify::MessageUpdate, &l, |event| match event {
+            AgentEvent::MessageUpdate { delta } => serde_json::to_string(delta).unwrap(),
+            other => panic!("not an update: {other:?}"),
+        });
+    });
+    let faux = Arc::new(FauxProvider::new().chunk_chars(3));
+    faux.push([FauxResponse::text("streamed slowly in pieces")]);
+    let mut agent = agent(&dir, faux, &[&watcher]);
+    let run = run(&mut agent, "stream");
+    let sink_updates: Vec<String> = run
+        .agent_events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::MessageUpdate { delta } => Some(serde_json::to_string(delta).unwrap()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sink_updates.len(), 9, "25 characters in chunks of 3");
+    assert_eq!(log.lines(), sink_updates);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn tool_execution_update_carries_partial_output_before_the_end() {
+    let dir = scratch("tool-updates");
+    let log = Log::default();
+    let l = log.clone();
+    let watcher = extension("output-watcher", move |api| {
+        log_on(api, hooks::Notify::ToolExecutionUpdate, &l, |event| match event {
+            AgentEvent::ToolExecutionUpdate { output, .. } => format!("update:{output}"),
+            other => panic!("not an update: {other:?}"),
+        });
+        log_on(api, hooks::Notify::ToolExecutionEnd, &l, |_| "end".into());
+    });
+    let faux = Arc::new(FauxProvider::new());
+    faux.push([
+        FauxResponse::tools(None, vec![("bash", json!({"command": "echo first; echo second"}))]),
+        FauxResponse::text("ok"),
+    ]);
+    let mut agent = agent(&dir, faux, &[&watcher]);
+    let run = run(&mut agent, "go");
+    let lines = log.lines();
+    assert_eq!(lines.last().map(String::as_str), Some("end"), "updates come before the end");
+    let streamed: String = lines.iter().filter_map(|l| l.strip_prefix("update:")).collect();
+    assert_eq!(streamed, "first\nsecond\n");
+    let sink_updates = run.agent_events.iter().filter(|e| matches!(e, AgentEvent::ToolExecutionUpdate { .. })).count();
+    assert_eq!(sink_updates, lines.len() - 1, "the sink sees the same updates");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -181,7 +181,7 @@ fn agent_events_follow_the_documented_order() {
     let compact: Vec<String> = run
         .agent_events
         .iter()
-        .filter(|e| !matches!(e, AgentEvent::MessageUpdate { .. }))
+        .filter(|e| !matches!(e, AgentEvent::MessageUpdate { .. } | AgentEvent::ToolExecutionUpdate { .. }))
         .map(|e| match e {
             AgentEvent::MessageStart { role } => format!("start:{role}"),
             AgentEvent::ToolExecutionStart { tool_name, .. } => format!("exec_start:{tool_name}"),

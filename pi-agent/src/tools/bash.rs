@@ -86,13 +86,20 @@ impl Tail {
     }
 }
 
-async fn pump(mut pipe: impl tokio::io::AsyncRead + Unpin, tail: Arc<Mutex<Tail>>) {
+async fn pump(
+    mut pipe: impl tokio::io::AsyncRead + Unpin,
+    tail: Arc<Mutex<Tail>>,
+    updates: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+) {
     let mut buf = [0u8; 8192];
     while let Ok(n) = pipe.read(&mut buf).await {
         if n == 0 {
             break;
         }
         tail.lock().unwrap_or_else(|e| e.into_inner()).push(&buf[..n]);
+        if let Some(updates) = &updates {
+            let _ = updates.send(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
     }
 }
 
@@ -139,8 +146,8 @@ impl Tool for BashTool {
             let pid = child.id();
             let tail = Arc::new(Mutex::new(Tail::default()));
             let readers = [
-                child.stdout.take().map(|p| tokio::spawn(pump(p, tail.clone()))),
-                child.stderr.take().map(|p| tokio::spawn(pump(p, tail.clone()))),
+                child.stdout.take().map(|p| tokio::spawn(pump(p, tail.clone(), ctx.updates.clone()))),
+                child.stderr.take().map(|p| tokio::spawn(pump(p, tail.clone(), ctx.updates.clone()))),
             ];
             let status = tokio::select! {
                 () = ctx.cancel.cancelled() => {

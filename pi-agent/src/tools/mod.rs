@@ -49,9 +49,18 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// Session environment for child processes.
     pub env: SessionEnv,
+    /// Receives partial output while the tool runs (`tool_execution_update`), if someone listens.
+    pub updates: Option<tokio::sync::mpsc::UnboundedSender<String>>,
 }
 
 impl ToolContext {
+    /// Reports partial output (ignored when nobody listens).
+    pub fn update(&self, output: impl Into<String>) {
+        if let Some(updates) = &self.updates {
+            let _ = updates.send(output.into());
+        }
+    }
+
     /// `path` resolved against the working directory.
     pub fn resolve(&self, path: &str) -> PathBuf {
         let p = Path::new(path);
