@@ -1,13 +1,22 @@
 //! Turns pi-observe events into structured logs.
 //!
-//! Built so far: [`JsonlFileSink`], the canonical raw contract-event log — one JSON line per
-//! event (the design-note form of [`pi_observe_core::ObsEvent`]), written by a background thread
-//! behind a bounded queue so `on_event` never blocks. The `tracing` bridge and JSON-lines
-//! logging setup come with the log adapter issue.
+//! - [`TracingSubscriber`]: every contract event as one `tracing` event (target `pi_observe`,
+//!   level by kind, flat fields), so an application's existing `tracing` setup sees the agent.
+//! - [`init_json_logging`]: a JSON-lines `tracing-subscriber` to stderr or a file through a
+//!   bounded non-blocking writer, filtered by `PI_LOG` / `RUST_LOG`.
+//! - [`JsonlFileSink`]: the canonical raw contract-event log — one JSON line per event (the
+//!   design-note form of [`pi_observe_core::ObsEvent`]), written by a background thread behind a
+//!   bounded queue so `on_event` never blocks.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod bridge;
 mod jsonl;
+mod setup;
 
+pub use bridge::{SpanLevel, TARGET, TracingSubscriber};
 pub use jsonl::JsonlFileSink;
+pub use setup::{
+    JsonLogConfig, LogDestination, LogGuard, LogInitError, env_filter, init_json_logging, json_subscriber, non_blocking,
+};

@@ -107,6 +107,10 @@ struct ObserveArgs {
     /// Write the raw contract events to this file (JSON lines).
     #[arg(long, value_name = "PATH")]
     events_jsonl: Option<PathBuf>,
+    /// Structured JSON-lines logs of every contract record (through `tracing`) to stderr, or to
+    /// PATH; filtered by `PI_LOG` / `RUST_LOG` (default `info`).
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
+    log_json: Option<String>,
     #[command(flatten)]
     content: ContentArgs,
     #[command(flatten)]

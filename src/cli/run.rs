@@ -50,6 +50,25 @@ pub fn attach_sinks(
     Ok(subscriptions)
 }
 
+/// Installs JSON-lines logging (`--log-json [PATH]`) and subscribes the `tracing` bridge to
+/// `hub`; keep the guard until exit (it flushes the writer).
+pub fn attach_log_json(
+    hub: &Observability,
+    policy: &ContentPolicy,
+    log_json: Option<&str>,
+    subscriptions: &mut Vec<pi_observe::core::Subscription>,
+) -> Result<Option<pi_observe::log::LogGuard>, CliError> {
+    use pi_observe::log::{JsonLogConfig, LogDestination, SpanLevel, TracingSubscriber};
+    let Some(target) = log_json else { return Ok(None) };
+    let destination =
+        if target.is_empty() { LogDestination::Stderr } else { LogDestination::File(std::path::PathBuf::from(target)) };
+    let guard = pi_observe::log::init_json_logging(&JsonLogConfig { destination, ..JsonLogConfig::default() })
+        .map_err(|e| CliError(format!("--log-json: {e}")))?;
+    let bridge = TracingSubscriber::new().span_level(SpanLevel::Info);
+    subscriptions.push(hub.subscribe_arc(Arc::new(bridge), Arc::new(policy.clone())));
+    Ok(Some(guard))
+}
+
 /// After an OTLP run: each trace id (with a link from `PI_TRACE_URL_TEMPLATE`), the export
 /// totals, and each export diagnostic, on stderr.
 pub fn report_export(otel: &OtelSubscriber, traces: &[pi_observe::core::TraceId]) {
@@ -90,6 +109,7 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
     let hub = Observability::with_policy(policy.clone());
     let mut subscriptions = attach_sinks(&hub, &policy, cli.observe.events_jsonl.as_deref(), cli.mode == Mode::Json)?;
     let exporter = attach_otlp(&hub, &policy, otlp, &mut subscriptions)?;
+    let log_guard = attach_log_json(&hub, &policy, cli.observe.log_json.as_deref(), &mut subscriptions)?;
     let trace = Arc::new(std::sync::OnceLock::new());
     let root = trace.clone();
     subscriptions.push(hub.subscribe(move |e: &ObsEvent| {
@@ -130,6 +150,7 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
         .await;
     let _ = hub.shutdown(flush_deadline);
     drop(subscriptions);
+    drop(log_guard);
     let result = result.map_err(|e| CliError(format!("session: {e}")))?;
     if mode == Mode::Text {
         output::line("");
