@@ -344,3 +344,13 @@ fn skills_and_templates_load_from_flags_and_bad_files_are_named_on_stderr() {
     assert!(evs.iter().any(|e| e.name == names::AGENT_SKILL && e.kind == EventKind::End));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn every_builtin_secret_rule_is_active_in_this_build() {
+    // The `regex` features this binary is built with must support every built-in pattern
+    // (a missing `unicode-case` once silently disabled the `password=` and `Bearer` rules).
+    let scrubber = pi_observe::core::Scrubber::default();
+    let active: Vec<&str> = scrubber.rule_names().collect();
+    let builtin: Vec<&str> = pi_observe::core::Scrubber::builtin_rule_names().collect();
+    assert_eq!(active, builtin);
+}

@@ -261,3 +261,54 @@ fn print_mode_exports_over_grpc_to_an_in_process_collector() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn otlp_sentry_and_json_logs_run_at_once_and_agree_on_the_trace() {
+    let d = scratch("all-three");
+    let receiver = Receiver::start(vec![]);
+    let sentry = pi_observe::sentry::testing::EnvelopeEndpoint::start();
+    let log = d.join("pi.log.jsonl");
+    let out = pi()
+        .args(["-p", "check the project", "--provider", "faux", "--no-session", "--user", "u1", "--org", "acme"])
+        .arg("--cwd")
+        .arg(&d)
+        .arg("--faux-script")
+        .arg(faux_script(&d))
+        .arg("--events-jsonl")
+        .arg(d.join("events.jsonl"))
+        .args(["--otlp", &receiver.endpoint, "--sentry", &sentry.dsn()])
+        .arg("--log-json")
+        .arg(&log)
+        .env_remove("SENTRY_DSN")
+        .env_remove("RUST_LOG")
+        .env_remove("PI_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("pi: sentry: 1 transactions"), "{stderr}");
+
+    let evs = events(&d.join("events.jsonl"));
+    let trace = evs[0].trace_id.to_string();
+    let starts = evs.iter().filter(|e| e.kind == EventKind::Start).count();
+    // OTLP: every span, same trace.
+    let spans = receiver.spans();
+    assert_eq!(spans.len(), starts);
+    assert!(spans.iter().all(|s| hex(&s.trace_id) == trace));
+    // Sentry: one transaction of the same trace holding every other span.
+    let items = sentry.items();
+    let tx = &items.iter().find(|(t, _)| t == "transaction").unwrap().1;
+    assert_eq!(tx["contexts"]["trace"]["trace_id"], trace);
+    assert_eq!(tx["spans"].as_array().unwrap().len(), starts - 1);
+    assert_eq!(tx["user"]["id"], "u1");
+    // JSON logs: one line per record, same trace.
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|l: &serde_json::Value| l["target"] == "pi_observe")
+        .collect();
+    assert_eq!(lines.len(), evs.len());
+    assert!(lines.iter().all(|l| l["trace_id"] == trace && l["ctx.orgId"] == "acme"));
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -107,6 +107,11 @@ struct ObserveArgs {
     /// Write the raw contract events to this file (JSON lines).
     #[arg(long, value_name = "PATH")]
     events_jsonl: Option<PathBuf>,
+    /// Send each prompt to Sentry as a transaction (errors as error events). Without a value:
+    /// `SENTRY_DSN` (which alone also turns this on). `SENTRY_ENVIRONMENT`, `SENTRY_RELEASE`,
+    /// `SENTRY_TRACES_SAMPLE_RATE` apply.
+    #[arg(long, value_name = "DSN", num_args = 0..=1, default_missing_value = "")]
+    sentry: Option<String>,
     /// Structured JSON-lines logs of every contract record (through `tracing`) to stderr, or to
     /// PATH; filtered by `PI_LOG` / `RUST_LOG` (default `info`).
     #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]

@@ -50,6 +50,19 @@ pub fn attach_sinks(
     Ok(subscriptions)
 }
 
+/// Subscribes the Sentry exporter, when configured, to `hub` under `policy`.
+pub fn attach_sentry(
+    hub: &Observability,
+    policy: &ContentPolicy,
+    flag: Option<&str>,
+    subscriptions: &mut Vec<pi_observe::core::Subscription>,
+) -> Result<Option<Arc<pi_observe::sentry::SentrySubscriber>>, CliError> {
+    let Some(config) = setup::sentry(flag)? else { return Ok(None) };
+    let sentry = pi_observe::sentry::SentrySubscriber::new(config, hub).map_err(|e| CliError(e.to_string()))?;
+    subscriptions.push(hub.subscribe_arc(sentry.clone(), Arc::new(policy.clone())));
+    Ok(Some(sentry))
+}
+
 /// Installs JSON-lines logging (`--log-json [PATH]`) and subscribes the `tracing` bridge to
 /// `hub`; keep the guard until exit (it flushes the writer).
 pub fn attach_log_json(
@@ -109,6 +122,7 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
     let hub = Observability::with_policy(policy.clone());
     let mut subscriptions = attach_sinks(&hub, &policy, cli.observe.events_jsonl.as_deref(), cli.mode == Mode::Json)?;
     let exporter = attach_otlp(&hub, &policy, otlp, &mut subscriptions)?;
+    let sentry = attach_sentry(&hub, &policy, cli.observe.sentry.as_deref(), &mut subscriptions)?;
     let log_guard = attach_log_json(&hub, &policy, cli.observe.log_json.as_deref(), &mut subscriptions)?;
     let trace = Arc::new(std::sync::OnceLock::new());
     let root = trace.clone();
@@ -158,6 +172,13 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
     if let Some(otel) = &exporter {
         let traces: Vec<_> = trace.get().copied().into_iter().collect();
         report_export(otel, &traces);
+    }
+    if let Some(sentry) = &sentry {
+        let stats = sentry.stats();
+        output::error(format_args!(
+            "pi: sentry: {} transactions, {} error events sent",
+            stats.transactions, stats.errors
+        ));
     }
     Ok(match result.stop_reason {
         StopReason::Stop | StopReason::Length | StopReason::ToolUse => ExitCode::SUCCESS,

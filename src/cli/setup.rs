@@ -230,3 +230,17 @@ pub fn resources(agent: &super::AgentArgs, cwd: &std::path::Path) -> pi_observe:
     }
     resources
 }
+
+/// The Sentry settings from `--sentry [DSN]` and `SENTRY_*`; `None` when neither asks for Sentry.
+pub fn sentry(flag: Option<&str>) -> Result<Option<pi_observe::sentry::SentryConfig>, CliError> {
+    use pi_observe::sentry::SentryConfig;
+    if flag.is_none() && !env_set("SENTRY_DSN") {
+        return Ok(None);
+    }
+    let mut config = SentryConfig::default();
+    if let Some(dsn) = flag.map(str::trim).filter(|d| !d.is_empty()) {
+        config.dsn = Some(dsn.to_owned());
+        config.dsn_source = Some("--sentry".into());
+    }
+    config.from_env().map(Some).map_err(|e| CliError(e.to_string()))
+}

@@ -95,6 +95,13 @@ impl Scrubber {
         self.with_rule(format!("custom_{}", self.rules.len()), pattern, REDACTED)
     }
 
+    /// Names of the built-in rules. Every one of them must be active in
+    /// [`Scrubber::default`]; a build whose `regex` lacks a needed feature would silently lose
+    /// rules, so each binary's tests compare the two.
+    pub fn builtin_rule_names() -> impl Iterator<Item = &'static str> {
+        BUILTIN.iter().map(|(name, _, _)| *name)
+    }
+
     /// Names of the rules, in the order they are applied.
     pub fn rule_names(&self) -> impl Iterator<Item = &str> {
         self.rules.iter().map(|r| r.name.as_ref())

@@ -1,0 +1,284 @@
+//! Pure mapping from contract records to Sentry protocol values: ops, span data, statuses,
+//! users, tags, breadcrumbs, and the transaction of one finished trace.
+
+use std::collections::BTreeMap;
+
+use pi_observe_core::{Attribution, EventKind, ObsEvent, Value, names};
+use sentry::protocol::{self, Breadcrumb, SpanStatus, TraceContext};
+use serde_json::{Value as Json, json};
+
+/// The Sentry op of an operation, following Sentry's AI agent monitoring where one applies.
+pub fn op(name: &str) -> &str {
+    match name {
+        names::AGENT_PROMPT => "gen_ai.invoke_agent",
+        names::PROVIDER_REQUEST => "gen_ai.chat",
+        names::AGENT_TOOL_CALL => "gen_ai.execute_tool",
+        other => other,
+    }
+}
+
+fn text(record: &ObsEvent, key: &str) -> Option<String> {
+    record.exportable_fields().find(|f| f.key == key).and_then(|f| f.value.as_str()).map(str::to_owned)
+}
+
+fn int(record: &ObsEvent, key: &str) -> Option<i64> {
+    record.exportable_fields().find(|f| f.key == key).and_then(|f| f.value.as_i64())
+}
+
+/// The span description (`chat faux-1`, `execute_tool read`, `invoke_agent pi`, else the name).
+pub fn description(name: &str, record: &ObsEvent) -> String {
+    match name {
+        names::AGENT_PROMPT => "invoke_agent pi".to_owned(),
+        names::PROVIDER_REQUEST => format!("chat {}", text(record, names::MODEL).unwrap_or_default()).trim().to_owned(),
+        names::AGENT_TOOL_CALL => {
+            format!("execute_tool {}", text(record, names::TOOL_NAME).unwrap_or_default()).trim().to_owned()
+        }
+        other => other.to_owned(),
+    }
+}
+
+/// A payload value as JSON (non-finite floats as strings).
+pub fn json_value(value: &Value) -> Json {
+    pi_observe_core::value_to_json(value)
+}
+
+/// Span data: every exportable payload field as `pi.<key>`, plus the `gen_ai.*` keys Sentry's AI
+/// views read. Content-class fields appear only if the subscriber's policy captured them.
+pub fn span_data(name: &str, record: &ObsEvent) -> BTreeMap<String, Json> {
+    let mut data: BTreeMap<String, Json> =
+        record.exportable_fields().map(|f| (format!("pi.{}", f.key), json_value(&f.value))).collect();
+    let operation = match name {
+        names::AGENT_PROMPT => Some("invoke_agent"),
+        names::PROVIDER_REQUEST => Some("chat"),
+        names::AGENT_TOOL_CALL => Some("execute_tool"),
+        _ => None,
+    };
+    if let Some(operation) = operation {
+        data.insert("gen_ai.operation.name".into(), json!(operation));
+        data.insert("gen_ai.agent.name".into(), json!("pi"));
+    }
+    let mut put = |key: &str, value: Option<Json>| {
+        if let Some(value) = value {
+            data.insert(key.to_owned(), value);
+        }
+    };
+    put("gen_ai.system", text(record, names::PROVIDER).map(Json::from));
+    put("gen_ai.request.model", text(record, names::MODEL).map(Json::from));
+    put("gen_ai.response.model", text(record, names::RESPONSE_MODEL).map(Json::from));
+    put("gen_ai.tool.name", text(record, names::TOOL_NAME).map(Json::from));
+    put("gen_ai.tool.call.id", text(record, names::TOOL_CALL_ID).map(Json::from));
+    put("gen_ai.conversation.id", text(record, names::SESSION_ID).map(Json::from));
+    if name == names::PROVIDER_REQUEST {
+        let input = int(record, names::INPUT_TOKENS).map(|i| {
+            i + int(record, names::CACHE_READ_TOKENS).unwrap_or(0) + int(record, names::CACHE_WRITE_TOKENS).unwrap_or(0)
+        });
+        let output = int(record, names::OUTPUT_TOKENS);
+        put("gen_ai.usage.input_tokens", input.map(Json::from));
+        put("gen_ai.usage.input_tokens.cached", int(record, names::CACHE_READ_TOKENS).map(Json::from));
+        put("gen_ai.usage.output_tokens", output.map(Json::from));
+        put("gen_ai.usage.total_tokens", input.zip(output).map(|(i, o)| Json::from(i + o)));
+        put("gen_ai.response.finish_reasons", text(record, names::STOP_REASON).map(|r| json!([r])));
+    }
+    data
+}
+
+/// Span status from the settling record.
+pub fn status(end: Option<&ObsEvent>) -> SpanStatus {
+    match end.filter(|e| e.kind == EventKind::Error).and_then(|e| e.error.as_ref()) {
+        None if end.is_some() => SpanStatus::Ok,
+        None => SpanStatus::DeadlineExceeded,
+        Some(error) => match error.name.as_str() {
+            names::ERROR_CANCELLED => SpanStatus::Cancelled,
+            "Timeout" => SpanStatus::DeadlineExceeded,
+            "AuthError" => SpanStatus::Unauthenticated,
+            _ => SpanStatus::InternalError,
+        },
+    }
+}
+
+/// The Sentry user for an attribution context (`userId` → id).
+pub fn user(context: &Attribution) -> Option<protocol::User> {
+    context.get(names::CTX_USER_ID).map(|id| protocol::User { id: Some(id.to_owned()), ..Default::default() })
+}
+
+/// Tags for an attribution context: the keys in `tag_keys` (or every key but `userId` when
+/// `None`).
+pub fn tags(context: &Attribution, tag_keys: Option<&[String]>) -> BTreeMap<String, String> {
+    context
+        .iter()
+        .filter(|(key, _)| match tag_keys {
+            Some(keys) => keys.iter().any(|k| k == key),
+            None => *key != names::CTX_USER_ID,
+        })
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// A point `event` record as a breadcrumb (its span in `data.span_id`).
+pub fn breadcrumb(event: &ObsEvent) -> Breadcrumb {
+    Breadcrumb {
+        timestamp: event.timestamp.to_system_time(),
+        ty: "default".into(),
+        category: Some(event.name.to_string()),
+        level: protocol::Level::Info,
+        message: Some(event.name.to_string()),
+        data: event
+            .exportable_fields()
+            .map(|f| (f.key.to_string(), json_value(&f.value)))
+            .chain(event.span_id.map(|id| ("span_id".to_owned(), json!(id.to_string()))))
+            .collect(),
+    }
+}
+
+pub(crate) fn trace_id(id: pi_observe_core::TraceId) -> protocol::TraceId {
+    protocol::TraceId::from(id.to_bytes())
+}
+
+pub(crate) fn span_id(id: pi_observe_core::SpanId) -> protocol::SpanId {
+    protocol::SpanId::from(id.to_bytes())
+}
+
+/// One span of a trace: its `start`, its settling record if any, and whether it is the root.
+#[derive(Debug, Clone)]
+pub struct SpanRecords {
+    /// The `start` record.
+    pub start: ObsEvent,
+    /// The `end`/`error` record (`None`: still open when the transaction was sent).
+    pub end: Option<ObsEvent>,
+}
+
+impl SpanRecords {
+    fn merged(&self) -> &ObsEvent {
+        self.end.as_ref().unwrap_or(&self.start)
+    }
+
+    fn data(&self, cut_at: std::time::SystemTime) -> (BTreeMap<String, Json>, std::time::SystemTime) {
+        let mut data = span_data(&self.start.name, self.merged());
+        let end = match &self.end {
+            Some(end) => end.timestamp.to_system_time(),
+            None => {
+                data.insert("pi.incomplete".into(), json!(true));
+                cut_at
+            }
+        };
+        (data, end)
+    }
+}
+
+/// Everything needed to send one trace as a transaction.
+#[derive(Debug)]
+pub struct TransactionParts<'a> {
+    /// The root span.
+    pub root: &'a SpanRecords,
+    /// Every other span of the trace, any depth.
+    pub children: Vec<&'a SpanRecords>,
+    /// Breadcrumbs from the trace's point events.
+    pub breadcrumbs: &'a [Breadcrumb],
+    /// Which attribution keys become tags.
+    pub tag_keys: Option<&'a [String]>,
+    /// `SENTRY_ENVIRONMENT`.
+    pub environment: Option<&'a str>,
+    /// `SENTRY_RELEASE`.
+    pub release: Option<&'a str>,
+    /// End time for spans still open.
+    pub cut_at: std::time::SystemTime,
+}
+
+/// The transaction of one trace as the JSON Sentry ingests (a `transaction` event with the
+/// spans at their true depth, ids and times as recorded, and the breadcrumbs, which the typed
+/// protocol struct has no field for).
+pub fn transaction_json(parts: &TransactionParts<'_>) -> Json {
+    let root = parts.root;
+    let (root_data, root_end) = root.data(parts.cut_at);
+    let root_span = root.start.span_id.map(span_id).unwrap_or_default();
+    let trace = trace_id(root.start.trace_id);
+    let spans: Vec<protocol::Span> = parts
+        .children
+        .iter()
+        .map(|span| {
+            let (data, end) = span.data(parts.cut_at);
+            protocol::Span {
+                span_id: span.start.span_id.map(span_id).unwrap_or_default(),
+                trace_id: trace,
+                parent_span_id: span.start.parent_span_id.map(span_id),
+                same_process_as_parent: Some(true),
+                op: Some(op(&span.start.name).to_owned()),
+                description: Some(description(&span.start.name, span.merged())),
+                timestamp: Some(end),
+                start_timestamp: span.start.timestamp.to_system_time(),
+                status: Some(status(span.end.as_ref())),
+                data: data.into_iter().collect(),
+                ..Default::default()
+            }
+        })
+        .collect();
+    let trace_context = TraceContext {
+        span_id: root_span,
+        trace_id: trace,
+        parent_span_id: root.start.parent_span_id.map(span_id),
+        op: Some(op(&root.start.name).to_owned()),
+        description: Some(description(&root.start.name, root.merged())),
+        status: Some(status(root.end.as_ref())),
+        data: root_data.into_iter().collect(),
+        ..Default::default()
+    };
+    let transaction = protocol::Transaction {
+        name: Some(description(&root.start.name, root.merged())),
+        release: parts.release.map(|r| r.to_owned().into()),
+        environment: parts.environment.map(|e| e.to_owned().into()),
+        user: user(&root.start.context),
+        tags: tags(&root.start.context, parts.tag_keys).into_iter().collect(),
+        start_timestamp: root.start.timestamp.to_system_time(),
+        timestamp: Some(root_end),
+        spans,
+        contexts: [("trace".to_owned(), protocol::Context::Trace(Box::new(trace_context)))].into_iter().collect(),
+        ..Default::default()
+    };
+    let mut json = serde_json::to_value(&transaction).unwrap_or(Json::Null);
+    if let Json::Object(map) = &mut json {
+        if !parts.breadcrumbs.is_empty() {
+            map.insert("breadcrumbs".into(), json!({ "values": parts.breadcrumbs }));
+        }
+    }
+    json
+}
+
+/// An `error` record as a Sentry error event linked to its trace and span.
+pub fn error_event(
+    record: &ObsEvent,
+    breadcrumbs: &[Breadcrumb],
+    tag_keys: Option<&[String]>,
+    environment: Option<&str>,
+    release: Option<&str>,
+) -> protocol::Event<'static> {
+    let error = record.error.clone().unwrap_or_else(|| pi_observe_core::ErrorInfo::new("Error", ""));
+    let trace_context = TraceContext {
+        span_id: record.span_id.map(span_id).unwrap_or_default(),
+        trace_id: trace_id(record.trace_id),
+        parent_span_id: record.parent_span_id.map(span_id),
+        op: Some(op(&record.name).to_owned()),
+        status: Some(status(Some(record))),
+        ..Default::default()
+    };
+    let mut tags = tags(&record.context, tag_keys);
+    tags.insert("pi.operation".into(), record.name.to_string());
+    protocol::Event {
+        level: protocol::Level::Error,
+        message: Some(format!("{} failed: {}", record.name, error.message)),
+        exception: vec![protocol::Exception {
+            ty: error.name.clone(),
+            value: Some(error.message.clone()),
+            ..Default::default()
+        }]
+        .into(),
+        timestamp: record.timestamp.to_system_time(),
+        user: user(&record.context),
+        tags: tags.into_iter().collect(),
+        breadcrumbs: breadcrumbs.to_vec().into(),
+        contexts: [("trace".to_owned(), protocol::Context::Trace(Box::new(trace_context)))].into_iter().collect(),
+        environment: environment.map(|e| e.to_owned().into()),
+        release: release.map(|r| r.to_owned().into()),
+        extra: span_data(&record.name, record).into_iter().collect(),
+        ..Default::default()
+    }
+}

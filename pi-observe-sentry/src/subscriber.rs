@@ -1,0 +1,260 @@
+//! The Sentry subscriber: buffers each trace's spans and sends the trace as one transaction when
+//! its root settles; `error` records become error events, `event` records breadcrumbs.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use pi_observe_core::{DropReason, EventKind, ObsEvent, Observability, SpanId, Subscriber, SubscriberError, TraceId};
+use sentry::protocol::Breadcrumb;
+
+use crate::config::{ConfigError, SentryConfig};
+use crate::convert::{self, SpanRecords, TransactionParts};
+
+/// Traces buffered at once; a new trace beyond this is dropped (counted).
+const MAX_OPEN_TRACES: usize = 1024;
+/// Spans kept per trace; more are dropped (counted).
+const MAX_SPANS_PER_TRACE: usize = 1000;
+/// Breadcrumbs kept per trace (the newest win), like Sentry's default `max_breadcrumbs`.
+const MAX_BREADCRUMBS: usize = 100;
+
+#[derive(Default)]
+struct TraceBuffer {
+    root: Option<SpanId>,
+    order: Vec<SpanId>,
+    spans: HashMap<SpanId, SpanRecords>,
+    breadcrumbs: Vec<Breadcrumb>,
+}
+
+/// What the subscriber sent and dropped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SentryStats {
+    /// Transactions handed to the Sentry client.
+    pub transactions: u64,
+    /// Error events handed to the Sentry client.
+    pub errors: u64,
+    /// Traces not sent because of the sample rate.
+    pub sampled_out: u64,
+    /// Spans dropped because too many traces or spans were open.
+    pub spans_dropped: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    transactions: AtomicU64,
+    errors: AtomicU64,
+    sampled_out: AtomicU64,
+    spans_dropped: AtomicU64,
+}
+
+/// Sends contract events to Sentry. `pi.agent.prompt` (any root operation) becomes a
+/// transaction whose spans are its descendants at their true depth, with the contract's trace
+/// id, span ids, parents and timestamps; ops follow Sentry's AI agent monitoring
+/// (`gen_ai.invoke_agent`, `gen_ai.chat`, `gen_ai.execute_tool`). `error` records become error
+/// events linked to the trace (with the breadcrumbs so far), `event` records breadcrumbs, the
+/// attribution context the Sentry user (`userId`) and tags.
+///
+/// `on_event` never blocks on I/O: the transaction is built on the caller and queued on the
+/// Sentry client's bounded transport queue.
+pub struct SentrySubscriber {
+    client: Arc<sentry::Client>,
+    config: SentryConfig,
+    traces: Mutex<HashMap<TraceId, TraceBuffer>>,
+    counters: Counters,
+    hub: Observability,
+}
+
+impl std::fmt::Debug for SentrySubscriber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SentrySubscriber").field("stats", &self.stats()).finish()
+    }
+}
+
+impl SentrySubscriber {
+    /// A subscriber sending to `config.dsn`; drops are also counted on `hub`.
+    pub fn new(config: SentryConfig, hub: &Observability) -> Result<Arc<Self>, ConfigError> {
+        let client = Arc::new(sentry::Client::from_config(config.client_options()?));
+        Ok(Arc::new(SentrySubscriber {
+            client,
+            config,
+            traces: Mutex::new(HashMap::new()),
+            counters: Counters::default(),
+            hub: hub.clone(),
+        }))
+    }
+
+    /// Counts so far.
+    pub fn stats(&self) -> SentryStats {
+        let c = &self.counters;
+        SentryStats {
+            transactions: c.transactions.load(Relaxed),
+            errors: c.errors.load(Relaxed),
+            sampled_out: c.sampled_out.load(Relaxed),
+            spans_dropped: c.spans_dropped.load(Relaxed),
+        }
+    }
+
+    fn sampled(&self, trace: TraceId) -> bool {
+        let rate = self.config.traces_sample_rate.unwrap_or(1.0);
+        if rate >= 1.0 {
+            return true;
+        }
+        let bytes = trace.to_bytes();
+        let head =
+            u64::from_be_bytes([bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]]);
+        (head as f64 / u64::MAX as f64) < rate
+    }
+
+    fn drop_spans(&self, count: u64) {
+        self.counters.spans_dropped.fetch_add(count, Relaxed);
+        self.hub.record_dropped(DropReason::QueueFull, count);
+    }
+
+    fn send_trace(&self, trace: TraceId, buffer: TraceBuffer, cut_at: SystemTime) {
+        let Some(root) = buffer.root.and_then(|id| buffer.spans.get(&id)) else { return };
+        if !self.sampled(trace) {
+            self.counters.sampled_out.fetch_add(1, Relaxed);
+            return;
+        }
+        let children: Vec<&SpanRecords> =
+            buffer.order.iter().filter(|id| Some(**id) != buffer.root).filter_map(|id| buffer.spans.get(id)).collect();
+        let parts = TransactionParts {
+            root,
+            children,
+            breadcrumbs: &buffer.breadcrumbs,
+            tag_keys: self.config.tag_keys.as_deref(),
+            environment: self.config.environment.as_deref(),
+            release: self.config.release.as_deref(),
+            cut_at,
+        };
+        let json = convert::transaction_json(&parts);
+        if let Some(envelope) = raw_envelope("transaction", &json) {
+            self.client.send_envelope(envelope);
+            self.counters.transactions.fetch_add(1, Relaxed);
+        }
+    }
+
+    fn send_error(&self, record: &ObsEvent, breadcrumbs: &[Breadcrumb]) {
+        let event = convert::error_event(
+            record,
+            breadcrumbs,
+            self.config.tag_keys.as_deref(),
+            self.config.environment.as_deref(),
+            self.config.release.as_deref(),
+        );
+        self.client.capture_event(event, None);
+        self.counters.errors.fetch_add(1, Relaxed);
+    }
+}
+
+/// One envelope with one item of `kind`, from its JSON (the typed transaction has no
+/// breadcrumbs field, so transactions are sent as raw items).
+fn raw_envelope(kind: &str, item: &serde_json::Value) -> Option<sentry::Envelope> {
+    let payload = serde_json::to_vec(item).ok()?;
+    let event_id = item.get("event_id").cloned().unwrap_or(serde_json::Value::Null);
+    let mut bytes = serde_json::to_vec(&serde_json::json!({ "event_id": event_id })).ok()?;
+    bytes.push(b'\n');
+    bytes.extend(serde_json::to_vec(&serde_json::json!({ "type": kind, "length": payload.len() })).ok()?);
+    bytes.push(b'\n');
+    bytes.extend(payload);
+    bytes.push(b'\n');
+    sentry::Envelope::from_bytes_raw(bytes).ok()
+}
+
+impl Subscriber for SentrySubscriber {
+    fn on_event(&self, event: &ObsEvent) {
+        let Some(span) = event.span_id else { return };
+        let mut traces = self.traces.lock().unwrap_or_else(|e| e.into_inner());
+        match event.kind {
+            EventKind::Start => {
+                if !traces.contains_key(&event.trace_id) && traces.len() >= MAX_OPEN_TRACES {
+                    drop(traces);
+                    return self.drop_spans(1);
+                }
+                let buffer = traces.entry(event.trace_id).or_default();
+                if buffer.spans.len() >= MAX_SPANS_PER_TRACE {
+                    drop(traces);
+                    return self.drop_spans(1);
+                }
+                let parent_known = event.parent_span_id.is_some_and(|p| buffer.spans.contains_key(&p));
+                if buffer.root.is_none() && !parent_known {
+                    buffer.root = Some(span);
+                }
+                buffer.order.push(span);
+                buffer.spans.insert(span, SpanRecords { start: event.clone(), end: None });
+            }
+            EventKind::End | EventKind::Error => {
+                let Some(buffer) = traces.get_mut(&event.trace_id) else { return };
+                if let Some(records) = buffer.spans.get_mut(&span) {
+                    records.end = Some(event.clone());
+                }
+                let breadcrumbs = if event.kind == EventKind::Error { buffer.breadcrumbs.clone() } else { Vec::new() };
+                let finished = (buffer.root == Some(span)).then(|| traces.remove(&event.trace_id)).flatten();
+                drop(traces);
+                if event.kind == EventKind::Error {
+                    self.send_error(event, &breadcrumbs);
+                }
+                if let Some(buffer) = finished {
+                    self.send_trace(event.trace_id, buffer, event.timestamp.to_system_time());
+                }
+            }
+            EventKind::Event => {
+                if let Some(buffer) = traces.get_mut(&event.trace_id) {
+                    if buffer.breadcrumbs.len() >= MAX_BREADCRUMBS {
+                        buffer.breadcrumbs.remove(0);
+                    }
+                    buffer.breadcrumbs.push(convert::breadcrumb(event));
+                }
+            }
+        }
+    }
+
+    fn flush(&self, timeout: Duration) -> Result<(), SubscriberError> {
+        match within(timeout, &self.client, move |client| client.flush(Some(timeout))) {
+            Some(true) => Ok(()),
+            _ => Err(SubscriberError::Timeout),
+        }
+    }
+
+    fn shutdown(&self, timeout: Duration) -> Result<(), SubscriberError> {
+        // Traces still open are sent as they are, their open spans marked incomplete.
+        let open: Vec<(TraceId, TraceBuffer)> = self.traces.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
+        let now = SystemTime::now();
+        for (trace, buffer) in open {
+            self.send_trace(trace, buffer, now);
+        }
+        match within(timeout, &self.client, move |client| client.close(Some(timeout))) {
+            Some(true) => Ok(()),
+            _ => Err(SubscriberError::Timeout),
+        }
+    }
+}
+
+/// Runs `f` on a helper thread and waits at most `deadline`: the Sentry client's flush and close
+/// can block past their own timeout when its transport queue is full of uploads to a silent
+/// server. On a timeout the helper is left to finish on its own.
+fn within<T: Send + 'static>(
+    deadline: Duration,
+    client: &Arc<sentry::Client>,
+    f: impl FnOnce(&sentry::Client) -> T + Send + 'static,
+) -> Option<T> {
+    let (done, result) = std::sync::mpsc::sync_channel(1);
+    let client = client.clone();
+    std::thread::Builder::new()
+        .name("pi-observe-sentry".into())
+        .spawn(move || {
+            let _ = done.send(f(&client));
+        })
+        .ok()?;
+    result.recv_timeout(deadline).ok()
+}
+
+impl Drop for SentrySubscriber {
+    fn drop(&mut self) {
+        // Dropping the last client handle joins its transport thread, which may be stuck on a
+        // silent server: let that happen off the caller's thread.
+        let client = self.client.clone();
+        let _ = std::thread::Builder::new().name("pi-observe-sentry-drop".into()).spawn(move || drop(client));
+    }
+}
