@@ -281,3 +281,18 @@ fn bad_dsns_are_one_line_errors_naming_their_source() {
     assert!(err.starts_with("--sentry: not a Sentry DSN") && !err.contains('\n'), "{err}");
     let _ = ObsEvent::new(pi_observe_core::EventKind::Event, "x", pi_observe_core::TraceId::random());
 }
+
+#[test]
+fn sampled_out_traces_send_no_transaction_but_errors_still_go_out() {
+    let (mut config, transport) = test_config();
+    config.traces_sample_rate = Some(0.0);
+    let hub = Observability::new();
+    let sentry = SentrySubscriber::new(config, &hub).unwrap();
+    let _s = hub.subscribe_arc(sentry.clone(), Arc::new(ContentPolicy::default()));
+    scenario(&hub);
+    sentry.flush(Duration::from_secs(2)).unwrap();
+    let items = captured(&transport);
+    assert!(items.iter().all(|(t, _)| t != "transaction"));
+    assert_eq!(items.iter().filter(|(t, _)| t == "event").count(), 1);
+    assert_eq!(sentry.stats().sampled_out, 1);
+}
