@@ -187,6 +187,77 @@ fn an_in_process_faux_run_with_parallel_tools_is_exported_span_for_span() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+#[test]
+fn the_sdk_in_memory_exporter_gets_the_contract_tree_id_for_id_and_time_for_time() {
+    use opentelemetry_sdk::trace::InMemorySpanExporter;
+    use pi_agent::harness::{Agent, AgentConfig};
+    use pi_agent::provider::{FauxProvider, FauxResponse};
+    let d = scratch("in-memory");
+    let hub = Observability::new();
+    let (capture, _c) = pi_observe::core::testing::CaptureSubscriber::attach(&hub);
+    let memory = InMemorySpanExporter::default();
+    let config = pi_observe::otel::OtlpConfig {
+        service_name: Some("pi-tier2".into()),
+        metrics: Some(false),
+        schedule_delay: Some(Duration::from_millis(20)),
+        ..Default::default()
+    };
+    let otel = pi_observe::otel::OtelSubscriber::with_span_exporter(config, &hub, memory.clone()).unwrap();
+    let _o = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
+    let faux = FauxProvider::new();
+    faux.push([
+        FauxResponse::tools(
+            None,
+            vec![
+                ("ls", serde_json::json!({})),
+                ("find", serde_json::json!({"pattern": "*"})),
+                ("bash", serde_json::json!({"command": "true"})),
+            ],
+        ),
+        FauxResponse::text("done"),
+    ]);
+    let model = pi_agent::model::Registry::builtin().default_for("faux").unwrap().clone();
+    let mut agent = Agent::new(
+        Arc::new(faux),
+        model,
+        pi_agent::tools::ToolRegistry::all_builtin(),
+        None,
+        AgentConfig::default(),
+        d.clone(),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(hub.scope(async {
+        let cancel = tokio_util::sync::CancellationToken::new();
+        agent.prompt("go", &cancel, &mut |_| {}).await.unwrap()
+    }));
+    pi_observe::core::Subscriber::flush(otel.as_ref(), Duration::from_secs(5)).unwrap();
+    let evs = capture.take();
+    let contract = pi_observe::core::testing::assert_paired(&evs);
+    let spans = memory.get_finished_spans().unwrap();
+    assert_eq!(spans.len(), contract.len(), "one SDK span per contract operation");
+    let tools = contract.iter().filter(|s| s.name == names::AGENT_TOOL_CALL).count();
+    assert_eq!(tools, 3, "three parallel tool calls");
+    let nanos = |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    for op in &contract {
+        let span = spans
+            .iter()
+            .find(|s| s.span_context.span_id().to_string() == op.span_id.to_string())
+            .unwrap_or_else(|| panic!("{} missing", op.name));
+        assert_eq!(span.span_context.trace_id().to_string(), op.trace_id.to_string());
+        assert_eq!(span.name, op.name);
+        let parent = op.parent_span_id.map(|p| p.to_string()).unwrap_or_else(|| "0000000000000000".into());
+        assert_eq!(span.parent_span_id.to_string(), parent, "{}", op.name);
+        assert_eq!(nanos(span.start_time), op.start.unix_nanos(), "{} start", op.name);
+        assert_eq!(nanos(span.end_time), op.end.unwrap().unix_nanos(), "{} end", op.name);
+        let is_error = matches!(span.status, opentelemetry::trace::Status::Error { .. });
+        assert_eq!(is_error, op.error.is_some(), "{} status", op.name);
+    }
+    let exported = otel.stats();
+    assert_eq!(exported.spans_exported, exported.spans_started);
+    pi_observe::core::Subscriber::shutdown(otel.as_ref(), Duration::from_secs(5)).unwrap();
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 fn output_text(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -2,7 +2,9 @@
 //! `Retry-After` on network errors / 408 / 429 / 5xx (gRPC: UNAVAILABLE, RESOURCE_EXHAUSTED,
 //! DEADLINE_EXCEEDED, ABORTED), stop for good on 401 / 403 (UNAUTHENTICATED, PERMISSION_DENIED).
 
+use std::future::Future;
 use std::io::Write;
+use std::pin::Pin;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -16,7 +18,8 @@ use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
 use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
-use opentelemetry_sdk::trace::SpanData;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use prost::Message;
 use tonic::codec::CompressionEncoding;
 use tonic::transport::{Channel, Endpoint};
@@ -58,7 +61,26 @@ enum Body {
     Logs(ExportLogsServiceRequest),
 }
 
+/// An `opentelemetry_sdk` span exporter behind an object-safe face, for
+/// [`OtelSubscriber::with_span_exporter`](crate::OtelSubscriber::with_span_exporter).
+pub(crate) trait SdkSpanExporter: Send + Sync {
+    fn export(&self, batch: Vec<SpanData>) -> Pin<Box<dyn Future<Output = OTelSdkResult> + Send + '_>>;
+    fn shutdown(&self, timeout: Duration) -> OTelSdkResult;
+}
+
+impl<E: SpanExporter + Send + Sync> SdkSpanExporter for E {
+    fn export(&self, batch: Vec<SpanData>) -> Pin<Box<dyn Future<Output = OTelSdkResult> + Send + '_>> {
+        Box::pin(SpanExporter::export(self, batch))
+    }
+
+    fn shutdown(&self, timeout: Duration) -> OTelSdkResult {
+        self.shutdown_with_timeout(timeout)
+    }
+}
+
 pub(crate) struct Exporter {
+    /// Spans go to this SDK exporter instead of OTLP (metrics and logs still use OTLP).
+    pub(crate) sdk: Option<Box<dyn SdkSpanExporter>>,
     http: reqwest::Client,
     grpc: Option<Endpoint>,
     channel: OnceLock<Channel>,
@@ -90,6 +112,7 @@ impl Exporter {
             _ => None,
         };
         Ok(Exporter {
+            sdk: None,
             http,
             grpc,
             channel: OnceLock::new(),
@@ -114,6 +137,13 @@ impl Exporter {
 
     /// Sends one batch of spans, retrying until `deadline`.
     pub(crate) async fn export(&self, spans: Vec<SpanData>, deadline: Instant) -> Delivery {
+        if let Some(sdk) = &self.sdk {
+            return match tokio::time::timeout_at(deadline.into(), sdk.export(spans)).await {
+                Ok(Ok(())) => Delivery::Exported,
+                Ok(Err(error)) => Delivery::Failed(format!("span exporter: {error}")),
+                Err(_) => Delivery::Failed("span exporter: deadline passed".into()),
+            };
+        }
         let request =
             ExportTraceServiceRequest { resource_spans: group_spans_by_resource_and_scope(spans, &self.resource) };
         self.deliver(Signal::Traces, Body::Traces(request), deadline).await

@@ -145,6 +145,32 @@ pub(crate) fn resource(config: &OtlpConfig) -> Resource {
 impl OtelSubscriber {
     /// Starts the worker. Drops and export failures are also counted on `hub`.
     pub fn new(config: OtlpConfig, hub: &Observability) -> Result<Arc<Self>, ConfigError> {
+        Self::start(config, hub, None)
+    }
+
+    /// Like [`OtelSubscriber::new`], but spans go to an `opentelemetry_sdk` span exporter (the
+    /// SDK's in-memory or stdout exporter, `opentelemetry-otlp`, a vendor exporter) instead of
+    /// this crate's OTLP client. Pairing, conversion, batching, sampling, drop counting and the
+    /// shutdown deadline are the same; metrics and logs, when on, still go over OTLP. The
+    /// exporter gets the resource (`service.name`, `OTEL_RESOURCE_ATTRIBUTES`) through
+    /// `set_resource`.
+    pub fn with_span_exporter<E>(
+        config: OtlpConfig,
+        hub: &Observability,
+        mut exporter: E,
+    ) -> Result<Arc<Self>, ConfigError>
+    where
+        E: opentelemetry_sdk::trace::SpanExporter + Send + Sync + 'static,
+    {
+        exporter.set_resource(&resource(&config));
+        Self::start(config, hub, Some(Box::new(exporter)))
+    }
+
+    fn start(
+        config: OtlpConfig,
+        hub: &Observability,
+        sdk: Option<Box<dyn crate::export::SdkSpanExporter>>,
+    ) -> Result<Arc<Self>, ConfigError> {
         let counters = Arc::new(Counters::default());
         let capacity = config.max_queue_size.unwrap_or(8192);
         let batch_size = config.max_export_batch_size.unwrap_or(512);
@@ -158,8 +184,9 @@ impl OtelSubscriber {
         let worker = if disabled {
             None
         } else {
-            let exporter = Exporter::new(&config, &resource(&config))
+            let mut exporter = Exporter::new(&config, &resource(&config))
                 .map_err(|message| ConfigError { setting: "OTLP exporter".into(), message })?;
+            exporter.sdk = sdk;
             let state = Worker {
                 queue: queue.clone(),
                 exporter,
@@ -374,6 +401,9 @@ impl Worker {
                     }
                     Control::Shutdown(deadline, ack) => {
                         self.finish(&runtime, deadline);
+                        if let Some(sdk) = &self.exporter.sdk {
+                            let _ = sdk.shutdown(deadline.saturating_duration_since(Instant::now()));
+                        }
                         let _ = ack.send(());
                         return;
                     }
