@@ -139,8 +139,6 @@ fn two_concurrent_users_export_their_traces_with_ids_attribution_and_tokens() {
 
 #[test]
 fn an_in_process_faux_run_with_parallel_tools_is_exported_span_for_span() {
-    use pi_agent::harness::{Agent, AgentConfig};
-    use pi_agent::provider::{FauxProvider, FauxResponse};
     let receiver = Receiver::start(vec![]);
     let d = scratch("in-process");
     let hub = Observability::new();
@@ -152,32 +150,7 @@ fn an_in_process_faux_run_with_parallel_tools_is_exported_span_for_span() {
     };
     let otel = pi_observe::otel::OtelSubscriber::new(config, &hub).unwrap();
     let _o = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
-    let faux = FauxProvider::new();
-    faux.push([
-        FauxResponse::tools(
-            None,
-            vec![
-                ("ls", serde_json::json!({})),
-                ("find", serde_json::json!({"pattern": "*"})),
-                ("bash", serde_json::json!({"command": "true"})),
-            ],
-        ),
-        FauxResponse::text("done"),
-    ]);
-    let model = pi_agent::model::Registry::builtin().default_for("faux").unwrap().clone();
-    let mut agent = Agent::new(
-        Arc::new(faux),
-        model,
-        pi_agent::tools::ToolRegistry::all_builtin(),
-        None,
-        AgentConfig::default(),
-        d.clone(),
-    );
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    rt.block_on(hub.scope(async {
-        let cancel = tokio_util::sync::CancellationToken::new();
-        agent.prompt("go", &cancel, &mut |_| {}).await.unwrap()
-    }));
+    faux_run_with_parallel_tools(&hub, &d);
     pi_observe::core::Subscriber::shutdown(otel.as_ref(), Duration::from_secs(5)).unwrap();
     let evs = capture.take();
     pi_observe::core::testing::assert_paired(&evs);
@@ -190,8 +163,6 @@ fn an_in_process_faux_run_with_parallel_tools_is_exported_span_for_span() {
 #[test]
 fn the_sdk_in_memory_exporter_gets_the_contract_tree_id_for_id_and_time_for_time() {
     use opentelemetry_sdk::trace::InMemorySpanExporter;
-    use pi_agent::harness::{Agent, AgentConfig};
-    use pi_agent::provider::{FauxProvider, FauxResponse};
     let d = scratch("in-memory");
     let hub = Observability::new();
     let (capture, _c) = pi_observe::core::testing::CaptureSubscriber::attach(&hub);
@@ -204,32 +175,7 @@ fn the_sdk_in_memory_exporter_gets_the_contract_tree_id_for_id_and_time_for_time
     };
     let otel = pi_observe::otel::OtelSubscriber::with_span_exporter(config, &hub, memory.clone()).unwrap();
     let _o = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
-    let faux = FauxProvider::new();
-    faux.push([
-        FauxResponse::tools(
-            None,
-            vec![
-                ("ls", serde_json::json!({})),
-                ("find", serde_json::json!({"pattern": "*"})),
-                ("bash", serde_json::json!({"command": "true"})),
-            ],
-        ),
-        FauxResponse::text("done"),
-    ]);
-    let model = pi_agent::model::Registry::builtin().default_for("faux").unwrap().clone();
-    let mut agent = Agent::new(
-        Arc::new(faux),
-        model,
-        pi_agent::tools::ToolRegistry::all_builtin(),
-        None,
-        AgentConfig::default(),
-        d.clone(),
-    );
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    rt.block_on(hub.scope(async {
-        let cancel = tokio_util::sync::CancellationToken::new();
-        agent.prompt("go", &cancel, &mut |_| {}).await.unwrap()
-    }));
+    faux_run_with_parallel_tools(&hub, &d);
     pi_observe::core::Subscriber::flush(otel.as_ref(), Duration::from_secs(5)).unwrap();
     let evs = capture.take();
     let contract = pi_observe::core::testing::assert_paired(&evs);
@@ -256,6 +202,32 @@ fn the_sdk_in_memory_exporter_gets_the_contract_tree_id_for_id_and_time_for_time
     assert_eq!(exported.spans_exported, exported.spans_started);
     pi_observe::core::Subscriber::shutdown(otel.as_ref(), Duration::from_secs(5)).unwrap();
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// One prompt on the faux provider whose first turn runs ls, find and bash in parallel, on `hub`.
+fn faux_run_with_parallel_tools(hub: &Observability, dir: &Path) {
+    use pi_agent::harness::{Agent, AgentConfig};
+    use pi_agent::provider::{FauxProvider, FauxResponse};
+    let faux = FauxProvider::new();
+    faux.push([
+        FauxResponse::tools(
+            None,
+            vec![
+                ("ls", serde_json::json!({})),
+                ("find", serde_json::json!({"pattern": "*"})),
+                ("bash", serde_json::json!({"command": "true"})),
+            ],
+        ),
+        FauxResponse::text("done"),
+    ]);
+    let model = pi_agent::model::Registry::builtin().default_for("faux").unwrap().clone();
+    let tools = pi_agent::tools::ToolRegistry::all_builtin();
+    let mut agent = Agent::new(Arc::new(faux), model, tools, None, AgentConfig::default(), dir.to_owned());
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(hub.scope(async {
+        let cancel = tokio_util::sync::CancellationToken::new();
+        agent.prompt("go", &cancel, &mut |_| {}).await.unwrap()
+    }));
 }
 
 fn output_text(out: &Output) -> String {
