@@ -354,3 +354,19 @@ fn every_builtin_secret_rule_is_active_in_this_build() {
     let builtin: Vec<&str> = pi_observe::core::Scrubber::builtin_rule_names().collect();
     assert_eq!(active, builtin);
 }
+
+#[test]
+fn an_unreachable_sentry_dsn_neither_changes_the_answer_nor_holds_the_exit() {
+    // Accepts connections (kernel backlog) and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dsn = format!("http://public@127.0.0.1:{}/1", silent.local_addr().unwrap().port());
+    let plain = pi().args(["-p", "hello", "--no-session", "--tools", "none"]).output().unwrap();
+    let started = std::time::Instant::now();
+    let out = pi().args(["-p", "hello", "--no-session", "--tools", "none", "--sentry", &dsn]).output().unwrap();
+    let took = started.elapsed();
+    assert!(out.status.success(), "{}", text(&out).1);
+    assert_eq!(out.stdout, plain.stdout, "the answer is the same with a dead Sentry");
+    // The exit waits at most the 5 s flush deadline (plus process start-up and slack).
+    assert!(took < std::time::Duration::from_secs(8), "exit took {took:?}");
+    drop(silent);
+}
