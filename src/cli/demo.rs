@@ -15,7 +15,7 @@ use pi_observe::core::{Attribution, ObsEvent, Observability, names};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::run::{FLUSH_DEADLINE, attach_otlp, attach_sinks, report_export};
+use super::run::{FLUSH_DEADLINE, attach_log_json, attach_otlp, attach_sentry, attach_sinks, report_export};
 use super::{CliError, DemoArgs, output, setup, tree};
 
 /// A fake credential placed in a file the demo agent reads: it must never reach telemetry
@@ -133,6 +133,8 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
     let hub = Observability::with_policy(policy.clone());
     let mut subscriptions = attach_sinks(&hub, &policy, Some(&events_path), false)?;
     let exporter = attach_otlp(&hub, &policy, otlp, &mut subscriptions)?;
+    let sentry = attach_sentry(&hub, &policy, args.sentry.as_deref(), &mut subscriptions)?;
+    let log_guard = attach_log_json(&hub, &policy, args.log_json.as_deref(), &mut subscriptions)?;
     let collected = Arc::new(Mutex::new(Vec::new()));
     let sink = collected.clone();
     let collector = hub.subscribe_arc(
@@ -163,6 +165,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
     let _ = hub.shutdown(flush_deadline);
     collector.cancel();
     drop(subscriptions);
+    drop(log_guard);
     let events = std::mem::take(&mut *collected.lock().unwrap_or_else(|p| p.into_inner()));
 
     output::text(format_args!("{}", tree::render_trees(&events)));
@@ -180,6 +183,13 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
             .collect();
         traces.dedup();
         report_export(otel, &traces);
+    }
+    if let Some(sentry) = &sentry {
+        let stats = sentry.stats();
+        output::error(format_args!(
+            "pi: sentry: {} transactions, {} error events sent",
+            stats.transactions, stats.errors
+        ));
     }
     let stats = hub.stats();
     output::line(format_args!(

@@ -177,6 +177,12 @@ struct DemoArgs {
     /// Where to write the contract events (default: `<dir>/events.jsonl`).
     #[arg(long, value_name = "PATH")]
     events_jsonl: Option<PathBuf>,
+    /// Also send both prompts to Sentry (see `pi --help`); without a value: `SENTRY_DSN`.
+    #[arg(long, value_name = "DSN", num_args = 0..=1, default_missing_value = "")]
+    sentry: Option<String>,
+    /// Also write JSON-lines logs of every record to stderr, or to PATH.
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
+    log_json: Option<String>,
     #[command(flatten)]
     content: ContentArgs,
     #[command(flatten)]
