@@ -609,22 +609,7 @@ impl Agent {
                 Some((_, crate::extensions::BeforeResult { summary: Some(summary), .. })) => (summary, None, true),
                 _ => {
                     let conversation = compaction::serialize_conversation(&to_summarize);
-                    let request = ProviderRequest {
-                        model: self.model.clone(),
-                        system_prompt: Some(compaction::SUMMARY_SYSTEM_PROMPT.into()),
-                        messages: vec![Message::user(compaction::summary_instructions(
-                            &conversation,
-                            previous.as_deref(),
-                            instructions,
-                        ))],
-                        tools: Vec::new(),
-                        reasoning: None,
-                        session_id: None,
-                        control: RequestControl::default(),
-                    };
-                    let outcome =
-                        provider::request(self.provider.as_ref(), &request, &self.config.retry, cancel, &mut |_| {})
-                            .await;
+                    let outcome = self.summarize(&conversation, previous.as_deref(), instructions, cancel).await;
                     if let Some(error) = outcome.error {
                         return self
                             .compaction_failed(&span, reason, format!("summary request failed: {error}"), ctx, on_event)
@@ -726,22 +711,10 @@ impl Agent {
                 Some(summary) => Some((summary, None)),
                 None if summarize && !abandoned.is_empty() => {
                     let (messages, _) = compaction::context_from(abandoned.iter());
-                    let request = ProviderRequest {
-                        model: self.model.clone(),
-                        system_prompt: Some(compaction::SUMMARY_SYSTEM_PROMPT.into()),
-                        messages: vec![Message::user(compaction::summary_instructions(
-                            &compaction::serialize_conversation(&messages),
-                            None,
-                            Some("Summarize the work done on this branch; the conversation goes back to an earlier point."),
-                        ))],
-                        tools: Vec::new(),
-                        reasoning: None,
-                        session_id: None,
-                        control: RequestControl::default(),
-                    };
-                    let outcome =
-                        provider::request(self.provider.as_ref(), &request, &self.config.retry, cancel, &mut |_| {})
-                            .await;
+                    let focus =
+                        "Summarize the work done on this branch; the conversation goes back to an earlier point.";
+                    let conversation = compaction::serialize_conversation(&messages);
+                    let outcome = self.summarize(&conversation, None, Some(focus), cancel).await;
                     if let Some(error) = outcome.error {
                         span.set_error("BranchSummaryFailed", error.to_string());
                         return Ok(navigation);
@@ -754,7 +727,13 @@ impl Agent {
             if let Some((text, usage)) = &summary {
                 let from_id = old_leaf.clone().unwrap_or_default();
                 let from_hook = usage.is_none().then_some(true);
-                let kind = EntryKind::BranchSummary { from_id, summary: text.clone(), usage: *usage, details: None, from_hook };
+                let kind = EntryKind::BranchSummary {
+                    from_id,
+                    summary: text.clone(),
+                    usage: *usage,
+                    details: None,
+                    from_hook,
+                };
                 lock(&session).append(kind)?;
             }
             let (messages, trust_usage_from) = {
@@ -786,6 +765,27 @@ impl Agent {
             Ok(navigation)
         })
         .await
+    }
+
+    /// One summarization request (compaction and branch summaries): the conversation as text,
+    /// the previous summary if any, optional focus instructions; no tools.
+    async fn summarize(
+        &self,
+        conversation: &str,
+        previous: Option<&str>,
+        instructions: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> provider::RequestOutcome {
+        let request = ProviderRequest {
+            model: self.model.clone(),
+            system_prompt: Some(compaction::SUMMARY_SYSTEM_PROMPT.into()),
+            messages: vec![Message::user(compaction::summary_instructions(conversation, previous, instructions))],
+            tools: Vec::new(),
+            reasoning: None,
+            session_id: None,
+            control: RequestControl::default(),
+        };
+        provider::request(self.provider.as_ref(), &request, &self.config.retry, cancel, &mut |_| {}).await
     }
 
     /// Marks the compaction span failed and emits `session_compact_failed`.

@@ -85,8 +85,8 @@ fn int(span: &RecordedSpan, key: &str) -> i64 {
     }
 }
 
-/// Session totals equal the sum of every usage-carrying entry and of what the prompts reported.
-fn assert_usage_counted_once(dir: &Path, results: &[PromptResult]) -> Usage {
+/// Session totals, checked against the sum of every usage-carrying entry.
+fn session_totals(dir: &Path) -> Usage {
     let session = read_session(&dir.join("session.jsonl")).unwrap();
     let mut entries = Usage::default();
     for entry in &session.entries {
@@ -96,6 +96,12 @@ fn assert_usage_counted_once(dir: &Path, results: &[PromptResult]) -> Usage {
     }
     let totals = session.totals().usage;
     assert_eq!(totals, entries);
+    totals
+}
+
+/// Session totals equal the sum of every usage-carrying entry and of what the prompts reported.
+fn assert_usage_counted_once(dir: &Path, results: &[PromptResult]) -> Usage {
+    let totals = session_totals(dir);
     let mut reported = Usage::default();
     for result in results {
         reported.add(&result.usage);
@@ -365,15 +371,7 @@ fn branch_navigation_moves_the_leaf_summarizes_the_abandoned_branch_and_counts_i
 
 /// Like [`assert_usage_counted_once`], for a session whose branch summary was not reported by a prompt.
 fn assert_branch_usage(dir: &Path, results: &[PromptResult], summary: Usage) -> Usage {
-    let session = read_session(&dir.join("session.jsonl")).unwrap();
-    let mut entries = Usage::default();
-    for entry in &session.entries {
-        if let Some(usage) = entry.kind.usage() {
-            entries.add(usage);
-        }
-    }
-    let totals = session.totals().usage;
-    assert_eq!(totals, entries);
+    let totals = session_totals(dir);
     let mut expected = summary;
     for result in results {
         expected.add(&result.usage);

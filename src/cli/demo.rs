@@ -15,7 +15,9 @@ use pi_observe::core::{Attribution, ObsEvent, Observability, names};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::run::{FLUSH_DEADLINE, attach_log_json, attach_otlp, attach_sentry, attach_sinks, report_export};
+use super::run::{
+    FLUSH_DEADLINE, attach_log_json, attach_otlp, attach_sentry, attach_sinks, report_export, report_sentry,
+};
 use super::{CliError, DemoArgs, output, setup, tree};
 
 /// A fake credential placed in a file the demo agent reads: it must never reach telemetry
@@ -185,11 +187,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
         report_export(otel, &traces);
     }
     if let Some(sentry) = &sentry {
-        let stats = sentry.stats();
-        output::error(format_args!(
-            "pi: sentry: {} transactions, {} error events sent",
-            stats.transactions, stats.errors
-        ));
+        report_sentry(sentry);
     }
     let stats = hub.stats();
     output::line(format_args!(

@@ -63,6 +63,12 @@ pub fn attach_sentry(
     Ok(Some(sentry))
 }
 
+/// After a Sentry run: what was handed to the Sentry client, on stderr.
+pub fn report_sentry(sentry: &pi_observe::sentry::SentrySubscriber) {
+    let stats = sentry.stats();
+    output::error(format_args!("pi: sentry: {} transactions, {} error events sent", stats.transactions, stats.errors));
+}
+
 /// Installs JSON-lines logging (`--log-json [PATH]`) and subscribes the `tracing` bridge to
 /// `hub`; keep the guard until exit (it flushes the writer).
 pub fn attach_log_json(
@@ -174,11 +180,7 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
         report_export(otel, &traces);
     }
     if let Some(sentry) = &sentry {
-        let stats = sentry.stats();
-        output::error(format_args!(
-            "pi: sentry: {} transactions, {} error events sent",
-            stats.transactions, stats.errors
-        ));
+        report_sentry(sentry);
     }
     Ok(match result.stop_reason {
         StopReason::Stop | StopReason::Length | StopReason::ToolUse => ExitCode::SUCCESS,
