@@ -295,7 +295,7 @@ impl Agent {
                 .safe(names::PROMPT_LENGTH, text.chars().count())
                 .safe(names::IMAGE_COUNT, 0)
                 .safe(names::SOURCE, source.as_str())
-                .content(ContentKind::Prompt, names::PROMPT_TEXT, text);
+                .content(ContentKind::Prompt, names::PROMPT_TEXT, text.to_owned());
             if let Some(id) = session_id {
                 p = p.safe(names::SESSION_ID, id);
             }

@@ -201,7 +201,7 @@ fn traced_expansion(
         Payload::new().safe(name_key, name.to_owned()).safe("argumentCount", split_args(args).len()).content(
             ContentKind::Prompt,
             "arguments",
-            args,
+            args.to_owned(),
         )
     };
     trace_operation_sync(op, payload, |span| {

@@ -103,7 +103,7 @@ fn hook_spans(events: &[ObsEvent]) -> Vec<RecordedSpan> {
 
 fn hook_summary(span: &RecordedSpan) -> String {
     let get = |key: &str| match span.attributes.get(key) {
-        Some(ObsValue::Str(s)) => s.clone(),
+        Some(ObsValue::Str(s)) => s.to_string(),
         other => format!("{other:?}"),
     };
     format!("{} {} {}", get(names::HOOK_NAME), get(names::EXTENSION_NAME), get(names::HOOK_OUTCOME))

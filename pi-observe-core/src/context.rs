@@ -181,12 +181,10 @@ impl ObsContext {
         f()
     }
 
-    /// [`ObsContext::in_scope`] without cloning: hands the context back with the result.
-    pub(crate) fn in_scope_owned<R>(self, f: impl FnOnce() -> R) -> (R, ObsContext) {
-        let mut guard = SyncGuard::enter(Some(self));
-        let result = f();
-        let ctx = guard.exit();
-        (result, ctx)
+    /// [`ObsContext::in_scope`] without cloning the context.
+    pub(crate) fn in_scope_owned<R>(self, f: impl FnOnce() -> R) -> R {
+        let _guard = SyncGuard::enter(Some(self));
+        f()
     }
 
     /// Wraps a closure so that it runs under this context, wherever it is called (for
@@ -213,14 +211,6 @@ impl SyncGuard {
     fn enter(context: Option<ObsContext>) -> SyncGuard {
         let previous = SYNC_CONTEXT.try_with(|slot| slot.replace(context)).ok().flatten();
         SyncGuard { previous }
-    }
-}
-
-impl SyncGuard {
-    /// Restores the previous context now and returns the one this guard had entered.
-    fn exit(&mut self) -> ObsContext {
-        let previous = self.previous.take();
-        SYNC_CONTEXT.try_with(|slot| slot.replace(previous)).ok().flatten().unwrap_or_default()
     }
 }
 
@@ -264,17 +254,25 @@ pin_project! {
     /// A future running under an [`ObsContext`]; see [`ContextExt`], [`run_with_context`] and
     /// [`Observability::scope`].
     #[must_use = "futures do nothing unless polled"]
-    pub struct Scoped<F: Future> {
-        // Not structurally pinned: the future is moved into `running` before its first poll.
-        pending: Option<(Patch, F)>,
+    pub struct Scoped<F> {
         #[pin]
-        running: Option<TaskLocalFuture<ObsContext, F>>,
+        state: ScopedState<F>,
     }
 }
 
-impl<F: Future> Scoped<F> {
+pin_project! {
+    /// The future is held once: moved from `Pending` into the task-local scope at the first
+    /// poll (it is not pinned before that).
+    #[project = ScopedProj]
+    enum ScopedState<F> {
+        Pending { pending: Option<(Patch, F)> },
+        Running { #[pin] fut: TaskLocalFuture<ObsContext, F> },
+    }
+}
+
+impl<F> Scoped<F> {
     fn new(patch: Patch, fut: F) -> Self {
-        Scoped { pending: Some((patch, fut)), running: None }
+        Scoped { state: ScopedState::Pending { pending: Some((patch, fut)) } }
     }
 
     pub(crate) fn derive(
@@ -291,12 +289,13 @@ impl<F: Future> Future for Scoped<F> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let mut this = self.project();
-        if let Some((patch, fut)) = this.pending.take() {
-            this.running.set(Some(TASK_CONTEXT.scope(patch.resolve(), fut)));
+        let mut state = self.project().state;
+        if let ScopedProj::Pending { pending } = state.as_mut().project() {
+            let Some((patch, fut)) = pending.take() else { return Poll::Pending };
+            state.set(ScopedState::Running { fut: TASK_CONTEXT.scope(patch.resolve(), fut) });
         }
-        let Some(running) = this.running.as_pin_mut() else {
-            // Unreachable: `pending` is moved into `running` on the first poll.
+        let ScopedProj::Running { fut: running } = state.project() else {
+            // Unreachable: `Pending` becomes `Running` above.
             return Poll::Pending;
         };
         // A synchronous scope further out on this thread must not shadow our task-local.

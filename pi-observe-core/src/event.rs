@@ -356,7 +356,7 @@ fn f64_to_json(v: f64) -> serde_json::Value {
 pub fn value_to_json(value: &Value) -> serde_json::Value {
     use serde_json::Value as J;
     match value {
-        Value::Str(v) => J::String(v.clone()),
+        Value::Str(v) => J::String(v.to_string()),
         Value::I64(v) => J::from(*v),
         Value::F64(v) => f64_to_json(*v),
         Value::Bool(v) => J::Bool(*v),
@@ -372,7 +372,7 @@ pub fn value_to_json(value: &Value) -> serde_json::Value {
 pub fn value_from_json(json: &serde_json::Value) -> Option<Value> {
     use serde_json::Value as J;
     Some(match json {
-        J::String(s) => Value::Str(s.clone()),
+        J::String(s) => Value::Str(s.clone().into()),
         J::Bool(b) => Value::Bool(*b),
         J::Number(n) => match n.as_i64() {
             Some(i) if !n.is_f64() => Value::I64(i),

@@ -239,30 +239,32 @@ impl Observability {
         }
         stats.emitted.fetch_add(1, Relaxed);
         let _delivering = DeliveringGuard::enter();
-        let single_policy = entries.iter().all(|e| Arc::ptr_eq(&e.policy, &entries[0].policy));
-        if single_policy {
-            let redacted = entries[0].policy.apply_shared(event, stats);
-            for entry in entries.iter() {
-                self.deliver(entry, &redacted);
+        // Subscribers sharing a policy share one redacted copy; the last subscriber of each
+        // policy gets that copy to keep (`on_owned_event`), the others see it by reference.
+        let opens_group = |k: usize| !entries[..k].iter().any(|e| Arc::ptr_eq(&e.policy, &entries[k].policy));
+        let mut event = Some(event);
+        for (i, entry) in entries.iter().enumerate() {
+            if !opens_group(i) {
+                continue;
             }
-        } else {
-            let mut done: Vec<(&Arc<ContentPolicy>, Arc<ObsEvent>)> = Vec::new();
-            for entry in entries.iter() {
-                let index = match done.iter().position(|(p, _)| Arc::ptr_eq(p, &entry.policy)) {
-                    Some(index) => index,
-                    None => {
-                        done.push((&entry.policy, entry.policy.apply_shared(event.clone(), stats)));
-                        done.len() - 1
-                    }
-                };
-                self.deliver(entry, &done[index].1);
+            let needed_later = (i + 1..entries.len()).any(opens_group);
+            let Some(mut redacted) = (if needed_later { event.clone() } else { event.take() }) else { return };
+            entry.policy.apply_in_place(&mut redacted, stats);
+            let mut group = entries[i..].iter().filter(|e| Arc::ptr_eq(&e.policy, &entry.policy)).peekable();
+            while let Some(member) = group.next() {
+                if group.peek().is_some() {
+                    self.deliver(member, |s| s.on_event(&redacted));
+                } else {
+                    self.deliver(member, |s| s.on_owned_event(redacted));
+                    break;
+                }
             }
         }
     }
 
-    fn deliver(&self, entry: &Entry, event: &Arc<ObsEvent>) {
+    fn deliver(&self, entry: &Entry, call: impl FnOnce(&dyn Subscriber)) {
         let stats = &self.inner.stats;
-        match catch_unwind(AssertUnwindSafe(|| entry.subscriber.on_shared_event(event))) {
+        match catch_unwind(AssertUnwindSafe(|| call(entry.subscriber.as_ref()))) {
             Ok(()) => {
                 stats.delivered.fetch_add(1, Relaxed);
             }

@@ -67,7 +67,7 @@ pub use ids::{InvalidId, SpanId, TraceId};
 pub use operation::{
     Operation, Outcome, Span, Status, record, record_event, trace_operation, trace_operation_sync, trace_operation_with,
 };
-pub use payload::{Class, ContentKind, Field, Payload, PayloadSource, Value};
+pub use payload::{Class, ContentKind, Field, Payload, PayloadIntoIter, PayloadSource, Value};
 pub use policy::{
     ContentPolicy, DEFAULT_MAX_ERROR_BYTES, DEFAULT_MAX_FIELD_BYTES, FieldRef, REDACTED, RedactError, Redaction,
     Redactor, Scrubber, truncate,

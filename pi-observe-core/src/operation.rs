@@ -310,11 +310,38 @@ impl Drop for OpGuard {
 }
 
 pin_project! {
+    /// Each stage holds the future (or the closure that makes it) once.
     #[project = BodyProj]
-    enum Body<F: Future> {
-        Idle,
+    enum Body<P, C, F> {
+        Init { init: Option<(P, C)> },
         Plain { #[pin] fut: F },
-        Traced { #[pin] fut: Scoped<F> },
+        // One task-local scope for the whole operation: `make` runs at its first poll, inside it.
+        Traced { #[pin] fut: Scoped<Lazy<C, F>> },
+    }
+}
+
+pin_project! {
+    /// `make(span)` called at the first poll, then the future it returned.
+    #[project = LazyProj]
+    enum Lazy<C, F> {
+        Make { make: Option<(C, Span)> },
+        Running { #[pin] fut: F },
+    }
+}
+
+impl<C: FnOnce(Span) -> F, F: Future> Future for Lazy<C, F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if let LazyProj::Make { make } = self.as_mut().project() {
+            let Some((make, span)) = make.take() else { return Poll::Pending };
+            self.set(Lazy::Running { fut: make(span) });
+        }
+        match self.project() {
+            LazyProj::Running { fut } => fut.poll(cx),
+            // Unreachable: replaced by `Running` above.
+            LazyProj::Make { .. } => Poll::Pending,
+        }
     }
 }
 
@@ -323,10 +350,9 @@ pin_project! {
     #[must_use = "futures do nothing unless polled"]
     pub struct Operation<P, C, F: Future> {
         name: Cow<'static, str>,
-        init: Option<(P, C)>,
         // Declared before `guard`: when dropped, children settle before their parent.
         #[pin]
-        body: Body<F>,
+        body: Body<P, C, F>,
         guard: OpGuard,
     }
 }
@@ -377,7 +403,7 @@ where
     F: Future,
     F::Output: Outcome,
 {
-    Operation { name: name.into(), init: Some((payload, make)), body: Body::Idle, guard: OpGuard(None) }
+    Operation { name: name.into(), body: Body::Init { init: Some((payload, make)) }, guard: OpGuard(None) }
 }
 
 impl<P, C, F> Future for Operation<P, C, F>
@@ -391,19 +417,14 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let mut this = self.project();
-        if let Some((payload, make)) = this.init.take() {
+        if let BodyProj::Init { init } = this.body.as_mut().project() {
+            let Some((payload, make)) = init.take() else { return Poll::Pending };
             match begin(this.name.clone(), payload) {
                 None => this.body.set(Body::Plain { fut: make(Span::none()) }),
                 Some((inner, child)) => {
                     let span = Span(Some(inner.clone()));
                     *this.guard = OpGuard(Some(inner));
-                    match catch_unwind(AssertUnwindSafe(|| child.in_scope_owned(|| make(span)))) {
-                        Ok((fut, child)) => this.body.set(Body::Traced { fut: child.scope(fut) }),
-                        Err(panic) => {
-                            this.guard.finish(Settlement::Panicked(panic_info(panic.as_ref())));
-                            resume_unwind(panic)
-                        }
-                    }
+                    this.body.set(Body::Traced { fut: child.scope(Lazy::Make { make: Some((make, span)) }) });
                 }
             }
         }
@@ -420,8 +441,8 @@ where
                     resume_unwind(panic)
                 }
             },
-            // `init` is always consumed above, so the body is never idle here.
-            BodyProj::Idle => Poll::Pending,
+            // Unreachable: `Init` is replaced above.
+            BodyProj::Init { .. } => Poll::Pending,
         }
     }
 }
@@ -437,7 +458,7 @@ where
     };
     let mut guard = OpGuard(Some(inner.clone()));
     let span = Span(Some(inner));
-    match catch_unwind(AssertUnwindSafe(|| child.in_scope(|| f(&span)))) {
+    match catch_unwind(AssertUnwindSafe(|| child.in_scope_owned(|| f(&span)))) {
         Ok(output) => {
             guard.finish(Settlement::Returned(output.error_info()));
             output
@@ -504,5 +525,32 @@ mod tests {
         assert_eq!(error_type_name::<std::num::ParseIntError>(), "ParseIntError");
         assert_eq!(error_type_name::<Box<dyn std::error::Error>>(), "Error");
         assert_eq!(error_type_name::<String>(), "String");
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    /// A future whose state is `N` bytes.
+    async fn big<const N: usize>() -> Result<usize, std::fmt::Error> {
+        let buf = [7u8; N];
+        std::future::ready(()).await;
+        Ok(std::hint::black_box(&buf).len())
+    }
+
+    /// Each wrapper holds the wrapped future once (they held it 2–3 times, so nesting grew the
+    /// state geometrically: 3× for one operation, 9× for two).
+    #[test]
+    fn wrappers_hold_the_future_once() {
+        let inner = std::mem::size_of_val(&big::<4096>());
+        let op = std::mem::size_of_val(&trace_operation("op", (), big::<4096>()));
+        let scoped = std::mem::size_of_val(&Observability::new().scope(big::<4096>()));
+        let nested = std::mem::size_of_val(&trace_operation("outer", (), async {
+            trace_operation("inner", (), big::<4096>()).await
+        }));
+        assert!(op < inner + 512, "trace_operation: {op} bytes around a {inner}-byte future");
+        assert!(scoped < inner + 256, "scope: {scoped} bytes around a {inner}-byte future");
+        assert!(nested < inner + 1024, "nested operations: {nested} bytes around a {inner}-byte future");
     }
 }

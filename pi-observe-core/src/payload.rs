@@ -8,11 +8,19 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
+/// Fields kept inline in a payload's one allocation (most payloads have at most this many).
+const INLINE_FIELDS: usize = 4;
+
+type Fields = SmallVec<[Field; INLINE_FIELDS]>;
+
 /// A payload value: a scalar or a homogeneous array.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
-    /// A string.
-    Str(String),
+    /// A string. `&'static str` values (names, enums, literals) are kept without copying;
+    /// borrowed strings with a shorter life are converted from a `String`.
+    Str(Cow<'static, str>),
     /// A signed integer.
     I64(i64),
     /// A float. Non-finite values are written to JSON as strings.
@@ -109,7 +117,7 @@ macro_rules! value_from {
 }
 
 value_from! {
-    String => Str, &str => Str, &String => Str, Cow<'_, str> => Str,
+    String => Str, &'static str => Str, Cow<'static, str> => Str,
     i64 => I64, i32 => I64, u32 => I64, i16 => I64, u16 => I64, u8 => I64, i8 => I64,
     f64 => F64, f32 => F64,
     bool => Bool,
@@ -258,10 +266,11 @@ pub struct Field {
 ///
 /// Cloning is cheap: the fields are shared copy-on-write, so the start record, the running
 /// operation and the end record of one operation hold one allocation until something changes.
+/// Up to four fields live inside that allocation (no second one for a buffer).
 #[derive(Clone, Default)]
 pub struct Payload {
     /// `None` for the empty payload (no allocation); shared after a clone.
-    fields: Option<Arc<Vec<Field>>>,
+    fields: Option<Arc<Fields>>,
 }
 
 impl fmt::Debug for Payload {
@@ -366,11 +375,11 @@ impl Payload {
     }
 
     fn as_slice(&self) -> &[Field] {
-        self.fields.as_deref().map_or(&[], Vec::as_slice)
+        self.fields.as_deref().map_or(&[], SmallVec::as_slice)
     }
 
     /// The fields for writing: copies them first if they are shared.
-    pub(crate) fn fields_mut(&mut self) -> &mut Vec<Field> {
+    pub(crate) fn fields_mut(&mut self) -> &mut Fields {
         Arc::make_mut(self.fields.get_or_insert_with(Default::default))
     }
 }
@@ -385,12 +394,31 @@ impl<'a> IntoIterator for &'a Payload {
 
 impl IntoIterator for Payload {
     type Item = Field;
-    type IntoIter = std::vec::IntoIter<Field>;
+    type IntoIter = PayloadIntoIter;
     fn into_iter(self) -> Self::IntoIter {
-        match self.fields {
-            None => Vec::new().into_iter(),
-            Some(fields) => Arc::unwrap_or_clone(fields).into_iter(),
-        }
+        PayloadIntoIter(self.fields.map(Arc::unwrap_or_clone).unwrap_or_default().into_iter())
+    }
+}
+
+/// The fields of a [`Payload`], by value, in insertion order.
+pub struct PayloadIntoIter(smallvec::IntoIter<[Field; INLINE_FIELDS]>);
+
+impl Iterator for PayloadIntoIter {
+    type Item = Field;
+    fn next(&mut self) -> Option<Field> {
+        self.0.next()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+impl ExactSizeIterator for PayloadIntoIter {}
+
+impl fmt::Debug for PayloadIntoIter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("PayloadIntoIter").field(&self.0.as_slice()).finish()
     }
 }
 

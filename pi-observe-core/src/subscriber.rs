@@ -1,7 +1,6 @@
 //! The subscriber trait: where events go.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::event::ObsEvent;
@@ -17,10 +16,12 @@ pub trait Subscriber: Send + Sync + 'static {
     /// Handles one event.
     fn on_event(&self, event: &ObsEvent);
 
-    /// Handles one event that the subscriber may keep without copying it (adapters that queue
-    /// events override this; the default calls [`Subscriber::on_event`]).
-    fn on_shared_event(&self, event: &Arc<ObsEvent>) {
-        self.on_event(event)
+    /// Handles one event the subscriber may keep: the hub hands over its copy instead of a
+    /// reference (adapters that queue events override this to keep it without cloning; the
+    /// default calls [`Subscriber::on_event`]). Of the subscribers sharing one policy, the last
+    /// one subscribed gets this call; the others get [`Subscriber::on_event`].
+    fn on_owned_event(&self, event: ObsEvent) {
+        self.on_event(&event)
     }
 
     /// Pushes out what is buffered, giving up after `timeout`.

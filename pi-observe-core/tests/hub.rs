@@ -127,3 +127,54 @@ fn point_events_outside_an_operation_still_carry_trace_and_context() {
     assert_eq!(events[1].trace_id, events[0].trace_id);
     pi_observe_core::testing::assert_paired_allowing_remote(&events);
 }
+
+/// Records how each event arrived: by reference (`on_event`) or handed over (`on_owned_event`).
+#[derive(Default)]
+struct HowDelivered {
+    seen: std::sync::Mutex<Vec<(&'static str, Option<String>)>>,
+}
+
+impl pi_observe_core::Subscriber for HowDelivered {
+    fn on_event(&self, event: &ObsEvent) {
+        let prompt = event.payload.get("prompt").map(|v| v.to_string());
+        self.seen.lock().unwrap().push(("ref", prompt));
+    }
+
+    fn on_owned_event(&self, event: ObsEvent) {
+        let prompt = event.payload.get("prompt").map(|v| v.to_string());
+        self.seen.lock().unwrap().push(("owned", prompt));
+    }
+}
+
+#[test]
+fn each_policy_redacts_once_and_its_last_subscriber_keeps_the_copy() {
+    use pi_observe_core::{ContentKind, ContentPolicy};
+    let hub = Observability::new();
+    let wide = Arc::new(ContentPolicy::default().capture(ContentKind::Prompt));
+    let narrow = Arc::new(ContentPolicy::default());
+    let subs: Vec<Arc<HowDelivered>> = (0..4).map(|_| Arc::new(HowDelivered::default())).collect();
+    // Policies in subscription order: wide, narrow, wide, narrow — groups interleave.
+    let _subscriptions: Vec<_> = subs
+        .iter()
+        .zip([&wide, &narrow, &wide, &narrow])
+        .map(|(s, p)| hub.subscribe_arc(s.clone(), Arc::clone(p)))
+        .collect();
+    let panicky = hub.subscribe_arc(
+        Arc::new(|_: &ObsEvent| panic!("subscriber boom")),
+        Arc::new(ContentPolicy::default().capture_all()),
+    );
+    silence_expected_panics(&["subscriber boom"]);
+    hub.in_scope(|| {
+        trace_operation_sync("op", || Payload::new().content(ContentKind::Prompt, "prompt", "hello"), |_| ())
+    });
+    drop(panicky);
+    let seen: Vec<_> = subs.iter().map(|s| std::mem::take(&mut *s.seen.lock().unwrap())).collect();
+    let hello = Some("hello".to_owned());
+    // Two records (start, end) each.
+    assert_eq!(seen[0], vec![("ref", hello.clone()); 2]);
+    assert_eq!(seen[1], vec![("ref", None); 2]);
+    assert_eq!(seen[2], vec![("owned", hello.clone()); 2]);
+    assert_eq!(seen[3], vec![("owned", None); 2]);
+    let stats = hub.stats();
+    assert_eq!((stats.emitted, stats.delivered, stats.subscriber_panics), (2, 8, 2));
+}

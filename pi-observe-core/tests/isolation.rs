@@ -15,7 +15,7 @@ use pi_observe_core::{
 type Res = Result<(), std::io::Error>;
 
 fn tag(user: &str, op: usize) -> Payload {
-    Payload::new().safe("expectUser", user).safe("op", op as i64)
+    Payload::new().safe("expectUser", user.to_owned()).safe("op", op as i64)
 }
 
 async fn user_work(user: String, op: usize, spawned: bool) -> Res {
@@ -75,7 +75,7 @@ fn concurrent_operations_never_see_another_tasks_context() {
     let mut wrong = 0;
     for event in &events {
         let Some(Value::Str(expected)) = event.payload.get("expectUser") else { panic!("untagged event {event}") };
-        if event.context.get(names::CTX_USER_ID) != Some(expected.as_str()) {
+        if event.context.get(names::CTX_USER_ID) != Some(expected.as_ref()) {
             wrong += 1;
         }
     }

@@ -12,7 +12,7 @@ use proptest::prelude::*;
 fn value() -> impl Strategy<Value = Value> {
     let finite = prop::num::f64::NORMAL | prop::num::f64::ZERO | prop::num::f64::SUBNORMAL;
     prop_oneof![
-        ".*".prop_map(Value::Str),
+        ".*".prop_map(Value::from),
         any::<i64>().prop_map(Value::I64),
         finite.prop_map(Value::F64),
         any::<bool>().prop_map(Value::Bool),

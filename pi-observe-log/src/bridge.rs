@@ -87,7 +87,7 @@ enum Owned {
 impl Owned {
     fn from_value(value: &Value) -> Owned {
         match value {
-            Value::Str(s) => Owned::Str(s.clone()),
+            Value::Str(s) => Owned::Str(s.to_string()),
             Value::I64(v) => Owned::I64(*v),
             Value::F64(v) => Owned::F64(*v),
             Value::Bool(v) => Owned::Bool(*v),

@@ -74,12 +74,13 @@ fn cached_key(prefix: &'static str, key: &str) -> opentelemetry::Key {
     })
 }
 
-/// A payload value as an OpenTelemetry value. Strings are reference-counted, so the same value
-/// under a second convention key costs no copy.
+/// A payload value as an OpenTelemetry value. Static strings are borrowed; others are
+/// reference-counted, so the same value under a second convention key costs no copy.
 pub fn otel_value(value: &Value) -> opentelemetry::Value {
     use opentelemetry::Value as V;
     let shared = |s: &str| StringValue::from(std::sync::Arc::<str>::from(s));
     match value {
+        Value::Str(std::borrow::Cow::Borrowed(s)) => V::String(StringValue::from(*s)),
         Value::Str(s) => V::String(shared(s)),
         Value::I64(v) => V::I64(*v),
         Value::F64(v) => V::F64(*v),

@@ -41,7 +41,7 @@ struct Queue {
 
 #[derive(Default)]
 struct QueueState {
-    records: Vec<Arc<ObsEvent>>,
+    records: Vec<ObsEvent>,
     control: Vec<Control>,
     closed: bool,
 }
@@ -257,10 +257,10 @@ impl Drop for OtelSubscriber {
 
 impl Subscriber for OtelSubscriber {
     fn on_event(&self, event: &ObsEvent) {
-        self.on_shared_event(&Arc::new(event.clone()));
+        self.on_owned_event(event.clone());
     }
 
-    fn on_shared_event(&self, event: &Arc<ObsEvent>) {
+    fn on_owned_event(&self, event: ObsEvent) {
         if self.disabled {
             return;
         }
@@ -286,7 +286,7 @@ impl Subscriber for OtelSubscriber {
             self.hub.record_dropped(DropReason::QueueFull, 1);
             return;
         }
-        state.records.push(event.clone());
+        state.records.push(event);
         if state.records.len() == self.queue.wake_at {
             self.queue.wake.notify_one();
         }
@@ -337,7 +337,7 @@ struct Worker {
     delay: Duration,
     timeout: Duration,
     sample_ratio: f64,
-    open: HashMap<SpanId, (Arc<ObsEvent>, Vec<ObsEvent>), BuildHasherDefault<IdHasher>>,
+    open: HashMap<SpanId, (ObsEvent, Vec<ObsEvent>), BuildHasherDefault<IdHasher>>,
     batch: Vec<SpanData>,
     stopped: bool,
     metrics: Option<Aggregator>,
@@ -444,7 +444,7 @@ impl Worker {
         (u64::from_be_bytes(low) as f64) < self.sample_ratio * u64::MAX as f64
     }
 
-    fn record(&mut self, event: Arc<ObsEvent>) {
+    fn record(&mut self, event: ObsEvent) {
         if self.logs.is_some() && self.sampled(&event) {
             if let Some(logs) = &mut self.logs {
                 logs.push(crate::logs::log_record(&event));
@@ -476,7 +476,7 @@ impl Worker {
             }
             EventKind::Event => {
                 if let Some((_, events)) = self.open.get_mut(&span) {
-                    events.push(Arc::unwrap_or_clone(event));
+                    events.push(event);
                 }
             }
         }

@@ -23,7 +23,7 @@ struct OtelFixture {
 
 fn value(v: &AnyValue) -> Option<Value> {
     Some(match v.value.as_ref()? {
-        any_value::Value::StringValue(s) => Value::Str(s.clone()),
+        any_value::Value::StringValue(s) => Value::Str(s.clone().into()),
         any_value::Value::IntValue(i) => Value::I64(*i),
         any_value::Value::DoubleValue(f) => Value::F64(*f),
         any_value::Value::BoolValue(b) => Value::Bool(*b),
@@ -79,7 +79,7 @@ impl ConformanceFixture for OtelFixture {
                     .filter_map(|kv| {
                         let key = kv.key.strip_prefix("pi.context.")?;
                         match value(kv.value.as_ref()?)? {
-                            Value::Str(v) => Some((key.to_owned(), v)),
+                            Value::Str(v) => Some((key.to_owned(), v.into_owned())),
                             _ => None,
                         }
                     })

@@ -269,7 +269,7 @@ pub async fn request(
     let payload = || {
         let mut p = Payload::new()
             .safe(names::API, model.api.as_str())
-            .safe(names::PROVIDER, provider.name())
+            .safe(names::PROVIDER, provider.name().to_owned())
             .safe(names::MODEL, model.id.clone());
         if let Some(session) = &request.session_id {
             p = p.safe(names::SESSION_ID, session.clone());

@@ -132,18 +132,10 @@ impl ContentPolicy {
         event
     }
 
-    /// Applies the policy to one event for delivery (the event is moved once, into its shared
-    /// box): drops secrets and uncaptured content, scrubs, redacts and truncates captured
-    /// content, scrubs and truncates the error message.
-    pub(crate) fn apply_shared(&self, event: ObsEvent, stats: &Stats) -> Arc<ObsEvent> {
-        let mut shared = Arc::new(event);
-        if let Some(event) = Arc::get_mut(&mut shared) {
-            self.apply_in_place(event, stats);
-        }
-        shared
-    }
-
-    fn apply_in_place(&self, event: &mut ObsEvent, stats: &Stats) {
+    /// Applies the policy to one event for delivery, in place: drops secrets and uncaptured
+    /// content, scrubs, redacts and truncates captured content, scrubs and truncates the error
+    /// message. All-safe payloads stay shared with the operation's other records.
+    pub(crate) fn apply_in_place(&self, event: &mut ObsEvent, stats: &Stats) {
         event.captured = self.capture;
         let event_name = event.name.clone();
         // All-safe payloads (the common case) stay shared with the operation's other records.
@@ -184,7 +176,12 @@ impl ContentPolicy {
             let at = FieldRef { event_name, key: &field.key, kind };
             match &mut field.value {
                 Value::Str(text) => self.filter_text(at, text, stats),
-                Value::StrArray(items) => items.iter_mut().all(|text| self.filter_text(at, text, stats)),
+                Value::StrArray(items) => items.iter_mut().all(|item| {
+                    let mut text = Cow::Owned(std::mem::take(item));
+                    let keep = self.filter_text(at, &mut text, stats);
+                    *item = text.into_owned();
+                    keep
+                }),
                 // Numbers and booleans carry no text to scrub.
                 _ => true,
             }
@@ -192,17 +189,17 @@ impl ContentPolicy {
     }
 
     /// Scrubs, redacts and truncates one captured string in place; false = drop the field.
-    fn filter_text(&self, at: FieldRef<'_>, text: &mut String, stats: &Stats) -> bool {
+    fn filter_text(&self, at: FieldRef<'_>, text: &mut Cow<'static, str>, stats: &Stats) -> bool {
         let mut changed = false;
         if let Cow::Owned(clean) = self.scrubber.scrub(text) {
-            *text = clean;
+            *text = Cow::Owned(clean);
             changed = true;
         }
         for redactor in &self.redactors {
             match catch_unwind(AssertUnwindSafe(|| redactor.redact(at, text))) {
                 Ok(Ok(Redaction::Keep)) => {}
                 Ok(Ok(Redaction::Replace(new))) => {
-                    *text = new;
+                    *text = Cow::Owned(new);
                     changed = true;
                 }
                 Ok(Ok(Redaction::Drop)) => {
@@ -219,7 +216,7 @@ impl ContentPolicy {
         if changed {
             stats.fields_redacted.fetch_add(1, Relaxed);
         }
-        if truncate(text, self.max_field_bytes) {
+        if text.len() > self.max_field_bytes && truncate(text.to_mut(), self.max_field_bytes) {
             stats.fields_truncated.fetch_add(1, Relaxed);
         }
         true

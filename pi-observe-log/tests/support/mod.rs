@@ -66,10 +66,10 @@ pub fn event_from_line(line: &Json) -> ObsEvent {
             context = context.with(k, value.as_str().unwrap());
         } else if let Some(k) = key.strip_prefix("payload.") {
             let value = match value {
-                Json::String(s) => Value::Str(s.clone()),
+                Json::String(s) => Value::Str(s.clone().into()),
                 Json::Bool(b) => Value::Bool(*b),
                 Json::Number(n) => n.as_i64().map(Value::I64).unwrap_or_else(|| Value::F64(n.as_f64().unwrap())),
-                other => Value::Str(other.to_string()),
+                other => Value::Str(other.to_string().into()),
             };
             payload.insert(k.to_owned(), value, pi_observe_core::Class::Safe);
         }

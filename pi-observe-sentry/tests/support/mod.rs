@@ -57,10 +57,10 @@ fn time_from_rfc3339(s: &str) -> std::time::SystemTime {
 
 fn value(json: &Json) -> Value {
     match json {
-        Json::String(s) => Value::Str(s.clone()),
+        Json::String(s) => Value::Str(s.clone().into()),
         Json::Bool(b) => Value::Bool(*b),
         Json::Number(n) => n.as_i64().map(Value::I64).unwrap_or_else(|| Value::F64(n.as_f64().unwrap())),
-        other => Value::Str(other.to_string()),
+        other => Value::Str(other.to_string().into()),
     }
 }
 
