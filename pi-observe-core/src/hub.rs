@@ -242,21 +242,29 @@ impl Observability {
         // Subscribers sharing a policy share one redacted copy; the last subscriber of each
         // policy gets that copy to keep (`on_owned_event`), the others see it by reference.
         let opens_group = |k: usize| !entries[..k].iter().any(|e| Arc::ptr_eq(&e.policy, &entries[k].policy));
-        let mut event = Some(event);
+        // Events are large: closures below capture the slot by reference so the event is moved
+        // once, into the subscriber that keeps it.
+        let mut original = Some(event);
         for (i, entry) in entries.iter().enumerate() {
             if !opens_group(i) {
                 continue;
             }
             let needed_later = (i + 1..entries.len()).any(opens_group);
-            let Some(mut redacted) = (if needed_later { event.clone() } else { event.take() }) else { return };
-            entry.policy.apply_in_place(&mut redacted, stats);
+            let mut copy;
+            let slot = if needed_later {
+                copy = original.clone();
+                &mut copy
+            } else {
+                &mut original
+            };
+            let Some(redacted) = slot.as_mut() else { return };
+            entry.policy.apply_in_place(redacted, stats);
             let mut group = entries[i..].iter().filter(|e| Arc::ptr_eq(&e.policy, &entry.policy)).peekable();
             while let Some(member) = group.next() {
                 if group.peek().is_some() {
-                    self.deliver(member, |s| s.on_event(&redacted));
+                    self.deliver(member, |s| slot.as_ref().map_or((), |e| s.on_event(e)));
                 } else {
-                    self.deliver(member, |s| s.on_owned_event(redacted));
-                    break;
+                    self.deliver(member, |s| slot.take().map_or((), |e| s.on_owned_event(e)));
                 }
             }
         }

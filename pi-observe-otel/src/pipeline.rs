@@ -175,7 +175,10 @@ impl OtelSubscriber {
         let capacity = config.max_queue_size.unwrap_or(8192);
         let batch_size = config.max_export_batch_size.unwrap_or(512);
         let queue = Arc::new(Queue {
-            state: Mutex::new(QueueState::default()),
+            state: Mutex::new(QueueState {
+                records: Vec::with_capacity(batch_size.min(capacity)),
+                ..QueueState::default()
+            }),
             wake: Condvar::new(),
             capacity,
             wake_at: batch_size.min(capacity).max(1),
@@ -360,8 +363,11 @@ impl Worker {
         };
         let mut next_export = Instant::now() + self.delay;
         let mut next_metrics = Instant::now() + self.metric_interval;
+        // Double buffering: the queue's vector and this one swap places, so both keep their
+        // capacity and `on_event` does not reallocate once they have grown.
+        let mut records = Vec::with_capacity(self.queue.wake_at);
         loop {
-            let (records, controls, closed) = {
+            let (controls, closed) = {
                 let mut state = self.queue.lock();
                 while state.records.len() < self.queue.wake_at && state.control.is_empty() && !state.closed {
                     let now = Instant::now();
@@ -376,9 +382,10 @@ impl Worker {
                         .map(|(s, _)| s)
                         .unwrap_or_else(|e| e.into_inner().0);
                 }
-                (std::mem::take(&mut state.records), std::mem::take(&mut state.control), state.closed)
+                std::mem::swap(&mut state.records, &mut records);
+                (std::mem::take(&mut state.control), state.closed)
             };
-            for event in records {
+            for event in records.drain(..) {
                 self.record(event);
                 if self.batch.len() >= self.batch_size {
                     self.export(&runtime, Instant::now() + self.timeout);

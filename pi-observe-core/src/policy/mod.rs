@@ -137,11 +137,10 @@ impl ContentPolicy {
     /// message. All-safe payloads stay shared with the operation's other records.
     pub(crate) fn apply_in_place(&self, event: &mut ObsEvent, stats: &Stats) {
         event.captured = self.capture;
-        let event_name = event.name.clone();
         // All-safe payloads (the common case) stay shared with the operation's other records.
         let all_safe = event.payload.iter().all(|field| field.class == Class::Safe);
         if !all_safe {
-            self.filter_fields(&event_name, &mut event.payload, stats);
+            self.filter_fields(&event.name, &mut event.payload, stats);
         }
         if let Some(error) = &mut event.error {
             let scrubbed = self.scrubber.scrub(&error.message);

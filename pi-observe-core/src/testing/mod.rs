@@ -86,3 +86,26 @@ impl Subscriber for CaptureSubscriber {
         self.lock().push(event.clone());
     }
 }
+
+/// Runs `iters` operations made by `op` one after another inside one scope of `hub`, on this
+/// thread, and returns the time they took — for benchmarks of the operation itself (an
+/// application enters its hub once per task, not once per operation). The operations must
+/// complete without waiting (ready futures); one that does not panics.
+pub fn time_operations<F: std::future::Future>(
+    hub: &Observability,
+    iters: u64,
+    mut op: impl FnMut() -> F,
+) -> std::time::Duration {
+    let timed = hub.scope(async move {
+        let started = std::time::Instant::now();
+        for _ in 0..iters {
+            std::hint::black_box(op().await);
+        }
+        started.elapsed()
+    });
+    let mut timed = std::pin::pin!(timed);
+    match timed.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+        std::task::Poll::Ready(elapsed) => elapsed,
+        std::task::Poll::Pending => panic!("time_operations: an operation did not complete without waiting"),
+    }
+}
