@@ -1,8 +1,10 @@
-//! OTLP/HTTP on the wire: protobuf and JSON, gzip, headers and resource attributes arrive;
+//! OTLP on the wire (HTTP protobuf and JSON, gRPC): gzip, headers and resource attributes arrive;
 //! spans keep the contract's ids, parents and times; faults never block or change the work.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+#[path = "support/grpc_receiver.rs"]
+mod grpc_receiver;
 #[path = "support/receiver.rs"]
 mod receiver;
 
@@ -263,4 +265,72 @@ fn grpc_export_reaches_an_in_process_collector_with_traces_metrics_and_logs() {
     assert_eq!(logs.len(), run.events.len());
     let metrics = runtime.block_on(collector.exported_metrics(1, Duration::from_secs(5)));
     assert!(!metrics.is_empty());
+}
+
+#[test]
+fn grpc_with_gzip_delivers_traces_metrics_and_logs_with_headers_and_resource_attributes() {
+    use grpc_receiver::{GrpcReceiver, Received};
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let receiver = GrpcReceiver::start(&runtime);
+    let cfg = OtlpConfig {
+        protocol: Some(Protocol::Grpc),
+        gzip: Some(true),
+        logs: Some(true),
+        headers: vec![("X-Tenant".into(), "t-42".into()), ("authorization".into(), "Bearer wire-token".into())],
+        service_name: Some("pi-wire".into()),
+        resource_attributes: vec![("deployment.environment".into(), "ci".into())],
+        ..config(&receiver.endpoint)
+    };
+    let run = run(cfg, Duration::from_secs(5));
+    assert_eq!(run.stats.spans_exported, 8, "{:?}", run.stats);
+    let received = receiver.received();
+    let count = |want: fn(&Received) -> bool| received.iter().filter(|r| want(r)).count();
+    assert!(count(|r| matches!(r, Received::Traces(..))) >= 1);
+    assert!(count(|r| matches!(r, Received::Metrics(..))) >= 1, "metrics are flushed at shutdown");
+    assert!(count(|r| matches!(r, Received::Logs(..))) >= 1);
+    for request in &received {
+        let meta = request.metadata();
+        assert_eq!(meta.get("grpc-encoding").map(String::as_str), Some("gzip"), "{meta:?}");
+        assert_eq!(meta.get("x-tenant").map(String::as_str), Some("t-42"));
+        assert_eq!(meta.get("authorization").map(String::as_str), Some("Bearer wire-token"));
+    }
+    let resource_attrs =
+        |resource: Option<&opentelemetry_proto::tonic::resource::v1::Resource>| -> Vec<(String, String)> {
+            resource
+                .map(|r| r.attributes.iter().map(|kv| (kv.key.clone(), format!("{:?}", kv.value))).collect())
+                .unwrap_or_default()
+        };
+    let mut spans = Vec::new();
+    let mut log_records = 0;
+    for request in &received {
+        let resources: Vec<_> = match request {
+            Received::Traces(r, _) => {
+                spans.extend(
+                    r.resource_spans.iter().flat_map(|rs| rs.scope_spans.iter().flat_map(|ss| ss.spans.clone())),
+                );
+                r.resource_spans.iter().map(|rs| resource_attrs(rs.resource.as_ref())).collect()
+            }
+            Received::Metrics(r, _) => {
+                r.resource_metrics.iter().map(|rm| resource_attrs(rm.resource.as_ref())).collect()
+            }
+            Received::Logs(r, _) => {
+                log_records +=
+                    r.resource_logs.iter().flat_map(|rl| &rl.scope_logs).map(|sl| sl.log_records.len()).sum::<usize>();
+                r.resource_logs.iter().map(|rl| resource_attrs(rl.resource.as_ref())).collect()
+            }
+        };
+        for attrs in resources {
+            let get = |k: &str| attrs.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone()).unwrap_or_default();
+            assert!(get("service.name").contains("pi-wire"), "{attrs:?}");
+            assert!(get("deployment.environment").contains("ci"), "{attrs:?}");
+        }
+    }
+    assert_eq!(log_records, run.events.len(), "one log record per contract record");
+    assert_eq!(spans.len(), 8);
+    for start in run.events.iter().filter(|e| e.kind == EventKind::Start) {
+        let span = spans.iter().find(|s| hex(&s.span_id) == start.span_id.unwrap().to_string()).expect("span");
+        assert_eq!(hex(&span.trace_id), start.trace_id.to_string());
+        assert_eq!(hex(&span.parent_span_id), start.parent_span_id.map(|p| p.to_string()).unwrap_or_default());
+        assert_eq!(span.start_time_unix_nano, start.timestamp.unix_nanos());
+    }
 }
