@@ -1,5 +1,6 @@
 //! OTLP configuration: code settings win over the standard `OTEL_*` environment variables.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::convert::Conventions;
@@ -39,7 +40,7 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    fn new(setting: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(setting: &str, message: impl Into<String>) -> Self {
         ConfigError { setting: setting.to_owned(), message: message.into() }
     }
 }
@@ -88,6 +89,21 @@ pub struct OtlpConfig {
     pub logs_endpoint: Option<String>,
     /// Export is off (`OTEL_SDK_DISABLED=true`).
     pub disabled: bool,
+    /// PEM file of the CA certificate(s) that sign the collector's TLS certificate; when set,
+    /// only these are trusted (`OTEL_EXPORTER_OTLP_CERTIFICATE`). Default: the system roots.
+    pub certificate: Option<PathBuf>,
+    /// PEM files of the client certificate and its private key, for collectors that require
+    /// mutual TLS (`OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`, `OTEL_EXPORTER_OTLP_CLIENT_KEY`).
+    pub client_certificate: Option<(PathBuf, PathBuf)>,
+}
+
+/// TLS material read from the configured files (at start-up).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TlsFiles {
+    /// Trusted CA certificates (PEM); `None` = system roots.
+    pub ca: Option<Vec<u8>>,
+    /// Client certificate and key (PEM).
+    pub identity: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Default for OtlpConfig {
@@ -113,6 +129,8 @@ impl Default for OtlpConfig {
             logs: None,
             logs_endpoint: None,
             disabled: false,
+            certificate: None,
+            client_certificate: None,
         }
     }
 }
@@ -303,13 +321,51 @@ impl OtlpConfig {
             self.metric_interval =
                 get(env::METRIC_EXPORT_INTERVAL).map(|r| millis(env::METRIC_EXPORT_INTERVAL, &r)).transpose()?;
         }
-        if self.protocol == Some(Protocol::Grpc) && self.endpoint().starts_with("https://") {
-            return Err(ConfigError::new(
-                env::PROTOCOL,
-                "grpc over TLS (https) is not available in this build yet; use http/protobuf for https endpoints",
-            ));
+        let path = |vars: [&'static str; 2]| vars.iter().find_map(|v| get(v).map(|p| (*v, PathBuf::from(p.trim()))));
+        if self.certificate.is_none() {
+            self.certificate = path([env::TRACES_CERTIFICATE, env::CERTIFICATE]).map(|(_, p)| p);
+        }
+        if self.client_certificate.is_none() {
+            match (
+                path([env::TRACES_CLIENT_CERTIFICATE, env::CLIENT_CERTIFICATE]),
+                path([env::TRACES_CLIENT_KEY, env::CLIENT_KEY]),
+            ) {
+                (Some((_, cert)), Some((_, key))) => self.client_certificate = Some((cert, key)),
+                (Some((var, _)), None) => return Err(ConfigError::new(var, format!("set {} too", env::CLIENT_KEY))),
+                (None, Some((var, _))) => {
+                    return Err(ConfigError::new(var, format!("set {} too", env::CLIENT_CERTIFICATE)));
+                }
+                (None, None) => {}
+            }
         }
         Ok(self)
+    }
+
+    /// Reads the configured certificate files; a missing file or one without the expected PEM
+    /// block is an error naming the setting.
+    pub(crate) fn tls_files(&self) -> Result<TlsFiles, ConfigError> {
+        fn read(setting: &str, path: &Path, block: &str) -> Result<Vec<u8>, ConfigError> {
+            let bytes = std::fs::read(path)
+                .map_err(|e| ConfigError::new(setting, format!("cannot read {}: {e}", path.display())))?;
+            let text = String::from_utf8_lossy(&bytes);
+            if !text.contains("-----BEGIN ") || !text.contains(block) {
+                return Err(ConfigError::new(setting, format!("{} has no PEM {block}", path.display())));
+            }
+            Ok(bytes)
+        }
+        Ok(TlsFiles {
+            ca: self.certificate.as_deref().map(|p| read(env::CERTIFICATE, p, "CERTIFICATE-----")).transpose()?,
+            identity: self
+                .client_certificate
+                .as_ref()
+                .map(|(cert, key)| {
+                    Ok::<_, ConfigError>((
+                        read(env::CLIENT_CERTIFICATE, cert, "CERTIFICATE-----")?,
+                        read(env::CLIENT_KEY, key, "PRIVATE KEY-----")?,
+                    ))
+                })
+                .transpose()?,
+        })
     }
 
     pub(crate) fn endpoint(&self) -> String {
@@ -433,6 +489,8 @@ mod tests {
             (env::SDK_DISABLED, "yes", "true or false"),
             (env::TRACES_SAMPLER, "sometimes", "supported sampler"),
             (env::RESOURCE_ATTRIBUTES, "=x", "empty key"),
+            (env::CLIENT_CERTIFICATE, "/c.pem", "set OTEL_EXPORTER_OTLP_CLIENT_KEY too"),
+            (env::CLIENT_KEY, "/c.key", "set OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE too"),
         ] {
             let err = with(&[(var, value)]).unwrap_err().to_string();
             assert!(err.starts_with(var), "{err}");
@@ -440,5 +498,19 @@ mod tests {
             assert!(!err.contains('\n'));
         }
         assert!(with(&[(env::SDK_DISABLED, "true")]).unwrap().disabled);
+    }
+
+    #[test]
+    fn tls_files_come_from_the_generic_or_the_traces_variables() {
+        let c = with(&[
+            (env::CERTIFICATE, "/generic/ca.pem"),
+            (env::TRACES_CERTIFICATE, "/traces/ca.pem"),
+            (env::CLIENT_CERTIFICATE, "/c.pem"),
+            (env::CLIENT_KEY, "/c.key"),
+        ])
+        .unwrap();
+        assert_eq!(c.certificate, Some(PathBuf::from("/traces/ca.pem")));
+        assert_eq!(c.client_certificate, Some((PathBuf::from("/c.pem"), PathBuf::from("/c.key"))));
+        assert_eq!(with(&[]).unwrap().certificate, None);
     }
 }

@@ -22,9 +22,9 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use prost::Message;
 use tonic::codec::CompressionEncoding;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
-use crate::config::{OtlpConfig, Protocol};
+use crate::config::{ConfigError, OtlpConfig, Protocol};
 
 /// What happened to one batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,17 +98,46 @@ fn one_line(s: &str) -> String {
 }
 
 impl Exporter {
-    pub(crate) fn new(config: &OtlpConfig, resource: &opentelemetry_sdk::Resource) -> Result<Self, String> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .build()
-            .map_err(|e| format!("cannot build HTTP client: {e}"))?;
+    pub(crate) fn new(config: &OtlpConfig, resource: &opentelemetry_sdk::Resource) -> Result<Self, ConfigError> {
+        use crate::names::env;
+        let tls = config.tls_files()?;
+        let mut http = reqwest::Client::builder().connect_timeout(Duration::from_secs(5));
+        if let Some(ca) = &tls.ca {
+            let certs = reqwest::Certificate::from_pem_bundle(ca)
+                .map_err(|e| ConfigError::new(env::CERTIFICATE, format!("not a PEM certificate bundle: {e}")))?;
+            http = http.tls_certs_only(certs);
+        }
+        if let Some((cert, key)) = &tls.identity {
+            let pem = [key.as_slice(), b"\n", cert.as_slice()].concat();
+            let identity = reqwest::Identity::from_pem(&pem).map_err(|e| {
+                ConfigError::new(env::CLIENT_CERTIFICATE, format!("not a PEM certificate and key: {e}"))
+            })?;
+            http = http.identity(identity);
+        }
+        let http =
+            http.build().map_err(|e| ConfigError::new("OTLP exporter", format!("cannot build HTTP client: {e}")))?;
         let grpc = match config.protocol {
-            Some(Protocol::Grpc) => Some(
-                Endpoint::from_shared(config.endpoint())
-                    .map_err(|e| format!("{}: not a gRPC endpoint ({e})", config.endpoint()))?
-                    .connect_timeout(Duration::from_secs(5)),
-            ),
+            Some(Protocol::Grpc) => {
+                let url = config.endpoint();
+                let mut endpoint = Endpoint::from_shared(url.clone())
+                    .map_err(|e| ConfigError::new(env::ENDPOINT, format!("{url}: not a gRPC endpoint ({e})")))?
+                    .connect_timeout(Duration::from_secs(5));
+                if url.starts_with("https://") {
+                    let mut settings = ClientTlsConfig::new();
+                    settings = match &tls.ca {
+                        Some(ca) => settings.ca_certificate(tonic::transport::Certificate::from_pem(ca)),
+                        None => settings.with_native_roots(),
+                    };
+                    if let Some((cert, key)) = &tls.identity {
+                        settings = settings.identity(tonic::transport::Identity::from_pem(cert, key));
+                    }
+                    endpoint = endpoint.tls_config(settings).map_err(|e| {
+                        let setting = if tls.ca.is_some() { env::CERTIFICATE } else { "OTLP gRPC TLS" };
+                        ConfigError::new(setting, format!("cannot set up TLS for {url}: {e}"))
+                    })?;
+                }
+                Some(endpoint)
+            }
             _ => None,
         };
         Ok(Exporter {

@@ -97,6 +97,19 @@ pub mod env {
     pub const COMPRESSION: &str = "OTEL_EXPORTER_OTLP_COMPRESSION";
     /// Traces compression.
     pub const TRACES_COMPRESSION: &str = "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION";
+    /// PEM file of the CA certificate(s) trusted for the collector's TLS certificate (instead of
+    /// the system roots).
+    pub const CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_CERTIFICATE";
+    /// Traces CA certificate file.
+    pub const TRACES_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE";
+    /// PEM file of the client certificate for mutual TLS.
+    pub const CLIENT_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE";
+    /// Traces client certificate file.
+    pub const TRACES_CLIENT_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE";
+    /// PEM file of the client certificate's private key for mutual TLS.
+    pub const CLIENT_KEY: &str = "OTEL_EXPORTER_OTLP_CLIENT_KEY";
+    /// Traces client key file.
+    pub const TRACES_CLIENT_KEY: &str = "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY";
     /// `service.name`.
     pub const SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
     /// `key=value,…` resource attributes.

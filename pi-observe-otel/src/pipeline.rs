@@ -187,8 +187,7 @@ impl OtelSubscriber {
         let worker = if disabled {
             None
         } else {
-            let mut exporter = Exporter::new(&config, &resource(&config))
-                .map_err(|message| ConfigError { setting: "OTLP exporter".into(), message })?;
+            let mut exporter = Exporter::new(&config, &resource(&config))?;
             exporter.sdk = sdk;
             let state = Worker {
                 queue: queue.clone(),

@@ -334,3 +334,71 @@ fn grpc_with_gzip_delivers_traces_metrics_and_logs_with_headers_and_resource_att
         assert_eq!(span.start_time_unix_nano, start.timestamp.unix_nanos());
     }
 }
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(&receiver::tls_fixtures()).join(name)
+}
+
+#[test]
+fn https_export_trusts_only_the_configured_ca() {
+    let receiver = Receiver::start_tls(vec![]);
+    assert!(receiver.endpoint.starts_with("https://127.0.0.1:"));
+    let https = |certificate: Option<std::path::PathBuf>| OtlpConfig {
+        certificate,
+        metrics: Some(false),
+        max_retries: 1,
+        ..config(&receiver.endpoint)
+    };
+    let trusted = run(https(Some(fixture("ca.pem"))), Duration::from_secs(5));
+    assert_eq!(trusted.stats.spans_exported, 8, "{:?}", trusted.stats);
+    assert_eq!(receiver.spans().len(), 8);
+    // Trusting only a certificate that did not issue the receiver's (the client certificate):
+    // the handshake fails and nothing is sent.
+    let untrusted = run(https(Some(fixture("client.pem"))), Duration::from_secs(2));
+    assert_eq!(untrusted.stats.spans_exported, 0);
+    assert_eq!(untrusted.stats.spans_dropped(), 8, "{:?}", untrusted.stats);
+    assert_eq!(receiver.spans().len(), 8);
+}
+
+#[test]
+fn grpc_over_mutual_tls_trusts_the_configured_ca_and_presents_the_client_certificate() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let receiver = grpc_receiver::GrpcReceiver::start_tls(&runtime);
+    assert!(receiver.endpoint.starts_with("https://127.0.0.1:"));
+    let tls = |client: bool| OtlpConfig {
+        protocol: Some(Protocol::Grpc),
+        certificate: Some(fixture("ca.pem")),
+        client_certificate: client.then(|| (fixture("client.pem"), fixture("client.key"))),
+        metrics: Some(false),
+        ..config(&receiver.endpoint)
+    };
+    let trusted = run(tls(true), Duration::from_secs(5));
+    assert_eq!(trusted.stats.spans_exported, 8, "{:?}", trusted.stats);
+    assert_eq!(receiver.received().len(), 1, "one batch of 8 spans");
+
+    // Without the client certificate the receiver refuses the handshake: nothing arrives, every
+    // span is counted as dropped, and shutdown keeps its deadline.
+    let deadline = Duration::from_secs(2);
+    let refused = run(OtlpConfig { max_retries: 1, ..tls(false) }, deadline);
+    assert_eq!(refused.stats.spans_exported, 0);
+    assert_eq!(refused.stats.spans_dropped(), 8, "{:?}", refused.stats);
+    assert!(refused.shutdown <= deadline + deadline / 10, "shutdown took {:?}", refused.shutdown);
+    assert_eq!(receiver.received().len(), 1);
+}
+
+#[test]
+fn unreadable_or_malformed_tls_files_are_start_up_errors_naming_the_setting() {
+    let hub = Observability::new();
+    let start = |config: OtlpConfig| OtelSubscriber::new(config, &hub).map(|_| ()).unwrap_err().to_string();
+    let https = |c: OtlpConfig| OtlpConfig { traces_endpoint: Some("https://127.0.0.1:4318/v1/traces".into()), ..c };
+    let missing = start(https(OtlpConfig { certificate: Some(fixture("nope.pem")), ..OtlpConfig::default() }));
+    assert!(missing.starts_with("OTEL_EXPORTER_OTLP_CERTIFICATE") && missing.contains("nope.pem"), "{missing}");
+    let not_a_cert = start(https(OtlpConfig { certificate: Some(fixture("README.md")), ..OtlpConfig::default() }));
+    assert!(not_a_cert.starts_with("OTEL_EXPORTER_OTLP_CERTIFICATE") && not_a_cert.contains("no PEM"), "{not_a_cert}");
+    let key_as_cert = start(https(OtlpConfig {
+        client_certificate: Some((fixture("client.key"), fixture("client.key"))),
+        ..OtlpConfig::default()
+    }));
+    assert!(key_as_cert.starts_with("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"), "{key_as_cert}");
+    assert!(!missing.contains('\n') && !not_a_cert.contains('\n') && !key_as_cert.contains('\n'));
+}

@@ -73,10 +73,31 @@ pub struct GrpcReceiver {
 impl GrpcReceiver {
     /// Starts the receiver on `runtime`, accepting gzip-compressed requests.
     pub fn start(runtime: &tokio::runtime::Runtime) -> GrpcReceiver {
+        Self::serve(runtime, None)
+    }
+
+    /// Like [`GrpcReceiver::start`], over TLS with the fixture server certificate, requiring a
+    /// client certificate signed by the fixture CA (mutual TLS).
+    pub fn start_tls(runtime: &tokio::runtime::Runtime) -> GrpcReceiver {
+        use tonic::transport::{Certificate, Identity, ServerTlsConfig};
+        let fixture =
+            |name: &str| std::fs::read(format!("{}/tests/fixtures/tls/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let tls = ServerTlsConfig::new()
+            .identity(Identity::from_pem(fixture("server.pem"), fixture("server.key")))
+            .client_ca_root(Certificate::from_pem(fixture("ca.pem")));
+        Self::serve(runtime, Some(tls))
+    }
+
+    fn serve(runtime: &tokio::runtime::Runtime, tls: Option<tonic::transport::ServerTlsConfig>) -> GrpcReceiver {
         let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
-        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let endpoint = format!("{scheme}://{}", listener.local_addr().unwrap());
         let log = Log::default();
-        let router = tonic::transport::Server::builder()
+        let mut server = tonic::transport::Server::builder();
+        if let Some(tls) = tls {
+            server = server.tls_config(tls).unwrap();
+        }
+        let router = server
             .add_service(TraceServiceServer::new(log.clone()).accept_compressed(CompressionEncoding::Gzip))
             .add_service(MetricsServiceServer::new(log.clone()).accept_compressed(CompressionEncoding::Gzip))
             .add_service(LogsServiceServer::new(log.clone()).accept_compressed(CompressionEncoding::Gzip));

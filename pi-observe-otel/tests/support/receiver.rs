@@ -13,7 +13,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 /// What the receiver answers to one request.
 #[derive(Clone, Debug)]
@@ -53,9 +53,33 @@ pub struct Receiver {
 impl Receiver {
     /// Starts on its own runtime thread, so it serves whatever runtime (or none) the test uses.
     pub fn start(answers: Vec<Answer>) -> Receiver {
+        Self::start_with(answers, None)
+    }
+
+    /// Like [`Receiver::start`], over HTTPS with the fixture server certificate (signed by
+    /// `tests/fixtures/tls/ca.pem`).
+    pub fn start_tls(answers: Vec<Answer>) -> Receiver {
+        use tokio_rustls::rustls::pki_types::pem::PemObject;
+        use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let dir = tls_fixtures();
+        let certs: Vec<CertificateDer<'static>> =
+            CertificateDer::pem_file_iter(format!("{dir}server.pem")).unwrap().map(Result::unwrap).collect();
+        let key = PrivateKeyDer::from_pem_file(format!("{dir}server.key")).unwrap();
+        let provider = Arc::new(tokio_rustls::rustls::crypto::aws_lc_rs::default_provider());
+        let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+        Self::start_with(answers, Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))))
+    }
+
+    fn start_with(answers: Vec<Answer>, tls: Option<tokio_rustls::TlsAcceptor>) -> Receiver {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
         let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
-        let endpoint = format!("http://{}/v1/traces", listener.local_addr().unwrap());
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let endpoint = format!("{scheme}://{}/v1/traces", listener.local_addr().unwrap());
         let received = Arc::new(Mutex::new(Vec::new()));
         let metrics = Arc::new(Mutex::new(Vec::new()));
         let logs = Arc::new(Mutex::new(Vec::new()));
@@ -65,8 +89,18 @@ impl Receiver {
         let (a, q) = (attempts.clone(), answers.clone());
         runtime.spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
-                let (s, a, q) = (sinks.clone(), a.clone(), q.clone());
-                tokio::spawn(async move { serve(socket, s, a, q).await });
+                let (s, a, q, tls) = (sinks.clone(), a.clone(), q.clone(), tls.clone());
+                tokio::spawn(async move {
+                    match tls {
+                        None => serve(socket, s, a, q).await,
+                        Some(tls) => {
+                            // A client that does not trust us fails the handshake: nothing to serve.
+                            if let Ok(stream) = tls.accept(socket).await {
+                                serve(stream, s, a, q).await
+                            }
+                        }
+                    }
+                });
             }
         });
         Receiver { endpoint, received, metrics, logs, attempts, answers, _runtime: Some(runtime) }
@@ -120,8 +154,8 @@ struct Sinks {
     logs: Arc<Mutex<Vec<ExportLogsServiceRequest>>>,
 }
 
-async fn serve(
-    mut socket: TcpStream,
+async fn serve<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
+    mut socket: S,
     sinks: Sinks,
     attempts: Arc<Mutex<usize>>,
     answers: Arc<Mutex<VecDeque<Answer>>>,
@@ -214,4 +248,13 @@ async fn serve(
             }
         }
     }
+}
+
+/// The TLS fixture directory (this file is also compiled into the workspace root's tests).
+pub fn tls_fixtures() -> String {
+    let root = env!("CARGO_MANIFEST_DIR");
+    [format!("{root}/tests/fixtures/tls/"), format!("{root}/pi-observe-otel/tests/fixtures/tls/")]
+        .into_iter()
+        .find(|dir| std::path::Path::new(dir).exists())
+        .expect("TLS fixtures")
 }
