@@ -109,6 +109,34 @@ fn sync_operation_panic_is_recorded_then_resumed() {
 }
 
 #[test]
+fn a_panic_while_making_the_body_is_recorded_inside_the_operation_then_resumed() {
+    silence_expected_panics(&["make boom", "sync boom"]);
+    let hub = Observability::new();
+    let (capture, _s) = CaptureSubscriber::attach(&hub);
+    let caught = std::panic::catch_unwind(|| {
+        block_on(hub.scope(pi_observe_core::trace_operation_with("outer", (), |outer: Span| async move {
+            pi_observe_core::trace_operation_with("made", (), |span: Span| {
+                // `make` runs inside the new operation's context.
+                assert_eq!(Span::current().span_id(), span.span_id());
+                assert_ne!(span.span_id(), outer.span_id());
+                panic!("make boom");
+                #[allow(unreachable_code)]
+                async {
+                    Ok::<_, std::io::Error>(())
+                }
+            })
+            .await
+        })))
+    });
+    assert!(caught.is_err());
+    let events = capture.take();
+    let names: Vec<_> = events.iter().map(|e| (e.name.as_ref(), e.kind.as_str())).collect();
+    assert_eq!(names, [("outer", "start"), ("made", "start"), ("made", "error"), ("outer", "error")]);
+    assert_eq!(events[2].error.as_ref().unwrap().message, "make boom");
+    assert_eq!(events[1].parent_span_id, events[0].span_id);
+}
+
+#[test]
 fn point_events_outside_an_operation_still_carry_trace_and_context() {
     silence_expected_panics(&["sync boom"]);
     let hub = Observability::new();
