@@ -370,3 +370,68 @@ fn an_unreachable_sentry_dsn_neither_changes_the_answer_nor_holds_the_exit() {
     assert!(took < std::time::Duration::from_secs(8), "exit took {took:?}");
     drop(silent);
 }
+
+#[test]
+fn report_sums_each_session_once_per_user_org_model_and_day() {
+    let d = scratch("report");
+    let sessions = d.join("sessions");
+    let prompt = |session: &Path, user: &str, org: &str, message: &str| {
+        let out = pi()
+            .args(["-p", message, "--tools", "none", "--user", user, "--org", org, "--cwd"])
+            .arg(&d)
+            .arg("--session")
+            .arg(session)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out).1);
+    };
+    let alice = sessions.join("alice.jsonl");
+    let bob = sessions.join("team/bob.jsonl");
+    prompt(&alice, "alice", "acme", "first question");
+    prompt(&alice, "alice", "acme", "second question");
+    prompt(&alice, "alice", "acme", "/compact keep the questions");
+    prompt(&bob, "bob", "globex", "a question from bob");
+    std::fs::write(sessions.join("events.jsonl"), "{\"type\":\"start\"}\n").unwrap(); // not a session: skipped
+
+    let out = pi().args(["report", "--format", "json", "--by", "user,org"]).arg(&sessions).output().unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let rows: Vec<serde_json::Value> = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    for (row, file, user, org) in [(&rows[0], &alice, "alice", "acme"), (&rows[1], &bob, "bob", "globex")] {
+        let session = pi_observe::agent::session::read_session(file).unwrap();
+        let totals = session.totals();
+        assert_eq!((row["user"].as_str(), row["org"].as_str()), (Some(user), Some(org)));
+        assert_eq!(row["turns"], totals.assistant_messages as u64, "{row}");
+        assert_eq!(row["input"], totals.usage.input, "{row}");
+        assert_eq!(row["output"], totals.usage.output, "{row}");
+        assert_eq!(row["totalTokens"], totals.usage.total_tokens, "{row}");
+        assert!((row["costUsd"].as_f64().unwrap() - totals.usage.cost.total).abs() < 1e-12, "{row}");
+    }
+    // The compaction's usage is in alice's totals (counted once, not as a turn).
+    let alice_session = pi_observe::agent::session::read_session(&alice).unwrap();
+    let compactions = alice_session
+        .entries
+        .iter()
+        .filter(|e| matches!(e.kind, pi_observe::agent::session::EntryKind::Compaction { .. }))
+        .filter_map(|e| e.kind.usage())
+        .count();
+    assert_eq!(compactions, 1, "the /compact prompt wrote a compaction with usage");
+
+    // Table and CSV carry the same numbers; a corrupt session is named, the rest still reported.
+    std::fs::write(
+        sessions.join("broken.jsonl"),
+        "{\"type\":\"session\",\"version\":3,\"id\":\"x\",\"timestamp\":\"t\"}\nnot json\n{}\n",
+    )
+    .unwrap();
+    let out = pi().args(["report", "--by", "user"]).arg(&sessions).output().unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr.trim().lines().count() == 1 && stderr.contains("broken.jsonl:2"), "{stderr}");
+    assert!(stdout.lines().any(|l| l.starts_with("alice ")) && stdout.lines().any(|l| l.starts_with("total ")));
+    let csv = pi().args(["report", "--format", "csv", "--by", "model"]).arg(&alice).output().unwrap();
+    let csv = text(&csv).0;
+    assert!(csv.starts_with("model,turns,input,output,"), "{csv}");
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

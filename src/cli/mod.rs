@@ -3,6 +3,7 @@
 mod demo;
 mod faux_script;
 mod output;
+mod report;
 mod run;
 mod setup;
 mod tree;
@@ -162,11 +163,36 @@ struct ContentArgs {
     redact: Vec<String>,
 }
 
+// Parsed once per process: the size difference between variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Offline demo: two users run a scripted multi-turn coding session on the faux provider with
     /// real tools in a scratch directory; prints the span tree and cost per user/org.
     Demo(DemoArgs),
+    /// Cost per user/org/model/day from session files: every assistant message, tool result with
+    /// usage, compaction and branch summary counted exactly once.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+struct ReportArgs {
+    /// Session files or directories (searched for `*.jsonl`); default `~/.pi/agent/sessions`.
+    #[arg(value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: ReportFormat,
+    /// Group by these dimensions (comma-separated: day, user, org, model; default all four).
+    #[arg(long, value_name = "DIMS")]
+    by: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ReportFormat {
+    Table,
+    Csv,
+    Json,
 }
 
 #[derive(Debug, Args)]
@@ -222,6 +248,7 @@ pub fn main() -> ExitCode {
     let outcome = runtime.block_on(async move {
         match cli.command {
             Some(Command::Demo(args)) => demo::run(args).await,
+            Some(Command::Report(args)) => report::run(&args),
             None => match cli.print.clone() {
                 Some(prompt) => run::run(&cli, &prompt).await,
                 None => Err(CliError("nothing to do: give -p PROMPT, or run `pi demo` (see pi --help)".into())),

@@ -1,0 +1,211 @@
+//! `pi report`: cost per user/org/model/day from session files.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use pi_agent::message::Usage;
+use pi_agent::session::{SessionError, attributed_usage, read_session};
+
+use super::{CliError, ReportArgs, ReportFormat, output};
+
+/// A grouping dimension of the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Dim {
+    Day,
+    User,
+    Org,
+    Model,
+}
+
+impl Dim {
+    fn parse(name: &str) -> Option<Dim> {
+        match name.trim() {
+            "day" => Some(Dim::Day),
+            "user" => Some(Dim::User),
+            "org" => Some(Dim::Org),
+            "model" => Some(Dim::Model),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Dim::Day => "day",
+            Dim::User => "user",
+            Dim::Org => "org",
+            Dim::Model => "model",
+        }
+    }
+}
+
+#[derive(Default)]
+struct Sums {
+    usage: Usage,
+    turns: u64,
+}
+
+/// Session files under `path`: the file itself, or every `*.jsonl` below a directory (sorted;
+/// marked as found by the scan).
+fn session_files(path: &Path, out: &mut Vec<(PathBuf, bool)>) -> Result<(), CliError> {
+    let meta = std::fs::metadata(path).map_err(|e| CliError(format!("report: {}: {e}", path.display())))?;
+    if meta.is_file() {
+        out.push((path.to_owned(), false));
+        return Ok(());
+    }
+    let mut children: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| CliError(format!("report: {}: {e}", path.display())))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .collect();
+    children.sort();
+    for child in children {
+        if child.is_dir() {
+            session_files(&child, out)?;
+        } else if child.extension().is_some_and(|ext| ext == "jsonl") {
+            out.push((child, true));
+        }
+    }
+    Ok(())
+}
+
+/// Reads every session, prints the report, and exits non-zero if a session file could not be
+/// read (the others are still reported; each failure is one line on stderr naming the file and
+/// line). Other JSON-lines files met while scanning a directory (event logs) are skipped.
+pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
+    let mut dims = Vec::new();
+    for name in args.by.iter().flat_map(|b| b.split(',')).filter(|n| !n.trim().is_empty()) {
+        let dim =
+            Dim::parse(name).ok_or_else(|| CliError(format!("--by: {name:?} is not one of day, user, org, model")))?;
+        if !dims.contains(&dim) {
+            dims.push(dim);
+        }
+    }
+    if dims.is_empty() {
+        dims = vec![Dim::Day, Dim::User, Dim::Org, Dim::Model];
+    }
+    let roots = if args.paths.is_empty() {
+        let home = std::env::var_os("HOME").map(PathBuf::from).ok_or_else(|| {
+            CliError("report: no session path given and HOME is not set (give a file or directory)".into())
+        })?;
+        vec![home.join(".pi/agent/sessions")]
+    } else {
+        args.paths.clone()
+    };
+    let mut files = Vec::new();
+    for root in &roots {
+        session_files(root, &mut files)?;
+    }
+    let mut groups: BTreeMap<Vec<String>, Sums> = BTreeMap::new();
+    let mut failed = 0;
+    for (file, scanned) in &files {
+        let session = match read_session(file) {
+            Ok(session) => session,
+            Err(SessionError::NoHeader { .. }) if *scanned => continue,
+            Err(e) => {
+                output::error(format_args!("pi: report: {e}"));
+                failed += 1;
+                continue;
+            }
+        };
+        for row in attributed_usage(&session) {
+            let key = dims
+                .iter()
+                .map(|dim| match dim {
+                    Dim::Day => row.day.clone(),
+                    Dim::User => row.user.clone().unwrap_or_else(|| "-".into()),
+                    Dim::Org => row.org.clone().unwrap_or_else(|| "-".into()),
+                    Dim::Model => row.model.clone(),
+                })
+                .collect();
+            let sums = groups.entry(key).or_default();
+            sums.usage.add(&row.usage);
+            sums.turns += u64::from(row.assistant_message);
+        }
+    }
+    match args.format {
+        ReportFormat::Table => print_table(&dims, &groups),
+        ReportFormat::Csv => print_csv(&dims, &groups),
+        ReportFormat::Json => print_json(&dims, &groups),
+    }
+    Ok(if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+const NUMBERS: [&str; 7] = ["turns", "input", "output", "cache_read", "cache_write", "total_tokens", "cost_usd"];
+
+fn numbers(sums: &Sums) -> [String; 7] {
+    let u = &sums.usage;
+    [
+        sums.turns.to_string(),
+        u.input.to_string(),
+        u.output.to_string(),
+        u.cache_read.to_string(),
+        u.cache_write.to_string(),
+        u.total_tokens.to_string(),
+        format!("{:.6}", u.cost.total),
+    ]
+}
+
+fn print_table(dims: &[Dim], groups: &BTreeMap<Vec<String>, Sums>) {
+    let header: Vec<String> = dims.iter().map(|d| d.name().to_owned()).chain(NUMBERS.map(str::to_owned)).collect();
+    let mut total = Sums::default();
+    let mut rows: Vec<Vec<String>> = vec![header];
+    for (key, sums) in groups {
+        total.usage.add(&sums.usage);
+        total.turns += sums.turns;
+        rows.push(key.iter().cloned().chain(numbers(sums)).collect());
+    }
+    let mut last: Vec<String> = dims.iter().map(|_| String::new()).collect();
+    if let Some(first) = last.first_mut() {
+        *first = "total".into();
+    }
+    rows.push(last.into_iter().chain(numbers(&total)).collect());
+    let widths: Vec<usize> =
+        (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| {
+                // Dimensions left-aligned, numbers right-aligned.
+                if c < dims.len() { format!("{cell:<w$}", w = widths[c]) } else { format!("{cell:>w$}", w = widths[c]) }
+            })
+            .collect();
+        output::line(cells.join("  ").trim_end());
+    }
+}
+
+fn csv_cell(cell: &str) -> String {
+    if cell.contains([',', '"', '\n']) { format!("\"{}\"", cell.replace('"', "\"\"")) } else { cell.to_owned() }
+}
+
+fn print_csv(dims: &[Dim], groups: &BTreeMap<Vec<String>, Sums>) {
+    let header: Vec<&str> = dims.iter().map(|d| d.name()).chain(NUMBERS).collect();
+    output::line(header.join(","));
+    for (key, sums) in groups {
+        let cells: Vec<String> = key.iter().map(|k| csv_cell(k)).chain(numbers(sums)).collect();
+        output::line(cells.join(","));
+    }
+}
+
+fn print_json(dims: &[Dim], groups: &BTreeMap<Vec<String>, Sums>) {
+    let rows: Vec<serde_json::Value> = groups
+        .iter()
+        .map(|(key, sums)| {
+            let mut row = serde_json::Map::new();
+            for (dim, value) in dims.iter().zip(key) {
+                let value = if value == "-" { serde_json::Value::Null } else { value.clone().into() };
+                row.insert(dim.name().into(), value);
+            }
+            let u = &sums.usage;
+            row.insert("turns".into(), sums.turns.into());
+            row.insert("input".into(), u.input.into());
+            row.insert("output".into(), u.output.into());
+            row.insert("cacheRead".into(), u.cache_read.into());
+            row.insert("cacheWrite".into(), u.cache_write.into());
+            row.insert("totalTokens".into(), u.total_tokens.into());
+            row.insert("costUsd".into(), u.cost.total.into());
+            serde_json::Value::Object(row)
+        })
+        .collect();
+    output::line(serde_json::Value::Array(rows));
+}
