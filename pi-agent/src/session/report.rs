@@ -76,3 +76,97 @@ pub fn attributed_usage(session: &Session) -> Vec<AttributedUsage> {
     }
     rows
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{AssistantMessage, StopReason};
+    use crate::session::{Entry, SessionHeader};
+
+    fn entry(id: &str, parent: Option<&str>, day: &str, kind: EntryKind) -> Entry {
+        Entry { id: id.into(), parent_id: parent.map(Into::into), timestamp: format!("{day}T10:00:00.000Z"), kind }
+    }
+
+    fn attribution(user: &str, org: &str) -> EntryKind {
+        EntryKind::Custom {
+            custom_type: ATTRIBUTION_CUSTOM_TYPE.into(),
+            data: serde_json::json!({ "userId": user, "orgId": org }),
+        }
+    }
+
+    fn assistant(provider: &str, model: &str, input: u64) -> EntryKind {
+        EntryKind::Message {
+            message: Message::Assistant(AssistantMessage {
+                content: Vec::new(),
+                api: "faux".into(),
+                provider: provider.into(),
+                model: model.into(),
+                usage: Usage::tokens(input, 1, 0, 0),
+                stop_reason: StopReason::Stop,
+                error_message: None,
+                timestamp: 0,
+            }),
+        }
+    }
+
+    #[test]
+    fn usage_is_attributed_through_the_tree_not_the_file_order() {
+        let compaction = EntryKind::Compaction {
+            summary: "s".into(),
+            first_kept_entry_id: None,
+            tokens_before: 100,
+            usage: Some(Usage::tokens(5, 1, 0, 0)),
+            retained_tail: None,
+            details: None,
+            from_hook: None,
+        };
+        let session = Session {
+            header: SessionHeader {
+                kind: "session".into(),
+                version: 3,
+                id: "s".into(),
+                timestamp: "2024-12-03T10:00:00.000Z".into(),
+                cwd: String::new(),
+                parent_session: None,
+            },
+            entries: vec![
+                entry("m", None, "2024-12-03", EntryKind::ModelChange { provider: "p".into(), model_id: "one".into() }),
+                entry("a", Some("m"), "2024-12-03", attribution("alice", "acme")),
+                entry("a1", Some("a"), "2024-12-03", assistant("p", "two", 10)),
+                // A second branch from the root, for bob, written between alice's entries.
+                entry("b", Some("m"), "2024-12-04", attribution("bob", "globex")),
+                entry("b1", Some("b"), "2024-12-04", assistant("q", "three", 20)),
+                // Back on alice's branch: her attribution and the model of her last turn.
+                entry("c", Some("a1"), "2024-12-05", compaction),
+            ],
+            torn_tail_at: None,
+            needs_newline: false,
+        };
+        let rows: Vec<_> = attributed_usage(&session)
+            .into_iter()
+            .map(|r| {
+                (
+                    r.day,
+                    r.user.unwrap_or_default(),
+                    r.org.unwrap_or_default(),
+                    r.model,
+                    r.usage.input,
+                    r.assistant_message,
+                )
+            })
+            .collect();
+        let row = |day: &str, user: &str, org: &str, model: &str, input, turn| {
+            (day.to_owned(), user.to_owned(), org.to_owned(), model.to_owned(), input, turn)
+        };
+        assert_eq!(
+            rows,
+            [
+                row("2024-12-03", "alice", "acme", "p/two", 10, true),
+                row("2024-12-04", "bob", "globex", "q/three", 20, true),
+                row("2024-12-05", "alice", "acme", "p/two", 5, false),
+            ]
+        );
+        let sum: u64 = attributed_usage(&session).iter().map(|r| r.usage.total_tokens).sum();
+        assert_eq!(sum, session.totals().usage.total_tokens, "each usage counted once");
+    }
+}
