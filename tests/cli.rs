@@ -375,9 +375,11 @@ fn an_unreachable_sentry_dsn_neither_changes_the_answer_nor_holds_the_exit() {
 fn report_sums_each_session_once_per_user_org_model_and_day() {
     let d = scratch("report");
     let sessions = d.join("sessions");
-    let prompt = |session: &Path, user: &str, org: &str, message: &str| {
+    let prompt = |session: &Path, who: &[&str], message: &str| {
         let out = pi()
-            .args(["-p", message, "--tools", "none", "--user", user, "--org", org, "--cwd"])
+            .args(["-p", message, "--tools", "none"])
+            .args(who)
+            .arg("--cwd")
             .arg(&d)
             .arg("--session")
             .arg(session)
@@ -387,18 +389,31 @@ fn report_sums_each_session_once_per_user_org_model_and_day() {
     };
     let alice = sessions.join("alice.jsonl");
     let bob = sessions.join("team/bob.jsonl");
-    prompt(&alice, "alice", "acme", "first question");
-    prompt(&alice, "alice", "acme", "second question");
-    prompt(&alice, "alice", "acme", "/compact keep the questions");
-    prompt(&bob, "bob", "globex", "a question from bob");
+    let (as_alice, as_bob): (&[&str], &[&str]) =
+        (&["--user", "alice", "--org", "acme"], &["--user", "bob", "--org", "globex"]);
+    prompt(&alice, as_alice, "first question");
+    prompt(&alice, as_alice, "second question");
+    prompt(&alice, as_alice, "/compact keep the questions");
+    prompt(&bob, as_bob, "a question from bob");
+    // Nobody named: not attributed to alice, whose prompts came before on this branch.
+    prompt(&alice, &[], "an anonymous question");
     std::fs::write(sessions.join("events.jsonl"), "{\"type\":\"start\"}\n").unwrap(); // not a session: skipped
 
     let out = pi().args(["report", "--format", "json", "--by", "user,org"]).arg(&sessions).output().unwrap();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     let rows: Vec<serde_json::Value> = serde_json::from_str(stdout.trim()).unwrap();
-    assert_eq!(rows.len(), 2, "{stdout}");
-    for (row, file, user, org) in [(&rows[0], &alice, "alice", "acme"), (&rows[1], &bob, "bob", "globex")] {
+    assert_eq!(rows.len(), 3, "{stdout}");
+    // Rows sort by user: "-" (none) first. Anonymous + alice = alice's file; bob = bob's file.
+    assert_eq!((&rows[0]["user"], &rows[0]["org"]), (&serde_json::Value::Null, &serde_json::Value::Null));
+    assert_eq!(rows[0]["turns"], 1);
+    let mut alice_and_anonymous = rows[1].clone();
+    for key in ["turns", "input", "output", "totalTokens"] {
+        alice_and_anonymous[key] = (rows[0][key].as_u64().unwrap() + rows[1][key].as_u64().unwrap()).into();
+    }
+    alice_and_anonymous["costUsd"] =
+        (rows[0]["costUsd"].as_f64().unwrap() + rows[1]["costUsd"].as_f64().unwrap()).into();
+    for (row, file, user, org) in [(&alice_and_anonymous, &alice, "alice", "acme"), (&rows[2], &bob, "bob", "globex")] {
         let session = pi_observe::agent::session::read_session(file).unwrap();
         let totals = session.totals();
         assert_eq!((row["user"].as_str(), row["org"].as_str()), (Some(user), Some(org)));

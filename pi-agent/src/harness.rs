@@ -272,6 +272,18 @@ impl Agent {
         self.session.as_ref().map(|s| lock(s).path().display().to_string())
     }
 
+    /// True when the latest attribution entry on the current branch is not empty.
+    fn branch_attributed(&self) -> bool {
+        let Some(session) = &self.session else { return false };
+        let session = lock(session);
+        let branch = session.branch(session.leaf());
+        let last = branch.iter().rev().find_map(|e| match &e.kind {
+            EntryKind::Custom { custom_type, data } if custom_type == ATTRIBUTION_CUSTOM_TYPE => Some(data),
+            _ => None,
+        });
+        last.and_then(Value::as_object).is_some_and(|map| !map.is_empty())
+    }
+
     fn append(&self, kind: EntryKind) -> Result<(), SessionError> {
         match &self.session {
             Some(session) => lock(session).append(kind).map(|_| ()),
@@ -380,7 +392,9 @@ impl Agent {
             self.model_recorded = true;
         }
         let attribution = pi_observe_core::current().attribution().clone();
-        if !attribution.is_empty() {
+        // An empty attribution is recorded too when the branch's last one named someone, so
+        // this prompt's usage is not attributed to them (`pi report` reads it from the tree).
+        if !attribution.is_empty() || self.branch_attributed() {
             let data: serde_json::Map<String, Value> =
                 attribution.iter().map(|(k, v)| (k.to_owned(), Value::String(v.to_owned()))).collect();
             self.append(EntryKind::Custom { custom_type: ATTRIBUTION_CUSTOM_TYPE.into(), data: Value::Object(data) })?;
