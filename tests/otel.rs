@@ -355,3 +355,70 @@ fn otlp_sentry_and_json_logs_run_at_once_and_agree_on_the_trace() {
     assert!(lines.iter().all(|l| l["trace_id"] == trace && l["ctx.orgId"] == "acme"));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn export_replays_sessions_with_the_same_ids_every_time_and_usage_as_recorded() {
+    let d = scratch("export");
+    let demo = pi().args(["demo", "--dir"]).arg(&d).output().unwrap();
+    assert!(demo.status.success(), "{}", String::from_utf8_lossy(&demo.stderr));
+    let sessions = d.join("sessions");
+    let export = |extra: &[&str], jsonl: &Path| {
+        let out = pi().arg("export").arg(&sessions).arg("--events-jsonl").arg(jsonl).args(extra).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        events(jsonl)
+    };
+    let receiver = Receiver::start(vec![]);
+    let first = export(&["--otlp", &receiver.endpoint], &d.join("first.jsonl"));
+    let second = export(&[], &d.join("second.jsonl"));
+    assert_eq!(first, second, "a replay yields the same records, ids included");
+    pi_observe::core::testing::assert_paired(&first);
+    assert_spans_match_events(&first, &receiver.spans());
+
+    // The shape of a live prompt: prompt → turn → provider request, tool calls under the turn.
+    let by_id: std::collections::HashMap<_, _> =
+        first.iter().filter(|e| e.kind == EventKind::Start).map(|e| (e.span_id.unwrap(), e)).collect();
+    let parent_name = |e: &ObsEvent| e.parent_span_id.map(|p| by_id[&p].name.to_string());
+    for start in by_id.values() {
+        let expected = match start.name.as_ref() {
+            names::AGENT_PROMPT => None,
+            names::AGENT_TURN => Some(names::AGENT_PROMPT),
+            names::PROVIDER_REQUEST | names::AGENT_TOOL_CALL => Some(names::AGENT_TURN),
+            other => panic!("unexpected span {other}"),
+        };
+        assert_eq!(parent_name(start).as_deref(), expected, "{}", start.name);
+        assert!(start.context.get(names::CTX_USER_ID).is_some(), "attribution replayed");
+    }
+    // Tokens and cost per user are the sessions' recorded totals; tool calls are the tool results.
+    for (user, file) in [("alice", "alice.jsonl"), ("bob", "bob.jsonl")] {
+        let session = pi_observe::agent::session::read_session(&sessions.join(file)).unwrap();
+        let ends = first.iter().filter(|e| {
+            e.kind != EventKind::Start && e.name == names::PROVIDER_REQUEST && e.context.get("userId") == Some(user)
+        });
+        let (mut input, mut cost, mut turns) = (0, 0.0, 0);
+        for end in ends {
+            input += end.payload.get(names::INPUT_TOKENS).and_then(|v| v.as_i64()).unwrap() as u64;
+            cost += end.payload.get(names::COST_TOTAL).and_then(|v| v.as_f64()).unwrap();
+            turns += 1;
+        }
+        let totals = session.totals();
+        assert_eq!((input, turns), (totals.usage.input, totals.assistant_messages), "{user}");
+        assert!((cost - totals.usage.cost.total).abs() < 1e-12, "{user}");
+        let tool_results = session
+            .entries
+            .iter()
+            .filter(|e| matches!(&e.kind, pi_observe::agent::session::EntryKind::Message { message } if message.role() == "toolResult"))
+            .count();
+        let tool_spans = first
+            .iter()
+            .filter(|e| {
+                e.kind == EventKind::Start && e.name == names::AGENT_TOOL_CALL && e.context.get("userId") == Some(user)
+            })
+            .count();
+        assert!(tool_results > 0, "the demo runs tools");
+        assert_eq!(tool_spans, tool_results, "{user}");
+    }
+    assert!(first.iter().all(|e| e.payload.get(pi_observe::agent::session::REPLAYED).is_some()));
+    // Content is withheld unless captured, as in a live run.
+    assert!(first.iter().all(|e| e.payload.get(names::PROMPT_TEXT).is_none()));
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -22,6 +22,37 @@ pub fn date(millis: i64) -> String {
     iso8601(millis)[..10].to_owned()
 }
 
+/// Unix milliseconds of a UTC `YYYY-MM-DDTHH:MM:SS[.fff]Z` string (what [`iso8601`] writes);
+/// `None` for anything else.
+pub fn parse_iso8601(text: &str) -> Option<i64> {
+    let text = text.strip_suffix('Z')?;
+    let (date, time) = text.split_once('T')?;
+    let mut ymd = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, m, d) = (ymd.next()??, ymd.next()??, ymd.next()??);
+    let (hms, fraction) = time.split_once('.').unwrap_or((time, "0"));
+    let mut parts = hms.splitn(3, ':').map(|p| p.parse::<i64>().ok());
+    let (hh, mm, ss) = (parts.next()??, parts.next()??, parts.next()??);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    if fraction.is_empty() || !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let ms: i64 = format!("{fraction:0<3}")[..3].parse().ok()?;
+    Some((days_from_civil(y, m, d) * 86_400 + hh * 3600 + mm * 60 + ss) * 1000 + ms)
+}
+
+/// Howard Hinnant's civil-to-days algorithm.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// Howard Hinnant's days-to-civil algorithm.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -46,5 +77,19 @@ mod tests {
         assert_eq!(iso8601(1_733_234_400_123), "2024-12-03T14:00:00.123Z");
         assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(date(1_733_234_400_123), "2024-12-03");
+    }
+
+    #[test]
+    fn iso_strings_parse_back() {
+        for millis in [0, 951_782_400_000, 1_733_234_400_123, 4_102_444_799_999, -86_400_000] {
+            assert_eq!(parse_iso8601(&iso8601(millis)), Some(millis));
+        }
+        assert_eq!(parse_iso8601("2024-12-03T14:00:00Z"), Some(1_733_234_400_000));
+        assert_eq!(parse_iso8601("2024-12-03T14:00:00.5Z"), Some(1_733_234_400_500));
+        for bad in
+            ["", "2024-12-03", "2024-13-03T00:00:00Z", "2024-12-03T14:00:00", "x-y-zT1:2:3Z", "2024-12-03T14:00:00.Z"]
+        {
+            assert_eq!(parse_iso8601(bad), None, "{bad}");
+        }
     }
 }

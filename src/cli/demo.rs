@@ -120,7 +120,7 @@ async fn run_user(
 }
 
 pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
-    let policy = setup::policy(&args.content)?;
+    let policy = setup::policy(&args.sinks.content)?;
     let dir = match args.dir {
         Some(dir) => dir,
         None => std::env::temp_dir().join(format!("pi-demo-{}", pi_observe::core::SpanId::random())),
@@ -130,13 +130,13 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
     seed(&workspace).map_err(|e| CliError(format!("--dir {}: {e}", dir.display())))?;
     let events_path = args.events_jsonl.unwrap_or_else(|| dir.join("events.jsonl"));
 
-    let otlp = setup::otlp(&args.otlp)?;
+    let otlp = setup::otlp(&args.sinks.otlp)?;
     let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
     let hub = Observability::with_policy(policy.clone());
     let mut subscriptions = attach_sinks(&hub, &policy, Some(&events_path), false)?;
     let exporter = attach_otlp(&hub, &policy, otlp, &mut subscriptions)?;
-    let sentry = attach_sentry(&hub, &policy, args.sentry.as_deref(), &mut subscriptions)?;
-    let log_guard = attach_log_json(&hub, &policy, args.log_json.as_deref(), &mut subscriptions)?;
+    let sentry = attach_sentry(&hub, &policy, args.sinks.sentry.as_deref(), &mut subscriptions)?;
+    let log_guard = attach_log_json(&hub, &policy, args.sinks.log_json.as_deref(), &mut subscriptions)?;
     let collected = Arc::new(Mutex::new(Vec::new()));
     let sink = collected.clone();
     let collector = hub.subscribe_arc(

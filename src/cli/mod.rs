@@ -1,6 +1,7 @@
 //! Argument parsing, configuration from flags and environment, and dispatch.
 
 mod demo;
+mod export;
 mod faux_script;
 mod output;
 mod report;
@@ -108,6 +109,13 @@ struct ObserveArgs {
     /// Write the raw contract events to this file (JSON lines).
     #[arg(long, value_name = "PATH")]
     events_jsonl: Option<PathBuf>,
+    #[command(flatten)]
+    sinks: SinkArgs,
+}
+
+/// Where contract records go besides the local files, and what content they may carry.
+#[derive(Debug, Args)]
+struct SinkArgs {
     /// Send each prompt to Sentry as a transaction (errors as error events). Without a value:
     /// `SENTRY_DSN` (which alone also turns this on). `SENTRY_ENVIRONMENT`, `SENTRY_RELEASE`,
     /// `SENTRY_TRACES_SAMPLE_RATE` apply.
@@ -173,6 +181,22 @@ enum Command {
     /// Cost per user/org/model/day from session files: every assistant message, tool result with
     /// usage, compaction and branch summary counted exactly once.
     Report(ReportArgs),
+    /// Replay session files as contract events into the adapters (backfill): one trace per
+    /// prompt with turns, provider requests (usage, cost) and tool calls; ids derived from the
+    /// session, so a replay is idempotent.
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+struct ExportArgs {
+    /// Session files or directories (searched for `*.jsonl`); default `~/.pi/agent/sessions`.
+    #[arg(value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Write the replayed contract events as JSON lines to PATH.
+    #[arg(long, value_name = "PATH")]
+    events_jsonl: Option<PathBuf>,
+    #[command(flatten)]
+    sinks: SinkArgs,
 }
 
 #[derive(Debug, Args)]
@@ -203,16 +227,8 @@ struct DemoArgs {
     /// Where to write the contract events (default: `<dir>/events.jsonl`).
     #[arg(long, value_name = "PATH")]
     events_jsonl: Option<PathBuf>,
-    /// Also send both prompts to Sentry (see `pi --help`); without a value: `SENTRY_DSN`.
-    #[arg(long, value_name = "DSN", num_args = 0..=1, default_missing_value = "")]
-    sentry: Option<String>,
-    /// Also write JSON-lines logs of every record to stderr, or to PATH.
-    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
-    log_json: Option<String>,
     #[command(flatten)]
-    content: ContentArgs,
-    #[command(flatten)]
-    otlp: OtlpArgs,
+    sinks: SinkArgs,
 }
 
 fn parse_key_value(s: &str) -> Result<(String, String), String> {
@@ -249,6 +265,7 @@ pub fn main() -> ExitCode {
         match cli.command {
             Some(Command::Demo(args)) => demo::run(args).await,
             Some(Command::Report(args)) => report::run(&args),
+            Some(Command::Export(args)) => export::run(&args).await,
             None => match cli.print.clone() {
                 Some(prompt) => run::run(&cli, &prompt).await,
                 None => Err(CliError("nothing to do: give -p PROMPT, or run `pi demo` (see pi --help)".into())),

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use pi_agent::message::Usage;
-use pi_agent::session::{SessionError, attributed_usage, read_session};
+use pi_agent::session::{Session, SessionError, attributed_usage, read_session};
 
 use super::{CliError, ReportArgs, ReportFormat, output};
 
@@ -48,13 +48,13 @@ struct Sums {
 /// Session files under `path`: the file itself, or every `*.jsonl` below a directory (sorted;
 /// marked as found by the scan).
 fn session_files(path: &Path, out: &mut Vec<(PathBuf, bool)>) -> Result<(), CliError> {
-    let meta = std::fs::metadata(path).map_err(|e| CliError(format!("report: {}: {e}", path.display())))?;
+    let meta = std::fs::metadata(path).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
     if meta.is_file() {
         out.push((path.to_owned(), false));
         return Ok(());
     }
     let mut children: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|e| CliError(format!("report: {}: {e}", path.display())))?
+        .map_err(|e| CliError(format!("{}: {e}", path.display())))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .collect();
     children.sort();
@@ -66,6 +66,42 @@ fn session_files(path: &Path, out: &mut Vec<(PathBuf, bool)>) -> Result<(), CliE
         }
     }
     Ok(())
+}
+
+/// The session files under `paths` (default `~/.pi/agent/sessions`), each marked as found by a
+/// directory scan (`true`) or named (`false`).
+fn session_files_of(paths: &[PathBuf]) -> Result<Vec<(PathBuf, bool)>, CliError> {
+    let roots = if paths.is_empty() {
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .ok_or_else(|| CliError("no session path given and HOME is not set (give a file or directory)".into()))?;
+        vec![home.join(".pi/agent/sessions")]
+    } else {
+        paths.to_vec()
+    };
+    let mut files = Vec::new();
+    for root in &roots {
+        session_files(root, &mut files)?;
+    }
+    Ok(files)
+}
+
+/// Calls `each` with every readable session under `paths`; an unreadable or corrupt one is a
+/// line on stderr (`pi: <command>: <file>:<line>: …`) and counted. Other JSON-lines files met
+/// while scanning a directory (event logs) are skipped silently. Returns the failures.
+pub fn for_each_session(paths: &[PathBuf], command: &str, mut each: impl FnMut(Session)) -> Result<usize, CliError> {
+    let mut failed = 0;
+    for (file, scanned) in session_files_of(paths)? {
+        match read_session(&file) {
+            Ok(session) => each(session),
+            Err(SessionError::NoHeader { .. }) if scanned => {}
+            Err(e) => {
+                output::error(format_args!("pi: {command}: {e}"));
+                failed += 1;
+            }
+        }
+    }
+    Ok(failed)
 }
 
 /// Reads every session, prints the report, and exits non-zero if a session file could not be
@@ -83,30 +119,8 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
     if dims.is_empty() {
         dims = vec![Dim::Day, Dim::User, Dim::Org, Dim::Model];
     }
-    let roots = if args.paths.is_empty() {
-        let home = std::env::var_os("HOME").map(PathBuf::from).ok_or_else(|| {
-            CliError("report: no session path given and HOME is not set (give a file or directory)".into())
-        })?;
-        vec![home.join(".pi/agent/sessions")]
-    } else {
-        args.paths.clone()
-    };
-    let mut files = Vec::new();
-    for root in &roots {
-        session_files(root, &mut files)?;
-    }
     let mut groups: BTreeMap<Vec<String>, Sums> = BTreeMap::new();
-    let mut failed = 0;
-    for (file, scanned) in &files {
-        let session = match read_session(file) {
-            Ok(session) => session,
-            Err(SessionError::NoHeader { .. }) if *scanned => continue,
-            Err(e) => {
-                output::error(format_args!("pi: report: {e}"));
-                failed += 1;
-                continue;
-            }
-        };
+    let failed = for_each_session(&args.paths, "report", |session| {
         for row in attributed_usage(&session) {
             let key = dims
                 .iter()
@@ -121,7 +135,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
             sums.usage.add(&row.usage);
             sums.turns += u64::from(row.assistant_message);
         }
-    }
+    })?;
     match args.format {
         ReportFormat::Table => print_table(&dims, &groups),
         ReportFormat::Csv => print_csv(&dims, &groups),

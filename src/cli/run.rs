@@ -105,7 +105,7 @@ pub fn report_export(otel: &OtelSubscriber, traces: &[pi_observe::core::TraceId]
 }
 
 pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
-    let policy = setup::policy(&cli.observe.content)?;
+    let policy = setup::policy(&cli.observe.sinks.content)?;
     let attribution = setup::attribution(&cli.observe);
     let selected = setup::select(&cli.agent, prompt)?;
     let tools = setup::tools(cli.agent.tools.as_deref())?;
@@ -121,15 +121,15 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
         }
     }
 
-    let otlp = setup::otlp(&cli.observe.otlp)?;
+    let otlp = setup::otlp(&cli.observe.sinks.otlp)?;
     // The exit waits at most this long for exporters: the OTLP export timeout if one is set.
     let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
 
     let hub = Observability::with_policy(policy.clone());
     let mut subscriptions = attach_sinks(&hub, &policy, cli.observe.events_jsonl.as_deref(), cli.mode == Mode::Json)?;
     let exporter = attach_otlp(&hub, &policy, otlp, &mut subscriptions)?;
-    let sentry = attach_sentry(&hub, &policy, cli.observe.sentry.as_deref(), &mut subscriptions)?;
-    let log_guard = attach_log_json(&hub, &policy, cli.observe.log_json.as_deref(), &mut subscriptions)?;
+    let sentry = attach_sentry(&hub, &policy, cli.observe.sinks.sentry.as_deref(), &mut subscriptions)?;
+    let log_guard = attach_log_json(&hub, &policy, cli.observe.sinks.log_json.as_deref(), &mut subscriptions)?;
     let trace = Arc::new(std::sync::OnceLock::new());
     let root = trace.clone();
     subscriptions.push(hub.subscribe(move |e: &ObsEvent| {

@@ -1,0 +1,64 @@
+//! `pi export`: replay session files into the configured adapters (backfill).
+
+use std::process::ExitCode;
+
+use pi_agent::session::replay;
+use pi_observe::core::{EventKind, Observability};
+
+use super::run::{
+    FLUSH_DEADLINE, attach_log_json, attach_otlp, attach_sentry, attach_sinks, report_export, report_sentry,
+};
+use super::{CliError, ExportArgs, output, report, setup};
+
+/// Records handed to the adapters before waiting for them to catch up: below every adapter's
+/// queue capacity, so a long backfill is paced instead of dropped.
+const BATCH_RECORDS: usize = 2048;
+
+/// Replays every session (files or directories, as `pi report`) through the adapters given by
+/// the flags, with the same content policy as a live run, then flushes within the deadline.
+pub async fn run(args: &ExportArgs) -> Result<ExitCode, CliError> {
+    let policy = setup::policy(&args.sinks.content)?;
+    let otlp = setup::otlp(&args.sinks.otlp)?;
+    let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
+    let hub = Observability::with_policy(policy.clone());
+    let mut subscriptions = attach_sinks(&hub, &policy, args.events_jsonl.as_deref(), false)?;
+    let exporter = attach_otlp(&hub, &policy, otlp, &mut subscriptions)?;
+    let sentry = attach_sentry(&hub, &policy, args.sinks.sentry.as_deref(), &mut subscriptions)?;
+    let log_guard = attach_log_json(&hub, &policy, args.sinks.log_json.as_deref(), &mut subscriptions)?;
+    if subscriptions.is_empty() {
+        return Err(CliError(
+            "export: nothing to export to: give --otlp, --sentry, --log-json or --events-jsonl".into(),
+        ));
+    }
+    let (mut sessions, mut pending) = (0, 0);
+    let mut traces = Vec::new();
+    let failed = report::for_each_session(&args.paths, "export", |session| {
+        sessions += 1;
+        for event in replay(&session) {
+            if event.kind == EventKind::Start && event.parent_span_id.is_none() {
+                traces.push(event.trace_id);
+            }
+            hub.emit(event);
+            pending += 1;
+            if pending >= BATCH_RECORDS {
+                pending = 0;
+                if let Err(e) = hub.flush(flush_deadline) {
+                    output::error(format_args!("pi: export: an adapter did not keep up: {e}"));
+                }
+            }
+        }
+    })?;
+    let _ = hub.shutdown(flush_deadline);
+    drop(subscriptions);
+    drop(log_guard);
+    let spans = hub.stats().emitted / 2;
+    output::error(format_args!("pi: export: {sessions} sessions, {} traces, {spans} spans", traces.len()));
+    if let Some(otel) = &exporter {
+        let roots: Vec<_> = if traces.len() <= 20 { traces.clone() } else { Vec::new() };
+        report_export(otel, &roots);
+    }
+    if let Some(sentry) = &sentry {
+        report_sentry(sentry);
+    }
+    Ok(if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
