@@ -444,6 +444,15 @@ fn report_sums_each_session_once_per_user_org_model_and_day() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr.trim().lines().count() == 1 && stderr.contains("broken.jsonl:2"), "{stderr}");
     assert!(stdout.lines().any(|l| l.starts_with("alice ")) && stdout.lines().any(|l| l.starts_with("total ")));
+    // `pi export` with nowhere to send: one line naming what is missing, exit 2; to a file: the
+    // corrupt session is named and the exit is 1, the others are replayed.
+    let out = pi().arg("export").arg(&sessions).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).1.starts_with("pi: export: nothing to export to"), "{}", text(&out).1);
+    let out = pi().arg("export").arg(&sessions).arg("--events-jsonl").arg(d.join("replay.jsonl")).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out).1.contains("broken.jsonl:2"), "{}", text(&out).1);
+    assert!(events(&d.join("replay.jsonl")).iter().any(|e| e.context.get(names::CTX_USER_ID) == Some("bob")));
     let csv = pi().args(["report", "--format", "csv", "--by", "model"]).arg(&alice).output().unwrap();
     let csv = text(&csv).0;
     assert!(csv.starts_with("model,turns,input,output,"), "{csv}");
