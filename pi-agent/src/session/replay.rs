@@ -117,7 +117,9 @@ pub fn replay(session: &Session) -> Vec<ObsEvent> {
                     // A reply without a recorded prompt still gets a trace of its own.
                     None => new_span(&mut spans, &st, names::AGENT_PROMPT, "prompt", None, st.last_ms.min(at)),
                 };
-                let started = st.last_ms.clamp(spans[prompt].start_ms, at);
+                // Never before the prompt, never after the reply (even with skewed clocks).
+                let floor = spans[prompt].start_ms;
+                let started = st.last_ms.max(floor).min(at.max(floor));
                 let turn = new_span(&mut spans, &st, names::AGENT_TURN, "turn", Some(prompt), started);
                 spans[turn].start.insert(names::TURN_INDEX, st.turns, pi_observe_core::Class::Safe);
                 let request = new_span(&mut spans, &st, names::PROVIDER_REQUEST, "request", Some(turn), started);
@@ -280,6 +282,45 @@ mod tests {
         assert_eq!(span, PINNED_SPAN);
         assert_ne!(span_id("s", "e", "turn"), span_id("s", "e", "request"));
         assert_ne!(trace_id("s", "e1"), trace_id("s", "e2"));
+    }
+
+    #[test]
+    fn skewed_clocks_and_missing_prompts_neither_panic_nor_break_pairing() {
+        let lines = [
+            r#"{"type":"model_change","id":"m0","parentId":null,"timestamp":"2024-12-03T14:00:00.000Z","provider":"faux","modelId":"faux-1"}"#,
+            r#"{"type":"message","id":"u1","parentId":"m0","timestamp":"2024-12-03T14:00:05.000Z","message":{"role":"user","content":"hi","timestamp":1733234405000}}"#,
+            // The reply claims to be older than the prompt.
+            r#"{"type":"message","id":"a1","parentId":"u1","timestamp":"2024-12-03T14:00:01.000Z","message":{"role":"assistant","content":[],"api":"faux","provider":"faux","model":"faux-1","usage":{"input":3,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":4,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":1733234401000}}"#,
+            // A tool result whose turn is on another branch, and a compaction with no prompt.
+            r#"{"type":"message","id":"t1","parentId":"m0","timestamp":"not a time","message":{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[],"isError":true,"timestamp":0}}"#,
+            r#"{"type":"compaction","id":"c1","parentId":"m0","timestamp":"2024-12-03T14:10:00.000Z","summary":"s","tokensBefore":10}"#,
+        ];
+        let entries = lines.iter().map(|l| serde_json::from_str::<Entry>(l).unwrap()).collect();
+        let header =
+            serde_json::from_str(r#"{"type":"session","version":3,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z"}"#)
+                .unwrap();
+        let session = Session { header, entries, torn_tail_at: None, needs_newline: false };
+        let events = replay(&session);
+        pi_observe_core::testing::assert_paired(&events);
+        let starts: HashMap<SpanId, &ObsEvent> =
+            events.iter().filter(|e| e.kind == EventKind::Start).map(|e| (e.span_id.unwrap(), e)).collect();
+        for start in starts.values() {
+            if let Some(parent) = start.parent_span_id {
+                assert!(start.timestamp >= starts[&parent].timestamp, "{} starts before its parent", start.name);
+            }
+        }
+        let names: Vec<_> = events.iter().filter(|e| e.kind == EventKind::Start).map(|e| e.name.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                names::AGENT_PROMPT,
+                names::AGENT_TURN,
+                names::PROVIDER_REQUEST,
+                names::AGENT_TOOL_CALL,
+                names::AGENT_COMPACTION
+            ]
+        );
+        assert!(events.iter().any(|e| e.kind == EventKind::Error && e.name == names::AGENT_TOOL_CALL));
     }
 
     const PINNED_TRACE: &str = "4be3c39e9ed50b16937e6d351a1ec16e";
