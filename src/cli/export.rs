@@ -16,7 +16,7 @@ const BATCH_RECORDS: usize = 2048;
 
 /// Replays every session (files or directories, as `pi report`) through the adapters given by
 /// the flags, with the same content policy as a live run, then flushes within the deadline.
-pub async fn run(args: &ExportArgs) -> Result<ExitCode, CliError> {
+pub fn run(args: &ExportArgs) -> Result<ExitCode, CliError> {
     let policy = setup::policy(&args.sinks.content)?;
     let otlp = setup::otlp(&args.sinks.otlp)?;
     let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
@@ -54,8 +54,8 @@ pub async fn run(args: &ExportArgs) -> Result<ExitCode, CliError> {
     let spans = hub.stats().emitted / 2;
     output::error(format_args!("pi: export: {sessions} sessions, {} traces, {spans} spans", traces.len()));
     if let Some(otel) = &exporter {
-        let roots: Vec<_> = if traces.len() <= 20 { traces.clone() } else { Vec::new() };
-        report_export(otel, &roots);
+        // Trace ids (and links) only for a small backfill; totals always.
+        report_export(otel, if traces.len() <= 20 { &traces } else { &[] });
     }
     if let Some(sentry) = &sentry {
         report_sentry(sentry);

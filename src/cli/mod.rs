@@ -265,7 +265,7 @@ pub fn main() -> ExitCode {
         match cli.command {
             Some(Command::Demo(args)) => demo::run(args).await,
             Some(Command::Report(args)) => report::run(&args),
-            Some(Command::Export(args)) => export::run(&args).await,
+            Some(Command::Export(args)) => export::run(&args),
             None => match cli.print.clone() {
                 Some(prompt) => run::run(&cli, &prompt).await,
                 None => Err(CliError("nothing to do: give -p PROMPT, or run `pi demo` (see pi --help)".into())),
