@@ -72,7 +72,11 @@ fn demo_events_contain_no_content_by_default_and_only_scrubbed_captured_kinds_ot
     }
 
     let d2 = scratch("privacy-capture");
-    let out = pi().args(["demo", "--capture", "prompts,tool_results", "--dir"]).arg(&d2).output().unwrap();
+    let out = pi()
+        .args(["demo", "--capture", "prompts,tool_results,file_contents,shell_output", "--dir"])
+        .arg(&d2)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let captured = std::fs::read_to_string(d2.join("events.jsonl")).unwrap();
     for text in DEMO_TEXTS {

@@ -690,7 +690,7 @@ impl Hooks {
                 };
                 if let Err(error) = &result {
                     self.fail(&entry.extension, hook.name(), error.clone());
-                    span.set_error("HookFailed", error.clone());
+                    span.set_error(names::ERROR_HOOK_FAILED, error.clone());
                 }
                 let (outcome, stop) = step(&entry.extension, result);
                 span.record(|| Payload::new().safe(names::HOOK_OUTCOME, outcome.as_str()));

@@ -134,7 +134,7 @@ pub struct PromptResult {
 
 impl Outcome for PromptResult {
     fn error_info(&self) -> Option<pi_observe_core::ErrorInfo> {
-        self.error.as_ref().map(|e| pi_observe_core::ErrorInfo::new("ProviderError", e.to_string()))
+        self.error.as_ref().map(ProviderError::error_info)
     }
 }
 
@@ -730,7 +730,7 @@ impl Agent {
                     let conversation = compaction::serialize_conversation(&messages);
                     let outcome = self.summarize(&conversation, None, Some(focus), cancel).await;
                     if let Some(error) = outcome.error {
-                        span.set_error("BranchSummaryFailed", error.to_string());
+                        span.set_error(names::ERROR_BRANCH_SUMMARY_FAILED, error.to_string());
                         return Ok(navigation);
                     }
                     Some((outcome.message.text(), Some(outcome.message.usage)))
@@ -811,7 +811,7 @@ impl Agent {
         ctx: &HookContext,
         on_event: AgentSink<'_>,
     ) -> Result<Option<Usage>, AgentError> {
-        span.set_error("CompactionFailed", error.clone());
+        span.set_error(names::ERROR_COMPACTION_FAILED, error.clone());
         self.emit(AgentEvent::SessionCompactFailed { reason: reason.as_str().into(), error }, ctx, on_event).await;
         Ok(None)
     }
@@ -1012,12 +1012,18 @@ impl ToolJob {
     async fn run(self) -> Result<ToolResultMessage, AgentError> {
         let ToolJob { position, id, name, args, blocked, tools, ctx, hooks, hook_ctx, session, order, events } = self;
         let (id, name, args) = (&id, &name, &args);
+        // The name the model asked for is safe only when it is a registered tool's.
+        let registered = tools.get(name).map(|tool| (tool.name(), tool.output_kind()));
+        let output_kind = registered.map_or(ContentKind::ToolResult, |(_, kind)| kind);
         let payload = || {
-            Payload::new().safe(names::TOOL_NAME, name.clone()).safe(names::TOOL_CALL_ID, id.clone()).content(
-                ContentKind::ToolArgs,
-                names::TOOL_ARGS,
-                args.to_string(),
-            )
+            let mut p = Payload::new()
+                .safe(names::TOOL_NAME, registered.map_or(UNKNOWN_TOOL, |(name, _)| name))
+                .safe(names::TOOL_CALL_ID, names::identifier_or_invalid(id))
+                .content(ContentKind::ToolArgs, names::TOOL_ARGS, args.to_string());
+            if registered.is_none() {
+                p = p.content(ContentKind::ErrorText, REQUESTED_TOOL_NAME, name.clone());
+            }
+            p
         };
         trace_operation_with(names::AGENT_TOOL_CALL, payload, move |span: Span| async move {
             // Partial output goes out as `tool_execution_update` while the tool runs (these may
@@ -1061,14 +1067,19 @@ impl ToolJob {
                     .safe(names::IS_ERROR, result.is_error)
                     .safe(names::RESULT_BYTES, text.len())
                     .safe(names::BLOCKED, blocked.is_some())
-                    .content(ContentKind::ToolResult, names::TOOL_RESULT, text.clone());
+                    .content(output_kind, crate::tools::output_key(output_kind), text.clone());
                 if let Some((extension, _)) = &blocked {
                     p = p.safe(names::BLOCKED_BY, extension.clone());
                 }
                 p
             });
             if result.is_error {
-                let kind = if blocked.is_some() { "Blocked" } else { "ToolError" };
+                let kind = match (&blocked, registered) {
+                    (Some(_), _) => names::ERROR_BLOCKED,
+                    (None, None) => names::ERROR_UNKNOWN_TOOL,
+                    (None, Some(_)) => names::ERROR_TOOL,
+                };
+                // The text came from the tool (or an extension): error text, content.
                 span.set_error(kind, first_line(&text));
             }
             let message = ToolResultMessage {
@@ -1114,6 +1125,11 @@ impl ToolJob {
         .await
     }
 }
+
+/// The safe tool name of a call to a tool that is not registered (the requested name is content).
+const UNKNOWN_TOOL: &str = "unknown";
+/// Error-text payload key of the tool name a model asked for that is not registered.
+const REQUESTED_TOOL_NAME: &str = "requestedToolName";
 
 /// The first line of a message, for error summaries.
 fn first_line(text: &str) -> String {

@@ -18,7 +18,7 @@ use pi_agent::provider::{FauxProvider, FauxResponse, ProviderError};
 use pi_agent::session::{EntryKind, SessionWriter, read_session};
 use pi_agent::tools::ToolRegistry;
 use pi_observe_core::testing::{CaptureSubscriber, RecordedSpan, assert_paired};
-use pi_observe_core::{Attribution, ObsEvent, Observability, Value, names};
+use pi_observe_core::{Attribution, ContentKind, ContentPolicy, ObsEvent, Observability, Value, names};
 use tokio_util::sync::CancellationToken;
 
 fn scratch(name: &str) -> PathBuf {
@@ -58,7 +58,8 @@ struct Runs {
 
 fn run(agent: &mut Agent, prompts: &[&str]) -> Runs {
     let hub = Observability::new();
-    let (capture, _sub) = CaptureSubscriber::attach(&hub);
+    let (capture, _sub) =
+        CaptureSubscriber::attach_with(&hub, ContentPolicy::default().capture(ContentKind::ErrorText));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let mut agent_events = Vec::new();
     let user = Attribution::new().with(names::CTX_USER_ID, "u1").with(names::CTX_ORG_ID, "acme");
@@ -323,7 +324,8 @@ fn branch_navigation_moves_the_leaf_summarizes_the_abandoned_branch_and_counts_i
         .clone();
 
     let hub = Observability::new();
-    let (capture, _sub) = CaptureSubscriber::attach(&hub);
+    let (capture, _sub) =
+        CaptureSubscriber::attach_with(&hub, ContentPolicy::default().capture(ContentKind::ErrorText));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let user = Attribution::new().with(names::CTX_USER_ID, "u1").with(names::CTX_ORG_ID, "acme");
     let navigation = runtime.block_on(hub.run_with_context(user, async {

@@ -229,7 +229,7 @@ fn abort_during_a_stream_ends_cleanly_with_spans_closed_and_session_consistent()
     let spans = assert_paired(&run.events);
     let request = span_named(&spans, names::PROVIDER_REQUEST);
     assert_eq!(request.attributes.get(names::ABORTED), Some(&Value::Bool(true)));
-    assert_eq!(request.error.as_ref().unwrap().name, "Aborted");
+    assert_eq!(request.error.as_ref().unwrap().name, names::ERROR_CANCELLED);
     let session = read_session(&dir.join("session.jsonl")).unwrap();
     let Some(EntryKind::Message { message: Message::Assistant(last) }) = session.entries.last().map(|e| &e.kind) else {
         panic!("last entry is not the aborted assistant message")

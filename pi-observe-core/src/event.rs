@@ -100,7 +100,9 @@ fn anchor() -> (u64, Instant) {
 pub struct ErrorInfo {
     /// A short type-like name: the error type, `Panic` or `Cancelled`.
     pub name: String,
-    /// The message (scrubbed and truncated by the content policy before any subscriber sees it).
+    /// The message: content of kind [`ContentKind::ErrorText`](crate::ContentKind::ErrorText),
+    /// emptied by the content policy unless captured, else scrubbed, redacted and truncated.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
 }
 
@@ -167,6 +169,15 @@ impl ObsEvent {
             Class::Content(kind) => self.captured & kind.bit() != 0,
             Class::Secret => false,
         })
+    }
+
+    /// The error message, when this record passed a policy that captures
+    /// [`ContentKind::ErrorText`](crate::ContentKind::ErrorText) and there is one. Adapters use
+    /// it instead of `error.message`, so an error that skipped the policy exports only its name.
+    pub fn exportable_error_message(&self) -> Option<&str> {
+        let error = self.error.as_ref()?;
+        let captured = self.captured & crate::ContentKind::ErrorText.bit() != 0;
+        (captured && !error.message.is_empty()).then_some(error.message.as_str())
     }
 
     /// The JSON form (one line, design-note field names).

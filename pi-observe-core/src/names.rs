@@ -58,12 +58,66 @@ pub const AGENT_QUEUE_UPDATE: &str = "pi.agent.queue_update";
 /// Every point-event name.
 pub const POINT_EVENTS: [&str; 4] = [PROVIDER_RETRY, PROVIDER_FIRST_TOKEN, PROVIDER_USAGE, AGENT_QUEUE_UPDATE];
 
-// ---- Error names used by the contract itself ----
+// ---- Error types: the fixed vocabulary an error record's name comes from ----
+//
+// An error or retry record carries by default only one of these names plus safe numbers
+// (status code, attempt); its message is content of kind `error_text`.
 
-/// Error name of an operation dropped before it completed.
+/// An operation dropped before it completed.
 pub const ERROR_CANCELLED: &str = "Cancelled";
-/// Error name of an operation that panicked.
+/// An operation that panicked.
 pub const ERROR_PANIC: &str = "Panic";
+/// A tool reported an error (non-zero exit, failed file operation, bad arguments, …).
+pub const ERROR_TOOL: &str = "ToolError";
+/// A tool call that an extension blocked.
+pub const ERROR_BLOCKED: &str = "Blocked";
+/// A tool the model asked for that is not registered.
+pub const ERROR_UNKNOWN_TOOL: &str = "UnknownTool";
+/// A server answered with an error status (the status code is a safe number beside it).
+pub const ERROR_HTTP_STATUS: &str = "HttpStatus";
+/// 401 / 403 from a provider.
+pub const ERROR_AUTH: &str = "AuthError";
+/// Could not connect, or the connection broke.
+pub const ERROR_NETWORK: &str = "Network";
+/// No answer, or a stalled stream, within the deadline.
+pub const ERROR_TIMEOUT: &str = "Timeout";
+/// A stream that ended early or carried malformed data.
+pub const ERROR_INVALID_STREAM: &str = "InvalidStream";
+/// A provider reported an error inside its stream.
+pub const ERROR_PROVIDER: &str = "ProviderError";
+/// Misconfiguration found when a request was made (missing key, bad URL).
+pub const ERROR_CONFIG: &str = "ConfigError";
+/// The scripted faux provider ran out of responses.
+pub const ERROR_NO_MORE_RESPONSES: &str = "NoMoreResponses";
+/// An extension handler failed (error, panic or timeout).
+pub const ERROR_HOOK_FAILED: &str = "HookFailed";
+/// A compaction that could not be made.
+pub const ERROR_COMPACTION_FAILED: &str = "CompactionFailed";
+/// A branch summary that could not be made.
+pub const ERROR_BRANCH_SUMMARY_FAILED: &str = "BranchSummaryFailed";
+/// A session file could not be read or written.
+pub const ERROR_SESSION_IO: &str = "SessionIo";
+/// Any error whose name is not an identifier (the name is replaced by this).
+pub const ERROR_GENERIC: &str = "Error";
+
+/// `value` when it is shaped like an identifier pi can export as safe (a model id, a tool call id:
+/// at most 128 characters from `A-Z a-z 0-9 . _ : / @ + -`, and no known secret format), else
+/// `"invalid"`. For the few identifiers pi receives from outside and exports as safe fields.
+pub fn identifier_or_invalid(value: &str) -> String {
+    let shaped = !value.is_empty()
+        && value.len() <= 128
+        && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '/' | '@' | '+' | '-'));
+    if shaped && matches!(crate::Scrubber::default().scrub(value), std::borrow::Cow::Borrowed(_)) {
+        value.to_owned()
+    } else {
+        "invalid".to_owned()
+    }
+}
+
+/// Safe payload key of the error type on a retry event ([`PROVIDER_RETRY`]).
+pub const ERROR_TYPE: &str = "errorType";
+/// Content payload key ([`crate::ContentKind::ErrorText`]) of error text from outside pi.
+pub const ERROR_TEXT: &str = "errorText";
 
 // ---- Attribution context keys (conventional; any string key is allowed) ----
 

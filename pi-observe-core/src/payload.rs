@@ -165,11 +165,15 @@ pub enum ContentKind {
     ProviderPayload,
     /// HTTP header values.
     Header,
+    /// Error and retry text that came from outside pi: a tool's or provider's message, a file
+    /// path in an I/O error, an extension's error. Errors are content: by default an error
+    /// record carries only its type name from pi's own vocabulary.
+    ErrorText,
 }
 
 impl ContentKind {
     /// Every content kind, in declaration order.
-    pub const ALL: [ContentKind; 9] = [
+    pub const ALL: [ContentKind; 10] = [
         ContentKind::Prompt,
         ContentKind::Completion,
         ContentKind::Thinking,
@@ -179,6 +183,7 @@ impl ContentKind {
         ContentKind::FileContent,
         ContentKind::ProviderPayload,
         ContentKind::Header,
+        ContentKind::ErrorText,
     ];
 
     /// The snake_case name used in JSON, the CLI (`--capture`) and settings.
@@ -193,6 +198,7 @@ impl ContentKind {
             ContentKind::FileContent => "file_content",
             ContentKind::ProviderPayload => "provider_payload",
             ContentKind::Header => "header",
+            ContentKind::ErrorText => "error_text",
         }
     }
 

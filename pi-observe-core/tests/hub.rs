@@ -99,7 +99,8 @@ fn sync_operations_pair_and_nest_under_async_ones() {
 fn sync_operation_panic_is_recorded_then_resumed() {
     silence_expected_panics(&["sync boom"]);
     let hub = Observability::new();
-    let (capture, _s) = CaptureSubscriber::attach(&hub);
+    let capture = CaptureSubscriber::new();
+    let _s = hub.subscribe_with_policy(capture.clone(), error_text());
     let caught = std::panic::catch_unwind(|| {
         hub.in_scope(|| trace_operation_sync("boom", (), |_| -> () { panic!("sync boom") }))
     });
@@ -112,7 +113,8 @@ fn sync_operation_panic_is_recorded_then_resumed() {
 fn a_panic_while_making_the_body_is_recorded_inside_the_operation_then_resumed() {
     silence_expected_panics(&["make boom", "sync boom"]);
     let hub = Observability::new();
-    let (capture, _s) = CaptureSubscriber::attach(&hub);
+    let capture = CaptureSubscriber::new();
+    let _s = hub.subscribe_with_policy(capture.clone(), error_text());
     let caught = std::panic::catch_unwind(|| {
         block_on(hub.scope(pi_observe_core::trace_operation_with("outer", (), |outer: Span| async move {
             pi_observe_core::trace_operation_with("made", (), |span: Span| {
@@ -205,4 +207,9 @@ fn each_policy_redacts_once_and_its_last_subscriber_keeps_the_copy() {
     assert_eq!(seen[3], vec![("owned", None); 2]);
     let stats = hub.stats();
     assert_eq!((stats.emitted, stats.delivered, stats.subscriber_panics), (2, 8, 2));
+}
+
+/// A policy that captures error text (panic messages are error text).
+fn error_text() -> pi_observe_core::ContentPolicy {
+    pi_observe_core::ContentPolicy::default().capture(pi_observe_core::ContentKind::ErrorText)
 }

@@ -95,7 +95,8 @@ fn default_policy_sink_sees_no_content_and_no_secret() {
     assert_no_secret("default", &default);
     assert!(!default.contains(CANARY), "content reached the default sink:\n{default}");
     assert!(default.contains("faux-1"), "safe fields must still arrive");
-    assert!(default.contains("request failed"), "the error message itself is kept, scrubbed");
+    assert!(!default.contains("request failed"), "error text is content: withheld by default");
+    assert!(default.contains(r#""error":{"name":"LeakyError"}"#), "the error type still arrives:\n{default}");
 }
 
 #[test]
@@ -156,4 +157,56 @@ fn redaction_hooks_see_scrubbed_text_and_can_drop_or_rewrite() {
         "hooks saw unscrubbed text"
     );
     assert!(hub.stats().fields_dropped >= 1);
+}
+
+#[test]
+fn no_known_format_secret_survives_the_scrubber_wherever_it_sits() {
+    let samples = pi_observe_core::testing::secret_samples();
+    assert!(samples.len() >= 20);
+    let mut cases = 0;
+    for sample in &samples {
+        for (placement, text) in pi_observe_core::testing::placements(sample) {
+            let out = Scrubber::default().scrub(&text).into_owned();
+            assert!(!out.contains(&sample.secret), "{} ({placement}) survived: {out}", sample.format);
+            assert!(out.contains(REDACTED), "{} ({placement}): {out}", sample.format);
+            cases += 1;
+        }
+    }
+    assert!(cases >= 40, "{cases} cases");
+}
+
+#[test]
+fn scrubber_rules_that_would_disable_scrubbing_are_refused() {
+    for pattern in ["", "^", "a*", "(?:x)?", r"\b"] {
+        let error = Scrubber::default().with_pattern(pattern).unwrap_err();
+        assert!(error.to_string().contains("matches the empty string"), "{pattern:?}: {error}");
+    }
+    let error = Scrubber::default().with_pattern("(").unwrap_err();
+    assert!(error.to_string().starts_with("pattern \"(\" is not a valid regex"), "{error}");
+    // Two valid patterns that are too big together: an error naming them, never an empty set.
+    let big = r"\w{60}[a-z]{60}\w{60}";
+    let one = Scrubber::default().with_pattern(big);
+    let error = match one.and_then(|s| s.with_pattern(&format!("{big}x"))) {
+        Err(error) => error,
+        Ok(scrubber) => {
+            // Still fits: then every built-in rule must still work.
+            assert_eq!(scrubber.scrub("ghp_abcdefghijklmnopqrstuvwxyz0123456789").as_ref(), REDACTED);
+            return;
+        }
+    };
+    assert!(error.to_string().contains(big), "{error}");
+}
+
+#[test]
+fn ordinary_text_is_not_scrubbed() {
+    for text in [
+        "let token_count = 3;",
+        r#"{"input_tokens": 12, "max_tokens": 100, "cacheWriteTokens": 0}"#,
+        "a basic understanding of the bearer of bad news",
+        "the desk-1234567890abcdefghij ticket",
+        "fn secret_sauce() {}",
+        "Task-abcdefghijklmnopqrstuvwxyz",
+    ] {
+        assert_eq!(Scrubber::default().scrub(text).as_ref(), text);
+    }
 }

@@ -126,7 +126,9 @@ impl Subscriber for TracingSubscriber {
         }
         if let Some(error) = &event.error {
             fields.push(("error.name".into(), Owned::Str(error.name.clone())));
-            fields.push(("error.message".into(), Owned::Str(error.message.clone())));
+            if let Some(message) = event.exportable_error_message() {
+                fields.push(("error.message".into(), Owned::Str(message.to_owned())));
+            }
         }
         for (key, value) in event.context.iter() {
             fields.push((format!("ctx.{key}"), Owned::Str(value.to_owned())));

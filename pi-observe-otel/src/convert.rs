@@ -242,8 +242,12 @@ pub fn span_data(
     }
     let status = match end {
         Some(e) if e.kind == EventKind::Error => {
-            let message = e.error.as_ref().map(|err| format!("{}: {}", err.name, err.message)).unwrap_or_default();
-            Status::error(message)
+            // The type by default; its text only when error text was captured for this sink.
+            let name = e.error.as_ref().map(|err| err.name.as_str()).unwrap_or(pi_observe_core::names::ERROR_GENERIC);
+            match e.exportable_error_message() {
+                Some(message) => Status::error(format!("{name}: {message}")),
+                None => Status::error(name.to_owned()),
+            }
         }
         _ => Status::Unset,
     };
@@ -431,7 +435,8 @@ mod tests {
         assert_eq!(span.parent_span_id.to_bytes(), parent.to_bytes());
         assert_eq!(span.start_time, start.timestamp.to_system_time());
         assert_eq!(span.end_time, end.timestamp.to_system_time());
-        assert_eq!(span.status, Status::error("ToolError: exit 1"));
+        // Error text skipped the policy here, so only the type is exported.
+        assert_eq!(span.status, Status::error("ToolError"));
         assert_eq!(span.events.events.len(), 1);
         assert_eq!(span.events.events[0].timestamp, point.timestamp.to_system_time());
         let open = span_data(&start, None, &[], std::time::SystemTime::UNIX_EPOCH, Conventions::GenAi, &scope).unwrap();

@@ -37,7 +37,9 @@ pub fn log_record(event: &ObsEvent) -> LogRecord {
     }
     if let Some(error) = &event.error {
         attributes.push(kv("error.type", error.name.clone().into()));
-        attributes.push(kv("error.message", error.message.clone().into()));
+        if let Some(message) = event.exportable_error_message() {
+            attributes.push(kv("error.message", message.to_owned().into()));
+        }
     }
     attributes.extend(event.exportable_fields().map(|f| kv(format!("{PI_PREFIX}{}", f.key), otel_value(&f.value))));
     attributes.extend(context_attributes(&event.context).into_iter().map(|a| kv(a.key.to_string(), a.value)));

@@ -264,10 +264,11 @@ pub fn error_event(
     tags.insert("pi.operation".into(), record.name.to_string());
     protocol::Event {
         level: protocol::Level::Error,
-        message: Some(format!("{} failed: {}", record.name, error.message)),
+        message: Some(format!("{} failed: {}", record.name, error.name)),
         exception: vec![protocol::Exception {
             ty: error.name.clone(),
-            value: Some(error.message.clone()),
+            // The type by default; the text only when error text was captured for Sentry.
+            value: Some(record.exportable_error_message().unwrap_or(&error.name).to_owned()),
             ..Default::default()
         }]
         .into(),

@@ -195,6 +195,27 @@ impl ProviderError {
         }
     }
 
+    /// The error's type from pi's fixed vocabulary ([`names`]`::ERROR_*`): safe to export,
+    /// unlike the message, which carries provider text.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            ProviderError::Http { .. } => names::ERROR_HTTP_STATUS,
+            ProviderError::Auth { .. } => names::ERROR_AUTH,
+            ProviderError::Network(_) => names::ERROR_NETWORK,
+            ProviderError::Timeout(_) => names::ERROR_TIMEOUT,
+            ProviderError::Stream(_) => names::ERROR_INVALID_STREAM,
+            ProviderError::Provider(_) => names::ERROR_PROVIDER,
+            ProviderError::Aborted => names::ERROR_CANCELLED,
+            ProviderError::NoMoreResponses => names::ERROR_NO_MORE_RESPONSES,
+            ProviderError::Config(_) => names::ERROR_CONFIG,
+        }
+    }
+
+    /// The contract's error record: the type, and the message as error text (content).
+    pub fn error_info(&self) -> pi_observe_core::ErrorInfo {
+        pi_observe_core::ErrorInfo::new(self.error_type(), self.to_string())
+    }
+
     fn retry_after(&self) -> Option<Duration> {
         match self {
             ProviderError::Http { retry_after, .. } => *retry_after,
@@ -311,10 +332,12 @@ pub async fn request(
                     let delay = retry.delay(retries, error.retry_after());
                     retries += 1;
                     record_event(names::PROVIDER_RETRY, || {
+                        // The type from pi's vocabulary is safe; the text came from the provider.
                         let mut p = Payload::new()
                             .safe(names::ATTEMPT, retries)
                             .safe(names::DELAY_MS, delay.as_millis() as u64)
-                            .safe("reason", error.to_string());
+                            .safe(names::ERROR_TYPE, error.error_type())
+                            .content(ContentKind::ErrorText, names::ERROR_TEXT, error.to_string());
                         if let Some(status) = error.status() {
                             p = p.safe(names::STATUS_CODE, status);
                         }
@@ -371,7 +394,7 @@ fn finish(
             .safe(names::RETRY_COUNT, retries)
             .safe(names::ABORTED, message.stop_reason == StopReason::Aborted)
             .safe(names::TIMEOUT, matches!(error, Some(ProviderError::Timeout(_))))
-            .safe(names::RESPONSE_MODEL, message.model.clone())
+            .safe(names::RESPONSE_MODEL, pi_observe_core::names::identifier_or_invalid(&message.model))
             .content(ContentKind::Completion, names::COMPLETION_TEXT, message.text());
         let thinking = message.thinking();
         if !thinking.is_empty() {
@@ -390,21 +413,7 @@ fn finish(
 
 impl pi_observe_core::Outcome for RequestOutcome {
     fn error_info(&self) -> Option<pi_observe_core::ErrorInfo> {
-        self.error.as_ref().map(|e| pi_observe_core::ErrorInfo::new(error_name(e), e.to_string()))
-    }
-}
-
-fn error_name(error: &ProviderError) -> &'static str {
-    match error {
-        ProviderError::Http { .. } => "HttpError",
-        ProviderError::Auth { .. } => "AuthError",
-        ProviderError::Network(_) => "NetworkError",
-        ProviderError::Timeout(_) => "Timeout",
-        ProviderError::Stream(_) => "StreamError",
-        ProviderError::Provider(_) => "ProviderError",
-        ProviderError::Aborted => "Aborted",
-        ProviderError::NoMoreResponses => "NoMoreResponses",
-        ProviderError::Config(_) => "ConfigError",
+        self.error.as_ref().map(ProviderError::error_info)
     }
 }
 

@@ -133,12 +133,12 @@ pub fn replay(session: &Session) -> Vec<ObsEvent> {
                     .content(ContentKind::Completion, names::COMPLETION_TEXT, reply.text());
                 span.error = match reply.stop_reason {
                     StopReason::Error => Some(ErrorInfo::new(
-                        "ProviderError",
+                        names::ERROR_PROVIDER,
                         reply.error_message.clone().unwrap_or_else(|| "provider error".into()),
                     )),
                     StopReason::Aborted => {
                         span.end.insert(names::ABORTED, true, pi_observe_core::Class::Safe);
-                        Some(ErrorInfo::new(names::ERROR_CANCELLED, "aborted"))
+                        Some(ErrorInfo::new(names::ERROR_CANCELLED, ""))
                     }
                     _ => None,
                 };
@@ -156,14 +156,14 @@ pub fn replay(session: &Session) -> Vec<ObsEvent> {
                 let tool = new_span(&mut spans, &st, names::AGENT_TOOL_CALL, "tool", parent, from.min(at));
                 let span = &mut spans[tool];
                 span.start = std::mem::take(&mut span.start)
-                    .safe(names::TOOL_NAME, result.tool_name.clone())
-                    .safe(names::TOOL_CALL_ID, result.tool_call_id.clone());
+                    .safe(names::TOOL_NAME, names::identifier_or_invalid(&result.tool_name))
+                    .safe(names::TOOL_CALL_ID, names::identifier_or_invalid(&result.tool_call_id));
                 span.end = Payload::new().safe(names::IS_ERROR, result.is_error);
                 if let Some(usage) = &result.usage {
                     span.end = usage_payload(std::mem::take(&mut span.end), usage);
                 }
                 if result.is_error {
-                    span.error = Some(ErrorInfo::new("ToolError", "the tool reported an error"));
+                    span.error = Some(ErrorInfo::new(names::ERROR_TOOL, ""));
                 }
             }
             EntryKind::Compaction { usage, tokens_before, .. } => {

@@ -121,6 +121,9 @@ impl Tool for BashTool {
     fn description(&self) -> &'static str {
         "Run a bash command in the working directory. Returns stdout and stderr (last 50 KB). `timeout` in seconds."
     }
+    fn output_kind(&self) -> pi_observe_core::ContentKind {
+        pi_observe_core::ContentKind::ShellOutput
+    }
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {"command": {"type": "string"}, "timeout": {"type": "integer", "minimum": 1}}, "required": ["command"]})
     }

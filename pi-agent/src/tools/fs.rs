@@ -17,6 +17,9 @@ impl Tool for ReadTool {
     fn description(&self) -> &'static str {
         "Read a text file. `offset` is the 1-based first line, `limit` the number of lines (default 2000)."
     }
+    fn output_kind(&self) -> pi_observe_core::ContentKind {
+        pi_observe_core::ContentKind::FileContent
+    }
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {
             "path": {"type": "string"}, "offset": {"type": "integer", "minimum": 1}, "limit": {"type": "integer", "minimum": 1}

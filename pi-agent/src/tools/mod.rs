@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 
+use pi_observe_core::ContentKind;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -145,6 +146,20 @@ pub trait Tool: Send + Sync {
     fn parameters(&self) -> Value;
     /// Runs the tool.
     fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a>;
+    /// The content kind of this tool's output in telemetry: `shell_output` for bash,
+    /// `file_content` for read, `tool_result` otherwise. A narrow `--capture` relies on it.
+    fn output_kind(&self) -> ContentKind {
+        ContentKind::ToolResult
+    }
+}
+
+/// The payload key the contract uses for tool output of `kind`.
+pub fn output_key(kind: ContentKind) -> &'static str {
+    match kind {
+        ContentKind::ShellOutput => pi_observe_core::names::SHELL_OUTPUT,
+        ContentKind::FileContent => pi_observe_core::names::FILE_CONTENT,
+        _ => pi_observe_core::names::TOOL_RESULT,
+    }
 }
 
 /// Names of the built-in tools.

@@ -11,9 +11,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 pub use redactor::{FieldRef, RedactError, Redaction, Redactor};
-pub use scrub::{REDACTED, Scrubber};
+pub use scrub::{REDACTED, ScrubError, Scrubber};
 
-use crate::event::ObsEvent;
+use crate::event::{ErrorInfo, ObsEvent};
+use crate::names;
 use crate::payload::{Class, ContentKind, Payload, Value};
 use crate::stats::Stats;
 
@@ -24,8 +25,9 @@ pub const DEFAULT_MAX_ERROR_BYTES: usize = 1024;
 
 /// What a sink may receive.
 ///
-/// The default captures no content and never secrets: only [`Class::Safe`] fields pass, and
-/// error messages are scrubbed and cut to [`DEFAULT_MAX_ERROR_BYTES`]. Capture is opt-in per
+/// The default captures no content and never secrets: only [`Class::Safe`] fields pass, and an
+/// error keeps only its type name (error messages are [`ContentKind::ErrorText`]; when captured
+/// they are cut to [`DEFAULT_MAX_ERROR_BYTES`]). Capture is opt-in per
 /// [`ContentKind`]; captured text passes through the [`Scrubber`], then each [`Redactor`] in
 /// order, then the size limit (with a `…[truncated N bytes]` marker).
 ///
@@ -143,15 +145,31 @@ impl ContentPolicy {
             self.filter_fields(&event.name, &mut event.payload, stats);
         }
         if let Some(error) = &mut event.error {
-            let scrubbed = self.scrubber.scrub(&error.message);
-            if let Cow::Owned(clean) = scrubbed {
-                error.message = clean;
-                stats.fields_redacted.fetch_add(1, Relaxed);
-            }
+            self.filter_error(&event.name, error, stats);
+        }
+    }
+
+    /// Errors are content: the name must be a type name (else [`names::ERROR_GENERIC`]); the
+    /// message is [`ContentKind::ErrorText`], withheld unless captured, then scrubbed, redacted
+    /// and cut to the error size limit.
+    fn filter_error(&self, event_name: &str, error: &mut ErrorInfo, stats: &Stats) {
+        if !is_type_name(&error.name) || !matches!(self.scrubber.scrub(&error.name), Cow::Borrowed(_)) {
+            error.name = names::ERROR_GENERIC.to_owned();
+            stats.fields_redacted.fetch_add(1, Relaxed);
+        }
+        if error.message.is_empty() {
+            return;
+        }
+        if !self.captures(ContentKind::ErrorText) {
+            error.message.clear();
+            stats.fields_withheld.fetch_add(1, Relaxed);
+            return;
+        }
+        let at = FieldRef { event_name, key: ERROR_MESSAGE_KEY, kind: ContentKind::ErrorText };
+        let mut text = Cow::Owned(std::mem::take(&mut error.message));
+        if self.filter_text(at, &mut text, stats) {
+            error.message = text.into_owned();
             if truncate(&mut error.message, self.max_error_bytes) {
-                stats.fields_truncated.fetch_add(1, Relaxed);
-            }
-            if truncate(&mut error.name, 128) {
                 stats.fields_truncated.fetch_add(1, Relaxed);
             }
         }
@@ -220,6 +238,17 @@ impl ContentPolicy {
         }
         true
     }
+}
+
+/// The key a [`Redactor`] sees for an error message.
+pub const ERROR_MESSAGE_KEY: &str = "error.message";
+
+/// True for a type-like error name: an ASCII letter, then up to 63 letters, digits or `_.:-`.
+fn is_type_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 64
+        && chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'))
 }
 
 /// Cuts `text` to at most `max` bytes (on a char boundary) including a `…[truncated N bytes]`
@@ -334,13 +363,38 @@ mod tests {
     }
 
     #[test]
-    fn error_messages_are_scrubbed_and_truncated() {
+    fn error_messages_are_withheld_by_default_and_keep_only_the_type() {
+        let stats = Stats::default();
+        let mut e = event(Payload::new());
+        e.error = Some(ErrorInfo::new("ToolError", "DB_PASSWORD=hunter2 in /home/alice/project"));
+        let out = ContentPolicy::default().apply(e, &stats);
+        assert_eq!(out.error, Some(ErrorInfo::new("ToolError", "")));
+        assert_eq!(out.exportable_error_message(), None);
+        assert_eq!(stats.snapshot().fields_withheld, 1);
+    }
+
+    #[test]
+    fn error_names_that_are_not_type_names_become_error() {
+        for name in ["two words", "DB_PASSWORD=hunter2", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "", "1x"] {
+            let mut e = event(Payload::new());
+            e.error = Some(ErrorInfo::new(name, "m"));
+            let out = ContentPolicy::default().capture_all().apply(e, &Stats::default());
+            assert_eq!(out.error.unwrap().name, "Error", "{name:?}");
+        }
+    }
+
+    #[test]
+    fn captured_error_messages_are_scrubbed_redacted_and_truncated() {
         let stats = Stats::default();
         let mut e = event(Payload::new());
         e.error =
-            Some(ErrorInfo::new("HttpError", format!("401 for key sk-abcdefghijklmnopqrstuvwx {}", "y".repeat(5000))));
-        let out = ContentPolicy::default().apply(e, &stats);
-        let message = &out.error.unwrap().message;
+            Some(ErrorInfo::new("HttpStatus", format!("401 for key sk-abcdefghijklmnopqrstuvwx {}", "y".repeat(5000))));
+        let policy = ContentPolicy::default()
+            .capture(ContentKind::ErrorText)
+            .redactor(|f: FieldRef<'_>, v: &str| Redaction::Replace(format!("{}:{}:{v}", f.key, f.kind.as_str())));
+        let out = policy.apply(e, &stats);
+        let message = out.exportable_error_message().unwrap();
+        assert!(message.starts_with("error.message:error_text:401 for key [REDACTED]"), "{message}");
         assert!(!message.contains("abcdefghijklmnop"));
         assert!(message.len() <= DEFAULT_MAX_ERROR_BYTES);
     }

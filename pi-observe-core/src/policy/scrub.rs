@@ -18,15 +18,71 @@ struct Rule {
 
 /// Finds known credential formats in text and replaces them with [`REDACTED`].
 ///
-/// Built-in rules: OpenAI/Anthropic keys (`sk-…`, `sk-ant-…`), AWS access key ids (`AKIA…`,
-/// `ASIA…`), GitHub tokens (`ghp_…`, `gho_…`, `github_pat_…`), Slack tokens (`xox…`), JWTs,
-/// `Bearer …`, PEM private-key blocks, credentials in URLs (`https://user:pass@host`) and
-/// `password=`/`api_key=`/`token=`/`secret=` pairs (also as JSON keys). Extend with
-/// [`Scrubber::with_rule`].
+/// Built-in rules: OpenAI/Anthropic keys (`sk-…`, `sk-ant-…`), Stripe (`sk_live_…`,
+/// `rk_live_…`), AWS access key ids (`AKIA…`, `ASIA…`), GitHub (`ghp_…`, `gho_…`,
+/// `github_pat_…`), GitLab (`glpat-…`), Slack (`xox…`), Google API keys (`AIza…`), npm
+/// (`npm_…`), Hugging Face (`hf_…`), JWTs, `Bearer …` and `Basic …` authorization, PEM
+/// private-key blocks, credentials in URLs (`https://user:pass@host`), and `NAME=value` /
+/// `"name": "value"` pairs whose name ends in a secret word (`password`, `secret`, `token`,
+/// `api_key`, `access_key`, `AccountKey`, … — so `DB_PASSWORD=`, `GITHUB_TOKEN=`,
+/// `aws_secret_access_key =` too). Token formats are found at the start of a line, after any
+/// non-word character and after a JSON escape (`\n`, `\t`, `\r`), so captured provider payloads
+/// are covered. Extend with [`Scrubber::with_rule`] / [`Scrubber::with_pattern`]; added rules
+/// never replace the built-in ones.
 #[derive(Debug, Clone)]
 pub struct Scrubber {
     rules: Arc<Vec<Rule>>,
     set: Arc<RegexSet>,
+}
+
+/// Why a scrubber could not be built. A scrubber is never built with fewer rules than asked for:
+/// callers treat this as a start-up error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScrubError {
+    /// The pattern is not a valid regular expression.
+    Invalid {
+        /// The pattern.
+        pattern: String,
+        /// The parser's complaint, on one line.
+        reason: String,
+    },
+    /// The pattern can match the empty string (`""`, `^`, `a*`), which would scrub nothing useful
+    /// and everything in between.
+    MatchesEmpty {
+        /// The pattern.
+        pattern: String,
+    },
+    /// The rules together exceed the regex size limit.
+    TooLarge {
+        /// The added (non-built-in) patterns.
+        patterns: Vec<String>,
+    },
+}
+
+impl std::fmt::Display for ScrubError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScrubError::Invalid { pattern, reason } => {
+                write!(f, "pattern \"{pattern}\" is not a valid regex: {reason}")
+            }
+            ScrubError::MatchesEmpty { pattern } => write!(f, "pattern \"{pattern}\" matches the empty string"),
+            ScrubError::TooLarge { patterns } => {
+                let quoted: Vec<String> = patterns.iter().map(|p| format!("\"{p}\"")).collect();
+                write!(f, "patterns {} together make the scrubber too large; simplify them", quoted.join(", "))
+            }
+        }
+    }
+}
+
+impl std::error::Error for ScrubError {}
+
+/// What may stand before a token so that it counts as a token's start: the start of the text,
+/// any character but a letter or digit, or a JSON escape such as `\n` (whose `n` would defeat
+/// `\b`). Kept in the replacement through `${pre}`.
+macro_rules! token {
+    ($body:literal) => {
+        concat!(r"(?P<pre>^|[^A-Za-z0-9]|\\[nrt])", $body)
+    };
 }
 
 const BUILTIN: &[(&str, &str, &str)] = &[
@@ -35,17 +91,33 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
         "[REDACTED]",
     ),
-    ("provider_key", r"\bsk-[A-Za-z0-9_\-]{16,}", "[REDACTED]"),
-    ("aws_access_key_id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED]"),
-    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})", "[REDACTED]"),
-    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", "[REDACTED]"),
-    ("jwt", r"\beyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}", "[REDACTED]"),
-    ("bearer", r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=\-]{8,}", "${1} [REDACTED]"),
+    ("provider_key", token!(r"sk-[A-Za-z0-9_\-]{16,}"), "${pre}[REDACTED]"),
+    ("stripe_key", token!(r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), "${pre}[REDACTED]"),
+    ("aws_access_key_id", token!(r"(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "${pre}[REDACTED]"),
+    ("github_token", token!(r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), "${pre}[REDACTED]"),
+    ("gitlab_token", token!(r"gl(?:pat|ptt|dt|rt)-[A-Za-z0-9_\-]{20,}"), "${pre}[REDACTED]"),
+    ("slack_token", token!(r"xox[abposr]-[A-Za-z0-9\-]{10,}"), "${pre}[REDACTED]"),
+    ("google_api_key", token!(r"AIza[0-9A-Za-z_\-]{35}"), "${pre}[REDACTED]"),
+    ("npm_token", token!(r"npm_[A-Za-z0-9]{36,}"), "${pre}[REDACTED]"),
+    ("huggingface_token", token!(r"hf_[A-Za-z0-9]{30,}"), "${pre}[REDACTED]"),
+    ("jwt", token!(r"eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}"), "${pre}[REDACTED]"),
+    ("bearer", token!(r"(?i:(?P<scheme>bearer))\s+[A-Za-z0-9._~+/=\-]{8,}"), "${pre}${scheme} [REDACTED]"),
+    (
+        "basic_auth",
+        r#"(?i)(?P<head>authorization(?:\\?")?\s*[:=]\s*(?:\\?")?basic)\s+[A-Za-z0-9+/]{4,}={0,2}"#,
+        "${head} [REDACTED]",
+    ),
     ("url_credentials", r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)[^\s/:@]+:[^\s/@]+@", "${1}[REDACTED]@"),
     (
         "key_value",
-        r#"(?i)\b((?:password|passwd|pwd|secret|client_secret|api[_\-]?key|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token|token)"?\s*[=:]\s*"?)[^\s"'&,;}]+"#,
-        "${1}[REDACTED]",
+        // Any name ending in a secret word (`DB_PASSWORD`, `GITHUB_TOKEN`, `AccountKey`), then
+        // `=` or `:` (quoted JSON keys too), then the value up to a delimiter.
+        concat!(
+            r#"(?i)(?P<head>[A-Za-z0-9_\-]*(?:"#,
+            r"password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|account[_\-]?key|secret[_\-]?key|client[_\-]?secret|credentials?",
+            r#")(?:\\?")?\s*[=:]\s*(?:\\?")?)[^\s"'&,;}]+"#
+        ),
+        "${head}[REDACTED]",
     ),
 ];
 
@@ -65,33 +137,43 @@ impl Default for Scrubber {
                             replacement: Cow::Borrowed(*replacement),
                         })
                     })
-                    .collect();
-                Scrubber::from_rules(rules)
+                    .collect::<Vec<_>>();
+                let set = RegexSet::new(rules.iter().map(|r| r.regex.as_str())).unwrap_or_else(|_| RegexSet::empty());
+                Scrubber { rules: Arc::new(rules), set: Arc::new(set) }
             })
             .clone()
     }
 }
 
 impl Scrubber {
-    fn from_rules(rules: Vec<Rule>) -> Scrubber {
-        let set = RegexSet::new(rules.iter().map(|r| r.regex.as_str())).unwrap_or_else(|_| RegexSet::empty());
-        Scrubber { rules: Arc::new(rules), set: Arc::new(set) }
-    }
-
     /// The built-in rules plus one more. `replacement` may use `$1`-style group references.
+    /// Fails, naming the pattern, when it is invalid, can match the empty string, or makes the
+    /// whole rule set too large.
     pub fn with_rule(
         &self,
         name: impl Into<Cow<'static, str>>,
         pattern: &str,
         replacement: impl Into<Cow<'static, str>>,
-    ) -> Result<Scrubber, regex::Error> {
+    ) -> Result<Scrubber, ScrubError> {
+        let invalid = |e: &dyn std::fmt::Display| ScrubError::Invalid {
+            pattern: pattern.to_owned(),
+            reason: e.to_string().lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("").to_owned(),
+        };
+        let hir = regex_syntax::parse(pattern).map_err(|e| invalid(&e))?;
+        if hir.properties().minimum_len().is_none_or(|len| len == 0) {
+            return Err(ScrubError::MatchesEmpty { pattern: pattern.to_owned() });
+        }
+        let regex = Regex::new(pattern).map_err(|e| invalid(&e))?;
         let mut rules = Vec::clone(&self.rules);
-        rules.push(Rule { name: name.into(), regex: Regex::new(pattern)?, replacement: replacement.into() });
-        Ok(Scrubber::from_rules(rules))
+        rules.push(Rule { name: name.into(), regex, replacement: replacement.into() });
+        let set = RegexSet::new(rules.iter().map(|r| r.regex.as_str())).map_err(|_| ScrubError::TooLarge {
+            patterns: rules.iter().skip(BUILTIN.len()).map(|r| r.regex.as_str().to_owned()).collect(),
+        })?;
+        Ok(Scrubber { rules: Arc::new(rules), set: Arc::new(set) })
     }
 
     /// Adds a pattern whose every match becomes [`REDACTED`] (the CLI's `--redact REGEX`).
-    pub fn with_pattern(&self, pattern: &str) -> Result<Scrubber, regex::Error> {
+    pub fn with_pattern(&self, pattern: &str) -> Result<Scrubber, ScrubError> {
         self.with_rule(format!("custom_{}", self.rules.len()), pattern, REDACTED)
     }
 

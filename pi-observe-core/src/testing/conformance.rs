@@ -167,7 +167,8 @@ fn err_result_is_returned_unchanged_and_the_span_is_an_error(fx: &mut dyn Confor
     let span = find(&spans, "conf.err")?;
     let error = span.error.as_ref().ok_or("err span has no error")?;
     ensure(error.name == "TestError", format!("error name {:?}", error.name))?;
-    ensure(error.message == "nope", format!("error message {:?}", error.message))
+    // Errors are content: with the default policy only the type leaves.
+    ensure(error.message.is_empty(), format!("error text exported by default: {:?}", error.message))
 }
 
 fn panic_is_resumed_and_the_span_is_an_error(fx: &mut dyn ConformanceFixture) -> Result<(), String> {
@@ -184,7 +185,7 @@ fn panic_is_resumed_and_the_span_is_an_error(fx: &mut dyn ConformanceFixture) ->
     let span = find(&spans, "conf.panic")?;
     let error = span.error.as_ref().ok_or("panicked span has no error")?;
     ensure(error.name == names::ERROR_PANIC, format!("error name {:?}", error.name))?;
-    ensure(error.message.contains("conformance panic"), format!("error message {:?}", error.message))
+    ensure(!error.message.contains("conformance panic"), format!("panic text exported by default: {:?}", error.message))
 }
 
 fn explicit_status_overrides_the_result_and_last_write_wins(fx: &mut dyn ConformanceFixture) -> Result<(), String> {
@@ -202,7 +203,7 @@ fn explicit_status_overrides_the_result_and_last_write_wins(fx: &mut dyn Conform
         .await;
     })?;
     let error = find(&spans, "conf.status.error")?.error.clone();
-    ensure(error == Some(ErrorInfo::new("Declined", "quota reached")), format!("status {error:?}"))?;
+    ensure(error == Some(ErrorInfo::new("Declined", "")), format!("status {error:?}"))?;
     let error = &find(&spans, "conf.status.ok")?.error;
     ensure(error.is_none(), format!("explicit ok ignored: {error:?}"))
 }
@@ -432,6 +433,7 @@ fn content_and_secrets_never_reach_a_default_policy_sink(fx: &mut dyn Conformanc
             },
             |span: Span| async move {
                 span.record(Payload::new().content(ContentKind::Completion, "late_completion", CANARY));
+                span.set_error("ToolError", format!("{CANARY} failed in /home/alice"));
                 span.add_event(
                     names::PROVIDER_FIRST_TOKEN,
                     Payload::new().content(ContentKind::Completion, "delta", CANARY),
@@ -443,5 +445,9 @@ fn content_and_secrets_never_reach_a_default_policy_sink(fx: &mut dyn Conformanc
     let dump = format!("{spans:?}");
     ensure(!dump.contains(CANARY), format!("canary content reached the sink: {dump}"))?;
     let span = find(&spans, names::PROVIDER_REQUEST)?;
+    ensure(
+        span.error.as_ref().is_some_and(|e| e.name == "ToolError"),
+        format!("error type missing: {:?}", span.error),
+    )?;
     ensure(span.attributes.get(names::MODEL) == Some(&Value::from("m")), "safe field missing")
 }

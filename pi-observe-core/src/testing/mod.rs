@@ -4,10 +4,12 @@
 //! Helpers here panic with a descriptive message when an assertion fails, like `assert!`.
 
 pub mod conformance;
+mod secrets;
 mod tree;
 
 use std::sync::{Arc, Mutex};
 
+pub use secrets::{SecretSample, placements, secret_samples};
 pub use tree::{
     RecordedEvent, RecordedSpan, assert_paired, assert_paired_allowing_remote, span_named, spans_from_events,
 };
@@ -53,6 +55,13 @@ impl CaptureSubscriber {
     pub fn attach(hub: &Observability) -> (CaptureSubscriber, Subscription) {
         let capture = CaptureSubscriber::new();
         let subscription = hub.subscribe(capture.clone());
+        (capture, subscription)
+    }
+
+    /// Subscribes a new capture to `hub` with `policy` (e.g. one that captures error text).
+    pub fn attach_with(hub: &Observability, policy: crate::ContentPolicy) -> (CaptureSubscriber, Subscription) {
+        let capture = CaptureSubscriber::new();
+        let subscription = hub.subscribe_with_policy(capture.clone(), policy);
         (capture, subscription)
     }
 

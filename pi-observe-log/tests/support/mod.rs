@@ -56,8 +56,8 @@ pub fn event_from_line(line: &Json) -> ObsEvent {
     event.parent_span_id = text("parent_span_id").map(|s| s.parse::<SpanId>().unwrap());
     event.timestamp = Timestamp::from_unix_nanos(text("time_unix_nano").unwrap().parse().unwrap());
     event.duration = text("duration_ns").map(|d| Duration::from_nanos(d.parse().unwrap()));
-    if let (Some(name), Some(message)) = (text("error.name"), text("error.message")) {
-        event.error = Some(ErrorInfo::new(name, message));
+    if let Some(name) = text("error.name") {
+        event.error = Some(ErrorInfo::new(name, text("error.message").unwrap_or_default()));
     }
     let mut context = Attribution::new();
     let mut payload = Payload::new();

@@ -79,10 +79,10 @@ fn error_of(status: &Json, errors: &[(String, Json)], span_id: &str) -> Option<E
         .find(|(_, e)| e["contexts"]["trace"]["span_id"] == span_id)
         .map(|(_, e)| {
             let exception = &e["exception"]["values"][0];
-            ErrorInfo::new(
-                exception["type"].as_str().unwrap_or_default(),
-                exception["value"].as_str().unwrap_or_default(),
-            )
+            let (ty, value) =
+                (exception["type"].as_str().unwrap_or_default(), exception["value"].as_str().unwrap_or_default());
+            // Without captured error text the value repeats the type.
+            ErrorInfo::new(ty, if value == ty { "" } else { value })
         })
         .or_else(|| Some(ErrorInfo::new(status.as_str().unwrap_or_default(), "")))
 }
