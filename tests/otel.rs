@@ -269,7 +269,9 @@ fn export_faults_leave_the_answer_unchanged_and_the_exit_within_the_deadline() {
             assert_eq!(*unauthorized.attempts.lock().unwrap(), 1);
         }
         let summary = stderr.lines().find(|l| l.starts_with("pi: otlp: ")).unwrap_or_else(|| panic!("{stderr}"));
-        let numbers: Vec<u64> = summary
+        // "pi: otlp: N spans delivered, M not delivered (last error: …)"
+        let counts = summary.split(" (").next().unwrap();
+        let numbers: Vec<u64> = counts
             .split(|c: char| !c.is_ascii_digit())
             .filter(|s| !s.is_empty())
             .filter_map(|s| s.parse().ok())
@@ -329,7 +331,7 @@ fn otlp_sentry_and_json_logs_run_at_once_and_agree_on_the_trace() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("pi: sentry: 1 transactions"), "{stderr}");
+    assert!(stderr.contains("pi: sentry: 1 transactions, 0 error events: 1 delivered, 0 not delivered"), "{stderr}");
 
     let evs = events(&d.join("events.jsonl"));
     let trace = evs[0].trace_id.to_string();

@@ -59,7 +59,7 @@ fn entries_round_trip_and_totals_count_assistant_and_tool_usage_once() {
     let session = read_session(&path).unwrap();
     assert_eq!(session.header.version, 3);
     assert_eq!(session.entries.len(), n);
-    assert!(session.torn_tail_at.is_none());
+    assert!(session.torn_tail.is_none());
     assert_eq!(session.entries[0].parent_id, None);
     let totals = session.totals();
     assert!((totals.usage.cost.total - 1.0).abs() < 1e-12);
@@ -88,13 +88,13 @@ fn a_last_line_torn_at_any_byte_keeps_every_complete_entry() {
         let complete = cut == full.len() - 1;
         let kept = if complete { n } else { n - 1 };
         assert_eq!(session.entries.len(), kept, "cut at {cut}");
-        assert_eq!(session.torn_tail_at.is_some(), cut > last_start && !complete, "cut at {cut}");
+        assert_eq!(session.torn_tail.is_some(), cut > last_start && !complete, "cut at {cut}");
         // Appending after a crash cuts the torn tail and loses nothing that was complete.
         let mut w = SessionWriter::open_or_create(&path, &d).unwrap();
         w.append(EntryKind::SessionInfo { name: "after crash".into() }).unwrap();
         let after = read_session(&path).unwrap();
         assert_eq!(after.entries.len(), kept + 1, "cut at {cut}");
-        assert!(after.torn_tail_at.is_none());
+        assert!(after.torn_tail.is_none());
     }
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -1,7 +1,7 @@
 //! The raw contract-event JSONL file sink.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
@@ -64,28 +64,54 @@ impl JsonlFileSink {
     }
 }
 
-fn write_loop(file: File, receiver: Receiver<Message>, hub: Observability) {
-    let mut out = BufWriter::new(file);
-    let mut pending = 0u64;
-    for message in receiver {
-        match message {
-            Message::Line(line) => {
-                if out.write_all(line.as_bytes()).and_then(|()| out.write_all(b"\n")).is_err() {
-                    hub.record_dropped(DropReason::ExportFailed, 1);
-                } else {
-                    pending += 1;
-                }
-            }
-            Message::Flush(ack) => {
-                if out.flush().is_err() {
-                    hub.record_dropped(DropReason::ExportFailed, pending);
-                }
-                pending = 0;
-                let _ = ack.send(());
-            }
+/// Largest batch of lines written with one `write_all`.
+const BATCH_BYTES: usize = 64 * 1024;
+
+/// Complete lines waiting to be written; the file only ever receives whole lines, so a process
+/// killed at any moment leaves a file of whole lines.
+struct Batch {
+    bytes: Vec<u8>,
+    lines: u64,
+}
+
+impl Batch {
+    fn write(&mut self, file: &mut File, hub: &Observability) {
+        if self.bytes.is_empty() {
+            return;
         }
+        if file.write_all(&self.bytes).is_err() {
+            hub.record_dropped(DropReason::ExportFailed, self.lines);
+        }
+        self.bytes.clear();
+        self.lines = 0;
     }
-    let _ = out.flush();
+}
+
+/// Writes what is queued as soon as the queue is momentarily empty (or a batch is full), so
+/// records reach the file promptly and in whole lines.
+fn write_loop(mut file: File, receiver: Receiver<Message>, hub: Observability) {
+    let mut batch = Batch { bytes: Vec::with_capacity(BATCH_BYTES), lines: 0 };
+    while let Ok(first) = receiver.recv() {
+        let mut next = Some(first);
+        while let Some(message) = next.take() {
+            match message {
+                Message::Line(line) => {
+                    batch.bytes.extend_from_slice(line.as_bytes());
+                    batch.bytes.push(b'\n');
+                    batch.lines += 1;
+                    if batch.bytes.len() >= BATCH_BYTES {
+                        batch.write(&mut file, &hub);
+                    }
+                }
+                Message::Flush(ack) => {
+                    batch.write(&mut file, &hub);
+                    let _ = ack.send(());
+                }
+            }
+            next = receiver.try_recv().ok();
+        }
+        batch.write(&mut file, &hub);
+    }
 }
 
 impl Subscriber for JsonlFileSink {

@@ -148,28 +148,49 @@ pub(crate) fn parse_pairs(setting: &str, raw: &str) -> Result<Vec<(String, Strin
             if key.is_empty() {
                 return Err(ConfigError::new(setting, format!("entry {} has an empty key", i + 1)));
             }
-            Ok((key.to_owned(), percent_decode(v.trim())))
+            let value = percent_decode(v.trim())
+                .map_err(|why| ConfigError::new(setting, format!("entry {} ({key}): {why}", i + 1)))?;
+            Ok((key.to_owned(), value))
         })
         .collect()
 }
 
-fn percent_decode(s: &str) -> String {
+/// Decodes `%XX` escapes; a `%` not followed by two hex digits, or bytes that are not UTF-8
+/// after decoding, are errors.
+fn percent_decode(s: &str) -> Result<String, String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex = |b: u8| (b as char).to_digit(16);
-            if let (Some(hi), Some(lo)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((hi * 16 + lo) as u8);
-                i += 3;
-                continue;
+        if bytes[i] == b'%' {
+            let hex = |b: Option<&u8>| b.and_then(|b| (*b as char).to_digit(16));
+            match (hex(bytes.get(i + 1)), hex(bytes.get(i + 2))) {
+                (Some(hi), Some(lo)) => {
+                    out.push((hi * 16 + lo) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => return Err(format!("bad %-escape at byte {} (expected %XX)", i + 1)),
             }
         }
         out.push(bytes[i]);
         i += 1;
     }
-    String::from_utf8_lossy(&out).into_owned()
+    String::from_utf8(out).map_err(|_| "not UTF-8 after %-decoding".to_owned())
+}
+
+/// Checks that `name: value` can be sent as an HTTP header (a token name; a value without
+/// control characters such as a newline). The message does not repeat the value (it may be a
+/// credential).
+pub fn check_header(name: &str, value: &str) -> Result<(), String> {
+    reqwest::header::HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| format!("header name {name:?} is not a valid HTTP header name"))?;
+    if value.chars().any(|c| c.is_control() && c != '\t') {
+        return Err(format!("the value of header {name:?} contains a control character"));
+    }
+    reqwest::header::HeaderValue::from_str(value)
+        .map(|_| ())
+        .map_err(|_| format!("the value of header {name:?} is not a valid HTTP header value"))
 }
 
 fn millis(setting: &str, raw: &str) -> Result<Duration, ConfigError> {
@@ -188,11 +209,19 @@ fn count(setting: &str, raw: &str) -> Result<usize, ConfigError> {
 
 fn url(setting: &str, raw: &str) -> Result<String, ConfigError> {
     let raw = raw.trim();
-    if (raw.starts_with("http://") || raw.starts_with("https://")) && raw.len() > "http://".len() {
-        Ok(raw.to_owned())
-    } else {
-        Err(ConfigError::new(setting, format!("{raw:?} is not an http(s) URL")))
+    check_url(raw).map(|()| raw.to_owned()).map_err(|why| ConfigError::new(setting, why))
+}
+
+/// Checks that `raw` is an http(s) URL with a host (and, if given, a valid port).
+pub fn check_url(raw: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(raw).map_err(|e| format!("{raw:?} is not a valid URL ({e})"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("{raw:?} is not an http(s) URL"));
     }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!("{raw:?} has no host"));
+    }
+    Ok(())
 }
 
 impl OtlpConfig {
@@ -236,6 +265,7 @@ impl OtlpConfig {
         for var in [env::HEADERS, env::TRACES_HEADERS] {
             if let Some(raw) = get(var) {
                 for (k, v) in parse_pairs(var, &raw)? {
+                    check_header(&k, &v).map_err(|why| ConfigError::new(var, why))?;
                     if !self.headers.iter().any(|(existing, _)| existing.eq_ignore_ascii_case(&k)) {
                         self.headers.push((k, v));
                     }

@@ -5,7 +5,8 @@
 use std::future::Future;
 use std::io::Write;
 use std::pin::Pin;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
@@ -39,10 +40,37 @@ pub(crate) enum Delivery {
     Unauthorized(String),
 }
 
+/// What the exporter knows about its link to the receiver, shared with the pipeline.
+#[derive(Debug, Default)]
+pub(crate) struct LinkState {
+    /// Shutdown has begun: a refused connection is not retried any more.
+    pub(crate) closing: AtomicBool,
+    /// The last try could not connect at all (refused, no route): known at once, so the exit
+    /// does not wait out retries for it.
+    pub(crate) unreachable: AtomicBool,
+    /// Why the last batch that failed for good failed, for the exit summary.
+    pub(crate) last_error: Mutex<Option<String>>,
+}
+
+impl LinkState {
+    pub(crate) fn last_error(&self) -> Option<String> {
+        self.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn failed(&self, why: &str) {
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.to_owned());
+    }
+}
+
 /// The result of one try.
 enum Attempt {
     Done,
-    Retry { after: Option<Duration>, why: String },
+    /// `refused`: no connection could be made (nothing listening, no route).
+    Retry {
+        after: Option<Duration>,
+        why: String,
+        refused: bool,
+    },
     Reject(String),
     Unauthorized(String),
 }
@@ -91,6 +119,8 @@ pub(crate) struct Exporter {
     timeout: Duration,
     max_retries: u32,
     resource: ResourceAttributesWithSchema,
+    /// Shared with the pipeline (set when it starts shutting down).
+    pub(crate) link: Arc<LinkState>,
 }
 
 fn one_line(s: &str) -> String {
@@ -152,6 +182,7 @@ impl Exporter {
             timeout: config.timeout.unwrap_or(Duration::from_secs(10)),
             max_retries: config.max_retries,
             resource: resource.into(),
+            link: Arc::default(),
         })
     }
 
@@ -209,6 +240,7 @@ impl Exporter {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
+                self.link.failed("deadline passed");
                 return Delivery::Failed("deadline passed".into());
             }
             let limit = self.timeout.min(left);
@@ -216,19 +248,28 @@ impl Exporter {
                 Some(endpoint) => self.grpc_attempt(endpoint, &body, limit).await,
                 None => self.http_attempt(&self.endpoints[signal as usize], &encoded, limit).await,
             };
-            let (after, why) = match result {
-                Attempt::Done => return Delivery::Exported,
+            let (after, why, refused) = match result {
+                Attempt::Done => {
+                    self.link.unreachable.store(false, Relaxed);
+                    return Delivery::Exported;
+                }
                 Attempt::Reject(why) => return Delivery::Rejected(why),
                 Attempt::Unauthorized(why) => return Delivery::Unauthorized(why),
-                Attempt::Retry { after, why } => (after, why),
+                Attempt::Retry { after, why, refused } => (after, why, refused),
             };
-            if attempt >= self.max_retries {
+            self.link.unreachable.store(refused, Relaxed);
+            // While shutting down, a refused connection is final: nobody is listening, and the
+            // exit must not wait out the backoff.
+            let give_up = refused && self.link.closing.load(Relaxed);
+            if attempt >= self.max_retries || give_up {
+                self.link.failed(&why);
                 return Delivery::Failed(why);
             }
             let backoff =
                 Duration::from_millis(100u64.saturating_mul(1 << attempt.min(10))).min(Duration::from_secs(5));
             let delay = after.unwrap_or(backoff).min(Duration::from_secs(30));
             if Instant::now() + delay >= deadline {
+                self.link.failed(&why);
                 return Delivery::Failed(why);
             }
             tokio::time::sleep(delay).await;
@@ -280,11 +321,22 @@ impl Exporter {
                 let why = format!("HTTP {status} from {endpoint}");
                 match status {
                     401 | 403 => Attempt::Unauthorized(why),
-                    408 | 429 | 500..=599 => Attempt::Retry { after, why },
+                    408 | 429 | 500..=599 => Attempt::Retry { after, why, refused: false },
                     _ => Attempt::Reject(why),
                 }
             }
-            Err(e) => Attempt::Retry { after: None, why: format!("{endpoint}: {}", one_line(&e.to_string())) },
+            Err(e) => {
+                // reqwest's message is "error sending request for url (…)": the cause is the news.
+                let mut cause: &dyn std::error::Error = &e;
+                while let Some(next) = cause.source() {
+                    cause = next;
+                }
+                Attempt::Retry {
+                    after: None,
+                    why: format!("{endpoint}: {}", one_line(&cause.to_string())),
+                    refused: e.is_connect(),
+                }
+            }
         }
     }
 
@@ -326,7 +378,13 @@ impl Exporter {
                     | Code::DeadlineExceeded
                     | Code::Aborted
                     | Code::Cancelled
-                    | Code::Unknown => Attempt::Retry { after: None, why },
+                    | Code::Unknown => {
+                        // A transport error (no connection) surfaces as UNAVAILABLE from tonic.
+                        let refused = status.code() == Code::Unavailable
+                            && std::error::Error::source(&status).is_some()
+                            && status.message().contains("connect");
+                        Attempt::Retry { after: None, why, refused }
+                    }
                     _ => Attempt::Reject(why),
                 }
             }

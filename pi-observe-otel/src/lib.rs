@@ -18,6 +18,6 @@ pub mod metrics;
 pub mod names;
 mod pipeline;
 
-pub use config::{ConfigError, OtlpConfig, Protocol};
+pub use config::{ConfigError, OtlpConfig, Protocol, check_header, check_url};
 pub use convert::Conventions;
 pub use pipeline::{ExportStats, OtelSubscriber};

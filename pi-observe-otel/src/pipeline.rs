@@ -66,6 +66,8 @@ struct Counters {
     /// Set by `shutdown`: no export may run past it, including one already in flight.
     shutdown_deadline: Mutex<Option<Instant>>,
     shutdown_started: tokio::sync::Notify,
+    /// The exporter's view of its receiver (shared with it).
+    link: Arc<crate::export::LinkState>,
 }
 
 /// What the exporter did, in spans. `spans_started = spans_exported + spans_dropped() +
@@ -90,6 +92,8 @@ pub struct ExportStats {
     pub dropped_shutdown: u64,
     /// One line per distinct problem worth telling the user (e.g. 401 once).
     pub diagnostics: Vec<String>,
+    /// Why the last batch that could not be delivered failed (e.g. connection refused).
+    pub last_error: Option<String>,
 }
 
 impl Counters {
@@ -189,6 +193,7 @@ impl OtelSubscriber {
         } else {
             let mut exporter = Exporter::new(&config, &resource(&config))?;
             exporter.sdk = sdk;
+            exporter.link = counters.link.clone();
             let state = Worker {
                 queue: queue.clone(),
                 exporter,
@@ -231,6 +236,7 @@ impl OtelSubscriber {
             dropped_unauthorized: c.dropped_unauthorized.load(Relaxed),
             dropped_shutdown: c.dropped_shutdown.load(Relaxed),
             diagnostics: c.diagnostics.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            last_error: c.link.last_error(),
         }
     }
 
@@ -312,6 +318,7 @@ impl Subscriber for OtelSubscriber {
         // final when this returns.
         let worker_deadline = deadline - (timeout / 10).min(Duration::from_millis(50));
         *self.counters.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner()) = Some(worker_deadline);
+        self.counters.link.closing.store(true, Relaxed);
         self.counters.shutdown_started.notify_waiters();
         let (ack, done) = mpsc::sync_channel(1);
         if !self.control(Control::Shutdown(worker_deadline, ack)) {
@@ -560,6 +567,10 @@ impl Worker {
         let delivery = runtime.block_on(async {
             let cut = async {
                 counters.shutdown_started.notified().await;
+                // A receiver that refuses connections will not come back before the exit.
+                if counters.link.unreachable.load(Relaxed) {
+                    return;
+                }
                 let d = counters.shutdown_deadline.lock().map(|g| *g).ok().flatten().unwrap_or(deadline);
                 tokio::time::sleep_until(d.min(deadline).into()).await;
             };

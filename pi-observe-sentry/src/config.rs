@@ -101,7 +101,10 @@ impl SentryConfig {
         Ok(())
     }
 
-    pub(crate) fn client_options(&self) -> Result<sentry::ClientOptions, ConfigError> {
+    pub(crate) fn client_options(
+        &self,
+        counters: Arc<crate::transport::DeliveryCounters>,
+    ) -> Result<sentry::ClientOptions, ConfigError> {
         self.validate()?;
         let dsn = self.dsn.as_deref().and_then(|d| d.parse::<sentry::types::Dsn>().ok());
         let mut options = sentry::ClientOptions::new()
@@ -118,23 +121,9 @@ impl SentryConfig {
         let timeout = self.request_timeout.unwrap_or(Duration::from_secs(10));
         options.transport = Some(match &self.transport {
             Some(transport) => transport.clone(),
-            None => Arc::new(TimedHttp(timeout)),
+            None => Arc::new(crate::transport::CountingHttp { timeout, counters }),
         });
         Ok(options)
-    }
-}
-
-/// Sentry's reqwest transport with connect and request timeouts.
-struct TimedHttp(Duration);
-
-impl sentry::TransportFactory for TimedHttp {
-    fn create_transport_with_options(&self, options: sentry::TransportOptions) -> Arc<dyn sentry::Transport> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(self.0.min(Duration::from_secs(5)))
-            .timeout(self.0)
-            .build()
-            .unwrap_or_default();
-        Arc::new(sentry::transports::ReqwestHttpTransportOptions::from(options).with_client(client).build())
     }
 }
 

@@ -15,6 +15,7 @@ pub mod convert;
 mod subscriber;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod transport;
 
 pub use config::{ConfigError, SentryConfig};
 pub use subscriber::{SentryStats, SentrySubscriber};

@@ -28,12 +28,19 @@ struct TraceBuffer {
 }
 
 /// What the subscriber sent and dropped.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SentryStats {
     /// Transactions handed to the Sentry client.
     pub transactions: u64,
     /// Error events handed to the Sentry client.
     pub errors: u64,
+    /// Envelopes (transactions and error events) the server accepted (2xx).
+    pub delivered: u64,
+    /// Envelopes that did not reach the server: refused connection, timeout, error status, or a
+    /// full queue.
+    pub not_delivered: u64,
+    /// Why the last envelope that was not delivered failed.
+    pub last_error: Option<String>,
     /// Traces not sent because of the sample rate.
     pub sampled_out: u64,
     /// Spans dropped because too many traces or spans were open.
@@ -62,6 +69,7 @@ pub struct SentrySubscriber {
     config: SentryConfig,
     traces: Mutex<HashMap<TraceId, TraceBuffer>>,
     counters: Counters,
+    delivery: Arc<crate::transport::DeliveryCounters>,
     hub: Observability,
 }
 
@@ -74,12 +82,14 @@ impl std::fmt::Debug for SentrySubscriber {
 impl SentrySubscriber {
     /// A subscriber sending to `config.dsn`; drops are also counted on `hub`.
     pub fn new(config: SentryConfig, hub: &Observability) -> Result<Arc<Self>, ConfigError> {
-        let client = Arc::new(sentry::Client::from_config(config.client_options()?));
+        let delivery = Arc::new(crate::transport::DeliveryCounters::default());
+        let client = Arc::new(sentry::Client::from_config(config.client_options(delivery.clone())?));
         Ok(Arc::new(SentrySubscriber {
             client,
             config,
             traces: Mutex::new(HashMap::new()),
             counters: Counters::default(),
+            delivery,
             hub: hub.clone(),
         }))
     }
@@ -90,6 +100,9 @@ impl SentrySubscriber {
         SentryStats {
             transactions: c.transactions.load(Relaxed),
             errors: c.errors.load(Relaxed),
+            delivered: self.delivery.delivered.load(Relaxed),
+            not_delivered: self.delivery.failed.load(Relaxed) + self.delivery.dropped_queue_full.load(Relaxed),
+            last_error: self.delivery.last_error(),
             sampled_out: c.sampled_out.load(Relaxed),
             spans_dropped: c.spans_dropped.load(Relaxed),
         }

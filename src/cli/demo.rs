@@ -120,28 +120,30 @@ async fn run_user(
 }
 
 pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
-    let policy = setup::policy(&args.sinks.content)?;
+    let policies = setup::policies(&args.sinks.content)?;
     let dir = match args.dir {
         Some(dir) => dir,
         None => std::env::temp_dir().join(format!("pi-demo-{}", pi_observe::core::SpanId::random())),
     };
     let workspace = dir.join("workspace");
     let sessions = dir.join("sessions");
-    seed(&workspace).map_err(|e| CliError(format!("--dir {}: {e}", dir.display())))?;
     let events_path = args.events_jsonl.unwrap_or_else(|| dir.join("events.jsonl"));
-
     let otlp = setup::otlp(&args.sinks.otlp)?;
+    let sentry_config = setup::sentry(args.sinks.sentry.as_deref())?;
+    setup::check_outputs(&[], &super::run::output_files(Some(&events_path), args.sinks.log_json.as_deref()))?;
+    seed(&workspace).map_err(|e| CliError(format!("--dir {}: {e}", dir.display())))?;
     let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
-    let hub = Observability::with_policy(policy.clone());
-    let mut subscriptions = attach_sinks(&hub, &policy, Some(&events_path), false)?;
-    let exporter = attach_otlp(&hub, &policy, otlp, &mut subscriptions)?;
-    let sentry = attach_sentry(&hub, &policy, args.sinks.sentry.as_deref(), &mut subscriptions)?;
-    let log_guard = attach_log_json(&hub, &policy, args.sinks.log_json.as_deref(), &mut subscriptions)?;
+    let hub = Observability::with_policy(policies.base.clone());
+    let mut subscriptions = attach_sinks(&hub, &policies, Some(&events_path), false)?;
+    let exporter = attach_otlp(&hub, &policies.otlp, otlp, &mut subscriptions)?;
+    let sentry = attach_sentry(&hub, &policies.sentry, sentry_config, &mut subscriptions)?;
+    let log_guard = attach_log_json(&hub, &policies.log, args.sinks.log_json.as_deref(), &mut subscriptions)?;
     let collected = Arc::new(Mutex::new(Vec::new()));
     let sink = collected.clone();
     let collector = hub.subscribe_arc(
         Arc::new(move |e: &ObsEvent| sink.lock().unwrap_or_else(|p| p.into_inner()).push(e.clone())),
-        Arc::new(policy),
+        // The span tree printed on the terminal: safe fields only.
+        Arc::new(policies.base),
     );
 
     let mut tasks = Vec::new();

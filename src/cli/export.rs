@@ -6,7 +6,8 @@ use pi_agent::session::replay;
 use pi_observe::core::{EventKind, Observability};
 
 use super::run::{
-    FLUSH_DEADLINE, attach_log_json, attach_otlp, attach_sentry, attach_sinks, report_export, report_sentry,
+    FLUSH_DEADLINE, attach_log_json, attach_otlp, attach_sentry, attach_sinks, output_files, report_export,
+    report_sentry,
 };
 use super::{CliError, ExportArgs, output, report, setup};
 
@@ -17,14 +18,20 @@ const BATCH_RECORDS: usize = 2048;
 /// Replays every session (files or directories, as `pi report`) through the adapters given by
 /// the flags, with the same content policy as a live run, then flushes within the deadline.
 pub fn run(args: &ExportArgs) -> Result<ExitCode, CliError> {
-    let policy = setup::policy(&args.sinks.content)?;
+    let policies = setup::policies(&args.sinks.content)?;
     let otlp = setup::otlp(&args.sinks.otlp)?;
+    let sentry_config = setup::sentry(args.sinks.sentry.as_deref())?;
+    // An output that is one of the sessions being replayed would be truncated before it is read.
+    let files = report::session_files_of(&args.paths)?;
+    let inputs: Vec<(&str, &std::path::Path)> =
+        files.iter().map(|(path, _)| ("a session being exported", path.as_path())).collect();
+    setup::check_outputs(&inputs, &output_files(args.events_jsonl.as_deref(), args.sinks.log_json.as_deref()))?;
     let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
-    let hub = Observability::with_policy(policy.clone());
-    let mut subscriptions = attach_sinks(&hub, &policy, args.events_jsonl.as_deref(), false)?;
-    let exporter = attach_otlp(&hub, &policy, otlp, &mut subscriptions)?;
-    let sentry = attach_sentry(&hub, &policy, args.sinks.sentry.as_deref(), &mut subscriptions)?;
-    let log_guard = attach_log_json(&hub, &policy, args.sinks.log_json.as_deref(), &mut subscriptions)?;
+    let hub = Observability::with_policy(policies.base.clone());
+    let mut subscriptions = attach_sinks(&hub, &policies, args.events_jsonl.as_deref(), false)?;
+    let exporter = attach_otlp(&hub, &policies.otlp, otlp, &mut subscriptions)?;
+    let sentry = attach_sentry(&hub, &policies.sentry, sentry_config, &mut subscriptions)?;
+    let log_guard = attach_log_json(&hub, &policies.log, args.sinks.log_json.as_deref(), &mut subscriptions)?;
     if subscriptions.is_empty() {
         return Err(CliError(
             "export: nothing to export to: give --otlp, --sentry, --log-json or --events-jsonl".into(),

@@ -97,11 +97,11 @@ struct AgentArgs {
 
 #[derive(Debug, Args)]
 struct ObserveArgs {
-    /// Attribution: user id (also `PI_USER_ID`).
-    #[arg(long, env = "PI_USER_ID", value_name = "ID")]
+    /// Attribution: user id (also `PI_USER_ID`); at most 256 bytes, no control characters.
+    #[arg(long, value_name = "ID")]
     user: Option<String>,
-    /// Attribution: organisation id (also `PI_ORG_ID`).
-    #[arg(long, env = "PI_ORG_ID", value_name = "ID")]
+    /// Attribution: organisation id (also `PI_ORG_ID`); at most 256 bytes, no control characters.
+    #[arg(long, value_name = "ID")]
     org: Option<String>,
     /// Attribution: any `key=value` (repeatable), e.g. `--context teamId=core`.
     #[arg(long = "context", value_name = "KEY=VALUE", value_parser = parse_key_value)]
@@ -159,14 +159,20 @@ struct OtlpArgs {
     otlp_logs: bool,
 }
 
-/// What content local sinks may receive.
+/// What content each sink may receive.
 #[derive(Debug, Args)]
 struct ContentArgs {
-    /// Opt in to content capture: prompts, completions, thinking, tool_args, tool_results,
-    /// shell_output, file_contents, provider_payloads, headers, or `all` (comma-separated).
-    #[arg(long, value_name = "KIND,...", value_delimiter = ',')]
+    /// Opt in to content capture, per sink (repeatable). KINDS: prompt, completion, thinking,
+    /// tool_args, tool_result, shell_output, file_content, provider_payload, header, error_text,
+    /// or `all` (singular or plural). SINK: events (--events-jsonl), log (--log-json), json
+    /// (--mode json), otlp, sentry, or the groups local (events, log, json), remote (otlp,
+    /// sentry), all. A bare `--capture KINDS` means `local`: content reaches OTLP or Sentry only
+    /// when named, e.g. `--capture otlp=prompt`. Errors are content: their text is `error_text`.
+    /// Captured content is scrubbed of known secret formats, then `--redact`ed, then cut to 8 KiB.
+    #[arg(long, value_name = "[SINK=]KIND,...")]
     capture: Vec<String>,
-    /// Extra secret pattern (regex) to scrub from captured content (repeatable).
+    /// Extra secret pattern (regex) scrubbed from captured content of every sink (repeatable;
+    /// added to the built-in rules, never replacing them).
     #[arg(long, value_name = "REGEX")]
     redact: Vec<String>,
 }

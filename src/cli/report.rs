@@ -53,6 +53,9 @@ fn session_files(path: &Path, out: &mut Vec<(PathBuf, bool)>) -> Result<(), CliE
         out.push((path.to_owned(), false));
         return Ok(());
     }
+    if !meta.is_dir() {
+        return Err(CliError(format!("{}: not a session file or directory", path.display())));
+    }
     let mut children: Vec<PathBuf> = std::fs::read_dir(path)
         .map_err(|e| CliError(format!("{}: {e}", path.display())))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
@@ -70,7 +73,7 @@ fn session_files(path: &Path, out: &mut Vec<(PathBuf, bool)>) -> Result<(), CliE
 
 /// The session files under `paths` (default `~/.pi/agent/sessions`), each marked as found by a
 /// directory scan (`true`) or named (`false`).
-fn session_files_of(paths: &[PathBuf]) -> Result<Vec<(PathBuf, bool)>, CliError> {
+pub fn session_files_of(paths: &[PathBuf]) -> Result<Vec<(PathBuf, bool)>, CliError> {
     let roots = if paths.is_empty() {
         let home = std::env::var_os("HOME")
             .map(PathBuf::from)
@@ -93,7 +96,16 @@ pub fn for_each_session(paths: &[PathBuf], command: &str, mut each: impl FnMut(S
     let mut failed = 0;
     for (file, scanned) in session_files_of(paths)? {
         match read_session(&file) {
-            Ok(session) => each(session),
+            Ok(session) => {
+                if let Some(torn) = session.torn_tail {
+                    output::error(format_args!(
+                        "pi: {command}: {}:{}: torn last line skipped",
+                        file.display(),
+                        torn.line
+                    ));
+                }
+                each(session)
+            }
             Err(SessionError::NoHeader { .. }) if scanned => {}
             Err(e) => {
                 output::error(format_args!("pi: {command}: {e}"));
@@ -109,7 +121,13 @@ pub fn for_each_session(paths: &[PathBuf], command: &str, mut each: impl FnMut(S
 /// line). Other JSON-lines files met while scanning a directory (event logs) are skipped.
 pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
     let mut dims = Vec::new();
-    for name in args.by.iter().flat_map(|b| b.split(',')).filter(|n| !n.trim().is_empty()) {
+    for name in args.by.iter().flat_map(|b| b.split(',')) {
+        if name.trim().is_empty() {
+            return Err(CliError(format!(
+                "--by: {:?} has an empty dimension (day, user, org, model)",
+                args.by.join(",")
+            )));
+        }
         let dim =
             Dim::parse(name).ok_or_else(|| CliError(format!("--by: {name:?} is not one of day, user, org, model")))?;
         if !dims.contains(&dim) {
@@ -173,6 +191,7 @@ fn print_table(dims: &[Dim], groups: &BTreeMap<Vec<String>, Sums>) {
         *first = "total".into();
     }
     rows.push(last.into_iter().chain(numbers(&total)).collect());
+    let rows: Vec<Vec<String>> = rows.iter().map(|row| row.iter().map(|cell| table_cell(cell)).collect()).collect();
     let widths: Vec<usize> =
         (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     for row in rows {
@@ -181,24 +200,39 @@ fn print_table(dims: &[Dim], groups: &BTreeMap<Vec<String>, Sums>) {
             .enumerate()
             .map(|(c, cell)| {
                 // Dimensions left-aligned, numbers right-aligned.
-                if c < dims.len() { format!("{cell:<w$}", w = widths[c]) } else { format!("{cell:>w$}", w = widths[c]) }
+                let pad = " ".repeat(widths[c] - cell.chars().count());
+                if c < dims.len() { format!("{cell}{pad}") } else { format!("{pad}{cell}") }
             })
             .collect();
         output::line(cells.join("  ").trim_end());
     }
 }
 
-fn csv_cell(cell: &str) -> String {
-    if cell.contains([',', '"', '\n']) { format!("\"{}\"", cell.replace('"', "\"\"")) } else { cell.to_owned() }
+/// Widest table cell, in characters; longer ids are cut with `…` (CSV and JSON keep them whole).
+const MAX_CELL_CHARS: usize = 48;
+
+/// A value as one table cell: control characters escaped (`\n`), at most [`MAX_CELL_CHARS`].
+fn table_cell(value: &str) -> String {
+    let escaped: String =
+        value.chars().map(|c| if c.is_control() { c.escape_default().collect() } else { c.to_string() }).collect();
+    if escaped.chars().count() <= MAX_CELL_CHARS {
+        return escaped;
+    }
+    let mut cut: String = escaped.chars().take(MAX_CELL_CHARS - 1).collect();
+    cut.push('…');
+    cut
 }
 
 fn print_csv(dims: &[Dim], groups: &BTreeMap<Vec<String>, Sums>) {
+    let mut writer = csv::Writer::from_writer(Vec::new());
     let header: Vec<&str> = dims.iter().map(|d| d.name()).chain(NUMBERS).collect();
-    output::line(header.join(","));
+    // Writing to memory fails only on a bug; then the rows written so far are printed.
+    let _ = writer.write_record(&header);
     for (key, sums) in groups {
-        let cells: Vec<String> = key.iter().map(|k| csv_cell(k)).chain(numbers(sums)).collect();
-        output::line(cells.join(","));
+        let _ = writer.write_record(key.iter().cloned().chain(numbers(sums)));
     }
+    let bytes = writer.into_inner().unwrap_or_else(|e| e.into_inner().get_ref().clone());
+    output::text(String::from_utf8_lossy(&bytes));
 }
 
 fn print_json(dims: &[Dim], groups: &BTreeMap<Vec<String>, Sums>) {

@@ -12,6 +12,7 @@ use pi_observe::log::JsonlFileSink;
 use pi_observe::otel::OtelSubscriber;
 use tokio_util::sync::CancellationToken;
 
+use super::setup::SinkPolicies;
 use super::{Cli, CliError, Mode, output, setup};
 
 /// How long the exit waits for sinks to write what they have.
@@ -30,22 +31,23 @@ pub fn attach_otlp(
     Ok(Some(otel))
 }
 
-/// Subscribes the local sinks (`--events-jsonl`, `--mode json`) to `hub` under `policy`.
+/// Subscribes the local sinks (`--events-jsonl`, `--mode json`) to `hub`, each under its policy.
 pub fn attach_sinks(
     hub: &Observability,
-    policy: &ContentPolicy,
+    policies: &SinkPolicies,
     events_jsonl: Option<&std::path::Path>,
     json_mode: bool,
 ) -> Result<Vec<pi_observe::core::Subscription>, CliError> {
-    let policy = Arc::new(policy.clone());
     let mut subscriptions = Vec::new();
     if let Some(path) = events_jsonl {
         let sink = JsonlFileSink::create(path, JsonlFileSink::DEFAULT_CAPACITY, hub)
             .map_err(|e| CliError(format!("--events-jsonl {}: {e}", path.display())))?;
-        subscriptions.push(hub.subscribe_arc(sink, policy.clone()));
+        subscriptions.push(hub.subscribe_arc(sink, Arc::new(policies.events.clone())));
     }
     if json_mode {
-        subscriptions.push(hub.subscribe_arc(Arc::new(|e: &ObsEvent| output::contract_event_line(e)), policy));
+        subscriptions.push(
+            hub.subscribe_arc(Arc::new(|e: &ObsEvent| output::contract_event_line(e)), Arc::new(policies.json.clone())),
+        );
     }
     Ok(subscriptions)
 }
@@ -54,19 +56,35 @@ pub fn attach_sinks(
 pub fn attach_sentry(
     hub: &Observability,
     policy: &ContentPolicy,
-    flag: Option<&str>,
+    config: Option<pi_observe::sentry::SentryConfig>,
     subscriptions: &mut Vec<pi_observe::core::Subscription>,
 ) -> Result<Option<Arc<pi_observe::sentry::SentrySubscriber>>, CliError> {
-    let Some(config) = setup::sentry(flag)? else { return Ok(None) };
+    let Some(config) = config else { return Ok(None) };
     let sentry = pi_observe::sentry::SentrySubscriber::new(config, hub).map_err(|e| CliError(e.to_string()))?;
     subscriptions.push(hub.subscribe_arc(sentry.clone(), Arc::new(policy.clone())));
     Ok(Some(sentry))
 }
 
-/// After a Sentry run: what was handed to the Sentry client, on stderr.
+/// After a Sentry run: what was handed to Sentry and what the server accepted, on stderr.
 pub fn report_sentry(sentry: &pi_observe::sentry::SentrySubscriber) {
     let stats = sentry.stats();
-    output::error(format_args!("pi: sentry: {} transactions, {} error events sent", stats.transactions, stats.errors));
+    // Envelopes still queued at the deadline were not delivered either.
+    let not_delivered = (stats.transactions + stats.errors).saturating_sub(stats.delivered).max(stats.not_delivered);
+    output::error(format_args!(
+        "pi: sentry: {} transactions, {} error events: {} delivered, {not_delivered} not delivered{}",
+        stats.transactions,
+        stats.errors,
+        stats.delivered,
+        reason(not_delivered, stats.last_error.as_deref()),
+    ));
+}
+
+/// ` (last error: …)` when something was not delivered and the reason is known.
+fn reason(not_delivered: u64, last_error: Option<&str>) -> String {
+    match last_error {
+        Some(why) if not_delivered > 0 => format!(" (last error: {why})"),
+        _ => String::new(),
+    }
 }
 
 /// Installs JSON-lines logging (`--log-json [PATH]`) and subscribes the `tracing` bridge to
@@ -92,25 +110,101 @@ pub fn attach_log_json(
 /// totals, and each export diagnostic, on stderr.
 pub fn report_export(otel: &OtelSubscriber, traces: &[pi_observe::core::TraceId]) {
     let stats = otel.stats();
-    let template = std::env::var("PI_TRACE_URL_TEMPLATE").ok().filter(|t| t.contains("{trace_id}"));
+    let template = setup::trace_url_template().ok().flatten();
     for trace in traces {
         let link =
             template.as_ref().map(|t| format!(" {}", t.replace("{trace_id}", &trace.to_string()))).unwrap_or_default();
         output::error(format_args!("pi: trace {trace}{link}"));
     }
-    output::error(format_args!("pi: otlp: {} spans exported, {} dropped", stats.spans_exported, stats.spans_dropped()));
+    let not_delivered = stats.spans_dropped();
+    output::error(format_args!(
+        "pi: otlp: {} spans delivered, {not_delivered} not delivered{}",
+        stats.spans_exported,
+        reason(not_delivered, stats.last_error.as_deref()),
+    ));
     for diagnostic in stats.diagnostics {
         output::error(format_args!("pi: warning: {diagnostic}"));
     }
 }
 
+/// The local files a command writes, as (flag, path), for [`setup::check_outputs`].
+pub fn output_files<'a>(
+    events_jsonl: Option<&'a std::path::Path>,
+    log_json: Option<&'a str>,
+) -> Vec<(&'static str, &'a std::path::Path)> {
+    let mut outputs = Vec::new();
+    if let Some(path) = events_jsonl {
+        outputs.push(("--events-jsonl", path));
+    }
+    if let Some(path) = log_json.filter(|p| !p.is_empty()) {
+        outputs.push(("--log-json", std::path::Path::new(path)));
+    }
+    outputs
+}
+
+/// SIGINT, SIGTERM and SIGHUP abort the run like Ctrl+C: the first one cancels `cancel` (tools'
+/// process groups are killed, the aborted state is written to the session, sinks are flushed)
+/// and is remembered for the exit code (128 + signal); a second one exits at once — every file
+/// pi writes holds whole lines at any moment.
+pub fn abort_on_signals(cancel: &CancellationToken) -> Result<Arc<std::sync::OnceLock<i32>>, CliError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let listen = |kind: SignalKind| signal(kind).map_err(|e| CliError(format!("cannot listen for signals: {e}")));
+    let (mut int, mut term, mut hup) =
+        (listen(SignalKind::interrupt())?, listen(SignalKind::terminate())?, listen(SignalKind::hangup())?);
+    let received = Arc::new(std::sync::OnceLock::new());
+    let (first, cancel) = (received.clone(), cancel.clone());
+    tokio::spawn(async move {
+        let mut signals = [(&mut int, 2), (&mut term, 15), (&mut hup, 1)];
+        let signal = next_signal(&mut signals).await;
+        let _ = first.set(signal);
+        cancel.cancel();
+        let again = next_signal(&mut signals).await;
+        output::error(format_args!("pi: {} again: exiting now", signal_name(again)));
+        std::process::exit(128 + again);
+    });
+    Ok(received)
+}
+
+/// The number of the next signal among `signals`.
+async fn next_signal(signals: &mut [(&mut tokio::signal::unix::Signal, i32); 3]) -> i32 {
+    let [(int, i), (term, t), (hup, h)] = signals;
+    tokio::select! {
+        _ = int.recv() => *i,
+        _ = term.recv() => *t,
+        _ = hup.recv() => *h,
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        15 => "SIGTERM",
+        _ => "a signal",
+    }
+}
+
 pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
-    let policy = setup::policy(&cli.observe.sinks.content)?;
-    let attribution = setup::attribution(&cli.observe);
+    // Everything is checked before anything is created or written.
+    if prompt.trim().is_empty() {
+        return Err(CliError("-p: the prompt is empty".into()));
+    }
+    let policies = setup::policies(&cli.observe.sinks.content)?;
+    let attribution = setup::attribution(&cli.observe)?;
     let selected = setup::select(&cli.agent, prompt)?;
     let tools = setup::tools(cli.agent.tools.as_deref())?;
     let cwd = setup::cwd(cli.agent.cwd.as_deref())?;
-    let session = setup::session(&cli.agent, &cwd)?;
+    setup::check_dirs("--skills", &cli.agent.skills)?;
+    setup::check_dirs("--prompt-templates", &cli.agent.prompt_templates)?;
+    let otlp = setup::otlp(&cli.observe.sinks.otlp)?;
+    let sentry_config = setup::sentry(cli.observe.sinks.sentry.as_deref())?;
+    let session_path = setup::session_path(&cli.agent, &cwd)?;
+    let inputs: Vec<(&str, &std::path::Path)> = session_path.iter().map(|p| ("--session", p.as_path())).collect();
+    setup::check_outputs(
+        &inputs,
+        &output_files(cli.observe.events_jsonl.as_deref(), cli.observe.sinks.log_json.as_deref()),
+    )?;
+    let session = session_path.map(|path| setup::open_session(&path, &cwd)).transpose()?;
     let traceparent = std::env::var(names::ENV_TRACEPARENT).ok().filter(|v| !v.is_empty());
     if let Some(tp) = &traceparent {
         if TraceParent::parse(tp).is_none() {
@@ -121,15 +215,14 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
         }
     }
 
-    let otlp = setup::otlp(&cli.observe.sinks.otlp)?;
     // The exit waits at most this long for exporters: the OTLP export timeout if one is set.
     let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
 
-    let hub = Observability::with_policy(policy.clone());
-    let mut subscriptions = attach_sinks(&hub, &policy, cli.observe.events_jsonl.as_deref(), cli.mode == Mode::Json)?;
-    let exporter = attach_otlp(&hub, &policy, otlp, &mut subscriptions)?;
-    let sentry = attach_sentry(&hub, &policy, cli.observe.sinks.sentry.as_deref(), &mut subscriptions)?;
-    let log_guard = attach_log_json(&hub, &policy, cli.observe.sinks.log_json.as_deref(), &mut subscriptions)?;
+    let hub = Observability::with_policy(policies.base.clone());
+    let mut subscriptions = attach_sinks(&hub, &policies, cli.observe.events_jsonl.as_deref(), cli.mode == Mode::Json)?;
+    let exporter = attach_otlp(&hub, &policies.otlp, otlp, &mut subscriptions)?;
+    let sentry = attach_sentry(&hub, &policies.sentry, sentry_config, &mut subscriptions)?;
+    let log_guard = attach_log_json(&hub, &policies.log, cli.observe.sinks.log_json.as_deref(), &mut subscriptions)?;
     let trace = Arc::new(std::sync::OnceLock::new());
     let root = trace.clone();
     subscriptions.push(hub.subscribe(move |e: &ObsEvent| {
@@ -147,12 +240,7 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
     agent.set_resources(resources);
 
     let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-        }
-    });
+    let interrupted = abort_on_signals(&cancel)?;
     let mode = cli.mode;
     let mut sink = move |event: AgentEvent| match mode {
         Mode::Json => output::agent_event_line(&event),
@@ -181,6 +269,10 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
     }
     if let Some(sentry) = &sentry {
         report_sentry(sentry);
+    }
+    if let Some(signal) = interrupted.get() {
+        output::error(format_args!("pi: aborted by {}", signal_name(*signal)));
+        return Ok(ExitCode::from(128 + *signal as u8));
     }
     Ok(match result.stop_reason {
         StopReason::Stop | StopReason::Length | StopReason::ToolUse => ExitCode::SUCCESS,

@@ -9,7 +9,7 @@ mod report;
 mod writer;
 
 pub use entry::{ATTRIBUTION_CUSTOM_TYPE, Entry, EntryKind, SessionHeader, new_entry_id, new_session_id};
-pub use reader::{Session, SessionError, SessionTotals, read_session};
+pub use reader::{Session, SessionError, SessionTotals, TornTail, read_session};
 pub use replay::{REPLAYED, replay};
 pub use report::{AttributedUsage, attributed_usage};
-pub use writer::SessionWriter;
+pub use writer::{RecoveredTail, SessionWriter};

@@ -18,6 +18,12 @@ pub enum SessionError {
         /// The error.
         source: std::io::Error,
     },
+    /// The path exists but is not a regular file (a directory, FIFO, device).
+    #[error("{path}: not a regular file")]
+    NotAFile {
+        /// The path.
+        path: String,
+    },
     /// A line is not a valid entry.
     #[error("{path}:{line}: {reason}")]
     Corrupt {
@@ -69,10 +75,19 @@ pub struct Session {
     pub header: SessionHeader,
     /// Entries in file order.
     pub entries: Vec<Entry>,
-    /// Byte length of the intact prefix when the last line was torn (no newline, not JSON).
-    pub torn_tail_at: Option<u64>,
+    /// The last line, when it was torn (no newline, not JSON: a crash mid-append) and skipped.
+    pub torn_tail: Option<TornTail>,
     /// The last (complete) line has no trailing newline; the next append must add one first.
     pub needs_newline: bool,
+}
+
+/// A torn last line: where it starts and its line number, so callers can say what was skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TornTail {
+    /// Byte offset of the line (the length of the intact prefix).
+    pub offset: u64,
+    /// 1-based line number.
+    pub line: usize,
 }
 
 /// Token and cost totals of a session.
@@ -102,9 +117,14 @@ impl Session {
 }
 
 /// Reads a session file. A torn final line (no trailing newline and not valid JSON: a crash
-/// mid-append) is skipped; any other bad line is an error naming the line.
+/// mid-append) is skipped and reported in [`Session::torn_tail`]; any other bad line is an error
+/// naming the line. Only regular files are read (a FIFO or device would block or never end).
 pub fn read_session(path: &Path) -> Result<Session, SessionError> {
     trace_operation_sync(names::SESSION_READ, (), |span| {
+        let meta = std::fs::metadata(path).map_err(|e| SessionError::io(path, e))?;
+        if !meta.is_file() {
+            return Err(SessionError::NotAFile { path: path.display().to_string() });
+        }
         let bytes = std::fs::read(path).map_err(|e| SessionError::io(path, e))?;
         let session = parse(path, &bytes)?;
         span.record(Payload::new().safe(names::BYTES, bytes.len()).safe(names::ENTRY_COUNT, session.entries.len()));
@@ -117,7 +137,7 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Session, SessionError> {
     let corrupt = |line: usize, reason: String| SessionError::Corrupt { path: shown.clone(), line, reason };
     let mut header: Option<SessionHeader> = None;
     let mut entries = Vec::new();
-    let mut torn_tail_at = None;
+    let mut torn_tail = None;
     let mut offset = 0usize;
     let mut number = 0usize;
     while offset < bytes.len() {
@@ -131,7 +151,7 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Session, SessionError> {
         let text = match std::str::from_utf8(line) {
             Ok(text) => text.trim(),
             Err(_) if !terminated => {
-                torn_tail_at = Some(start as u64);
+                torn_tail = Some(TornTail { offset: start as u64, line: number });
                 break;
             }
             Err(e) => return Err(corrupt(number, format!("not UTF-8 ({e})"))),
@@ -142,7 +162,7 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Session, SessionError> {
         let value: serde_json::Value = match serde_json::from_str(text) {
             Ok(value) => value,
             Err(_) if !terminated => {
-                torn_tail_at = Some(start as u64);
+                torn_tail = Some(TornTail { offset: start as u64, line: number });
                 break;
             }
             Err(e) => return Err(corrupt(number, format!("not JSON ({e})"))),
@@ -158,6 +178,6 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Session, SessionError> {
         entries.push(entry);
     }
     let header = header.ok_or(SessionError::NoHeader { path: shown })?;
-    let needs_newline = torn_tail_at.is_none() && bytes.last().is_some_and(|b| *b != b'\n');
-    Ok(Session { header, entries, torn_tail_at, needs_newline })
+    let needs_newline = torn_tail.is_none() && bytes.last().is_some_and(|b| *b != b'\n');
+    Ok(Session { header, entries, torn_tail, needs_newline })
 }

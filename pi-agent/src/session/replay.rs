@@ -299,7 +299,7 @@ mod tests {
         let header =
             serde_json::from_str(r#"{"type":"session","version":3,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z"}"#)
                 .unwrap();
-        let session = Session { header, entries, torn_tail_at: None, needs_newline: false };
+        let session = Session { header, entries, torn_tail: None, needs_newline: false };
         let events = replay(&session);
         pi_observe_core::testing::assert_paired(&events);
         let starts: HashMap<SpanId, &ObsEvent> =

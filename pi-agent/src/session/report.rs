@@ -139,7 +139,7 @@ mod tests {
                 // Back on alice's branch: her attribution and the model of her last turn.
                 entry("c", Some("a1"), "2024-12-05", compaction),
             ],
-            torn_tail_at: None,
+            torn_tail: None,
             needs_newline: false,
         };
         let rows: Vec<_> = attributed_usage(&session)

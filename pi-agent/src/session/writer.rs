@@ -18,6 +18,16 @@ pub struct SessionWriter {
     header: SessionHeader,
     leaf: Option<String>,
     entries: Vec<Entry>,
+    recovered: Option<RecoveredTail>,
+}
+
+/// A torn last line found when a session was reopened: moved to a side file before appending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveredTail {
+    /// 1-based line number it had in the session.
+    pub line: usize,
+    /// Its bytes, now in this file (next to the session).
+    pub saved_to: PathBuf,
 }
 
 impl SessionWriter {
@@ -36,28 +46,46 @@ impl SessionWriter {
         }
         let file =
             OpenOptions::new().append(true).create_new(true).open(path).map_err(|e| SessionError::io(path, e))?;
-        let mut writer = SessionWriter { path: path.to_owned(), file, header, leaf: None, entries: Vec::new() };
+        let mut writer =
+            SessionWriter { path: path.to_owned(), file, header, leaf: None, entries: Vec::new(), recovered: None };
         let line = serde_json::to_string(&writer.header).map_err(|e| SessionError::encode(path, e))?;
         writer.write_line(&line)?;
         Ok(writer)
     }
 
     /// Opens an existing session for appending (leaf = last entry), or creates it if missing.
-    /// A torn last line is cut off first, so the next append starts on a fresh line.
+    /// A torn last line is first moved to a side file (`<session>.torn-<millis>`, see
+    /// [`SessionWriter::recovered_tail`]) and cut off, so the next append starts on a fresh line
+    /// and no byte is destroyed.
     pub fn open_or_create(path: &Path, cwd: &Path) -> Result<Self, SessionError> {
-        if !path.exists() {
+        if std::fs::symlink_metadata(path).is_err() {
             return Self::create(path, cwd);
         }
         let session = read_session(path)?;
         let mut file = OpenOptions::new().append(true).open(path).map_err(|e| SessionError::io(path, e))?;
-        if let Some(good_len) = session.torn_tail_at {
-            file.set_len(good_len).map_err(|e| SessionError::io(path, e))?;
+        let mut recovered = None;
+        if let Some(torn) = session.torn_tail {
+            let saved_to = save_torn_tail(path, torn.offset)?;
+            file.set_len(torn.offset).map_err(|e| SessionError::io(path, e))?;
+            recovered = Some(RecoveredTail { line: torn.line, saved_to });
         }
         if session.needs_newline {
             file.write_all(b"\n").map_err(|e| SessionError::io(path, e))?;
         }
         let leaf = session.entries.last().map(|e| e.id.clone());
-        Ok(SessionWriter { path: path.to_owned(), file, header: session.header, leaf, entries: session.entries })
+        Ok(SessionWriter {
+            path: path.to_owned(),
+            file,
+            header: session.header,
+            leaf,
+            entries: session.entries,
+            recovered,
+        })
+    }
+
+    /// The torn last line moved aside when this session was reopened, if there was one.
+    pub fn recovered_tail(&self) -> Option<&RecoveredTail> {
+        self.recovered.as_ref()
     }
 
     /// The session id.
@@ -139,4 +167,28 @@ impl SessionWriter {
         buf.push(b'\n');
         self.file.write_all(&buf).and_then(|()| self.file.flush()).map_err(|e| SessionError::io(&self.path, e))
     }
+}
+
+/// Copies the bytes of `path` from `offset` to a new side file next to it (synced), and returns
+/// the side file's path.
+fn save_torn_tail(path: &Path, offset: u64) -> Result<PathBuf, SessionError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut tail = Vec::new();
+    let mut source = File::open(path).map_err(|e| SessionError::io(path, e))?;
+    source.seek(SeekFrom::Start(offset)).map_err(|e| SessionError::io(path, e))?;
+    source.read_to_end(&mut tail).map_err(|e| SessionError::io(path, e))?;
+    let stamp = now_millis();
+    let mut attempt = 0u32;
+    let (side, mut out) = loop {
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(if attempt == 0 { format!(".torn-{stamp}") } else { format!(".torn-{stamp}-{attempt}") });
+        let side = path.with_file_name(name);
+        match OpenOptions::new().write(true).create_new(true).open(&side) {
+            Ok(file) => break (side, file),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => attempt += 1,
+            Err(e) => return Err(SessionError::io(&side, e)),
+        }
+    };
+    out.write_all(&tail).and_then(|()| out.sync_all()).map_err(|e| SessionError::io(&side, e))?;
+    Ok(side)
 }
