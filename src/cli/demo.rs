@@ -96,6 +96,7 @@ async fn run_user(
     script: Script,
     workspace: PathBuf,
     sessions: PathBuf,
+    cancel: CancellationToken,
 ) -> Result<PromptResult, CliError> {
     let registry = Registry::builtin();
     let model = registry.default_for("faux").cloned().ok_or_else(|| CliError("faux model missing".into()))?;
@@ -112,7 +113,6 @@ async fn run_user(
         workspace,
     );
     let who = Attribution::new().with(names::CTX_USER_ID, script.user).with(names::CTX_ORG_ID, script.org);
-    let cancel = CancellationToken::new();
     let mut ignore = |_| {};
     hub.run_with_context(who, agent.prompt(script.prompt, &cancel, &mut ignore))
         .await
@@ -146,10 +146,13 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
         Arc::new(policies.base),
     );
 
+    let cancel = CancellationToken::new();
+    let interrupted = super::run::abort_on_signals(&cancel)?;
     let mut tasks = Vec::new();
     for script in scripts() {
         let user = script.user;
-        tasks.push((user, tokio::spawn(run_user(hub.clone(), script, workspace.clone(), sessions.clone()))));
+        let run = run_user(hub.clone(), script, workspace.clone(), sessions.clone(), cancel.clone());
+        tasks.push((user, tokio::spawn(run)));
     }
     let mut failed = false;
     for (user, task) in tasks {
@@ -171,6 +174,9 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
     drop(subscriptions);
     drop(log_guard);
     let events = std::mem::take(&mut *collected.lock().unwrap_or_else(|p| p.into_inner()));
+    if let Some(signal) = interrupted.get() {
+        return Ok(super::run::interrupted_exit(*signal));
+    }
 
     output::text(format_args!("{}", tree::render_trees(&events)));
     output::line("");

@@ -37,9 +37,16 @@ pub fn run(args: &ExportArgs) -> Result<ExitCode, CliError> {
             "export: nothing to export to: give --otlp, --sentry, --log-json or --events-jsonl".into(),
         ));
     }
+    // A signal stops the replay between sessions (each replayed session is a whole tree); what
+    // was handed over is still flushed.
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let interrupted = super::run::abort_on_signals(&cancel)?;
     let (mut sessions, mut pending) = (0, 0);
     let mut traces = Vec::new();
     let failed = report::for_each_session(&args.paths, "export", |session| {
+        if cancel.is_cancelled() {
+            return;
+        }
         sessions += 1;
         for event in replay(&session) {
             if event.kind == EventKind::Start && event.parent_span_id.is_none() {
@@ -66,6 +73,9 @@ pub fn run(args: &ExportArgs) -> Result<ExitCode, CliError> {
     }
     if let Some(sentry) = &sentry {
         report_sentry(sentry);
+    }
+    if let Some(signal) = interrupted.get() {
+        return Ok(super::run::interrupted_exit(*signal));
     }
     Ok(if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }

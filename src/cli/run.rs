@@ -165,6 +165,12 @@ pub fn abort_on_signals(cancel: &CancellationToken) -> Result<Arc<std::sync::Onc
     Ok(received)
 }
 
+/// Says which signal aborted the run; the exit code is 128 + its number.
+pub fn interrupted_exit(signal: i32) -> ExitCode {
+    output::error(format_args!("pi: aborted by {}", signal_name(signal)));
+    ExitCode::from(128 + signal as u8)
+}
+
 /// The number of the next signal among `signals`.
 async fn next_signal(signals: &mut [(&mut tokio::signal::unix::Signal, i32); 3]) -> i32 {
     let [(int, i), (term, t), (hup, h)] = signals;
@@ -271,8 +277,7 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
         report_sentry(sentry);
     }
     if let Some(signal) = interrupted.get() {
-        output::error(format_args!("pi: aborted by {}", signal_name(*signal)));
-        return Ok(ExitCode::from(128 + *signal as u8));
+        return Ok(interrupted_exit(*signal));
     }
     Ok(match result.stop_reason {
         StopReason::Stop | StopReason::Length | StopReason::ToolUse => ExitCode::SUCCESS,

@@ -320,8 +320,28 @@ pub fn check_outputs(inputs: &[(&str, &Path)], outputs: &[(&str, &Path)]) -> Res
         if let Some((other, _, _)) = known[..i].iter().find(|(_, _, other)| other.as_ref() == Some(id)) {
             return Err(CliError(format!("{flag}: {} is the same file as {other}; give another file", path.display())));
         }
+        if is_session_file(path) {
+            return Err(CliError(format!("{flag}: {} is a session file; give another file", path.display())));
+        }
     }
     Ok(())
+}
+
+/// True when `path` exists and its first line is a session header (appending events would
+/// corrupt that session).
+fn is_session_file(path: &Path) -> bool {
+    use std::io::{BufRead, Read};
+    let Ok(file) = std::fs::File::open(path) else { return false };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut first = Vec::new();
+    let mut reader = std::io::BufReader::new(file.take(64 * 1024));
+    if reader.read_until(b'\n', &mut first).is_err() {
+        return false;
+    }
+    serde_json::from_slice::<serde_json::Value>(&first)
+        .is_ok_and(|header| header.get("type").and_then(|t| t.as_str()) == Some("session"))
 }
 
 /// The OTLP configuration, when export is asked for by `--otlp` or an `OTEL_*` endpoint variable.

@@ -43,7 +43,10 @@ fn label(node: &Node<'_>) -> String {
         }
     }
     if let Some(error) = node.end.and_then(|e| e.error.as_ref()) {
-        let _ = write!(out, "  ✗ {}: {}", error.name, error.message);
+        let _ = write!(out, "  ✗ {}", error.name);
+        if !error.message.is_empty() {
+            let _ = write!(out, ": {}", error.message);
+        }
     }
     out
 }
