@@ -1018,7 +1018,7 @@ impl ToolJob {
         let payload = || {
             let mut p = Payload::new()
                 .safe(names::TOOL_NAME, registered.map_or(UNKNOWN_TOOL, |(name, _)| name))
-                .safe(names::TOOL_CALL_ID, names::identifier_or_invalid(id))
+                .safe(names::TOOL_CALL_ID, pi_observe_core::identifier_or_invalid(id))
                 .content(ContentKind::ToolArgs, names::TOOL_ARGS, args.to_string());
             if registered.is_none() {
                 p = p.content(ContentKind::ErrorText, REQUESTED_TOOL_NAME, name.clone());

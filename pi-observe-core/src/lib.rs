@@ -70,7 +70,7 @@ pub use operation::{
 pub use payload::{Class, ContentKind, Field, Payload, PayloadIntoIter, PayloadSource, Value};
 pub use policy::{
     ContentPolicy, DEFAULT_MAX_ERROR_BYTES, DEFAULT_MAX_FIELD_BYTES, ERROR_MESSAGE_KEY, FieldRef, REDACTED,
-    RedactError, Redaction, Redactor, ScrubError, Scrubber, truncate,
+    RedactError, Redaction, Redactor, ScrubError, Scrubber, identifier_or_invalid, truncate,
 };
 pub use stats::{DropReason, StatsSnapshot};
 pub use subscriber::{Subscriber, SubscriberError};

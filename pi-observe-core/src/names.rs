@@ -100,20 +100,6 @@ pub const ERROR_SESSION_IO: &str = "SessionIo";
 /// Any error whose name is not an identifier (the name is replaced by this).
 pub const ERROR_GENERIC: &str = "Error";
 
-/// `value` when it is shaped like an identifier pi can export as safe (a model id, a tool call id:
-/// at most 128 characters from `A-Z a-z 0-9 . _ : / @ + -`, and no known secret format), else
-/// `"invalid"`. For the few identifiers pi receives from outside and exports as safe fields.
-pub fn identifier_or_invalid(value: &str) -> String {
-    let shaped = !value.is_empty()
-        && value.len() <= 128
-        && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '/' | '@' | '+' | '-'));
-    if shaped && matches!(crate::Scrubber::default().scrub(value), std::borrow::Cow::Borrowed(_)) {
-        value.to_owned()
-    } else {
-        "invalid".to_owned()
-    }
-}
-
 /// Safe payload key of the error type on a retry event ([`PROVIDER_RETRY`]).
 pub const ERROR_TYPE: &str = "errorType";
 /// Content payload key ([`crate::ContentKind::ErrorText`]) of error text from outside pi.

@@ -12,8 +12,35 @@ use pi_observe::core::{Attribution, ContentKind, ContentPolicy, Scrubber, names}
 use super::faux_script;
 use super::{AgentArgs, CliError, ContentArgs, ObserveArgs, OtlpArgs};
 
-/// The sinks `--capture SINK=` can name, in the order they are printed.
-pub const SINKS: [&str; 5] = ["events", "log", "json", "otlp", "sentry"];
+/// A sink `--capture SINK=` can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sink {
+    Events,
+    Log,
+    Json,
+    Otlp,
+    Sentry,
+}
+
+use Sink::{Events, Json, Log, Otlp, Sentry};
+
+/// The sinks a `--capture` SINK word stands for (a sink or a group).
+fn sink_group(word: &str) -> Option<&'static [Sink]> {
+    Some(match word {
+        "events" => &[Events],
+        "log" => &[Log],
+        "json" => &[Json],
+        "otlp" => &[Otlp],
+        "sentry" => &[Sentry],
+        "local" => LOCAL,
+        "remote" => &[Otlp, Sentry],
+        "all" => &[Events, Log, Json, Otlp, Sentry],
+        _ => return None,
+    })
+}
+
+/// What a bare `--capture KINDS` applies to.
+const LOCAL: &[Sink] = &[Events, Log, Json];
 
 /// One content policy per sink, from `--capture [SINK=]KINDS` and `--redact` (which applies to
 /// every sink). Sinks not named capture nothing.
@@ -34,30 +61,15 @@ pub struct SinkPolicies {
 }
 
 impl SinkPolicies {
-    fn sink_mut(&mut self, sink: &str) -> &mut ContentPolicy {
+    fn sink_mut(&mut self, sink: Sink) -> &mut ContentPolicy {
         match sink {
-            "events" => &mut self.events,
-            "log" => &mut self.log,
-            "json" => &mut self.json,
-            "otlp" => &mut self.otlp,
-            _ => &mut self.sentry,
+            Events => &mut self.events,
+            Log => &mut self.log,
+            Json => &mut self.json,
+            Otlp => &mut self.otlp,
+            Sentry => &mut self.sentry,
         }
     }
-}
-
-/// The sinks a `--capture` SINK word stands for.
-fn sink_group(word: &str) -> Option<&'static [&'static str]> {
-    Some(match word {
-        "events" => &SINKS[0..1],
-        "log" => &SINKS[1..2],
-        "json" => &SINKS[2..3],
-        "otlp" => &SINKS[3..4],
-        "sentry" => &SINKS[4..5],
-        "local" => &SINKS[0..3],
-        "remote" => &SINKS[3..5],
-        "all" => &SINKS,
-        _ => return None,
-    })
 }
 
 /// `--capture` and `--redact` as one content policy per sink.
@@ -86,11 +98,11 @@ pub fn policies(args: &ContentArgs) -> Result<SinkPolicies, CliError> {
                 })?,
                 kinds,
             ),
-            None => (&SINKS[0..3], value.as_str()),
+            None => (LOCAL, value.as_str()),
         };
         let kinds = capture_kinds(kinds)?;
         for sink in sinks {
-            let policy = policies.sink_mut(sink);
+            let policy = policies.sink_mut(*sink);
             *policy = policy.clone().capture_kinds(kinds.iter().copied());
         }
     }

@@ -394,7 +394,7 @@ fn finish(
             .safe(names::RETRY_COUNT, retries)
             .safe(names::ABORTED, message.stop_reason == StopReason::Aborted)
             .safe(names::TIMEOUT, matches!(error, Some(ProviderError::Timeout(_))))
-            .safe(names::RESPONSE_MODEL, pi_observe_core::names::identifier_or_invalid(&message.model))
+            .safe(names::RESPONSE_MODEL, pi_observe_core::identifier_or_invalid(&message.model))
             .content(ContentKind::Completion, names::COMPLETION_TEXT, message.text());
         let thinking = message.thinking();
         if !thinking.is_empty() {

@@ -156,8 +156,8 @@ pub fn replay(session: &Session) -> Vec<ObsEvent> {
                 let tool = new_span(&mut spans, &st, names::AGENT_TOOL_CALL, "tool", parent, from.min(at));
                 let span = &mut spans[tool];
                 span.start = std::mem::take(&mut span.start)
-                    .safe(names::TOOL_NAME, names::identifier_or_invalid(&result.tool_name))
-                    .safe(names::TOOL_CALL_ID, names::identifier_or_invalid(&result.tool_call_id));
+                    .safe(names::TOOL_NAME, pi_observe_core::identifier_or_invalid(&result.tool_name))
+                    .safe(names::TOOL_CALL_ID, pi_observe_core::identifier_or_invalid(&result.tool_call_id));
                 span.end = Payload::new().safe(names::IS_ERROR, result.is_error);
                 if let Some(usage) = &result.usage {
                     span.end = usage_payload(std::mem::take(&mut span.end), usage);

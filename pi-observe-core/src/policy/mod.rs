@@ -240,6 +240,20 @@ impl ContentPolicy {
     }
 }
 
+/// `value` when it is shaped like an identifier pi can export as safe (a model id, a tool call id:
+/// at most 128 characters from `A-Z a-z 0-9 . _ : / @ + -`, and no known secret format), else
+/// `"invalid"`. For the few identifiers pi receives from outside and exports as safe fields.
+pub fn identifier_or_invalid(value: &str) -> String {
+    let shaped = !value.is_empty()
+        && value.len() <= 128
+        && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '/' | '@' | '+' | '-'));
+    if shaped && matches!(Scrubber::default().scrub(value), std::borrow::Cow::Borrowed(_)) {
+        value.to_owned()
+    } else {
+        "invalid".to_owned()
+    }
+}
+
 /// The key a [`Redactor`] sees for an error message.
 pub const ERROR_MESSAGE_KEY: &str = "error.message";
 
@@ -371,6 +385,17 @@ mod tests {
         assert_eq!(out.error, Some(ErrorInfo::new("ToolError", "")));
         assert_eq!(out.exportable_error_message(), None);
         assert_eq!(stats.snapshot().fields_withheld, 1);
+    }
+
+    #[test]
+    fn only_identifier_shaped_values_without_secrets_pass_as_safe_ids() {
+        for id in ["gpt-4o-2024-08-06", "claude-sonnet-4@20250514", "call_abc123", "toolu_01A", "org/model:free"] {
+            assert_eq!(identifier_or_invalid(id), id);
+        }
+        for text in ["", "two words", "x\ny", "DB_PASSWORD=hunter2", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"] {
+            assert_eq!(identifier_or_invalid(text), "invalid", "{text:?}");
+        }
+        assert_eq!(identifier_or_invalid(&"a".repeat(129)), "invalid");
     }
 
     #[test]
