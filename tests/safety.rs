@@ -683,3 +683,14 @@ fn a_dead_collector_and_a_closed_sentry_port_cost_no_wait_and_are_reported_as_no
     assert!(elapsed < Duration::from_secs(3), "exit took {elapsed:?}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn an_events_file_that_cannot_be_written_is_reported_and_changes_nothing_else() {
+    let out =
+        pi().args(["-p", "hi", "--no-session", "--tools", "none", "--events-jsonl", "/dev/full"]).output().unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "telemetry never changes the outcome: {stderr}");
+    assert!(stdout.contains("(faux)"), "{stdout}");
+    let line = stderr.lines().find(|l| l.starts_with("pi: events-jsonl: ")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.starts_with("pi: events-jsonl: 0 records written, ") && line.contains("not written (/dev/full)"));
+}

@@ -3,6 +3,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -23,6 +24,15 @@ pub struct JsonlFileSink {
     sender: Mutex<Option<SyncSender<Message>>>,
     worker: Mutex<Option<JoinHandle<()>>>,
     hub: Observability,
+    counts: Arc<Counts>,
+}
+
+/// Records written to the file, and records that were not (queue full, write error, after
+/// shutdown).
+#[derive(Debug, Default)]
+struct Counts {
+    written: AtomicU64,
+    not_written: AtomicU64,
 }
 
 impl std::fmt::Debug for JsonlFileSink {
@@ -42,16 +52,29 @@ impl JsonlFileSink {
         }
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         let (sender, receiver) = mpsc::sync_channel(capacity.max(1));
-        let worker_hub = hub.clone();
+        let (worker_hub, counts) = (hub.clone(), Arc::new(Counts::default()));
+        let worker_counts = counts.clone();
         let worker = std::thread::Builder::new()
             .name("pi-observe-jsonl".into())
-            .spawn(move || write_loop(file, receiver, worker_hub))?;
+            .spawn(move || write_loop(file, receiver, &worker_hub, &worker_counts))?;
         Ok(Arc::new(JsonlFileSink {
             path: path.to_owned(),
             sender: Mutex::new(Some(sender)),
             worker: Mutex::new(Some(worker)),
             hub: hub.clone(),
+            counts,
         }))
+    }
+
+    /// Records written so far, and records that were not (queue full, write error, after
+    /// shutdown), for an honest summary at exit.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.counts.written.load(Relaxed), self.counts.not_written.load(Relaxed))
+    }
+
+    fn not_written(&self, reason: DropReason) {
+        self.counts.not_written.fetch_add(1, Relaxed);
+        self.hub.record_dropped(reason, 1);
     }
 
     /// The file written to.
@@ -75,11 +98,14 @@ struct Batch {
 }
 
 impl Batch {
-    fn write(&mut self, file: &mut File, hub: &Observability) {
+    fn write(&mut self, file: &mut File, hub: &Observability, counts: &Counts) {
         if self.bytes.is_empty() {
             return;
         }
-        if file.write_all(&self.bytes).is_err() {
+        if file.write_all(&self.bytes).is_ok() {
+            counts.written.fetch_add(self.lines, Relaxed);
+        } else {
+            counts.not_written.fetch_add(self.lines, Relaxed);
             hub.record_dropped(DropReason::ExportFailed, self.lines);
         }
         self.bytes.clear();
@@ -89,7 +115,7 @@ impl Batch {
 
 /// Writes what is queued as soon as the queue is momentarily empty (or a batch is full), so
 /// records reach the file promptly and in whole lines.
-fn write_loop(mut file: File, receiver: Receiver<Message>, hub: Observability) {
+fn write_loop(mut file: File, receiver: Receiver<Message>, hub: &Observability, counts: &Counts) {
     let mut batch = Batch { bytes: Vec::with_capacity(BATCH_BYTES), lines: 0 };
     while let Ok(first) = receiver.recv() {
         let mut next = Some(first);
@@ -100,30 +126,30 @@ fn write_loop(mut file: File, receiver: Receiver<Message>, hub: Observability) {
                     batch.bytes.push(b'\n');
                     batch.lines += 1;
                     if batch.bytes.len() >= BATCH_BYTES {
-                        batch.write(&mut file, &hub);
+                        batch.write(&mut file, hub, counts);
                     }
                 }
                 Message::Flush(ack) => {
-                    batch.write(&mut file, &hub);
+                    batch.write(&mut file, hub, counts);
                     let _ = ack.send(());
                 }
             }
             next = receiver.try_recv().ok();
         }
-        batch.write(&mut file, &hub);
+        batch.write(&mut file, hub, counts);
     }
 }
 
 impl Subscriber for JsonlFileSink {
     fn on_event(&self, event: &ObsEvent) {
         let Some(sender) = self.sender() else {
-            self.hub.record_dropped(DropReason::Shutdown, 1);
+            self.not_written(DropReason::Shutdown);
             return;
         };
         match sender.try_send(Message::Line(event.to_json())) {
             Ok(()) => {}
-            Err(TrySendError::Full(_)) => self.hub.record_dropped(DropReason::QueueFull, 1),
-            Err(TrySendError::Disconnected(_)) => self.hub.record_dropped(DropReason::Shutdown, 1),
+            Err(TrySendError::Full(_)) => self.not_written(DropReason::QueueFull),
+            Err(TrySendError::Disconnected(_)) => self.not_written(DropReason::Shutdown),
         }
     }
 
@@ -188,9 +214,11 @@ mod tests {
         let events: Vec<ObsEvent> = text.lines().map(|l| ObsEvent::from_json(l).unwrap()).collect();
         assert_eq!(events.len(), 6);
         pi_observe_core::testing::assert_paired(&events);
+        assert_eq!(sink.counts(), (6, 0));
         // After shutdown, events are refused and counted, not written.
         hub.in_scope(|| trace_operation_sync("late", (), |_| ()));
         assert_eq!(hub.stats().dropped(DropReason::Shutdown), 2);
+        assert_eq!(sink.counts(), (6, 2));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

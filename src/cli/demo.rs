@@ -16,7 +16,8 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::run::{
-    FLUSH_DEADLINE, attach_log_json, attach_otlp, attach_sentry, attach_sinks, report_export, report_sentry,
+    FLUSH_DEADLINE, LocalSinks, attach_log_json, attach_otlp, attach_sentry, attach_sinks, report_events,
+    report_export, report_sentry,
 };
 use super::{CliError, DemoArgs, output, setup, tree};
 
@@ -134,7 +135,8 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
     seed(&workspace).map_err(|e| CliError(format!("--dir {}: {e}", dir.display())))?;
     let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
     let hub = Observability::with_policy(policies.base.clone());
-    let mut subscriptions = attach_sinks(&hub, &policies, Some(&events_path), false)?;
+    let LocalSinks { mut subscriptions, events: events_file } =
+        attach_sinks(&hub, &policies, Some(&events_path), false)?;
     let exporter = attach_otlp(&hub, &policies.otlp, otlp, &mut subscriptions)?;
     let sentry = attach_sentry(&hub, &policies.sentry, sentry_config, &mut subscriptions)?;
     let log_guard = attach_log_json(&hub, &policies.log, args.sinks.log_json.as_deref(), &mut subscriptions)?;
@@ -170,6 +172,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
         }
     }
     let _ = hub.shutdown(flush_deadline);
+    report_events(events_file.as_deref());
     collector.cancel();
     drop(subscriptions);
     drop(log_guard);

@@ -6,8 +6,8 @@ use pi_agent::session::replay;
 use pi_observe::core::{EventKind, Observability};
 
 use super::run::{
-    FLUSH_DEADLINE, attach_log_json, attach_otlp, attach_sentry, attach_sinks, output_files, report_export,
-    report_sentry,
+    FLUSH_DEADLINE, LocalSinks, attach_log_json, attach_otlp, attach_sentry, attach_sinks, output_files, report_events,
+    report_export, report_sentry,
 };
 use super::{CliError, ExportArgs, output, report, setup};
 
@@ -28,7 +28,8 @@ pub fn run(args: &ExportArgs) -> Result<ExitCode, CliError> {
     setup::check_outputs(&inputs, &output_files(args.events_jsonl.as_deref(), args.sinks.log_json.as_deref()))?;
     let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
     let hub = Observability::with_policy(policies.base.clone());
-    let mut subscriptions = attach_sinks(&hub, &policies, args.events_jsonl.as_deref(), false)?;
+    let LocalSinks { mut subscriptions, events: events_file } =
+        attach_sinks(&hub, &policies, args.events_jsonl.as_deref(), false)?;
     let exporter = attach_otlp(&hub, &policies.otlp, otlp, &mut subscriptions)?;
     let sentry = attach_sentry(&hub, &policies.sentry, sentry_config, &mut subscriptions)?;
     let log_guard = attach_log_json(&hub, &policies.log, args.sinks.log_json.as_deref(), &mut subscriptions)?;
@@ -63,6 +64,7 @@ pub fn run(args: &ExportArgs) -> Result<ExitCode, CliError> {
         }
     })?;
     let _ = hub.shutdown(flush_deadline);
+    report_events(events_file.as_deref());
     drop(subscriptions);
     drop(log_guard);
     let spans = hub.stats().emitted / 2;

@@ -31,25 +31,46 @@ pub fn attach_otlp(
     Ok(Some(otel))
 }
 
+/// The local sinks' subscriptions, and the events file (for its exit summary).
+pub struct LocalSinks {
+    pub subscriptions: Vec<pi_observe::core::Subscription>,
+    pub events: Option<Arc<JsonlFileSink>>,
+}
+
+/// After the hub shut down: what did not reach the events file, if anything, on stderr.
+pub fn report_events(events: Option<&JsonlFileSink>) {
+    if let Some(events) = events {
+        let (written, not_written) = events.counts();
+        if not_written > 0 {
+            output::error(format_args!(
+                "pi: events-jsonl: {written} records written, {not_written} not written ({})",
+                events.path().display()
+            ));
+        }
+    }
+}
+
 /// Subscribes the local sinks (`--events-jsonl`, `--mode json`) to `hub`, each under its policy.
 pub fn attach_sinks(
     hub: &Observability,
     policies: &SinkPolicies,
     events_jsonl: Option<&std::path::Path>,
     json_mode: bool,
-) -> Result<Vec<pi_observe::core::Subscription>, CliError> {
+) -> Result<LocalSinks, CliError> {
     let mut subscriptions = Vec::new();
+    let mut events = None;
     if let Some(path) = events_jsonl {
         let sink = JsonlFileSink::create(path, JsonlFileSink::DEFAULT_CAPACITY, hub)
             .map_err(|e| CliError(format!("--events-jsonl {}: {e}", path.display())))?;
-        subscriptions.push(hub.subscribe_arc(sink, Arc::new(policies.events.clone())));
+        subscriptions.push(hub.subscribe_arc(sink.clone(), Arc::new(policies.events.clone())));
+        events = Some(sink);
     }
     if json_mode {
         subscriptions.push(
             hub.subscribe_arc(Arc::new(|e: &ObsEvent| output::contract_event_line(e)), Arc::new(policies.json.clone())),
         );
     }
-    Ok(subscriptions)
+    Ok(LocalSinks { subscriptions, events })
 }
 
 /// Subscribes the Sentry exporter, when configured, to `hub` under `policy`.
@@ -225,7 +246,8 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
     let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
 
     let hub = Observability::with_policy(policies.base.clone());
-    let mut subscriptions = attach_sinks(&hub, &policies, cli.observe.events_jsonl.as_deref(), cli.mode == Mode::Json)?;
+    let LocalSinks { mut subscriptions, events: events_file } =
+        attach_sinks(&hub, &policies, cli.observe.events_jsonl.as_deref(), cli.mode == Mode::Json)?;
     let exporter = attach_otlp(&hub, &policies.otlp, otlp, &mut subscriptions)?;
     let sentry = attach_sentry(&hub, &policies.sentry, sentry_config, &mut subscriptions)?;
     let log_guard = attach_log_json(&hub, &policies.log, cli.observe.sinks.log_json.as_deref(), &mut subscriptions)?;
@@ -263,6 +285,7 @@ pub async fn run(cli: &Cli, prompt: &str) -> Result<ExitCode, CliError> {
         )
         .await;
     let _ = hub.shutdown(flush_deadline);
+    report_events(events_file.as_deref());
     drop(subscriptions);
     drop(log_guard);
     let result = result.map_err(|e| CliError(format!("session: {e}")))?;
