@@ -202,17 +202,13 @@ impl ContentKind {
         }
     }
 
-    /// Parses a kind name; the plural forms used by `--capture` (`prompts`, `tool_results`, …)
-    /// are accepted too.
+    /// Parses a kind name in its singular or plural spelling (`prompt`/`prompts`,
+    /// `tool_arg`/`tool_args`); [`ContentKind::as_str`] is the one printed.
     pub fn parse(name: &str) -> Option<ContentKind> {
-        let name = name.trim();
-        ContentKind::ALL.into_iter().find(|kind| {
-            let canonical = kind.as_str();
-            name == canonical
-                || name.strip_suffix('s') == Some(canonical)
-                || (*kind == ContentKind::FileContent && name == "file_contents")
-                || (*kind == ContentKind::ProviderPayload && name == "provider_payloads")
-        })
+        // Singular and plural spellings alike: `tool_arg`/`tool_args`, `prompt`/`prompts`.
+        let stem = |s: &str| s.strip_suffix('s').unwrap_or(s).to_owned();
+        let name = stem(name.trim());
+        ContentKind::ALL.into_iter().find(|kind| stem(kind.as_str()) == name)
     }
 
     pub(crate) fn bit(self) -> u16 {
@@ -507,6 +503,9 @@ mod tests {
         assert_eq!(ContentKind::parse("tool_results"), Some(ContentKind::ToolResult));
         assert_eq!(ContentKind::parse("file_contents"), Some(ContentKind::FileContent));
         assert_eq!(ContentKind::parse("headers"), Some(ContentKind::Header));
+        assert_eq!(ContentKind::parse("tool_arg"), Some(ContentKind::ToolArgs));
+        assert_eq!(ContentKind::parse("shell_outputs"), Some(ContentKind::ShellOutput));
+        assert_eq!(ContentKind::parse("error_texts"), Some(ContentKind::ErrorText));
         assert_eq!(ContentKind::parse("secrets"), None);
         assert_eq!(Class::parse("content:nope"), None);
     }
