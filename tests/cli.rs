@@ -421,3 +421,24 @@ fn report_sums_each_session_once_per_user_org_model_and_day() {
     assert_eq!(csv.lines().count(), 2, "{csv}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn a_resumed_sessions_read_reaches_the_sinks() {
+    let d = scratch("resume-read");
+    let session = d.join("s.jsonl");
+    for round in ["first", "second"] {
+        let out = pi()
+            .args(["-p", round, "--tools", "none"])
+            .arg("--session")
+            .arg(&session)
+            .arg("--events-jsonl")
+            .arg(d.join(format!("{round}.jsonl")))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out).1);
+    }
+    let reads = |name: &str| events(&d.join(name)).iter().filter(|e| e.name == names::SESSION_READ).count();
+    assert_eq!(reads("first.jsonl"), 0, "a new session is not read");
+    assert_eq!(reads("second.jsonl"), 2, "the resumed session's read is a start and an end record");
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use clap::Args;
 use pi_agent::harness::{Agent, AgentConfig, PromptResult};
 use pi_agent::model::Registry;
 use pi_agent::provider::{FauxProvider, FauxResponse};
@@ -15,11 +16,21 @@ use pi_observe::core::{Attribution, ObsEvent, Observability, names};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::run::{
-    FLUSH_DEADLINE, LocalSinks, attach_log_json, attach_otlp, attach_sentry, attach_sinks, report_events,
-    report_export, report_sentry,
-};
-use super::{CliError, DemoArgs, output, setup, tree};
+use super::sinks::SinkSetup;
+use super::{CliError, files, output, signals, tree};
+
+/// `pi demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Scratch directory (default: a new one under the system temp dir).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Where to write the contract events (default: `<dir>/events.jsonl`).
+    #[arg(long, value_name = "PATH")]
+    pub events_jsonl: Option<PathBuf>,
+    #[command(flatten)]
+    pub sinks: super::args::SinkArgs,
+}
 
 /// A fake credential placed in a file the demo agent reads: it must never reach telemetry
 /// unscrubbed.
@@ -100,11 +111,11 @@ async fn run_user(
     cancel: CancellationToken,
 ) -> Result<PromptResult, CliError> {
     let registry = Registry::builtin();
-    let model = registry.default_for("faux").cloned().ok_or_else(|| CliError("faux model missing".into()))?;
+    let model = registry.default_for("faux").cloned().ok_or_else(|| CliError::Usage("faux model missing".into()))?;
     let faux = FauxProvider::new().chunk_chars(6).chunk_delay(Duration::from_millis(2));
     faux.push(script.responses);
     let session = SessionWriter::create(&sessions.join(format!("{}.jsonl", script.user)), &workspace)
-        .map_err(|e| CliError(format!("session: {e}")))?;
+        .map_err(|e| CliError::Usage(format!("session: {e}")))?;
     let mut agent = Agent::new(
         Arc::new(faux),
         model,
@@ -117,43 +128,74 @@ async fn run_user(
     let mut ignore = |_| {};
     hub.run_with_context(who, agent.prompt(script.prompt, &cancel, &mut ignore))
         .await
-        .map_err(|e| CliError(format!("session: {e}")))
+        .map_err(|e| CliError::Failure(format!("session: {e}")))
 }
 
 pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
-    let policies = setup::policies(&args.sinks.content)?;
+    let sink_setup = SinkSetup::resolve(&args.sinks)?;
     let dir = match args.dir {
         Some(dir) => dir,
         None => std::env::temp_dir().join(format!("pi-demo-{}", pi_observe::core::SpanId::random())),
     };
-    let workspace = dir.join("workspace");
-    let sessions = dir.join("sessions");
+    let (workspace, sessions) = (dir.join("workspace"), dir.join("sessions"));
     let events_path = args.events_jsonl.unwrap_or_else(|| dir.join("events.jsonl"));
-    let otlp = setup::otlp(&args.sinks.otlp)?;
-    let sentry_config = setup::sentry(args.sinks.sentry.as_deref())?;
-    setup::check_outputs(&[], &super::run::output_files(Some(&events_path), args.sinks.log_json.as_deref()))?;
-    seed(&workspace).map_err(|e| CliError(format!("--dir {}: {e}", dir.display())))?;
-    let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
-    let hub = Observability::with_policy(policies.base.clone());
-    let LocalSinks { mut subscriptions, events: events_file } =
-        attach_sinks(&hub, &policies, Some(&events_path), false)?;
-    let exporter = attach_otlp(&hub, &policies.otlp, otlp, &mut subscriptions)?;
-    let sentry = attach_sentry(&hub, &policies.sentry, sentry_config, &mut subscriptions)?;
-    let log_guard = attach_log_json(&hub, &policies.log, args.sinks.log_json.as_deref(), &mut subscriptions)?;
+    files::check_outputs(&[], &sink_setup.output_files(Some(&events_path)))?;
+    seed(&workspace).map_err(|e| CliError::Usage(format!("--dir {}: {e}", dir.display())))?;
+    let hub = sink_setup.hub();
+    // The span tree printed on the terminal: safe fields only.
+    let terminal_policy = Arc::new(sink_setup.policies.base.clone());
+    let sinks = sink_setup.attach(&hub, Some(&events_path), false)?;
     let collected = Arc::new(Mutex::new(Vec::new()));
     let sink = collected.clone();
     let collector = hub.subscribe_arc(
         Arc::new(move |e: &ObsEvent| sink.lock().unwrap_or_else(|p| p.into_inner()).push(e.clone())),
-        // The span tree printed on the terminal: safe fields only.
-        Arc::new(policies.base),
+        terminal_policy,
     );
 
     let cancel = CancellationToken::new();
-    let interrupted = super::run::abort_on_signals(&cancel)?;
+    let interrupted = signals::abort_on(&cancel)?;
+    let failed = run_users(&hub, &workspace, &sessions, &cancel).await?;
+    let events = std::mem::take(&mut *collected.lock().unwrap_or_else(|p| p.into_inner()));
+    collector.cancel();
+    let mut traces: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == pi_observe::core::EventKind::Start && e.name == names::AGENT_PROMPT)
+        .map(|e| e.trace_id)
+        .collect();
+    traces.dedup();
+    sinks.finish(&traces);
+    if let Some(signal) = interrupted.get() {
+        return Ok(signals::exit(*signal));
+    }
+    output::text(format_args!("{}", tree::render_trees(&events)));
+    output::line("");
+    output::text(format_args!("{}", tree::render_costs(&events)));
+    output::line("");
+    output::line(format_args!("workspace: {}", workspace.display()));
+    output::line(format_args!("sessions:  {}", sessions.display()));
+    output::line(format_args!("events:    {} ({} records)", events_path.display(), events.len()));
+    let stats = hub.stats();
+    output::line(format_args!(
+        "pipeline:  {} emitted, {} delivered, {} dropped, {} content fields withheld",
+        stats.emitted,
+        stats.delivered,
+        stats.dropped_total(),
+        stats.fields_withheld
+    ));
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// Runs every scripted user concurrently and prints each answer; true when one of them failed.
+async fn run_users(
+    hub: &Observability,
+    workspace: &Path,
+    sessions: &Path,
+    cancel: &CancellationToken,
+) -> Result<bool, CliError> {
     let mut tasks = Vec::new();
     for script in scripts() {
         let user = script.user;
-        let run = run_user(hub.clone(), script, workspace.clone(), sessions.clone(), cancel.clone());
+        let run = run_user(hub.clone(), script, workspace.to_owned(), sessions.to_owned(), cancel.clone());
         tasks.push((user, tokio::spawn(run)));
     }
     let mut failed = false;
@@ -168,45 +210,8 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
                 output::error(format_args!("pi: {user}: {}", result.error.map(|e| e.to_string()).unwrap_or_default()));
             }
             Ok(Err(e)) => return Err(e),
-            Err(e) => return Err(CliError(format!("{user}: task failed: {e}"))),
+            Err(e) => return Err(CliError::Failure(format!("{user}: task failed: {e}"))),
         }
     }
-    let _ = hub.shutdown(flush_deadline);
-    report_events(events_file.as_deref());
-    collector.cancel();
-    drop(subscriptions);
-    drop(log_guard);
-    let events = std::mem::take(&mut *collected.lock().unwrap_or_else(|p| p.into_inner()));
-    if let Some(signal) = interrupted.get() {
-        return Ok(super::run::interrupted_exit(*signal));
-    }
-
-    output::text(format_args!("{}", tree::render_trees(&events)));
-    output::line("");
-    output::text(format_args!("{}", tree::render_costs(&events)));
-    output::line("");
-    output::line(format_args!("workspace: {}", workspace.display()));
-    output::line(format_args!("sessions:  {}", sessions.display()));
-    output::line(format_args!("events:    {} ({} records)", events_path.display(), events.len()));
-    if let Some(otel) = &exporter {
-        let mut traces: Vec<_> = events
-            .iter()
-            .filter(|e| e.kind == pi_observe::core::EventKind::Start && e.name == names::AGENT_PROMPT)
-            .map(|e| e.trace_id)
-            .collect();
-        traces.dedup();
-        report_export(otel, &traces);
-    }
-    if let Some(sentry) = &sentry {
-        report_sentry(sentry);
-    }
-    let stats = hub.stats();
-    output::line(format_args!(
-        "pipeline:  {} emitted, {} delivered, {} dropped, {} content fields withheld",
-        stats.emitted,
-        stats.delivered,
-        stats.dropped_total(),
-        stats.fields_withheld
-    ));
-    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(failed)
 }

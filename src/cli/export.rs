@@ -1,15 +1,27 @@
 //! `pi export`: replay session files into the configured adapters (backfill).
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use clap::Args;
 use pi_agent::session::replay;
-use pi_observe::core::{EventKind, Observability};
+use pi_observe::core::EventKind;
 
-use super::run::{
-    FLUSH_DEADLINE, LocalSinks, attach_log_json, attach_otlp, attach_sentry, attach_sinks, output_files, report_events,
-    report_export, report_sentry,
-};
-use super::{CliError, ExportArgs, output, report, setup};
+use super::sinks::SinkSetup;
+use super::{CliError, files, output, report, signals};
+
+/// `pi export [PATH…]` and the sinks to replay into.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Session files or directories (searched for `*.jsonl`); default `~/.pi/agent/sessions`.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Write the replayed contract events as JSON lines to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub events_jsonl: Option<PathBuf>,
+    #[command(flatten)]
+    pub sinks: super::args::SinkArgs,
+}
 
 /// Records handed to the adapters before waiting for them to catch up: below every adapter's
 /// queue capacity, so a long backfill is paced instead of dropped.
@@ -18,30 +30,23 @@ const BATCH_RECORDS: usize = 2048;
 /// Replays every session (files or directories, as `pi report`) through the adapters given by
 /// the flags, with the same content policy as a live run, then flushes within the deadline.
 pub fn run(args: &ExportArgs) -> Result<ExitCode, CliError> {
-    let policies = setup::policies(&args.sinks.content)?;
-    let otlp = setup::otlp(&args.sinks.otlp)?;
-    let sentry_config = setup::sentry(args.sinks.sentry.as_deref())?;
+    let sink_setup = SinkSetup::resolve(&args.sinks)?;
     // An output that is one of the sessions being replayed would be truncated before it is read.
     let files = report::session_files_of(&args.paths)?;
-    let inputs: Vec<(&str, &std::path::Path)> =
+    let inputs: Vec<(&str, &Path)> =
         files.iter().map(|(path, _)| ("a session being exported", path.as_path())).collect();
-    setup::check_outputs(&inputs, &output_files(args.events_jsonl.as_deref(), args.sinks.log_json.as_deref()))?;
-    let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
-    let hub = Observability::with_policy(policies.base.clone());
-    let LocalSinks { mut subscriptions, events: events_file } =
-        attach_sinks(&hub, &policies, args.events_jsonl.as_deref(), false)?;
-    let exporter = attach_otlp(&hub, &policies.otlp, otlp, &mut subscriptions)?;
-    let sentry = attach_sentry(&hub, &policies.sentry, sentry_config, &mut subscriptions)?;
-    let log_guard = attach_log_json(&hub, &policies.log, args.sinks.log_json.as_deref(), &mut subscriptions)?;
-    if subscriptions.is_empty() {
-        return Err(CliError(
+    files::check_outputs(&inputs, &sink_setup.output_files(args.events_jsonl.as_deref()))?;
+    let hub = sink_setup.hub();
+    let sinks = sink_setup.attach(&hub, args.events_jsonl.as_deref(), false)?;
+    if sinks.is_empty() {
+        return Err(CliError::Usage(
             "export: nothing to export to: give --otlp, --sentry, --log-json or --events-jsonl".into(),
         ));
     }
     // A signal stops the replay between sessions (each replayed session is a whole tree); what
     // was handed over is still flushed.
     let cancel = tokio_util::sync::CancellationToken::new();
-    let interrupted = super::run::abort_on_signals(&cancel)?;
+    let interrupted = signals::abort_on(&cancel)?;
     let (mut sessions, mut pending) = (0, 0);
     let mut traces = Vec::new();
     let failed = report::for_each_session(&args.paths, "export", |session| {
@@ -57,27 +62,18 @@ pub fn run(args: &ExportArgs) -> Result<ExitCode, CliError> {
             pending += 1;
             if pending >= BATCH_RECORDS {
                 pending = 0;
-                if let Err(e) = hub.flush(flush_deadline) {
+                if let Err(e) = sinks.flush() {
                     output::error(format_args!("pi: export: an adapter did not keep up: {e}"));
                 }
             }
         }
     })?;
-    let _ = hub.shutdown(flush_deadline);
-    report_events(events_file.as_deref());
-    drop(subscriptions);
-    drop(log_guard);
     let spans = hub.stats().emitted / 2;
     output::error(format_args!("pi: export: {sessions} sessions, {} traces, {spans} spans", traces.len()));
-    if let Some(otel) = &exporter {
-        // Trace ids (and links) only for a small backfill; totals always.
-        report_export(otel, if traces.len() <= 20 { &traces } else { &[] });
-    }
-    if let Some(sentry) = &sentry {
-        report_sentry(sentry);
-    }
+    // Trace ids (and links) only for a small backfill; totals always.
+    sinks.finish(if traces.len() <= 20 { &traces } else { &[] });
     if let Some(signal) = interrupted.get() {
-        return Ok(super::run::interrupted_exit(*signal));
+        return Ok(signals::exit(*signal));
     }
     Ok(if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }

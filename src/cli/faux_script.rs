@@ -50,9 +50,9 @@ struct ErrorStep {
 /// Reads a script; errors name the file.
 pub fn load(path: &Path) -> Result<Vec<FauxResponse>, CliError> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| CliError(format!("--faux-script {shown}: {e}")))?;
-    let steps: Vec<Step> =
-        serde_json::from_str(&text).map_err(|e| CliError(format!("--faux-script {shown}: not a script ({e})")))?;
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::Usage(format!("--faux-script {shown}: {e}")))?;
+    let steps: Vec<Step> = serde_json::from_str(&text)
+        .map_err(|e| CliError::Usage(format!("--faux-script {shown}: not a script ({e})")))?;
     Ok(steps.into_iter().map(response).collect())
 }
 

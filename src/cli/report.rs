@@ -7,7 +7,34 @@ use std::process::ExitCode;
 use pi_agent::message::Usage;
 use pi_agent::session::{Session, SessionError, attributed_usage, read_session};
 
-use super::{CliError, ReportArgs, ReportFormat, output};
+use clap::{Args, ValueEnum};
+
+use super::{CliError, output};
+
+/// `pi report [PATH…]`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Session files or directories (searched for `*.jsonl`); default `~/.pi/agent/sessions`.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ReportFormat,
+    /// Group by these dimensions (comma-separated: day, user, org, model; default all four).
+    #[arg(long, value_name = "DIMS")]
+    pub by: Vec<String>,
+}
+
+/// How `pi report` prints.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ReportFormat {
+    /// Aligned columns with a total row.
+    Table,
+    /// Comma-separated values with a header.
+    Csv,
+    /// One JSON array of rows.
+    Json,
+}
 
 /// A grouping dimension of the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -48,16 +75,16 @@ struct Sums {
 /// Session files under `path`: the file itself, or every `*.jsonl` below a directory (sorted;
 /// marked as found by the scan).
 fn session_files(path: &Path, out: &mut Vec<(PathBuf, bool)>) -> Result<(), CliError> {
-    let meta = std::fs::metadata(path).map_err(|e| CliError(format!("{}: {e}", path.display())))?;
+    let meta = std::fs::metadata(path).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
     if meta.is_file() {
         out.push((path.to_owned(), false));
         return Ok(());
     }
     if !meta.is_dir() {
-        return Err(CliError(format!("{}: not a session file or directory", path.display())));
+        return Err(CliError::Usage(format!("{}: not a session file or directory", path.display())));
     }
     let mut children: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|e| CliError(format!("{}: {e}", path.display())))?
+        .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .collect();
     children.sort();
@@ -75,9 +102,9 @@ fn session_files(path: &Path, out: &mut Vec<(PathBuf, bool)>) -> Result<(), CliE
 /// directory scan (`true`) or named (`false`).
 pub fn session_files_of(paths: &[PathBuf]) -> Result<Vec<(PathBuf, bool)>, CliError> {
     let roots = if paths.is_empty() {
-        let home = std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .ok_or_else(|| CliError("no session path given and HOME is not set (give a file or directory)".into()))?;
+        let home = std::env::var_os("HOME").map(PathBuf::from).ok_or_else(|| {
+            CliError::Usage("no session path given and HOME is not set (give a file or directory)".into())
+        })?;
         vec![home.join(".pi/agent/sessions")]
     } else {
         paths.to_vec()
@@ -123,13 +150,13 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
     let mut dims = Vec::new();
     for name in args.by.iter().flat_map(|b| b.split(',')) {
         if name.trim().is_empty() {
-            return Err(CliError(format!(
+            return Err(CliError::Usage(format!(
                 "--by: {:?} has an empty dimension (day, user, org, model)",
                 args.by.join(",")
             )));
         }
-        let dim =
-            Dim::parse(name).ok_or_else(|| CliError(format!("--by: {name:?} is not one of day, user, org, model")))?;
+        let dim = Dim::parse(name)
+            .ok_or_else(|| CliError::Usage(format!("--by: {name:?} is not one of day, user, org, model")))?;
         if !dims.contains(&dim) {
             dims.push(dim);
         }

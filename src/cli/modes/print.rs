@@ -1,0 +1,123 @@
+//! `pi -p PROMPT`: one prompt in print mode.
+
+use std::process::ExitCode;
+use std::sync::{Arc, OnceLock};
+
+use pi_agent::events::AgentEvent;
+use pi_agent::harness::{Agent, AgentConfig, PromptResult, PromptSource};
+use pi_agent::message::StopReason;
+use pi_observe::core::{ObsEvent, TraceId, TraceParent, names, run_with_traceparent};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::args::{AgentArgs, Mode, ObserveArgs};
+use crate::cli::sinks::SinkSetup;
+use crate::cli::{CliError, attribution, files, output, setup, signals};
+
+/// Everything a print-mode run needs, checked before anything is created or written.
+struct Plan {
+    agent: Agent,
+    attribution: pi_observe::core::Attribution,
+    traceparent: Option<String>,
+}
+
+pub async fn run(agent: &AgentArgs, observe: &ObserveArgs, mode: Mode, prompt: &str) -> Result<ExitCode, CliError> {
+    if prompt.trim().is_empty() {
+        return Err(CliError::Usage("-p: the prompt is empty".into()));
+    }
+    let sink_setup = SinkSetup::resolve(&observe.sinks)?;
+    let cwd = setup::cwd(agent.cwd.as_deref())?;
+    let session_path = setup::session_path(agent, &cwd)?;
+    let inputs: Vec<(&str, &std::path::Path)> = session_path.iter().map(|p| ("--session", p.as_path())).collect();
+    files::check_outputs(&inputs, &sink_setup.output_files(observe.events_jsonl.as_deref()))?;
+    let (attribution, agent_parts) = (attribution::attribution(observe)?, setup::agent_parts(agent, prompt, &cwd)?);
+
+    // The sinks are attached before the session is opened, so its `pi.session.read` reaches them.
+    let hub = sink_setup.hub();
+    let mut sinks = sink_setup.attach(&hub, observe.events_jsonl.as_deref(), mode == Mode::Json)?;
+    let session = match session_path.map(|path| hub.in_scope(|| setup::open_session(&path, &cwd))).transpose() {
+        Ok(session) => session,
+        Err(error) => {
+            sinks.close();
+            return Err(error);
+        }
+    };
+    let trace = Arc::new(OnceLock::new());
+    let root = trace.clone();
+    sinks.keep(hub.subscribe(move |e: &ObsEvent| {
+        if e.name == names::AGENT_PROMPT {
+            let _ = root.set(e.trace_id);
+        }
+    }));
+    let config = AgentConfig {
+        source: PromptSource::Print,
+        expose_session_environment: !agent.no_session_env,
+        ..AgentConfig::default()
+    };
+    let mut runner = Agent::new(agent_parts.provider, agent_parts.model, agent_parts.tools, session, config, cwd);
+    runner.set_resources(agent_parts.resources);
+    let plan = Plan { agent: runner, attribution, traceparent: incoming_traceparent() };
+
+    let cancel = CancellationToken::new();
+    let interrupted = signals::abort_on(&cancel)?;
+    let result = prompt_once(&hub, plan, prompt, mode, &cancel).await;
+    sinks.finish(&trace.get().copied().into_iter().collect::<Vec<TraceId>>());
+    let result = result.map_err(|e| CliError::Failure(format!("session: {e}")))?;
+    if let Some(signal) = interrupted.get() {
+        return Ok(signals::exit(*signal));
+    }
+    Ok(exit(result))
+}
+
+/// `TRACEPARENT` from the environment; an invalid one is a warning and a new trace.
+fn incoming_traceparent() -> Option<String> {
+    let traceparent = std::env::var(names::ENV_TRACEPARENT).ok().filter(|v| !v.is_empty())?;
+    if TraceParent::parse(&traceparent).is_none() {
+        output::error(format_args!(
+            "pi: warning: {}: not a valid W3C traceparent; starting a new trace",
+            names::ENV_TRACEPARENT
+        ));
+    }
+    Some(traceparent)
+}
+
+/// Runs the prompt under the attribution and incoming trace parent, printing as `mode` says,
+/// then shuts the agent down (`session_shutdown`).
+async fn prompt_once(
+    hub: &pi_observe::core::Observability,
+    plan: Plan,
+    prompt: &str,
+    mode: Mode,
+    cancel: &CancellationToken,
+) -> Result<PromptResult, pi_agent::harness::AgentError> {
+    let Plan { mut agent, attribution, traceparent } = plan;
+    let mut sink = move |event: AgentEvent| match mode {
+        Mode::Json => output::agent_event_line(&event),
+        Mode::Text => output::text_delta(&event),
+    };
+    let run = run_with_traceparent(traceparent.as_deref(), async {
+        let result = agent.prompt(prompt, cancel, &mut sink).await;
+        agent.shutdown(&mut sink).await;
+        result
+    });
+    let result = hub.run_with_context(attribution, run).await;
+    if mode == Mode::Text {
+        output::line("");
+    }
+    result
+}
+
+/// The exit code of a finished prompt (printing why it did not succeed).
+fn exit(result: PromptResult) -> ExitCode {
+    match result.stop_reason {
+        StopReason::Stop | StopReason::Length | StopReason::ToolUse => ExitCode::SUCCESS,
+        StopReason::Aborted => {
+            output::error(format_args!("pi: aborted"));
+            ExitCode::from(130)
+        }
+        StopReason::Error => {
+            let why = result.error.map(|e| e.to_string()).unwrap_or_else(|| "the provider failed".into());
+            output::error(format_args!("pi: {why}"));
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! SIGINT, SIGTERM and SIGHUP abort a run like Ctrl+C.
+
+use std::process::ExitCode;
+use std::sync::{Arc, OnceLock};
+
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+use super::{CliError, output};
+
+/// The first signal received, if any.
+pub type Interrupted = Arc<OnceLock<i32>>;
+
+/// Listens for SIGINT, SIGTERM and SIGHUP: the first one cancels `cancel` (tools' process groups
+/// are killed, the aborted state is written to the session, sinks are flushed) and is remembered
+/// for the exit code (128 + signal); a second one exits at once — every file pi writes holds
+/// whole lines at any moment.
+pub fn abort_on(cancel: &CancellationToken) -> Result<Interrupted, CliError> {
+    let listen =
+        |kind: SignalKind| signal(kind).map_err(|e| CliError::Failure(format!("cannot listen for signals: {e}")));
+    let (mut int, mut term, mut hup) =
+        (listen(SignalKind::interrupt())?, listen(SignalKind::terminate())?, listen(SignalKind::hangup())?);
+    let received = Arc::new(OnceLock::new());
+    let (first, cancel) = (received.clone(), cancel.clone());
+    tokio::spawn(async move {
+        let mut signals = [(&mut int, 2), (&mut term, 15), (&mut hup, 1)];
+        let signal = next_signal(&mut signals).await;
+        let _ = first.set(signal);
+        cancel.cancel();
+        let again = next_signal(&mut signals).await;
+        output::error(format_args!("pi: {} again: exiting now", name(again)));
+        std::process::exit(128 + again);
+    });
+    Ok(received)
+}
+
+/// Says which signal aborted the run; the exit code is 128 + its number.
+pub fn exit(signal: i32) -> ExitCode {
+    output::error(format_args!("pi: aborted by {}", name(signal)));
+    ExitCode::from(128 + signal as u8)
+}
+
+/// The number of the next signal among `signals`.
+async fn next_signal(signals: &mut [(&mut Signal, i32); 3]) -> i32 {
+    let [(int, i), (term, t), (hup, h)] = signals;
+    tokio::select! {
+        _ = int.recv() => *i,
+        _ = term.recv() => *t,
+        _ = hup.recv() => *h,
+    }
+}
+
+fn name(signal: i32) -> &'static str {
+    match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        15 => "SIGTERM",
+        _ => "a signal",
+    }
+}

@@ -1,0 +1,221 @@
+//! Every sink a command can write to — the events file, `--mode json`, JSON logs, OTLP, Sentry —
+//! resolved from flags and environment before any work starts, attached to a hub, and finished
+//! (flushed within the deadline, then summarized on stderr) the same way by `pi -p`, `pi demo`
+//! and `pi export`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pi_observe::core::{ContentPolicy, ObsEvent, Observability, Subscription, TraceId};
+use pi_observe::log::{JsonlFileSink, LogGuard};
+use pi_observe::otel::{OtelSubscriber, OtlpConfig};
+use pi_observe::sentry::{SentryConfig, SentrySubscriber};
+
+mod capture;
+mod config;
+
+pub use capture::SinkPolicies;
+
+use crate::cli::args::SinkArgs;
+use crate::cli::{CliError, output};
+
+/// How long the exit waits for sinks to write what they have (unless the OTLP timeout is set).
+pub const FLUSH_DEADLINE: Duration = Duration::from_secs(5);
+
+/// The sinks' configuration, checked: nothing is created yet.
+pub struct SinkSetup {
+    /// One content policy per sink.
+    pub policies: SinkPolicies,
+    otlp: Option<OtlpConfig>,
+    sentry: Option<SentryConfig>,
+    log_json: Option<String>,
+    /// How long the exit waits for the sinks.
+    pub flush_deadline: Duration,
+}
+
+impl SinkSetup {
+    /// Reads `--capture`, `--redact`, `--otlp*`, `--sentry`, `--log-json` and their variables;
+    /// a bad value is a one-line error naming it.
+    pub fn resolve(args: &SinkArgs) -> Result<SinkSetup, CliError> {
+        let policies = capture::policies(&args.content)?;
+        let otlp = config::otlp(&args.otlp)?;
+        let sentry = config::sentry(args.sentry.as_deref())?;
+        let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
+        Ok(SinkSetup { policies, otlp, sentry, log_json: args.log_json.clone(), flush_deadline })
+    }
+
+    /// The files these sinks and `events_jsonl` would write, as (flag, path), for
+    /// [`crate::cli::files::check_outputs`].
+    pub fn output_files<'a>(&'a self, events_jsonl: Option<&'a Path>) -> Vec<(&'static str, &'a Path)> {
+        let mut outputs = Vec::new();
+        if let Some(path) = events_jsonl {
+            outputs.push(("--events-jsonl", path));
+        }
+        if let Some(path) = self.log_json.as_deref().filter(|p| !p.is_empty()) {
+            outputs.push(("--log-json", Path::new(path)));
+        }
+        outputs
+    }
+
+    /// A hub whose default policy is safe-only with this scrubber.
+    pub fn hub(&self) -> Observability {
+        Observability::with_policy(self.policies.base.clone())
+    }
+
+    /// Subscribes every configured sink to `hub`, each under its own policy.
+    pub fn attach(self, hub: &Observability, events_jsonl: Option<&Path>, json_mode: bool) -> Result<Sinks, CliError> {
+        let policy = |p: &ContentPolicy| Arc::new(p.clone());
+        let mut sinks = Sinks {
+            hub: hub.clone(),
+            subscriptions: Vec::new(),
+            events: None,
+            otel: None,
+            sentry: None,
+            log_guard: None,
+            flush_deadline: self.flush_deadline,
+        };
+        if let Some(path) = events_jsonl {
+            let file = JsonlFileSink::create(path, JsonlFileSink::DEFAULT_CAPACITY, hub)
+                .map_err(|e| CliError::Usage(format!("--events-jsonl {}: {e}", path.display())))?;
+            sinks.subscriptions.push(hub.subscribe_arc(file.clone(), policy(&self.policies.events)));
+            sinks.events = Some(file);
+        }
+        if json_mode {
+            let print = Arc::new(|e: &ObsEvent| output::contract_event_line(e));
+            sinks.subscriptions.push(hub.subscribe_arc(print, policy(&self.policies.json)));
+        }
+        if let Some(config) = self.otlp {
+            let otel = OtelSubscriber::new(config, hub).map_err(|e| CliError::Usage(e.to_string()))?;
+            sinks.subscriptions.push(hub.subscribe_arc(otel.clone(), policy(&self.policies.otlp)));
+            sinks.otel = Some(otel);
+        }
+        if let Some(config) = self.sentry {
+            let sentry = SentrySubscriber::new(config, hub).map_err(|e| CliError::Usage(e.to_string()))?;
+            sinks.subscriptions.push(hub.subscribe_arc(sentry.clone(), policy(&self.policies.sentry)));
+            sinks.sentry = Some(sentry);
+        }
+        if let Some(target) = &self.log_json {
+            sinks.log_guard = Some(attach_log_json(hub, &self.policies.log, target, &mut sinks.subscriptions)?);
+        }
+        Ok(sinks)
+    }
+}
+
+/// Installs JSON-lines logging (`--log-json [PATH]`, empty = stderr) and subscribes the
+/// `tracing` bridge to `hub`.
+fn attach_log_json(
+    hub: &Observability,
+    policy: &ContentPolicy,
+    target: &str,
+    subscriptions: &mut Vec<Subscription>,
+) -> Result<LogGuard, CliError> {
+    use pi_observe::log::{JsonLogConfig, LogDestination, SpanLevel, TracingSubscriber};
+    let destination =
+        if target.is_empty() { LogDestination::Stderr } else { LogDestination::File(std::path::PathBuf::from(target)) };
+    let guard = pi_observe::log::init_json_logging(&JsonLogConfig { destination, ..JsonLogConfig::default() })
+        .map_err(|e| CliError::Usage(format!("--log-json: {e}")))?;
+    let bridge = TracingSubscriber::new().span_level(SpanLevel::Info);
+    subscriptions.push(hub.subscribe_arc(Arc::new(bridge), Arc::new(policy.clone())));
+    Ok(guard)
+}
+
+/// The attached sinks of one command.
+pub struct Sinks {
+    hub: Observability,
+    subscriptions: Vec<Subscription>,
+    events: Option<Arc<JsonlFileSink>>,
+    otel: Option<Arc<OtelSubscriber>>,
+    sentry: Option<Arc<SentrySubscriber>>,
+    log_guard: Option<LogGuard>,
+    flush_deadline: Duration,
+}
+
+impl Sinks {
+    /// True when no sink is attached.
+    pub fn is_empty(&self) -> bool {
+        self.subscriptions.is_empty()
+    }
+
+    /// Keeps `subscription` alive until the sinks finish.
+    pub fn keep(&mut self, subscription: Subscription) {
+        self.subscriptions.push(subscription);
+    }
+
+    /// Shuts the hub down without a summary (the command failed before its work began).
+    pub fn close(self) {
+        let _ = self.hub.shutdown(self.flush_deadline);
+    }
+
+    /// Waits (at most the flush deadline) until the sinks have taken what was emitted.
+    pub fn flush(&self) -> Result<(), pi_observe::core::SubscriberError> {
+        self.hub.flush(self.flush_deadline)
+    }
+
+    /// Shuts the hub down within the flush deadline, then says on stderr what each remote sink
+    /// delivered and did not (and what the events file could not write), with each trace id in
+    /// `traces` (linked through `PI_TRACE_URL_TEMPLATE`) when OTLP is on.
+    pub fn finish(self, traces: &[TraceId]) {
+        let _ = self.hub.shutdown(self.flush_deadline);
+        if let Some(events) = &self.events {
+            let (written, not_written) = events.counts();
+            if not_written > 0 {
+                output::error(format_args!(
+                    "pi: events-jsonl: {written} records written, {not_written} not written ({})",
+                    events.path().display()
+                ));
+            }
+        }
+        drop(self.subscriptions);
+        drop(self.log_guard);
+        if let Some(otel) = &self.otel {
+            report_otlp(otel, traces);
+        }
+        if let Some(sentry) = &self.sentry {
+            report_sentry(sentry);
+        }
+    }
+}
+
+/// Each trace id (with a link from `PI_TRACE_URL_TEMPLATE`), the delivery totals and each export
+/// diagnostic, on stderr.
+fn report_otlp(otel: &OtelSubscriber, traces: &[TraceId]) {
+    let stats = otel.stats();
+    let template = config::trace_url_template().ok().flatten();
+    for trace in traces {
+        let link =
+            template.as_ref().map(|t| format!(" {}", t.replace("{trace_id}", &trace.to_string()))).unwrap_or_default();
+        output::error(format_args!("pi: trace {trace}{link}"));
+    }
+    let not_delivered = stats.spans_dropped();
+    output::error(format_args!(
+        "pi: otlp: {} spans delivered, {not_delivered} not delivered{}",
+        stats.spans_exported,
+        reason(not_delivered, stats.last_error.as_deref()),
+    ));
+    for diagnostic in stats.diagnostics {
+        output::error(format_args!("pi: warning: {diagnostic}"));
+    }
+}
+
+/// What was handed to Sentry and what the server accepted, on stderr.
+fn report_sentry(sentry: &SentrySubscriber) {
+    let stats = sentry.stats();
+    // Envelopes still queued at the deadline were not delivered either.
+    let not_delivered = (stats.transactions + stats.errors).saturating_sub(stats.delivered).max(stats.not_delivered);
+    output::error(format_args!(
+        "pi: sentry: {} transactions, {} error events: {} delivered, {not_delivered} not delivered{}",
+        stats.transactions,
+        stats.errors,
+        stats.delivered,
+        reason(not_delivered, stats.last_error.as_deref()),
+    ));
+}
+
+/// ` (last error: …)` when something was not delivered and the reason is known.
+fn reason(not_delivered: u64, last_error: Option<&str>) -> String {
+    match last_error {
+        Some(why) if not_delivered > 0 => format!(" (last error: {why})"),
+        _ => String::new(),
+    }
+}
