@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 
 use pi_observe::agent::events::AgentEvent;
 use pi_observe::agent::extensions::{Extension, ExtensionApi, hooks};
-use pi_observe::agent::harness::{Agent, AgentConfig};
 use pi_observe::agent::model::Registry;
 use pi_observe::agent::provider::{FauxProvider, FauxResponse};
 use pi_observe::agent::tools::ToolRegistry;
+use pi_observe::agent::{Agent, AgentConfig};
 use pi_observe::core::Observability;
 use tokio_util::sync::CancellationToken;
 
@@ -107,7 +107,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     hub.scope(async {
         agent.prompt("read both files", &cancel, &mut sink).await?;
         agent.shutdown(&mut sink).await;
-        Ok::<_, pi_observe::agent::harness::AgentError>(())
+        Ok::<_, pi_observe::agent::AgentError>(())
     })
     .await?;
     let log = std::fs::read_to_string(&log_path)?;

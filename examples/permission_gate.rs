@@ -14,10 +14,10 @@
 use std::sync::Arc;
 
 use pi_observe::agent::extensions::{Extension, ExtensionApi, ToolCallResult, hooks};
-use pi_observe::agent::harness::{Agent, AgentConfig, PromptSource};
 use pi_observe::agent::model::Registry;
 use pi_observe::agent::provider::{FauxProvider, FauxResponse};
 use pi_observe::agent::tools::ToolRegistry;
+use pi_observe::agent::{Agent, AgentConfig, PromptSource};
 use pi_observe::core::testing::{CaptureSubscriber, spans_from_events};
 use pi_observe::core::{Observability, names};
 use tokio_util::sync::CancellationToken;

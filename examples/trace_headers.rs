@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pi_observe::agent::extensions::{Extension, ExtensionApi, HeaderPatch, hooks};
-use pi_observe::agent::harness::{Agent, AgentConfig};
 use pi_observe::agent::model::Registry;
 use pi_observe::agent::provider::{FauxProvider, FauxResponse, ProviderError};
 use pi_observe::agent::tools::ToolRegistry;
+use pi_observe::agent::{Agent, AgentConfig};
 use pi_observe::core::{Observability, current};
 use tokio_util::sync::CancellationToken;
 

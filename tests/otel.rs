@@ -206,8 +206,8 @@ fn the_sdk_in_memory_exporter_gets_the_contract_tree_id_for_id_and_time_for_time
 
 /// One prompt on the faux provider whose first turn runs ls, find and bash in parallel, on `hub`.
 fn faux_run_with_parallel_tools(hub: &Observability, dir: &Path) {
-    use pi_agent::harness::{Agent, AgentConfig};
     use pi_agent::provider::{FauxProvider, FauxResponse};
+    use pi_agent::{Agent, AgentConfig};
     let faux = FauxProvider::new();
     faux.push([
         FauxResponse::tools(

@@ -3,7 +3,7 @@
 //! Three reasons, as in pi: `threshold` (before a turn, when the context estimate exceeds
 //! `context_window - reserve_tokens`), `overflow` (the provider said the context is too long:
 //! compact, then retry the turn) and `manual` (`/compact [instructions]` or
-//! [`Agent::compact`](crate::harness::Agent::compact)). The most recent messages worth
+//! [`Agent::compact`](crate::Agent::compact)). The most recent messages worth
 //! `keep_recent_tokens` are kept verbatim, cut at a message boundary that never separates a tool
 //! result from its call; the rest is summarized by the provider. The summary's usage is recorded
 //! on the `compaction` session entry (so session totals count it once) and on the

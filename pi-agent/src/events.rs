@@ -1,4 +1,4 @@
-//! Agent events: what the harness reports while it runs (the `--mode json` stream).
+//! Agent events: what the agent loop reports while it runs (the `--mode json` stream).
 
 use serde::Serialize;
 
@@ -35,7 +35,7 @@ pub enum Delta {
     },
 }
 
-/// One harness event. Order per prompt: `agent_start`, then per turn `turn_start`,
+/// One agent event. Order per prompt: `agent_start`, then per turn `turn_start`,
 /// `message_start`/`message_update`*/`message_end` (assistant), `tool_execution_start` for every
 /// call in source order, `tool_execution_end` as each finishes, `message_start`/`message_end` for
 /// each tool result in source order, `turn_end`; finally `agent_end`.

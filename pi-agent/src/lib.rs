@@ -1,14 +1,14 @@
 //! The pi coding-agent runtime: LLM providers (OpenAI Chat Completions, Anthropic Messages,
-//! scripted `faux`), the prompt → turns → tools harness, the built-in tools, and JSONL sessions —
+//! scripted `faux`), the agent loop (prompt → turns → tools), extensions, the built-in tools, and JSONL sessions —
 //! instrumented end to end through `pi-observe-core` only.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod compaction;
 pub mod events;
 pub mod extensions;
-pub mod harness;
 pub mod message;
 pub mod model;
 pub mod provider;
@@ -16,3 +16,5 @@ pub mod resources;
 pub mod session;
 pub mod time;
 pub mod tools;
+
+pub use agent::{Agent, AgentConfig, AgentError, AgentSink, Navigation, PromptResult, PromptSource};

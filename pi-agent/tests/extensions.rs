@@ -13,12 +13,12 @@ use pi_agent::extensions::{
     Hook, HookContext, Hooks, InjectedMessage, InputAction, SessionFacade, ToolCallResult, ToolResultPatch, extension,
     hooks,
 };
-use pi_agent::harness::{Agent, AgentConfig, PromptResult};
 use pi_agent::message::{ContentBlock, Message, StopReason};
 use pi_agent::model::Registry;
 use pi_agent::provider::{FauxProvider, FauxResponse, ProviderError};
 use pi_agent::session::{EntryKind, SessionWriter, read_session};
 use pi_agent::tools::ToolRegistry;
+use pi_agent::{Agent, AgentConfig, PromptResult};
 use pi_observe_core::testing::{CaptureSubscriber, RecordedSpan, assert_paired};
 use pi_observe_core::{Attribution, ObsEvent, Observability, Value as ObsValue, names};
 use serde_json::{Value, json};

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pi_agent::events::AgentEvent;
-use pi_agent::harness::{Agent, AgentConfig, PromptResult};
 use pi_agent::message::{Message, StopReason};
 use pi_agent::model::Registry;
 use pi_agent::provider::{FauxProvider, FauxResponse};
 use pi_agent::session::{EntryKind, SessionWriter, read_session};
 use pi_agent::tools::ToolRegistry;
+use pi_agent::{Agent, AgentConfig, PromptResult};
 use pi_observe_core::testing::{CaptureSubscriber, RecordedSpan, assert_paired, span_named};
 use pi_observe_core::{Attribution, EventKind, ObsEvent, Observability, Value, names};
 use serde_json::json;

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pi_agent::extensions::{ToolCallResult, extension, hooks};
-use pi_agent::harness::{Agent, AgentConfig};
 use pi_agent::model::Registry;
 use pi_agent::provider::{FauxProvider, FauxResponse, ProviderError};
 use pi_agent::session::SessionWriter;
 use pi_agent::tools::ToolRegistry;
+use pi_agent::{Agent, AgentConfig};
 use pi_observe_core::testing::CaptureSubscriber;
 use pi_observe_core::{Class, ContentKind, ContentPolicy, ObsEvent, Observability, Value, names};
 use serde_json::json;

@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 
 use pi_agent::events::AgentEvent;
 use pi_agent::extensions::{extension, hooks};
-use pi_agent::harness::{Agent, AgentConfig};
 use pi_agent::model::Registry;
 use pi_agent::provider::{FauxProvider, FauxResponse};
 use pi_agent::resources::Resources;
 use pi_agent::tools::ToolRegistry;
+use pi_agent::{Agent, AgentConfig};
 use pi_observe_core::testing::{CaptureSubscriber, assert_paired, span_named};
 use pi_observe_core::{Attribution, Observability, Value, names};
 use tokio_util::sync::CancellationToken;

@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Args;
-use pi_agent::harness::{Agent, AgentConfig, PromptResult};
 use pi_agent::model::Registry;
 use pi_agent::provider::{FauxProvider, FauxResponse};
 use pi_agent::session::SessionWriter;
 use pi_agent::tools::ToolRegistry;
+use pi_agent::{Agent, AgentConfig, PromptResult};
 use pi_observe::core::{Attribution, ObsEvent, Observability, names};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;

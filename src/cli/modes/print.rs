@@ -4,8 +4,8 @@ use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 
 use pi_agent::events::AgentEvent;
-use pi_agent::harness::{Agent, AgentConfig, PromptResult, PromptSource};
 use pi_agent::message::StopReason;
+use pi_agent::{Agent, AgentConfig, PromptResult, PromptSource};
 use pi_observe::core::{ObsEvent, TraceId, TraceParent, names, run_with_traceparent};
 use tokio_util::sync::CancellationToken;
 
@@ -88,7 +88,7 @@ async fn prompt_once(
     prompt: &str,
     mode: Mode,
     cancel: &CancellationToken,
-) -> Result<PromptResult, pi_agent::harness::AgentError> {
+) -> Result<PromptResult, pi_agent::AgentError> {
     let Plan { mut agent, attribution, traceparent } = plan;
     let mut sink = move |event: AgentEvent| match mode {
         Mode::Json => output::agent_event_line(&event),

@@ -1,0 +1,281 @@
+//! The agent loop: prompt → turns → provider request → tool calls, persisted to the session and
+//! traced as `pi.agent.prompt` → `pi.agent.turn` → `pi.ai.provider.request` / `pi.agent.tool_call`
+//! → `pi.agent.session.append_entry`.
+
+mod compact;
+mod navigation;
+mod prompt;
+mod tools;
+mod turn;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use pi_observe_core::Outcome;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::compaction::{self, CompactionSettings};
+use crate::events::AgentEvent;
+pub use crate::extensions::PromptSource;
+use crate::extensions::{Extension, HookContext, Hooks, SessionFacade};
+use crate::message::{AssistantMessage, Message, StopReason, Usage};
+use crate::model::ModelInfo;
+use crate::provider::{Provider, ProviderError, RetryPolicy};
+use crate::session::{ATTRIBUTION_CUSTOM_TYPE, EntryKind, SessionError, SessionWriter};
+use crate::tools::ToolRegistry;
+
+/// Harness settings.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// System prompt.
+    pub system_prompt: Option<String>,
+    /// Turns per prompt before giving up.
+    pub max_turns: usize,
+    /// Run the tool calls of one turn concurrently (results still in source order).
+    pub parallel_tools: bool,
+    /// Reasoning level passed to the provider.
+    pub reasoning: Option<String>,
+    /// Give child processes `PI_*` and `TRACEPARENT` (off also strips inherited values).
+    pub expose_session_environment: bool,
+    /// Provider retry policy.
+    pub retry: RetryPolicy,
+    /// Prompt source.
+    pub source: PromptSource,
+    /// A user interface can answer extension questions (`false` in print and JSON mode).
+    pub has_ui: bool,
+    /// Automatic compaction.
+    pub compaction: CompactionSettings,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            system_prompt: Some(
+                "You are pi, a coding agent. Use the tools to read, change and run code in the working directory."
+                    .into(),
+            ),
+            max_turns: 32,
+            parallel_tools: true,
+            reasoning: None,
+            expose_session_environment: true,
+            retry: RetryPolicy::default(),
+            source: PromptSource::Interactive,
+            has_ui: false,
+            compaction: CompactionSettings::default(),
+        }
+    }
+}
+
+/// Why a prompt could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The session could not be written.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// Branch navigation needs a session.
+    #[error("branch navigation needs a session")]
+    NoSession,
+}
+
+/// How a branch navigation ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Navigation {
+    /// The leaf moved.
+    pub moved: bool,
+    /// The extension that cancelled the move.
+    pub cancelled_by: Option<String>,
+    /// Entries on the abandoned branch.
+    pub abandoned_entries: usize,
+    /// The branch summary written, and the usage of the call that wrote it (none when an
+    /// extension supplied it).
+    pub summary: Option<(String, Option<Usage>)>,
+}
+
+/// How a prompt ended.
+#[derive(Debug, Clone)]
+pub struct PromptResult {
+    /// Why it stopped (`stop`, `toolUse` only if turns ran out, `error`, `aborted`, `length`).
+    pub stop_reason: StopReason,
+    /// The last assistant message.
+    pub last_message: Option<AssistantMessage>,
+    /// Usage of every request and tool in this prompt.
+    pub usage: Usage,
+    /// Turns run.
+    pub turns: usize,
+    /// The provider error that ended the prompt, if any.
+    pub error: Option<ProviderError>,
+    /// The extension whose `input` handler handled the prompt (the agent did not start).
+    pub handled_by: Option<String>,
+}
+
+impl Outcome for PromptResult {
+    fn error_info(&self) -> Option<pi_observe_core::ErrorInfo> {
+        self.error.as_ref().map(ProviderError::error_info)
+    }
+}
+
+/// The agent: a model, tools, a conversation and (optionally) a session file.
+pub struct Agent {
+    provider: Arc<dyn Provider>,
+    model: ModelInfo,
+    tools: ToolRegistry,
+    session: Option<Arc<Mutex<SessionWriter>>>,
+    messages: Vec<Message>,
+    config: AgentConfig,
+    cwd: PathBuf,
+    model_recorded: bool,
+    hooks: Arc<Hooks>,
+    session_started: bool,
+    resources: crate::resources::Resources,
+    /// Assistant usage before this index describes a context replaced by a compaction.
+    trust_usage_from: usize,
+}
+
+/// Receives agent events.
+pub type AgentSink<'a> = &'a mut (dyn FnMut(AgentEvent) + Send);
+
+impl Agent {
+    /// An agent. With a session, its messages are loaded as the conversation so far.
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        model: ModelInfo,
+        tools: ToolRegistry,
+        session: Option<SessionWriter>,
+        config: AgentConfig,
+        cwd: PathBuf,
+    ) -> Self {
+        let (messages, trust_usage_from) = match &session {
+            Some(s) => compaction::context_from(s.branch(s.leaf())),
+            None => (Vec::new(), 0),
+        };
+        let model_recorded = session.as_ref().is_some_and(|s| {
+            s.entries().iter().rev().find_map(|e| match &e.kind {
+                EntryKind::ModelChange { provider, model_id } => {
+                    Some(provider == &model.provider && model_id == &model.id)
+                }
+                _ => None,
+            }) == Some(true)
+        });
+        Agent {
+            provider,
+            model,
+            tools,
+            session: session.map(|s| Arc::new(Mutex::new(s))),
+            messages,
+            config,
+            cwd,
+            model_recorded,
+            hooks: Arc::new(Hooks::new()),
+            session_started: false,
+            resources: Default::default(),
+            trust_usage_from,
+        }
+    }
+
+    /// Skills and prompt templates for `/skill:name` and `/name` input (expanded after the
+    /// `input` hook, before `before_agent_start`); skills are also listed in the system prompt.
+    pub fn set_resources(&mut self, resources: crate::resources::Resources) {
+        self.resources = resources;
+    }
+
+    /// Adds an extension: its handlers run after those of extensions added before it.
+    pub fn add_extension(&mut self, extension: &dyn Extension) {
+        // The hooks are shared only with tasks of a running prompt, and prompts borrow the
+        // agent mutably, so this is the only owner here.
+        if let Some(hooks) = Arc::get_mut(&mut self.hooks) {
+            hooks.add(extension);
+        }
+    }
+
+    /// The extensions added, in order.
+    pub fn extensions(&self) -> &[String] {
+        self.hooks.extensions()
+    }
+
+    pub(super) fn hook_context(&self, cancel: &CancellationToken) -> HookContext {
+        HookContext {
+            has_ui: self.config.has_ui,
+            cancel: cancel.clone(),
+            cwd: self.cwd.clone(),
+            session: SessionFacade(self.session.clone()),
+            model: self.model.clone(),
+        }
+    }
+
+    /// Sends an event to the sink and to the extensions' notification handlers, then reports
+    /// handler failures.
+    pub(super) async fn emit(&self, event: AgentEvent, ctx: &HookContext, on_event: AgentSink<'_>) {
+        self.hooks.notify(&event, ctx).await;
+        on_event(event);
+        report_failures(&self.hooks, on_event);
+    }
+
+    /// Runs the `message_end` chain on a finalized message, then reports it.
+    pub(super) async fn finalize(&self, message: Message, ctx: &HookContext, on_event: AgentSink<'_>) -> Message {
+        let message = self.hooks.message_end(message, ctx).await;
+        on_event(AgentEvent::MessageEnd { message: message.clone() });
+        report_failures(&self.hooks, on_event);
+        message
+    }
+
+    /// Emits `session_start` (once, before the first prompt).
+    pub async fn start_session(&mut self, on_event: AgentSink<'_>) {
+        if self.session_started {
+            return;
+        }
+        self.session_started = true;
+        let ctx = self.hook_context(&CancellationToken::new());
+        self.emit(AgentEvent::SessionStart { session_id: self.session_id() }, &ctx, on_event).await;
+    }
+
+    /// Emits `session_shutdown`; call once when the agent is done.
+    pub async fn shutdown(&mut self, on_event: AgentSink<'_>) {
+        let ctx = self.hook_context(&CancellationToken::new());
+        self.emit(AgentEvent::SessionShutdown, &ctx, on_event).await;
+    }
+
+    /// The conversation so far.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The session id, if there is a session.
+    pub fn session_id(&self) -> Option<String> {
+        self.session.as_ref().map(|s| lock(s).id().to_owned())
+    }
+
+    pub(super) fn session_file(&self) -> Option<String> {
+        self.session.as_ref().map(|s| lock(s).path().display().to_string())
+    }
+
+    /// True when the latest attribution entry on the current branch is not empty.
+    pub(super) fn branch_attributed(&self) -> bool {
+        let Some(session) = &self.session else { return false };
+        let session = lock(session);
+        let branch = session.branch(session.leaf());
+        let last = branch.iter().rev().find_map(|e| match &e.kind {
+            EntryKind::Custom { custom_type, data } if custom_type == ATTRIBUTION_CUSTOM_TYPE => Some(data),
+            _ => None,
+        });
+        last.and_then(Value::as_object).is_some_and(|map| !map.is_empty())
+    }
+
+    pub(super) fn append(&self, kind: EntryKind) -> Result<(), SessionError> {
+        match &self.session {
+            Some(session) => lock(session).append(kind).map(|_| ()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Sends handler failures to the sink as `extension_error` events.
+fn report_failures(hooks: &Hooks, on_event: AgentSink<'_>) {
+    for failure in hooks.take_failures() {
+        on_event(AgentEvent::ExtensionError { extension: failure.extension, hook: failure.hook, error: failure.error });
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,126 @@
+//! Branch navigation: moving the session leaf, with an optional summary of the abandoned branch
+//! (`pi.agent.branch_navigation`).
+
+use pi_observe_core::{ContentKind, Payload, Span, names, trace_operation_with};
+use tokio_util::sync::CancellationToken;
+
+use crate::compaction::{self};
+use crate::events::AgentEvent;
+use crate::provider::{self};
+use crate::session::{EntryKind, SessionError};
+
+use super::{Agent, AgentError, AgentSink, Navigation, lock, report_failures};
+
+impl Agent {
+    /// Moves the session leaf to `target_id` (an earlier entry), optionally writing a summary of
+    /// the abandoned branch as a `branch_summary` entry; the conversation continues from there.
+    /// Runs `session_before_tree` (cancel, or supply the summary) and is traced as
+    /// `pi.agent.branch_navigation` (with the summary request as a child).
+    pub async fn navigate(
+        &mut self,
+        target_id: &str,
+        summarize: bool,
+        cancel: &CancellationToken,
+        on_event: AgentSink<'_>,
+    ) -> Result<Navigation, AgentError> {
+        let session = self.session.clone().ok_or(AgentError::NoSession)?;
+        let ctx = self.hook_context(cancel);
+        let payload = || Payload::new().safe("summarize", summarize).safe("targetId", target_id.to_owned());
+        trace_operation_with(names::AGENT_BRANCH_NAVIGATION, payload, |span: Span| async move {
+            let (old_leaf, abandoned) = {
+                let writer = lock(&session);
+                if !writer.entries().iter().any(|e| e.id == target_id) {
+                    return Err(SessionError::UnknownEntry {
+                        path: writer.path().display().to_string(),
+                        id: target_id.to_owned(),
+                    }
+                    .into());
+                }
+                let keep: std::collections::HashSet<&str> =
+                    writer.branch(Some(target_id)).iter().map(|e| e.id.as_str()).collect();
+                let abandoned: Vec<crate::session::Entry> = writer
+                    .branch(writer.leaf())
+                    .into_iter()
+                    .filter(|e| !keep.contains(e.id.as_str()))
+                    .cloned()
+                    .collect();
+                (writer.leaf().map(str::to_owned), abandoned)
+            };
+            let mut navigation =
+                Navigation { moved: false, cancelled_by: None, abandoned_entries: abandoned.len(), summary: None };
+            let event = crate::extensions::BeforeTreeEvent {
+                old_leaf_id: old_leaf.clone(),
+                target_id: target_id.to_owned(),
+                summarize,
+            };
+            let decision = self.hooks.session_before(crate::extensions::hooks::SessionBeforeTree, event, &ctx).await;
+            report_failures(&self.hooks, on_event);
+            let supplied = match decision {
+                Some((extension, decision)) if decision.cancel => {
+                    span.record(|| Payload::new().safe("cancelledBy", extension.clone()));
+                    navigation.cancelled_by = Some(extension);
+                    return Ok(navigation);
+                }
+                Some((_, decision)) => decision.summary,
+                None => None,
+            };
+            let summary = match supplied {
+                Some(summary) => Some((summary, None)),
+                None if summarize && !abandoned.is_empty() => {
+                    let (messages, _) = compaction::context_from(abandoned.iter());
+                    let focus =
+                        "Summarize the work done on this branch; the conversation goes back to an earlier point.";
+                    let conversation = compaction::serialize_conversation(&messages);
+                    let outcome = self.summarize(&conversation, None, Some(focus), cancel).await;
+                    if let Some(error) = outcome.error {
+                        span.set_error(names::ERROR_BRANCH_SUMMARY_FAILED, error.to_string());
+                        return Ok(navigation);
+                    }
+                    Some((outcome.message.text(), Some(outcome.message.usage)))
+                }
+                None => None,
+            };
+            lock(&session).set_leaf(Some(target_id))?;
+            if let Some((text, usage)) = &summary {
+                let from_id = old_leaf.clone().unwrap_or_default();
+                let from_hook = usage.is_none().then_some(true);
+                let kind = EntryKind::BranchSummary {
+                    from_id,
+                    summary: text.clone(),
+                    usage: *usage,
+                    details: None,
+                    from_hook,
+                };
+                lock(&session).append(kind)?;
+            }
+            let (messages, trust_usage_from) = {
+                let writer = lock(&session);
+                compaction::context_from(writer.branch(writer.leaf()))
+            };
+            self.messages = messages;
+            self.trust_usage_from = trust_usage_from;
+            navigation.moved = true;
+            span.record(|| {
+                let mut p = Payload::new()
+                    .safe("abandonedEntries", navigation.abandoned_entries)
+                    .safe("summarized", summary.is_some());
+                if let Some((text, usage)) = &summary {
+                    p = p.content(ContentKind::Completion, "summary", text.clone());
+                    if let Some(usage) = usage {
+                        p.merge(provider::usage_payload(usage));
+                    }
+                }
+                p
+            });
+            navigation.summary = summary;
+            let event = AgentEvent::SessionTree {
+                old_leaf_id: old_leaf,
+                new_leaf_id: lock(&session).leaf().map(str::to_owned),
+                summarized: navigation.summary.is_some(),
+            };
+            self.emit(event, &ctx, on_event).await;
+            Ok(navigation)
+        })
+        .await
+    }
+}

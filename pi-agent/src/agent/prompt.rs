@@ -1,0 +1,189 @@
+//! One prompt: input hooks, expansion, `before_agent_start`, then turns until the model stops
+//! (`pi.agent.prompt`).
+
+use pi_observe_core::{ContentKind, Outcome, Payload, Span, names, trace_operation, trace_operation_with};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::compaction::CompactionReason;
+use crate::events::AgentEvent;
+use crate::extensions::{BeforeAgentStartEvent, InputEvent, InputOutcome};
+use crate::message::{Message, StopReason, Usage};
+use crate::provider::{self};
+use crate::session::{ATTRIBUTION_CUSTOM_TYPE, EntryKind};
+
+use super::{Agent, AgentError, AgentSink, PromptResult, report_failures};
+
+impl Agent {
+    /// Runs one prompt to completion (or abort), as a `pi.agent.prompt` operation.
+    pub async fn prompt(
+        &mut self,
+        text: &str,
+        cancel: &CancellationToken,
+        on_event: AgentSink<'_>,
+    ) -> Result<PromptResult, AgentError> {
+        let session_id = self.session_id();
+        let (provider, model, source) = (self.model.provider.clone(), self.model.id.clone(), self.config.source);
+        let payload = move || {
+            let mut p = Payload::new()
+                .safe(names::PROVIDER, provider)
+                .safe(names::MODEL, model)
+                .safe(names::PROMPT_LENGTH, text.chars().count())
+                .safe(names::IMAGE_COUNT, 0)
+                .safe(names::SOURCE, source.as_str())
+                .content(ContentKind::Prompt, names::PROMPT_TEXT, text.to_owned());
+            if let Some(id) = session_id {
+                p = p.safe(names::SESSION_ID, id);
+            }
+            p
+        };
+        let text = text.to_owned();
+        trace_operation_with(names::AGENT_PROMPT, payload, move |span: Span| async move {
+            let result = self.run_prompt(text, cancel, on_event).await;
+            if let Ok(PromptResult { handled_by: Some(extension), .. }) = &result {
+                span.record(|| Payload::new().safe("handled", true).safe(names::EXTENSION_NAME, extension.clone()));
+            }
+            if let Ok(result) = &result {
+                span.record(|| {
+                    provider::usage_payload(&result.usage)
+                        .safe(names::STOP_REASON, result.stop_reason.as_str())
+                        .safe(names::ABORTED, result.stop_reason == StopReason::Aborted)
+                        .safe("turns", result.turns)
+                });
+                if let Some(error) = result.error_info() {
+                    span.set_status(pi_observe_core::Status::Error(error));
+                }
+            }
+            result
+        })
+        .await
+    }
+
+    pub(super) async fn run_prompt(
+        &mut self,
+        text: String,
+        cancel: &CancellationToken,
+        on_event: AgentSink<'_>,
+    ) -> Result<PromptResult, AgentError> {
+        self.start_session(&mut *on_event).await;
+        let ctx = self.hook_context(cancel);
+        let mut result = PromptResult {
+            stop_reason: StopReason::Stop,
+            last_message: None,
+            usage: Usage::default(),
+            turns: 0,
+            error: None,
+            handled_by: None,
+        };
+        let input = InputEvent { text, images: 0, source: self.config.source };
+        let text = match self.hooks.input(input, &ctx).await {
+            InputOutcome::Continue(text) => text,
+            InputOutcome::Handled { extension } => {
+                report_failures(&self.hooks, on_event);
+                result.handled_by = Some(extension);
+                return Ok(result);
+            }
+        };
+        report_failures(&self.hooks, on_event);
+        if let Some(instructions) = manual_compaction(&text) {
+            let compacted =
+                self.run_compaction(CompactionReason::Manual, false, instructions, cancel, &ctx, on_event).await?;
+            if let Some(usage) = compacted {
+                result.usage.add(&usage);
+            }
+            return Ok(result);
+        }
+        let text = match self.resources.expand(&text) {
+            Some(expansion) => expansion.text().to_owned(),
+            None => text,
+        };
+        let skills = self.resources.system_prompt_section();
+        let system_prompt = match &self.config.system_prompt {
+            Some(prompt) => Some(format!("{prompt}{skills}")),
+            None if !skills.is_empty() => Some(skills.trim_start().to_owned()),
+            None => None,
+        };
+        let start = BeforeAgentStartEvent { prompt: text.clone(), system_prompt };
+        let (injected, system_prompt) = self.hooks.before_agent_start(start, &ctx).await;
+        report_failures(&self.hooks, on_event);
+
+        self.emit(AgentEvent::AgentStart, &ctx, on_event).await;
+        if !self.model_recorded {
+            self.append(EntryKind::ModelChange {
+                provider: self.model.provider.clone(),
+                model_id: self.model.id.clone(),
+            })?;
+            self.model_recorded = true;
+        }
+        let attribution = pi_observe_core::current().attribution().clone();
+        // An empty attribution is recorded too when the branch's last one named someone, so
+        // this prompt's usage is not attributed to them (`pi report` reads it from the tree).
+        if !attribution.is_empty() || self.branch_attributed() {
+            let data: serde_json::Map<String, Value> =
+                attribution.iter().map(|(k, v)| (k.to_owned(), Value::String(v.to_owned()))).collect();
+            self.append(EntryKind::Custom { custom_type: ATTRIBUTION_CUSTOM_TYPE.into(), data: Value::Object(data) })?;
+        }
+        self.emit(AgentEvent::MessageStart { role: "user".into() }, &ctx, on_event).await;
+        let user = self.finalize(Message::user(text), &ctx, on_event).await;
+        self.append(EntryKind::Message { message: user.clone() })?;
+        self.messages.push(user);
+        for message in &injected {
+            self.append(crate::extensions::injected_entry(message))?;
+            self.messages.push(crate::extensions::injected_as_user(message));
+        }
+
+        let mut overflow_retried = false;
+        for turn_index in 0..self.config.max_turns {
+            if self.over_threshold() {
+                let compacted =
+                    self.run_compaction(CompactionReason::Threshold, false, None, cancel, &ctx, on_event).await?;
+                if let Some(usage) = compacted {
+                    result.usage.add(&usage);
+                }
+            }
+            result.turns = turn_index + 1;
+            let retry_on_overflow = self.config.compaction.enabled && !overflow_retried;
+            let turn = trace_operation(
+                names::AGENT_TURN,
+                Payload::new().safe(names::TURN_INDEX, turn_index),
+                self.run_turn(turn_index, system_prompt.clone(), retry_on_overflow, cancel, &ctx, &mut *on_event),
+            )
+            .await?;
+            if turn.overflowed {
+                // The provider said the context is too long: compact, then retry the turn once.
+                overflow_retried = true;
+                let compacted =
+                    self.run_compaction(CompactionReason::Overflow, true, None, cancel, &ctx, on_event).await?;
+                if let Some(usage) = compacted {
+                    result.usage.add(&usage);
+                    continue;
+                }
+                // Compaction failed: the error stands, and is persisted like any other.
+                self.append(EntryKind::Message { message: Message::Assistant(turn.message.clone()) })?;
+                self.messages.push(Message::Assistant(turn.message.clone()));
+            }
+            result.usage.add(&turn.usage);
+            result.stop_reason = turn.message.stop_reason;
+            result.error = turn.error;
+            result.last_message = Some(turn.message);
+            if !turn.continue_loop {
+                break;
+            }
+        }
+        if cancel.is_cancelled() {
+            result.stop_reason = StopReason::Aborted;
+        }
+        self.emit(AgentEvent::AgentEnd { stop_reason: result.stop_reason, usage: result.usage }, &ctx, on_event).await;
+        self.emit(AgentEvent::AgentSettled, &ctx, on_event).await;
+        Ok(result)
+    }
+}
+
+/// `/compact [instructions]`: `Some(instructions)` (possibly empty → `None` inside).
+fn manual_compaction(text: &str) -> Option<Option<&str>> {
+    let rest = text.trim().strip_prefix("/compact")?;
+    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    Some(Some(rest.trim()).filter(|r| !r.is_empty()))
+}

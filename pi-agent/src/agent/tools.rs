@@ -1,0 +1,276 @@
+//! Tool calls: preflight (`tool_call` hooks) in source order, concurrent execution, results
+//! appended in source order (`pi.agent.tool_call`).
+
+use std::sync::{Arc, Mutex};
+
+use pi_observe_core::{ContentKind, Payload, Span, names, trace_operation_with};
+use serde_json::Value;
+use tokio::sync::{Notify, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::events::AgentEvent;
+use crate::extensions::{HookContext, Hooks, ToolCallEvent, ToolResultEvent};
+use crate::message::{ContentBlock, Message, ToolResultMessage};
+use crate::session::{EntryKind, SessionWriter};
+use crate::time::now_millis;
+use crate::tools::{SessionEnv, ToolContext, ToolError, ToolRegistry};
+
+use super::{Agent, AgentError, AgentSink, lock, report_failures};
+
+impl Agent {
+    /// Executes the calls: first, in source order, `tool_execution_start` and the `tool_call`
+    /// chain for each; then the tools run (concurrently unless configured otherwise), each as a
+    /// `pi.agent.tool_call` that runs the `tool_result` chain and, in source order, emits
+    /// `tool_execution_end`, runs `message_end` and appends its result to the session.
+    pub(super) async fn run_tools(
+        &self,
+        calls: Vec<(String, String, Value)>,
+        cancel: &CancellationToken,
+        ctx: &HookContext,
+        on_event: AgentSink<'_>,
+    ) -> Result<Vec<ToolResultMessage>, AgentError> {
+        let tool_ctx = ToolContext {
+            cwd: self.cwd.clone(),
+            cancel: cancel.clone(),
+            env: SessionEnv {
+                expose: self.config.expose_session_environment,
+                session_id: self.session_id(),
+                session_file: self.session_file(),
+                provider: self.model.provider.clone(),
+                model: self.model.id.clone(),
+                reasoning: self.config.reasoning.clone(),
+            },
+            updates: None,
+        };
+        let mut prepared = Vec::with_capacity(calls.len());
+        for (id, name, args) in calls {
+            let start = AgentEvent::ToolExecutionStart {
+                tool_call_id: id.clone(),
+                tool_name: name.clone(),
+                args: args.clone(),
+            };
+            self.emit(start, ctx, on_event).await;
+            let event = ToolCallEvent { tool_call_id: id.clone(), tool_name: name.clone(), input: args };
+            let decision = self.hooks.tool_call(event, ctx).await;
+            report_failures(&self.hooks, on_event);
+            prepared.push((id, name, decision));
+        }
+        let order = Arc::new(AppendOrder::default());
+        let (events_tx, mut events_rx) = mpsc::unbounded_channel();
+        let mut handles = Vec::new();
+        for (position, (id, name, decision)) in prepared.into_iter().enumerate() {
+            let job = ToolJob {
+                position,
+                id,
+                name,
+                args: decision.input,
+                blocked: decision.blocked,
+                tools: self.tools.clone(),
+                ctx: tool_ctx.clone(),
+                hooks: self.hooks.clone(),
+                hook_ctx: ctx.clone(),
+                session: self.session.clone(),
+                order: order.clone(),
+                events: events_tx.clone(),
+            };
+            if self.config.parallel_tools {
+                handles.push(pi_observe_core::spawn(job.run()));
+            } else {
+                let result = job.run().await;
+                handles.push(pi_observe_core::spawn(async move { result }));
+            }
+        }
+        drop(events_tx);
+        while let Some(event) = events_rx.recv().await {
+            on_event(event);
+            report_failures(&self.hooks, on_event);
+        }
+        let mut results = Vec::with_capacity(handles.len());
+        for handle in handles {
+            match handle.await {
+                Ok(result) => results.push(result?),
+                Err(join) => {
+                    // A tool task panicked: report it to the model as an error result.
+                    results.push(ToolResultMessage {
+                        tool_call_id: String::new(),
+                        tool_name: String::new(),
+                        content: vec![ContentBlock::text(format!("tool crashed: {join}"))],
+                        details: None,
+                        usage: None,
+                        is_error: true,
+                        timestamp: now_millis(),
+                    });
+                }
+            }
+        }
+        Ok(results)
+    }
+}
+
+/// Lets concurrently running tool calls append their results in source order.
+#[derive(Default)]
+struct AppendOrder {
+    next: Mutex<usize>,
+    turn: Notify,
+}
+
+impl AppendOrder {
+    async fn wait_for(&self, position: usize) {
+        loop {
+            let notified = self.turn.notified();
+            if *lock(&self.next) == position {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    fn done(&self, position: usize) {
+        *lock(&self.next) = position + 1;
+        self.turn.notify_waiters();
+    }
+}
+
+struct ToolJob {
+    position: usize,
+    id: String,
+    name: String,
+    args: Value,
+    blocked: Option<(String, String)>,
+    tools: ToolRegistry,
+    ctx: ToolContext,
+    hooks: Arc<Hooks>,
+    hook_ctx: HookContext,
+    session: Option<Arc<Mutex<SessionWriter>>>,
+    order: Arc<AppendOrder>,
+    events: mpsc::UnboundedSender<AgentEvent>,
+}
+
+impl ToolJob {
+    async fn run(self) -> Result<ToolResultMessage, AgentError> {
+        let ToolJob { position, id, name, args, blocked, tools, ctx, hooks, hook_ctx, session, order, events } = self;
+        let (id, name, args) = (&id, &name, &args);
+        // The name the model asked for is safe only when it is a registered tool's.
+        let registered = tools.get(name).map(|tool| (tool.name(), tool.output_kind()));
+        let output_kind = registered.map_or(ContentKind::ToolResult, |(_, kind)| kind);
+        let payload = || {
+            let mut p = Payload::new()
+                .safe(names::TOOL_NAME, registered.map_or(UNKNOWN_TOOL, |(name, _)| name))
+                .safe(names::TOOL_CALL_ID, pi_observe_core::identifier_or_invalid(id))
+                .content(ContentKind::ToolArgs, names::TOOL_ARGS, args.to_string());
+            if registered.is_none() {
+                p = p.content(ContentKind::ErrorText, REQUESTED_TOOL_NAME, name.clone());
+            }
+            p
+        };
+        trace_operation_with(names::AGENT_TOOL_CALL, payload, move |span: Span| async move {
+            // Partial output goes out as `tool_execution_update` while the tool runs (these may
+            // interleave across tools).
+            let (updates_tx, mut updates_rx) = mpsc::unbounded_channel::<String>();
+            let (tools, blocked_ref) = (&tools, &blocked);
+            let execute = async move {
+                let ctx = ToolContext { updates: Some(updates_tx), ..ctx };
+                match blocked_ref {
+                    Some((_, reason)) => (reason.clone(), None, true),
+                    None => match tools.get(name) {
+                        Some(tool) => match tool.execute(args, &ctx).await {
+                            Ok(out) => (out.content, out.details, false),
+                            Err(error) => (error.to_string(), None, true),
+                        },
+                        None => (ToolError::UnknownTool(name.clone()).to_string(), None, true),
+                    },
+                }
+            };
+            let forward_updates = async {
+                while let Some(output) = updates_rx.recv().await {
+                    let update =
+                        AgentEvent::ToolExecutionUpdate { tool_call_id: id.clone(), tool_name: name.clone(), output };
+                    hooks.notify(&update, &hook_ctx).await;
+                    let _ = events.send(update);
+                }
+            };
+            let ((text, details, is_error), ()) = tokio::join!(execute, forward_updates);
+            let result = ToolResultEvent {
+                tool_call_id: id.clone(),
+                tool_name: name.clone(),
+                input: args.clone(),
+                content: vec![ContentBlock::text(text)],
+                details,
+                is_error,
+            };
+            let result = hooks.tool_result(result, &hook_ctx).await;
+            let text = crate::message::joined_text(&result.content);
+            span.record(|| {
+                let mut p = Payload::new()
+                    .safe(names::IS_ERROR, result.is_error)
+                    .safe(names::RESULT_BYTES, text.len())
+                    .safe(names::BLOCKED, blocked.is_some())
+                    .content(output_kind, crate::tools::output_key(output_kind), text.clone());
+                if let Some((extension, _)) = &blocked {
+                    p = p.safe(names::BLOCKED_BY, extension.clone());
+                }
+                p
+            });
+            if result.is_error {
+                let kind = match (&blocked, registered) {
+                    (Some(_), _) => names::ERROR_BLOCKED,
+                    (None, None) => names::ERROR_UNKNOWN_TOOL,
+                    (None, Some(_)) => names::ERROR_TOOL,
+                };
+                // The text came from the tool (or an extension): error text, content.
+                span.set_error(kind, first_line(&text));
+            }
+            let message = ToolResultMessage {
+                tool_call_id: id.clone(),
+                tool_name: name.clone(),
+                content: result.content,
+                details: result.details,
+                usage: None,
+                is_error: result.is_error,
+                timestamp: now_millis(),
+            };
+            order.wait_for(position).await;
+            // In source order: tool_execution_end, the result message's events, persistence.
+            let notify = |event: AgentEvent| {
+                let (hooks, hook_ctx, events) = (&hooks, &hook_ctx, &events);
+                async move {
+                    hooks.notify(&event, hook_ctx).await;
+                    let _ = events.send(event);
+                }
+            };
+            notify(AgentEvent::ToolExecutionEnd {
+                tool_call_id: id.clone(),
+                tool_name: name.clone(),
+                is_error: message.is_error,
+            })
+            .await;
+            notify(AgentEvent::MessageStart { role: "toolResult".into() }).await;
+            let message = match hooks.message_end(Message::ToolResult(message.clone()), &hook_ctx).await {
+                Message::ToolResult(replaced) => replaced,
+                _ => message,
+            };
+            let _ = events.send(AgentEvent::MessageEnd { message: Message::ToolResult(message.clone()) });
+            let appended = match &session {
+                Some(session) => lock(session)
+                    .append(EntryKind::Message { message: Message::ToolResult(message.clone()) })
+                    .map(|_| ()),
+                None => Ok(()),
+            };
+            order.done(position);
+            appended?;
+            Ok(message)
+        })
+        .await
+    }
+}
+
+/// The safe tool name of a call to a tool that is not registered (the requested name is content).
+const UNKNOWN_TOOL: &str = "unknown";
+
+/// Error-text payload key of the tool name a model asked for that is not registered.
+const REQUESTED_TOOL_NAME: &str = "requestedToolName";
+
+/// The first line of a message, for error summaries.
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or_default().to_owned()
+}
