@@ -4,9 +4,9 @@
 use pi_observe_core::{ContentKind, Payload, Span, names, trace_operation_with};
 use tokio_util::sync::CancellationToken;
 
-use crate::compaction::{self};
+use crate::compaction;
 use crate::events::AgentEvent;
-use crate::provider::{self};
+use crate::provider;
 use crate::session::{EntryKind, SessionError};
 
 use super::{Agent, AgentError, AgentSink, Navigation, lock, report_failures};

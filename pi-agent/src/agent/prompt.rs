@@ -7,9 +7,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::compaction::CompactionReason;
 use crate::events::AgentEvent;
-use crate::extensions::{BeforeAgentStartEvent, InputEvent, InputOutcome};
+use crate::extensions::{BeforeAgentStartEvent, HookContext, InjectedMessage, InputEvent, InputOutcome};
 use crate::message::{Message, StopReason, Usage};
-use crate::provider::{self};
+use crate::provider;
 use crate::session::{ATTRIBUTION_CUSTOM_TYPE, EntryKind};
 
 use super::{Agent, AgentError, AgentSink, PromptResult, report_failures};
@@ -93,6 +93,26 @@ impl Agent {
             }
             return Ok(result);
         }
+        let (text, injected, system_prompt) = self.before_start(text, &ctx, on_event).await;
+        self.emit(AgentEvent::AgentStart, &ctx, on_event).await;
+        self.record_start(text, &injected, &ctx, on_event).await?;
+        self.run_turns(&mut result, system_prompt, cancel, &ctx, on_event).await?;
+        if cancel.is_cancelled() {
+            result.stop_reason = StopReason::Aborted;
+        }
+        self.emit(AgentEvent::AgentEnd { stop_reason: result.stop_reason, usage: result.usage }, &ctx, on_event).await;
+        self.emit(AgentEvent::AgentSettled, &ctx, on_event).await;
+        Ok(result)
+    }
+
+    /// Expands `/skill:name` and `/template` input, builds the system prompt (with the skills
+    /// section) and runs `before_agent_start`: the text, the injected messages, the system prompt.
+    async fn before_start(
+        &mut self,
+        text: String,
+        ctx: &HookContext,
+        on_event: AgentSink<'_>,
+    ) -> (String, Vec<InjectedMessage>, Option<String>) {
         let text = match self.resources.expand(&text) {
             Some(expansion) => expansion.text().to_owned(),
             None => text,
@@ -104,10 +124,20 @@ impl Agent {
             None => None,
         };
         let start = BeforeAgentStartEvent { prompt: text.clone(), system_prompt };
-        let (injected, system_prompt) = self.hooks.before_agent_start(start, &ctx).await;
+        let (injected, system_prompt) = self.hooks.before_agent_start(start, ctx).await;
         report_failures(&self.hooks, on_event);
+        (text, injected, system_prompt)
+    }
 
-        self.emit(AgentEvent::AgentStart, &ctx, on_event).await;
+    /// Persists what starts the prompt: the model (once), the attribution, the user message and
+    /// the messages extensions injected.
+    async fn record_start(
+        &mut self,
+        text: String,
+        injected: &[InjectedMessage],
+        ctx: &HookContext,
+        on_event: AgentSink<'_>,
+    ) -> Result<(), AgentError> {
         if !self.model_recorded {
             self.append(EntryKind::ModelChange {
                 provider: self.model.provider.clone(),
@@ -123,20 +153,32 @@ impl Agent {
                 attribution.iter().map(|(k, v)| (k.to_owned(), Value::String(v.to_owned()))).collect();
             self.append(EntryKind::Custom { custom_type: ATTRIBUTION_CUSTOM_TYPE.into(), data: Value::Object(data) })?;
         }
-        self.emit(AgentEvent::MessageStart { role: "user".into() }, &ctx, on_event).await;
-        let user = self.finalize(Message::user(text), &ctx, on_event).await;
+        self.emit(AgentEvent::MessageStart { role: "user".into() }, ctx, on_event).await;
+        let user = self.finalize(Message::user(text), ctx, on_event).await;
         self.append(EntryKind::Message { message: user.clone() })?;
         self.messages.push(user);
-        for message in &injected {
+        for message in injected {
             self.append(crate::extensions::injected_entry(message))?;
             self.messages.push(crate::extensions::injected_as_user(message));
         }
+        Ok(())
+    }
 
+    /// Turns until the model stops, compacting before a turn over the threshold and once after
+    /// a context overflow (then the turn is retried).
+    async fn run_turns(
+        &mut self,
+        result: &mut PromptResult,
+        system_prompt: Option<String>,
+        cancel: &CancellationToken,
+        ctx: &HookContext,
+        on_event: AgentSink<'_>,
+    ) -> Result<(), AgentError> {
         let mut overflow_retried = false;
         for turn_index in 0..self.config.max_turns {
             if self.over_threshold() {
                 let compacted =
-                    self.run_compaction(CompactionReason::Threshold, false, None, cancel, &ctx, on_event).await?;
+                    self.run_compaction(CompactionReason::Threshold, false, None, cancel, ctx, on_event).await?;
                 if let Some(usage) = compacted {
                     result.usage.add(&usage);
                 }
@@ -146,14 +188,14 @@ impl Agent {
             let turn = trace_operation(
                 names::AGENT_TURN,
                 Payload::new().safe(names::TURN_INDEX, turn_index),
-                self.run_turn(turn_index, system_prompt.clone(), retry_on_overflow, cancel, &ctx, &mut *on_event),
+                self.run_turn(turn_index, system_prompt.clone(), retry_on_overflow, cancel, ctx, &mut *on_event),
             )
             .await?;
             if turn.overflowed {
                 // The provider said the context is too long: compact, then retry the turn once.
                 overflow_retried = true;
                 let compacted =
-                    self.run_compaction(CompactionReason::Overflow, true, None, cancel, &ctx, on_event).await?;
+                    self.run_compaction(CompactionReason::Overflow, true, None, cancel, ctx, on_event).await?;
                 if let Some(usage) = compacted {
                     result.usage.add(&usage);
                     continue;
@@ -170,12 +212,7 @@ impl Agent {
                 break;
             }
         }
-        if cancel.is_cancelled() {
-            result.stop_reason = StopReason::Aborted;
-        }
-        self.emit(AgentEvent::AgentEnd { stop_reason: result.stop_reason, usage: result.usage }, &ctx, on_event).await;
-        self.emit(AgentEvent::AgentSettled, &ctx, on_event).await;
-        Ok(result)
+        Ok(())
     }
 }
 

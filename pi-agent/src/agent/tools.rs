@@ -148,11 +148,9 @@ struct ToolJob {
 
 impl ToolJob {
     async fn run(self) -> Result<ToolResultMessage, AgentError> {
-        let ToolJob { position, id, name, args, blocked, tools, ctx, hooks, hook_ctx, session, order, events } = self;
-        let (id, name, args) = (&id, &name, &args);
         // The name the model asked for is safe only when it is a registered tool's.
-        let registered = tools.get(name).map(|tool| (tool.name(), tool.output_kind()));
-        let output_kind = registered.map_or(ContentKind::ToolResult, |(_, kind)| kind);
+        let registered = self.tools.get(&self.name).map(|tool| (tool.name(), tool.output_kind()));
+        let (id, name, args) = (&self.id, &self.name, &self.args);
         let payload = || {
             let mut p = Payload::new()
                 .safe(names::TOOL_NAME, registered.map_or(UNKNOWN_TOOL, |(name, _)| name))
@@ -163,104 +161,117 @@ impl ToolJob {
             }
             p
         };
+        let job = &self;
         trace_operation_with(names::AGENT_TOOL_CALL, payload, move |span: Span| async move {
-            // Partial output goes out as `tool_execution_update` while the tool runs (these may
-            // interleave across tools).
-            let (updates_tx, mut updates_rx) = mpsc::unbounded_channel::<String>();
-            let (tools, blocked_ref) = (&tools, &blocked);
-            let execute = async move {
-                let ctx = ToolContext { updates: Some(updates_tx), ..ctx };
-                match blocked_ref {
-                    Some((_, reason)) => (reason.clone(), None, true),
-                    None => match tools.get(name) {
-                        Some(tool) => match tool.execute(args, &ctx).await {
-                            Ok(out) => (out.content, out.details, false),
-                            Err(error) => (error.to_string(), None, true),
-                        },
-                        None => (ToolError::UnknownTool(name.clone()).to_string(), None, true),
-                    },
-                }
-            };
-            let forward_updates = async {
-                while let Some(output) = updates_rx.recv().await {
-                    let update =
-                        AgentEvent::ToolExecutionUpdate { tool_call_id: id.clone(), tool_name: name.clone(), output };
-                    hooks.notify(&update, &hook_ctx).await;
-                    let _ = events.send(update);
-                }
-            };
-            let ((text, details, is_error), ()) = tokio::join!(execute, forward_updates);
-            let result = ToolResultEvent {
-                tool_call_id: id.clone(),
-                tool_name: name.clone(),
-                input: args.clone(),
-                content: vec![ContentBlock::text(text)],
-                details,
-                is_error,
-            };
-            let result = hooks.tool_result(result, &hook_ctx).await;
-            let text = crate::message::joined_text(&result.content);
-            span.record(|| {
-                let mut p = Payload::new()
-                    .safe(names::IS_ERROR, result.is_error)
-                    .safe(names::RESULT_BYTES, text.len())
-                    .safe(names::BLOCKED, blocked.is_some())
-                    .content(output_kind, crate::tools::output_key(output_kind), text.clone());
-                if let Some((extension, _)) = &blocked {
-                    p = p.safe(names::BLOCKED_BY, extension.clone());
-                }
-                p
-            });
-            if result.is_error {
-                let kind = match (&blocked, registered) {
-                    (Some(_), _) => names::ERROR_BLOCKED,
-                    (None, None) => names::ERROR_UNKNOWN_TOOL,
-                    (None, Some(_)) => names::ERROR_TOOL,
-                };
-                // The text came from the tool (or an extension): error text, content.
-                span.set_error(kind, first_line(&text));
-            }
-            let message = ToolResultMessage {
-                tool_call_id: id.clone(),
-                tool_name: name.clone(),
-                content: result.content,
-                details: result.details,
-                usage: None,
-                is_error: result.is_error,
-                timestamp: now_millis(),
-            };
-            order.wait_for(position).await;
-            // In source order: tool_execution_end, the result message's events, persistence.
-            let notify = |event: AgentEvent| {
-                let (hooks, hook_ctx, events) = (&hooks, &hook_ctx, &events);
-                async move {
-                    hooks.notify(&event, hook_ctx).await;
-                    let _ = events.send(event);
-                }
-            };
-            notify(AgentEvent::ToolExecutionEnd {
-                tool_call_id: id.clone(),
-                tool_name: name.clone(),
-                is_error: message.is_error,
-            })
-            .await;
-            notify(AgentEvent::MessageStart { role: "toolResult".into() }).await;
-            let message = match hooks.message_end(Message::ToolResult(message.clone()), &hook_ctx).await {
-                Message::ToolResult(replaced) => replaced,
-                _ => message,
-            };
-            let _ = events.send(AgentEvent::MessageEnd { message: Message::ToolResult(message.clone()) });
-            let appended = match &session {
-                Some(session) => lock(session)
-                    .append(EntryKind::Message { message: Message::ToolResult(message.clone()) })
-                    .map(|_| ()),
-                None => Ok(()),
-            };
-            order.done(position);
-            appended?;
-            Ok(message)
+            let result = job.execute().await;
+            job.record(&span, &result, registered);
+            job.finish(result).await
         })
         .await
+    }
+
+    /// Runs the tool (or reports the block, or the unknown tool), forwarding partial output as
+    /// `tool_execution_update` while it runs (these may interleave across tools), then runs the
+    /// `tool_result` hooks.
+    async fn execute(&self) -> ToolResultEvent {
+        let (updates_tx, mut updates_rx) = mpsc::unbounded_channel::<String>();
+        let (id, name, args) = (&self.id, &self.name, &self.args);
+        let execute = async move {
+            let ctx = ToolContext { updates: Some(updates_tx), ..self.ctx.clone() };
+            match &self.blocked {
+                Some((_, reason)) => (reason.clone(), None, true),
+                None => match self.tools.get(name) {
+                    Some(tool) => match tool.execute(args, &ctx).await {
+                        Ok(out) => (out.content, out.details, false),
+                        Err(error) => (error.to_string(), None, true),
+                    },
+                    None => (ToolError::UnknownTool(name.clone()).to_string(), None, true),
+                },
+            }
+        };
+        let forward_updates = async {
+            while let Some(output) = updates_rx.recv().await {
+                let update =
+                    AgentEvent::ToolExecutionUpdate { tool_call_id: id.clone(), tool_name: name.clone(), output };
+                self.hooks.notify(&update, &self.hook_ctx).await;
+                let _ = self.events.send(update);
+            }
+        };
+        let ((text, details, is_error), ()) = tokio::join!(execute, forward_updates);
+        let result = ToolResultEvent {
+            tool_call_id: id.clone(),
+            tool_name: name.clone(),
+            input: args.clone(),
+            content: vec![ContentBlock::text(text)],
+            details,
+            is_error,
+        };
+        self.hooks.tool_result(result, &self.hook_ctx).await
+    }
+
+    /// The end attributes: safe facts, the output under its own content kind, and on failure the
+    /// error type (the text, from the tool or an extension, is error text).
+    fn record(&self, span: &Span, result: &ToolResultEvent, registered: Option<(&str, ContentKind)>) {
+        let output_kind = registered.map_or(ContentKind::ToolResult, |(_, kind)| kind);
+        let text = crate::message::joined_text(&result.content);
+        span.record(|| {
+            let mut p = Payload::new()
+                .safe(names::IS_ERROR, result.is_error)
+                .safe(names::RESULT_BYTES, text.len())
+                .safe(names::BLOCKED, self.blocked.is_some())
+                .content(output_kind, crate::tools::output_key(output_kind), text.clone());
+            if let Some((extension, _)) = &self.blocked {
+                p = p.safe(names::BLOCKED_BY, extension.clone());
+            }
+            p
+        });
+        if result.is_error {
+            let kind = match (&self.blocked, registered) {
+                (Some(_), _) => names::ERROR_BLOCKED,
+                (None, None) => names::ERROR_UNKNOWN_TOOL,
+                (None, Some(_)) => names::ERROR_TOOL,
+            };
+            span.set_error(kind, first_line(&text));
+        }
+    }
+
+    /// In source order: `tool_execution_end`, the result message's events and hooks, persistence.
+    async fn finish(&self, result: ToolResultEvent) -> Result<ToolResultMessage, AgentError> {
+        let message = ToolResultMessage {
+            tool_call_id: self.id.clone(),
+            tool_name: self.name.clone(),
+            content: result.content,
+            details: result.details,
+            usage: None,
+            is_error: result.is_error,
+            timestamp: now_millis(),
+        };
+        self.order.wait_for(self.position).await;
+        let notify = |event: AgentEvent| async move {
+            self.hooks.notify(&event, &self.hook_ctx).await;
+            let _ = self.events.send(event);
+        };
+        notify(AgentEvent::ToolExecutionEnd {
+            tool_call_id: self.id.clone(),
+            tool_name: self.name.clone(),
+            is_error: message.is_error,
+        })
+        .await;
+        notify(AgentEvent::MessageStart { role: "toolResult".into() }).await;
+        let message = match self.hooks.message_end(Message::ToolResult(message.clone()), &self.hook_ctx).await {
+            Message::ToolResult(replaced) => replaced,
+            _ => message,
+        };
+        let _ = self.events.send(AgentEvent::MessageEnd { message: Message::ToolResult(message.clone()) });
+        let appended = match &self.session {
+            Some(session) => {
+                lock(session).append(EntryKind::Message { message: Message::ToolResult(message.clone()) }).map(|_| ())
+            }
+            None => Ok(()),
+        };
+        self.order.done(self.position);
+        appended?;
+        Ok(message)
     }
 }
 

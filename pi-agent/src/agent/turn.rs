@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::compaction::{self};
+use crate::compaction;
 use crate::events::{AgentEvent, Delta};
 use crate::extensions::{HookContext, ProviderHeadersEvent, ProviderResponseEvent};
 use crate::message::{AssistantMessage, Message, StopReason, Usage};
