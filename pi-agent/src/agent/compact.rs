@@ -44,18 +44,7 @@ impl Agent {
             || Payload::new().safe(names::COMPACTION_REASON, reason.as_str()).safe(names::WILL_RETRY, will_retry);
         trace_operation_with(names::AGENT_COMPACTION, payload, |span: Span| async move {
             let tokens_before = compaction::context_tokens(&self.messages, self.trust_usage_from);
-            let (previous, start) = match self.messages.first().and_then(compaction::summary_of) {
-                Some(previous) => (Some(previous), 1),
-                None => (None, 0),
-            };
-            let cut = compaction::find_cut(&self.messages, self.config.compaction.keep_recent_tokens).max(start);
-            let cut = if cut == start {
-                // Everything counts as recent, yet compaction was asked for (or the context is
-                // too big): keep only from the last message boundary.
-                compaction::find_cut(&self.messages, 1).max(start)
-            } else {
-                cut
-            };
+            let (previous, start, cut) = self.compaction_range();
             if cut <= start {
                 return self
                     .compaction_failed(&span, reason, "nothing old enough to summarize".into(), ctx, on_event)
@@ -71,14 +60,19 @@ impl Agent {
             };
             let decision = self.hooks.session_before(crate::extensions::hooks::SessionBeforeCompact, before, ctx).await;
             report_failures(&self.hooks, on_event);
-            let (summary, usage, from_extension) = match decision {
-                Some((extension, decision)) if decision.cancel => {
-                    return self
-                        .compaction_failed(&span, reason, format!("cancelled by extension {extension}"), ctx, on_event)
-                        .await;
-                }
-                Some((_, crate::extensions::BeforeResult { summary: Some(summary), .. })) => (summary, None, true),
-                _ => {
+            let cancelled_by = match &decision {
+                Some((extension, decision)) if decision.cancel => Some(extension.clone()),
+                _ => None,
+            };
+            if let Some(extension) = cancelled_by {
+                return self
+                    .compaction_failed(&span, reason, format!("cancelled by extension {extension}"), ctx, on_event)
+                    .await;
+            }
+            let supplied = decision.and_then(|(_, decision)| decision.summary);
+            let (summary, usage, from_extension) = match supplied {
+                Some(summary) => (summary, None, true),
+                None => {
                     let conversation = compaction::serialize_conversation(&to_summarize);
                     let outcome = self.summarize(&conversation, previous.as_deref(), instructions, cancel).await;
                     if let Some(error) = outcome.error {
@@ -89,19 +83,8 @@ impl Agent {
                     (outcome.message.text(), Some(outcome.message.usage), false)
                 }
             };
-            self.append(EntryKind::Compaction {
-                summary: summary.clone(),
-                first_kept_entry_id: None,
-                tokens_before,
-                usage,
-                retained_tail: Some(kept.clone()),
-                details: None,
-                from_hook: from_extension.then_some(true),
-            })?;
-            self.messages = vec![compaction::summary_message(&summary)];
-            self.messages.extend(kept);
-            self.trust_usage_from = self.messages.len();
-            let tokens_after = compaction::context_tokens(&self.messages, self.trust_usage_from);
+            let tokens_after =
+                self.replace_with_summary(&summary, usage, tokens_before, kept, from_extension.then_some(true))?;
             span.record(|| {
                 let mut p = Payload::new()
                     .safe(names::TOKENS_BEFORE, tokens_before)
@@ -124,6 +107,49 @@ impl Agent {
             Ok(Some(usage.unwrap_or_default()))
         })
         .await
+    }
+
+    /// Persists the compaction and makes the conversation its summary plus the kept messages;
+    /// returns the context size after.
+    fn replace_with_summary(
+        &mut self,
+        summary: &str,
+        usage: Option<Usage>,
+        tokens_before: u64,
+        kept: Vec<Message>,
+        from_hook: Option<bool>,
+    ) -> Result<u64, AgentError> {
+        self.append(EntryKind::Compaction {
+            summary: summary.to_owned(),
+            first_kept_entry_id: None,
+            tokens_before,
+            usage,
+            retained_tail: Some(kept.clone()),
+            details: None,
+            from_hook,
+        })?;
+        self.messages = vec![compaction::summary_message(summary)];
+        self.messages.extend(kept);
+        self.trust_usage_from = self.messages.len();
+        Ok(compaction::context_tokens(&self.messages, self.trust_usage_from))
+    }
+
+    /// The previous summary (if the conversation starts with one), where the messages to
+    /// summarize start, and where the kept recent messages start.
+    fn compaction_range(&self) -> (Option<String>, usize, usize) {
+        let (previous, start) = match self.messages.first().and_then(compaction::summary_of) {
+            Some(previous) => (Some(previous), 1),
+            None => (None, 0),
+        };
+        let cut = compaction::find_cut(&self.messages, self.config.compaction.keep_recent_tokens).max(start);
+        let cut = if cut == start {
+            // Everything counts as recent, yet compaction was asked for (or the context is
+            // too big): keep only from the last message boundary.
+            compaction::find_cut(&self.messages, 1).max(start)
+        } else {
+            cut
+        };
+        (previous, start, cut)
     }
 
     /// One summarization request (compaction and branch summaries): the conversation as text,

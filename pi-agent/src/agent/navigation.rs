@@ -1,13 +1,17 @@
 //! Branch navigation: moving the session leaf, with an optional summary of the abandoned branch
 //! (`pi.agent.branch_navigation`).
 
+use std::sync::Mutex;
+
 use pi_observe_core::{ContentKind, Payload, Span, names, trace_operation_with};
 use tokio_util::sync::CancellationToken;
 
 use crate::compaction;
 use crate::events::AgentEvent;
+use crate::message::Usage;
 use crate::provider;
-use crate::session::{EntryKind, SessionError};
+use crate::provider::ProviderError;
+use crate::session::{Entry, EntryKind, SessionError, SessionWriter};
 
 use super::{Agent, AgentError, AgentSink, Navigation, lock, report_failures};
 
@@ -27,25 +31,7 @@ impl Agent {
         let ctx = self.hook_context(cancel);
         let payload = || Payload::new().safe("summarize", summarize).safe("targetId", target_id.to_owned());
         trace_operation_with(names::AGENT_BRANCH_NAVIGATION, payload, |span: Span| async move {
-            let (old_leaf, abandoned) = {
-                let writer = lock(&session);
-                if !writer.entries().iter().any(|e| e.id == target_id) {
-                    return Err(SessionError::UnknownEntry {
-                        path: writer.path().display().to_string(),
-                        id: target_id.to_owned(),
-                    }
-                    .into());
-                }
-                let keep: std::collections::HashSet<&str> =
-                    writer.branch(Some(target_id)).iter().map(|e| e.id.as_str()).collect();
-                let abandoned: Vec<crate::session::Entry> = writer
-                    .branch(writer.leaf())
-                    .into_iter()
-                    .filter(|e| !keep.contains(e.id.as_str()))
-                    .cloned()
-                    .collect();
-                (writer.leaf().map(str::to_owned), abandoned)
-            };
+            let (old_leaf, abandoned) = abandoned_by(&session, target_id)?;
             let mut navigation =
                 Navigation { moved: false, cancelled_by: None, abandoned_entries: abandoned.len(), summary: None };
             let event = crate::extensions::BeforeTreeEvent {
@@ -66,39 +52,16 @@ impl Agent {
             };
             let summary = match supplied {
                 Some(summary) => Some((summary, None)),
-                None if summarize && !abandoned.is_empty() => {
-                    let (messages, _) = compaction::context_from(abandoned.iter());
-                    let focus =
-                        "Summarize the work done on this branch; the conversation goes back to an earlier point.";
-                    let conversation = compaction::serialize_conversation(&messages);
-                    let outcome = self.summarize(&conversation, None, Some(focus), cancel).await;
-                    if let Some(error) = outcome.error {
+                None if summarize && !abandoned.is_empty() => match self.summarize_branch(&abandoned, cancel).await {
+                    Ok(summary) => Some(summary),
+                    Err(error) => {
                         span.set_error(names::ERROR_BRANCH_SUMMARY_FAILED, error.to_string());
                         return Ok(navigation);
                     }
-                    Some((outcome.message.text(), Some(outcome.message.usage)))
-                }
+                },
                 None => None,
             };
-            lock(&session).set_leaf(Some(target_id))?;
-            if let Some((text, usage)) = &summary {
-                let from_id = old_leaf.clone().unwrap_or_default();
-                let from_hook = usage.is_none().then_some(true);
-                let kind = EntryKind::BranchSummary {
-                    from_id,
-                    summary: text.clone(),
-                    usage: *usage,
-                    details: None,
-                    from_hook,
-                };
-                lock(&session).append(kind)?;
-            }
-            let (messages, trust_usage_from) = {
-                let writer = lock(&session);
-                compaction::context_from(writer.branch(writer.leaf()))
-            };
-            self.messages = messages;
-            self.trust_usage_from = trust_usage_from;
+            self.move_leaf(&session, target_id, old_leaf.as_deref(), summary.as_ref())?;
             navigation.moved = true;
             span.record(|| {
                 let mut p = Payload::new()
@@ -123,4 +86,59 @@ impl Agent {
         })
         .await
     }
+
+    /// A summary of the abandoned branch from the provider, with its usage.
+    async fn summarize_branch(
+        &self,
+        abandoned: &[Entry],
+        cancel: &CancellationToken,
+    ) -> Result<(String, Option<Usage>), ProviderError> {
+        let (messages, _) = compaction::context_from(abandoned.iter());
+        let focus = "Summarize the work done on this branch; the conversation goes back to an earlier point.";
+        let conversation = compaction::serialize_conversation(&messages);
+        let outcome = self.summarize(&conversation, None, Some(focus), cancel).await;
+        match outcome.error {
+            Some(error) => Err(error),
+            None => Ok((outcome.message.text(), Some(outcome.message.usage))),
+        }
+    }
+
+    /// Moves the leaf to `target_id`, appends the branch summary under it, and rebuilds the
+    /// conversation from the new branch.
+    fn move_leaf(
+        &mut self,
+        session: &Mutex<SessionWriter>,
+        target_id: &str,
+        old_leaf: Option<&str>,
+        summary: Option<&(String, Option<Usage>)>,
+    ) -> Result<(), AgentError> {
+        lock(session).set_leaf(Some(target_id))?;
+        if let Some((text, usage)) = summary {
+            let kind = EntryKind::BranchSummary {
+                from_id: old_leaf.unwrap_or_default().to_owned(),
+                summary: text.clone(),
+                usage: *usage,
+                details: None,
+                from_hook: usage.is_none().then_some(true),
+            };
+            lock(session).append(kind)?;
+        }
+        let writer = lock(session);
+        (self.messages, self.trust_usage_from) = compaction::context_from(writer.branch(writer.leaf()));
+        Ok(())
+    }
+}
+
+/// The current leaf, and the entries on its branch that are not on `target_id`'s.
+fn abandoned_by(session: &Mutex<SessionWriter>, target_id: &str) -> Result<(Option<String>, Vec<Entry>), AgentError> {
+    let writer = lock(session);
+    if !writer.entries().iter().any(|e| e.id == target_id) {
+        return Err(
+            SessionError::UnknownEntry { path: writer.path().display().to_string(), id: target_id.to_owned() }.into()
+        );
+    }
+    let keep: std::collections::HashSet<&str> = writer.branch(Some(target_id)).iter().map(|e| e.id.as_str()).collect();
+    let abandoned =
+        writer.branch(writer.leaf()).into_iter().filter(|e| !keep.contains(e.id.as_str())).cloned().collect();
+    Ok((writer.leaf().map(str::to_owned), abandoned))
 }

@@ -29,19 +29,7 @@ impl Agent {
         ctx: &HookContext,
         on_event: AgentSink<'_>,
     ) -> Result<Vec<ToolResultMessage>, AgentError> {
-        let tool_ctx = ToolContext {
-            cwd: self.cwd.clone(),
-            cancel: cancel.clone(),
-            env: SessionEnv {
-                expose: self.config.expose_session_environment,
-                session_id: self.session_id(),
-                session_file: self.session_file(),
-                provider: self.model.provider.clone(),
-                model: self.model.id.clone(),
-                reasoning: self.config.reasoning.clone(),
-            },
-            updates: None,
-        };
+        let tool_ctx = self.tool_context(cancel);
         let mut prepared = Vec::with_capacity(calls.len());
         for (id, name, args) in calls {
             let start = AgentEvent::ToolExecutionStart {
@@ -87,23 +75,43 @@ impl Agent {
         }
         let mut results = Vec::with_capacity(handles.len());
         for handle in handles {
-            match handle.await {
-                Ok(result) => results.push(result?),
-                Err(join) => {
-                    // A tool task panicked: report it to the model as an error result.
-                    results.push(ToolResultMessage {
-                        tool_call_id: String::new(),
-                        tool_name: String::new(),
-                        content: vec![ContentBlock::text(format!("tool crashed: {join}"))],
-                        details: None,
-                        usage: None,
-                        is_error: true,
-                        timestamp: now_millis(),
-                    });
-                }
-            }
+            results.push(match handle.await {
+                Ok(result) => result?,
+                // A tool task panicked: report it to the model as an error result.
+                Err(join) => crashed(&join),
+            });
         }
         Ok(results)
+    }
+
+    /// What the tools of this turn run with: working directory, cancellation, session facts.
+    fn tool_context(&self, cancel: &CancellationToken) -> ToolContext {
+        ToolContext {
+            cwd: self.cwd.clone(),
+            cancel: cancel.clone(),
+            env: SessionEnv {
+                expose: self.config.expose_session_environment,
+                session_id: self.session_id(),
+                session_file: self.session_file(),
+                provider: self.model.provider.clone(),
+                model: self.model.id.clone(),
+                reasoning: self.config.reasoning.clone(),
+            },
+            updates: None,
+        }
+    }
+}
+
+/// The error result of a tool task that panicked.
+fn crashed(join: &tokio::task::JoinError) -> ToolResultMessage {
+    ToolResultMessage {
+        tool_call_id: String::new(),
+        tool_name: String::new(),
+        content: vec![ContentBlock::text(format!("tool crashed: {join}"))],
+        details: None,
+        usage: None,
+        is_error: true,
+        timestamp: now_millis(),
     }
 }
 

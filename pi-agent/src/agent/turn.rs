@@ -39,41 +39,7 @@ impl Agent {
         };
         request.control = self.request_control(&request, ctx, on_event).await;
         self.emit(AgentEvent::MessageStart { role: "assistant".into() }, ctx, on_event).await;
-        // Stream deltas go to the sink as they arrive and, in order, to `message_update`
-        // handlers on this task while the request runs.
-        let (updates_tx, mut updates_rx) = mpsc::unbounded_channel::<AgentEvent>();
-        let wants_updates = self.hooks.has(crate::extensions::hooks::Notify::MessageUpdate);
-        let sink: AgentSink<'_> = &mut *on_event;
-        // Owns the sender: dropping it when the request is done ends the delivery loop.
-        let mut forward = move |event: StreamEvent| {
-            let delta = match event {
-                StreamEvent::TextDelta(text) => Delta::Text { text },
-                StreamEvent::ThinkingDelta(text) => Delta::Thinking { text },
-                StreamEvent::ToolCallStart { id, name, .. } => {
-                    Delta::ToolCallStart { tool_call_id: id, tool_name: name }
-                }
-                StreamEvent::ToolCallDelta { index, delta } => Delta::ToolCallArgs { index, text: delta },
-                StreamEvent::Start | StreamEvent::ToolCallEnd { .. } | StreamEvent::Done { .. } => return,
-            };
-            let update = AgentEvent::MessageUpdate { delta };
-            if wants_updates {
-                let _ = updates_tx.send(update.clone());
-            }
-            sink(update);
-        };
-        let hooks = self.hooks.clone();
-        let deliver_updates = async {
-            while let Some(update) = updates_rx.recv().await {
-                hooks.notify(&update, ctx).await;
-            }
-        };
-        let requested = async {
-            let outcome =
-                provider::request(self.provider.as_ref(), &request, &self.config.retry, cancel, &mut forward).await;
-            drop(forward);
-            outcome
-        };
-        let (outcome, ()) = tokio::join!(requested, deliver_updates);
+        let outcome = self.stream(&request, cancel, ctx, on_event).await;
         report_failures(&self.hooks, on_event);
         let message = match self.finalize(Message::Assistant(outcome.message.clone()), ctx, on_event).await {
             Message::Assistant(message) => message,
@@ -110,6 +76,51 @@ impl Agent {
             error: outcome.error,
             overflowed: false,
         })
+    }
+
+    /// The provider request: stream deltas go to the sink as they arrive and, in order, to
+    /// `message_update` handlers on this task while the request runs.
+    async fn stream(
+        &self,
+        request: &ProviderRequest,
+        cancel: &CancellationToken,
+        ctx: &HookContext,
+        on_event: AgentSink<'_>,
+    ) -> provider::RequestOutcome {
+        let (updates_tx, mut updates_rx) = mpsc::unbounded_channel::<AgentEvent>();
+        let wants_updates = self.hooks.has(crate::extensions::hooks::Notify::MessageUpdate);
+        let sink: AgentSink<'_> = &mut *on_event;
+        // Owns the sender: dropping it when the request is done ends the delivery loop.
+        let mut forward = move |event: StreamEvent| {
+            let delta = match event {
+                StreamEvent::TextDelta(text) => Delta::Text { text },
+                StreamEvent::ThinkingDelta(text) => Delta::Thinking { text },
+                StreamEvent::ToolCallStart { id, name, .. } => {
+                    Delta::ToolCallStart { tool_call_id: id, tool_name: name }
+                }
+                StreamEvent::ToolCallDelta { index, delta } => Delta::ToolCallArgs { index, text: delta },
+                StreamEvent::Start | StreamEvent::ToolCallEnd { .. } | StreamEvent::Done { .. } => return,
+            };
+            let update = AgentEvent::MessageUpdate { delta };
+            if wants_updates {
+                let _ = updates_tx.send(update.clone());
+            }
+            sink(update);
+        };
+        let hooks = self.hooks.clone();
+        let deliver_updates = async {
+            while let Some(update) = updates_rx.recv().await {
+                hooks.notify(&update, ctx).await;
+            }
+        };
+        let requested = async {
+            let outcome =
+                provider::request(self.provider.as_ref(), request, &self.config.retry, cancel, &mut forward).await;
+            drop(forward);
+            outcome
+        };
+        let (outcome, ()) = tokio::join!(requested, deliver_updates);
+        outcome
     }
 
     pub(super) fn over_threshold(&self) -> bool {
