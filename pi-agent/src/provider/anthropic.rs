@@ -3,8 +3,9 @@
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::http::{HttpClient, HttpConfig, join_url};
+use super::http::{HttpClient, HttpConfig};
 use super::openai::parse_arguments;
+use super::sse::SseEvent;
 use super::{AttemptFuture, AttemptOutcome, EventSink, Provider, ProviderError, ProviderRequest, StreamEvent};
 use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, Usage, joined_text};
 
@@ -51,20 +52,15 @@ impl Provider for AnthropicProvider {
         sink: EventSink<'a>,
     ) -> AttemptFuture<'a> {
         Box::pin(async move {
-            let base =
-                self.http.config.base_url.as_deref().or(request.model.base_url.as_deref()).unwrap_or(DEFAULT_BASE);
-            let url = join_url(base, "v1/messages");
             let mut headers = vec![("anthropic-version", API_VERSION.to_owned())];
             if let Some(key) = &self.http.config.api_key {
                 headers.push(("x-api-key", key.clone()));
             }
-            let body = request.control.payload.clone().unwrap_or_else(|| request_body(request));
             let mut state = StreamState::default();
+            let on_event = |event: SseEvent| state.on_event(&event.event, &event.data, sink);
             let status = self
                 .http
-                .stream_sse(&url, &headers, &body, &request.control, cancel, |event| {
-                    state.on_event(&event.event, &event.data, sink)
-                })
+                .attempt_sse(request, DEFAULT_BASE, "v1/messages", &headers, || request_body(request), cancel, on_event)
                 .await?;
             Ok(AttemptOutcome { message: state.finish(request), status: Some(status) })
         })
@@ -173,53 +169,8 @@ impl StreamState {
                 );
                 sink(StreamEvent::Start);
             }
-            "content_block_start" => {
-                let index = u64_at(&value, "/index");
-                let block = value.get("content_block").cloned().unwrap_or(Value::Null);
-                let new = match block.get("type").and_then(Value::as_str) {
-                    Some("text") => Block::Text(String::new()),
-                    Some("thinking") => Block::Thinking(String::new()),
-                    Some("tool_use") => {
-                        let id = block.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
-                        let name = block.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-                        let tool_index = self.tool_count;
-                        self.tool_count += 1;
-                        sink(StreamEvent::ToolCallStart { index: tool_index, id: id.clone(), name: name.clone() });
-                        Block::Tool { id, name, json: String::new(), index: tool_index }
-                    }
-                    // Redacted thinking and future block types carry nothing we replay.
-                    _ => return Ok(false),
-                };
-                self.blocks.push((index, new));
-            }
-            "content_block_delta" => {
-                let index = u64_at(&value, "/index");
-                let delta = value.get("delta").cloned().unwrap_or(Value::Null);
-                let text = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
-                match (delta.get("type").and_then(Value::as_str), self.block(index)?) {
-                    (Some("text_delta"), Block::Text(buf)) => {
-                        let t = text("text");
-                        buf.push_str(&t);
-                        sink(StreamEvent::TextDelta(t));
-                    }
-                    (Some("thinking_delta"), Block::Thinking(buf)) => {
-                        let t = text("thinking");
-                        buf.push_str(&t);
-                        sink(StreamEvent::ThinkingDelta(t));
-                    }
-                    (Some("input_json_delta"), Block::Tool { json, index, .. }) => {
-                        let t = text("partial_json");
-                        json.push_str(&t);
-                        sink(StreamEvent::ToolCallDelta { index: *index, delta: t });
-                    }
-                    (Some("signature_delta"), _) => {}
-                    (other, _) => {
-                        return Err(ProviderError::Stream(format!(
-                            "delta {other:?} does not fit content block {index}"
-                        )));
-                    }
-                }
-            }
+            "content_block_start" => self.block_start(&value, sink),
+            "content_block_delta" => self.block_delta(&value, sink)?,
             "content_block_stop" => {
                 let index = u64_at(&value, "/index");
                 if let Ok(Block::Tool { index, .. }) = self.block(index) {
@@ -246,6 +197,56 @@ impl StreamState {
             _ => {}
         }
         Ok(false)
+    }
+
+    /// `content_block_start`: a text, thinking or tool-use block (others carry nothing replayed).
+    fn block_start(&mut self, value: &Value, sink: &mut (dyn FnMut(StreamEvent) + Send)) {
+        let index = value.pointer("/index").and_then(Value::as_u64).unwrap_or(0);
+        let block = value.get("content_block").cloned().unwrap_or(Value::Null);
+        let new = match block.get("type").and_then(Value::as_str) {
+            Some("text") => Block::Text(String::new()),
+            Some("thinking") => Block::Thinking(String::new()),
+            Some("tool_use") => {
+                let id = block.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let name = block.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let tool_index = self.tool_count;
+                self.tool_count += 1;
+                sink(StreamEvent::ToolCallStart { index: tool_index, id: id.clone(), name: name.clone() });
+                Block::Tool { id, name, json: String::new(), index: tool_index }
+            }
+            // Redacted thinking and future block types carry nothing we replay.
+            _ => return,
+        };
+        self.blocks.push((index, new));
+    }
+
+    /// `content_block_delta`: more text, thinking or tool-call JSON for an open block.
+    fn block_delta(&mut self, value: &Value, sink: &mut (dyn FnMut(StreamEvent) + Send)) -> Result<(), ProviderError> {
+        let index = value.pointer("/index").and_then(Value::as_u64).unwrap_or(0);
+        let delta = value.get("delta").cloned().unwrap_or(Value::Null);
+        let text = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        match (delta.get("type").and_then(Value::as_str), self.block(index)?) {
+            (Some("text_delta"), Block::Text(buf)) => {
+                let t = text("text");
+                buf.push_str(&t);
+                sink(StreamEvent::TextDelta(t));
+            }
+            (Some("thinking_delta"), Block::Thinking(buf)) => {
+                let t = text("thinking");
+                buf.push_str(&t);
+                sink(StreamEvent::ThinkingDelta(t));
+            }
+            (Some("input_json_delta"), Block::Tool { json, index, .. }) => {
+                let t = text("partial_json");
+                json.push_str(&t);
+                sink(StreamEvent::ToolCallDelta { index: *index, delta: t });
+            }
+            (Some("signature_delta"), _) => {}
+            (other, _) => {
+                return Err(ProviderError::Stream(format!("delta {other:?} does not fit content block {index}")));
+            }
+        }
+        Ok(())
     }
 
     fn stop_reason(&self) -> StopReason {

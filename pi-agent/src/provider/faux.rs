@@ -142,6 +142,68 @@ fn estimate_tokens(chars: usize) -> u64 {
     chars.div_ceil(4) as u64
 }
 
+impl FauxProvider {
+    /// Keeps what a real provider would have sent: the payload (or the extensions'
+    /// replacement) and the headers after the extensions' changes.
+    fn record_sent(&self, request: &ProviderRequest) {
+        let mut headers: std::collections::BTreeMap<String, String> = self.default_headers().into_iter().collect();
+        for (name, value) in &request.control.headers {
+            match value {
+                Some(value) => headers.insert(name.to_ascii_lowercase(), value.clone()),
+                None => headers.remove(&name.to_ascii_lowercase()),
+            };
+        }
+        let payload = request.control.payload.clone().unwrap_or_else(|| self.payload(request));
+        self.sent.lock().unwrap_or_else(|e| e.into_inner()).push(FauxRequest { payload, headers });
+    }
+
+    /// Streams the scripted blocks in chunks (failing where the script says): the content, the
+    /// bytes produced and the number of tool calls.
+    async fn stream_blocks(
+        &self,
+        response: &FauxResponse,
+        call_number: usize,
+        cancel: &CancellationToken,
+        sink: EventSink<'_>,
+        fail_now: impl Fn(usize) -> Result<(), ProviderError>,
+    ) -> Result<(Vec<ContentBlock>, usize, usize), ProviderError> {
+        let (mut content, mut produced, mut tool_index, mut streamed_chunks) = (Vec::new(), 0usize, 0usize, 0usize);
+        for block in &response.blocks {
+            match block {
+                FauxBlock::Text(text) | FauxBlock::Thinking(text) => {
+                    let thinking = matches!(block, FauxBlock::Thinking(_));
+                    for piece in chunks(text, self.chunk_chars) {
+                        self.pause(cancel).await?;
+                        produced += piece.len();
+                        sink(if thinking { StreamEvent::ThinkingDelta(piece) } else { StreamEvent::TextDelta(piece) });
+                        streamed_chunks += 1;
+                        fail_now(streamed_chunks)?;
+                    }
+                    content.push(if thinking {
+                        ContentBlock::Thinking { thinking: text.clone() }
+                    } else {
+                        ContentBlock::Text { text: text.clone() }
+                    });
+                }
+                FauxBlock::ToolCall { name, arguments } => {
+                    self.pause(cancel).await?;
+                    let id = format!("faux_call_{call_number}_{tool_index}");
+                    sink(StreamEvent::ToolCallStart { index: tool_index, id: id.clone(), name: name.clone() });
+                    let json = arguments.to_string();
+                    produced += name.len() + json.len();
+                    sink(StreamEvent::ToolCallDelta { index: tool_index, delta: json });
+                    sink(StreamEvent::ToolCallEnd { index: tool_index });
+                    streamed_chunks += 1;
+                    fail_now(streamed_chunks)?;
+                    content.push(ContentBlock::ToolCall { id, name: name.clone(), arguments: arguments.clone() });
+                    tool_index += 1;
+                }
+            }
+        }
+        Ok((content, produced, tool_index))
+    }
+}
+
 impl Provider for FauxProvider {
     fn name(&self) -> &str {
         "faux"
@@ -167,19 +229,10 @@ impl Provider for FauxProvider {
         sink: EventSink<'a>,
     ) -> AttemptFuture<'a> {
         Box::pin(async move {
-            let mut headers: std::collections::BTreeMap<String, String> = self.default_headers().into_iter().collect();
-            for (name, value) in &request.control.headers {
-                match value {
-                    Some(value) => headers.insert(name.to_ascii_lowercase(), value.clone()),
-                    None => headers.remove(&name.to_ascii_lowercase()),
-                };
-            }
-            let payload = request.control.payload.clone().unwrap_or_else(|| self.payload(request));
-            self.sent.lock().unwrap_or_else(|e| e.into_inner()).push(FauxRequest { payload, headers });
+            self.record_sent(request);
             let response = self.queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
             let response = response.ok_or(ProviderError::NoMoreResponses)?;
             let call_number = self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let mut streamed_chunks = 0usize;
             let fail_now = |streamed: usize| match &response.error {
                 Some(error) if streamed >= response.fail_after_chunks => Err(error.clone()),
                 _ => Ok(()),
@@ -191,45 +244,8 @@ impl Provider for FauxProvider {
             request.control.observe_response(status, Vec::new()).await;
             fail_now(0)?;
             sink(StreamEvent::Start);
-            let mut content = Vec::new();
-            let mut produced = 0usize;
-            let mut tool_index = 0usize;
-            for block in &response.blocks {
-                match block {
-                    FauxBlock::Text(text) | FauxBlock::Thinking(text) => {
-                        let thinking = matches!(block, FauxBlock::Thinking(_));
-                        for piece in chunks(text, self.chunk_chars) {
-                            self.pause(cancel).await?;
-                            produced += piece.len();
-                            sink(if thinking {
-                                StreamEvent::ThinkingDelta(piece)
-                            } else {
-                                StreamEvent::TextDelta(piece)
-                            });
-                            streamed_chunks += 1;
-                            fail_now(streamed_chunks)?;
-                        }
-                        content.push(if thinking {
-                            ContentBlock::Thinking { thinking: text.clone() }
-                        } else {
-                            ContentBlock::Text { text: text.clone() }
-                        });
-                    }
-                    FauxBlock::ToolCall { name, arguments } => {
-                        self.pause(cancel).await?;
-                        let id = format!("faux_call_{call_number}_{tool_index}");
-                        sink(StreamEvent::ToolCallStart { index: tool_index, id: id.clone(), name: name.clone() });
-                        let json = arguments.to_string();
-                        produced += name.len() + json.len();
-                        sink(StreamEvent::ToolCallDelta { index: tool_index, delta: json });
-                        sink(StreamEvent::ToolCallEnd { index: tool_index });
-                        streamed_chunks += 1;
-                        fail_now(streamed_chunks)?;
-                        content.push(ContentBlock::ToolCall { id, name: name.clone(), arguments: arguments.clone() });
-                        tool_index += 1;
-                    }
-                }
-            }
+            let (content, produced, tool_index) =
+                self.stream_blocks(&response, call_number, cancel, sink, fail_now).await?;
             fail_now(usize::MAX)?;
             let stop_reason = if tool_index > 0 { StopReason::ToolUse } else { StopReason::Stop };
             sink(StreamEvent::Done { stop_reason });

@@ -54,51 +54,40 @@ impl HttpClient {
         Ok(HttpClient { client, config })
     }
 
+    /// One attempt of an HTTP provider: POSTs to `path` under the base URL (`--base-url`, else
+    /// the model's, else `default_base`) the extensions' replacement body or `default_body`, and
+    /// feeds each SSE event to `on_event` until it returns `true` (the protocol's end marker).
+    /// Returns the HTTP status.
+    #[allow(clippy::too_many_arguments)] // the one skeleton every HTTP provider fills in
+    pub(crate) async fn attempt_sse(
+        &self,
+        request: &super::ProviderRequest,
+        default_base: &str,
+        path: &str,
+        headers: &[(&str, String)],
+        default_body: impl FnOnce() -> serde_json::Value,
+        cancel: &CancellationToken,
+        on_event: impl FnMut(SseEvent) -> Result<bool, ProviderError>,
+    ) -> Result<u16, ProviderError> {
+        let base = self.config.base_url.as_deref().or(request.model.base_url.as_deref()).unwrap_or(default_base);
+        let url = join_url(base, path);
+        let body = request.control.payload.clone().unwrap_or_else(default_body);
+        self.stream_sse(&url, headers, &body, &request.control, cancel, on_event).await
+    }
+
     /// POSTs `body` as JSON and feeds each SSE event to `on_event` until it returns `true`
     /// (the protocol's end marker). Returns the HTTP status.
-    pub(crate) async fn stream_sse(
+    async fn stream_sse(
         &self,
         url: &str,
         headers: &[(&str, String)],
         body: &serde_json::Value,
         control: &super::RequestControl,
         cancel: &CancellationToken,
-        mut on_event: impl FnMut(SseEvent) -> Result<bool, ProviderError>,
+        on_event: impl FnMut(SseEvent) -> Result<bool, ProviderError>,
     ) -> Result<u16, ProviderError> {
-        let traceparent = pi_observe_core::current().traceparent().map(|tp| tp.to_string());
-        record(|| {
-            let shown: Vec<String> = headers
-                .iter()
-                .filter(|(name, _)| !SECRET_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
-                .map(|(name, value)| format!("{name}: {value}"))
-                .collect();
-            Payload::new().content(ContentKind::ProviderPayload, names::REQUEST_BODY, body.to_string()).content(
-                ContentKind::Header,
-                names::HEADERS,
-                shown,
-            )
-        });
-        let mut all: Vec<(String, String)> =
-            vec![("content-type".into(), "application/json".into()), ("accept".into(), "text/event-stream".into())];
-        all.extend(headers.iter().map(|(name, value)| (name.to_ascii_lowercase(), value.clone())));
-        if let Some(tp) = traceparent {
-            all.push(("traceparent".into(), tp));
-        }
-        for (name, value) in &control.headers {
-            all.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
-            if let Some(value) = value {
-                all.push((name.clone(), value.clone()));
-            }
-        }
-        let mut request = self.client.post(url).body(body.to_string());
-        for (name, value) in &all {
-            let header_name = reqwest::header::HeaderName::from_bytes(name.as_bytes());
-            let header_value = reqwest::header::HeaderValue::from_str(value);
-            match (header_name, header_value) {
-                (Ok(n), Ok(v)) => request = request.header(n, v),
-                _ => return Err(ProviderError::Config(format!("invalid request header {name:?}"))),
-            }
-        }
+        record_request(headers, body);
+        let request = self.build(url, headers, body, control)?;
         let send = tokio::time::timeout(self.config.response_timeout, request.send());
         let response = tokio::select! {
             biased;
@@ -118,21 +107,70 @@ impl HttpClient {
             control.observe_response(status, seen).await;
         }
         if !response.status().is_success() {
-            let retry_after =
-                response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
-            let body = tokio::time::timeout(self.config.idle_timeout, response.text())
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default();
-            record(|| Payload::new().content(ContentKind::ProviderPayload, names::RESPONSE_BODY, body.clone()));
-            let message = error_message(&body);
-            return Err(if status == 401 || status == 403 {
-                ProviderError::Auth { status, message }
-            } else {
-                ProviderError::Http { status, message, retry_after }
-            });
+            return Err(self.error_of(response).await);
         }
+        self.read_events(response, cancel, on_event).await.map(|()| status)
+    }
+
+    /// The request with its headers: content negotiation, the provider's, `traceparent`, then
+    /// the extensions' changes.
+    fn build(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: &serde_json::Value,
+        control: &super::RequestControl,
+    ) -> Result<reqwest::RequestBuilder, ProviderError> {
+        let mut all: Vec<(String, String)> =
+            vec![("content-type".into(), "application/json".into()), ("accept".into(), "text/event-stream".into())];
+        all.extend(headers.iter().map(|(name, value)| (name.to_ascii_lowercase(), value.clone())));
+        if let Some(tp) = pi_observe_core::current().traceparent() {
+            all.push(("traceparent".into(), tp.to_string()));
+        }
+        for (name, value) in &control.headers {
+            all.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
+            if let Some(value) = value {
+                all.push((name.clone(), value.clone()));
+            }
+        }
+        let mut request = self.client.post(url).body(body.to_string());
+        for (name, value) in &all {
+            let header_name = reqwest::header::HeaderName::from_bytes(name.as_bytes());
+            let header_value = reqwest::header::HeaderValue::from_str(value);
+            match (header_name, header_value) {
+                (Ok(n), Ok(v)) => request = request.header(n, v),
+                _ => return Err(ProviderError::Config(format!("invalid request header {name:?}"))),
+            }
+        }
+        Ok(request)
+    }
+
+    /// The error of a non-success response (its body is recorded as provider payload content).
+    async fn error_of(&self, response: reqwest::Response) -> ProviderError {
+        let status = response.status().as_u16();
+        let retry_after =
+            response.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+        let body = tokio::time::timeout(self.config.idle_timeout, response.text())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        record(|| Payload::new().content(ContentKind::ProviderPayload, names::RESPONSE_BODY, body.clone()));
+        let message = error_message(&body);
+        if status == 401 || status == 403 {
+            ProviderError::Auth { status, message }
+        } else {
+            ProviderError::Http { status, message, retry_after }
+        }
+    }
+
+    /// Reads the body as SSE until `on_event` sees the end marker, within the idle timeout.
+    async fn read_events(
+        &self,
+        response: reqwest::Response,
+        cancel: &CancellationToken,
+        mut on_event: impl FnMut(SseEvent) -> Result<bool, ProviderError>,
+    ) -> Result<(), ProviderError> {
         let mut stream = response.bytes_stream();
         let mut parser = SseParser::default();
         loop {
@@ -153,11 +191,27 @@ impl HttpClient {
             };
             for event in parser.push(&chunk).map_err(ProviderError::Stream)? {
                 if on_event(event)? {
-                    return Ok(status);
+                    return Ok(());
                 }
             }
         }
     }
+}
+
+/// The request body and headers as content (credential headers never, even with capture on).
+fn record_request(headers: &[(&str, String)], body: &serde_json::Value) {
+    record(|| {
+        let shown: Vec<String> = headers
+            .iter()
+            .filter(|(name, _)| !SECRET_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
+            .map(|(name, value)| format!("{name}: {value}"))
+            .collect();
+        Payload::new().content(ContentKind::ProviderPayload, names::REQUEST_BODY, body.to_string()).content(
+            ContentKind::Header,
+            names::HEADERS,
+            shown,
+        )
+    });
 }
 
 fn map_reqwest(error: reqwest::Error) -> ProviderError {

@@ -4,7 +4,8 @@
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::http::{HttpClient, HttpConfig, join_url};
+use super::http::{HttpClient, HttpConfig};
+use super::sse::SseEvent;
 use super::{AttemptFuture, AttemptOutcome, EventSink, Provider, ProviderError, ProviderRequest, StreamEvent};
 use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, Usage, joined_text};
 
@@ -48,19 +49,17 @@ impl Provider for OpenAiProvider {
         sink: EventSink<'a>,
     ) -> AttemptFuture<'a> {
         Box::pin(async move {
-            let base =
-                self.http.config.base_url.as_deref().or(request.model.base_url.as_deref()).unwrap_or(DEFAULT_BASE);
-            let url = join_url(base, "chat/completions");
             let mut headers = Vec::new();
             if let Some(key) = &self.http.config.api_key {
                 headers.push(("authorization", format!("Bearer {key}")));
             }
-            let body = request.control.payload.clone().unwrap_or_else(|| request_body(request));
             let mut state = StreamState::default();
             sink(StreamEvent::Start);
+            let on_event = |event: SseEvent| state.on_data(&event.data, sink);
+            let path = "chat/completions";
             let status = self
                 .http
-                .stream_sse(&url, &headers, &body, &request.control, cancel, |event| state.on_data(&event.data, sink))
+                .attempt_sse(request, DEFAULT_BASE, path, &headers, || request_body(request), cancel, on_event)
                 .await?;
             Ok(AttemptOutcome { message: state.finish(request, &self.name), status: Some(status) })
         })

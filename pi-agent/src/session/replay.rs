@@ -56,39 +56,13 @@ struct State {
 /// prompt and completion texts are content-class fields (exported only if captured). Records
 /// come depth first: a span's start, its children, its end.
 pub fn replay(session: &Session) -> Vec<ObsEvent> {
-    let mut spans: Vec<SpanRec> = Vec::new();
-    let mut roots = Vec::new();
+    let mut replay = Replay { sid: &session.header.id, spans: Vec::new(), roots: Vec::new() };
     let mut states: HashMap<&str, Rc<State>> = HashMap::with_capacity(session.entries.len());
-    let sid = session.header.id.as_str();
     for entry in &session.entries {
         let inherited = entry.parent_id.as_deref().and_then(|p| states.get(p)).cloned().unwrap_or_default();
         let mut st = (*inherited).clone();
         let at = entry_millis(entry).unwrap_or(st.last_ms);
-        let mut new_span = |spans: &mut Vec<SpanRec>, st: &State, name, tag, parent: Option<usize>, start_ms| {
-            let (trace, parent_span) = match parent {
-                Some(p) => (spans[p].trace, Some(spans[p].span)),
-                None => (trace_id(sid, &entry.id), None),
-            };
-            let index = spans.len();
-            spans.push(SpanRec {
-                name,
-                trace,
-                span: span_id(sid, &entry.id, tag),
-                parent: parent_span,
-                start_ms,
-                end_ms: at.max(start_ms),
-                context: st.attribution.clone(),
-                start: Payload::new().safe(names::SESSION_ID, sid.to_owned()).safe(REPLAYED, true),
-                end: Payload::new(),
-                error: None,
-                children: Vec::new(),
-            });
-            match parent {
-                Some(p) => spans[p].children.push(index),
-                None => roots.push(index),
-            }
-            index
-        };
+        let here = Here { entry_id: &entry.id, at };
         match &entry.kind {
             EntryKind::Custom { custom_type, data } if custom_type == ATTRIBUTION_CUSTOM_TYPE => {
                 st.attribution = data
@@ -97,105 +71,164 @@ pub fn replay(session: &Session) -> Vec<ObsEvent> {
                     .unwrap_or_default();
             }
             EntryKind::ModelChange { provider, model_id } => st.model = Some((provider.clone(), model_id.clone())),
-            EntryKind::Message { message: Message::User(user) } => {
-                let index = new_span(&mut spans, &st, names::AGENT_PROMPT, "prompt", None, at);
-                let text = user.content.text();
-                let span = &mut spans[index];
-                span.start.insert(names::PROMPT_LENGTH, text.chars().count(), pi_observe_core::Class::Safe);
-                if let Some((provider, model)) = &st.model {
-                    span.start.insert(names::PROVIDER, provider.clone(), pi_observe_core::Class::Safe);
-                    span.start.insert(names::MODEL, model.clone(), pi_observe_core::Class::Safe);
-                }
-                span.start.insert(names::PROMPT_TEXT, text, pi_observe_core::Class::Content(ContentKind::Prompt));
-                st.prompt = Some(index);
-                st.turn = None;
-                st.turns = 0;
-            }
-            EntryKind::Message { message: Message::Assistant(reply) } => {
-                let prompt = match st.prompt {
-                    Some(prompt) => prompt,
-                    // A reply without a recorded prompt still gets a trace of its own.
-                    None => new_span(&mut spans, &st, names::AGENT_PROMPT, "prompt", None, st.last_ms.min(at)),
-                };
-                // Never before the prompt, never after the reply (even with skewed clocks).
-                let floor = spans[prompt].start_ms;
-                let started = st.last_ms.max(floor).min(at.max(floor));
-                let turn = new_span(&mut spans, &st, names::AGENT_TURN, "turn", Some(prompt), started);
-                spans[turn].start.insert(names::TURN_INDEX, st.turns, pi_observe_core::Class::Safe);
-                let request = new_span(&mut spans, &st, names::PROVIDER_REQUEST, "request", Some(turn), started);
-                let span = &mut spans[request];
-                span.start = std::mem::take(&mut span.start)
-                    .safe(names::API, reply.api.clone())
-                    .safe(names::PROVIDER, reply.provider.clone())
-                    .safe(names::MODEL, reply.model.clone());
-                span.end = usage_payload(Payload::new(), &reply.usage)
-                    .safe(names::STOP_REASON, reply.stop_reason.as_str())
-                    .content(ContentKind::Completion, names::COMPLETION_TEXT, reply.text());
-                span.error = match reply.stop_reason {
-                    StopReason::Error => Some(ErrorInfo::new(
-                        names::ERROR_PROVIDER,
-                        reply.error_message.clone().unwrap_or_else(|| "provider error".into()),
-                    )),
-                    StopReason::Aborted => {
-                        span.end.insert(names::ABORTED, true, pi_observe_core::Class::Safe);
-                        Some(ErrorInfo::new(names::ERROR_CANCELLED, ""))
-                    }
-                    _ => None,
-                };
-                st.prompt = Some(prompt);
-                st.turn = Some((turn, at));
-                st.turns += 1;
-                st.model = Some((reply.provider.clone(), reply.model.clone()));
-            }
-            EntryKind::Message { message: Message::ToolResult(result) } => {
-                let (parent, from) = match (st.turn, st.prompt) {
-                    (Some((turn, from)), _) => (Some(turn), from),
-                    (None, Some(prompt)) => (Some(prompt), st.last_ms),
-                    (None, None) => (None, at),
-                };
-                let tool = new_span(&mut spans, &st, names::AGENT_TOOL_CALL, "tool", parent, from.min(at));
-                let span = &mut spans[tool];
-                span.start = std::mem::take(&mut span.start)
-                    .safe(names::TOOL_NAME, pi_observe_core::identifier_or_invalid(&result.tool_name))
-                    .safe(names::TOOL_CALL_ID, pi_observe_core::identifier_or_invalid(&result.tool_call_id));
-                span.end = Payload::new().safe(names::IS_ERROR, result.is_error);
-                if let Some(usage) = &result.usage {
-                    span.end = usage_payload(std::mem::take(&mut span.end), usage);
-                }
-                if result.is_error {
-                    span.error = Some(ErrorInfo::new(names::ERROR_TOOL, ""));
-                }
-            }
+            EntryKind::Message { message: Message::User(user) } => replay.user(&here, &mut st, &user.content.text()),
+            EntryKind::Message { message: Message::Assistant(reply) } => replay.assistant(&here, &mut st, reply),
+            EntryKind::Message { message: Message::ToolResult(result) } => replay.tool_result(&here, &st, result),
             EntryKind::Compaction { usage, tokens_before, .. } => {
                 let from = st.last_ms.min(at);
-                let index = new_span(&mut spans, &st, names::AGENT_COMPACTION, "compaction", st.prompt, from);
-                let span = &mut spans[index];
+                let index = replay.span(&here, &st, names::AGENT_COMPACTION, "compaction", st.prompt, from);
+                let span = &mut replay.spans[index];
                 span.start.insert(names::TOKENS_BEFORE, *tokens_before, pi_observe_core::Class::Safe);
                 if let Some(usage) = usage {
                     span.end = usage_payload(Payload::new(), usage);
                 }
             }
             EntryKind::BranchSummary { usage, .. } => {
-                let index =
-                    new_span(&mut spans, &st, names::AGENT_BRANCH_NAVIGATION, "branch", None, st.last_ms.min(at));
+                let from = st.last_ms.min(at);
+                let index = replay.span(&here, &st, names::AGENT_BRANCH_NAVIGATION, "branch", None, from);
                 if let Some(usage) = usage {
-                    spans[index].end = usage_payload(Payload::new(), usage);
+                    replay.spans[index].end = usage_payload(Payload::new(), usage);
                 }
             }
             _ => {}
         }
         // Enclosing spans last until their latest entry.
         for open in [st.prompt, st.turn.map(|(turn, _)| turn)].into_iter().flatten() {
-            spans[open].end_ms = spans[open].end_ms.max(at);
+            replay.spans[open].end_ms = replay.spans[open].end_ms.max(at);
         }
         st.last_ms = st.last_ms.max(at);
         states.insert(&entry.id, Rc::new(st));
     }
-    let mut events = Vec::with_capacity(spans.len() * 2);
-    for root in roots {
-        emit(&spans, root, &mut events);
+    let mut events = Vec::with_capacity(replay.spans.len() * 2);
+    for root in &replay.roots {
+        emit(&replay.spans, *root, &mut events);
     }
     events
+}
+
+/// The entry being replayed: its id (for derived span ids) and its time.
+struct Here<'a> {
+    entry_id: &'a str,
+    at: i64,
+}
+
+/// The spans rebuilt so far.
+struct Replay<'a> {
+    sid: &'a str,
+    spans: Vec<SpanRec>,
+    roots: Vec<usize>,
+}
+
+impl Replay<'_> {
+    /// A new span for the entry `here`, under `parent` (else the root of a trace of its own).
+    fn span(
+        &mut self,
+        here: &Here<'_>,
+        st: &State,
+        name: &'static str,
+        tag: &str,
+        parent: Option<usize>,
+        start_ms: i64,
+    ) -> usize {
+        let (trace, parent_span) = match parent {
+            Some(p) => (self.spans[p].trace, Some(self.spans[p].span)),
+            None => (trace_id(self.sid, here.entry_id), None),
+        };
+        let index = self.spans.len();
+        self.spans.push(SpanRec {
+            name,
+            trace,
+            span: span_id(self.sid, here.entry_id, tag),
+            parent: parent_span,
+            start_ms,
+            end_ms: here.at.max(start_ms),
+            context: st.attribution.clone(),
+            start: Payload::new().safe(names::SESSION_ID, self.sid.to_owned()).safe(REPLAYED, true),
+            end: Payload::new(),
+            error: None,
+            children: Vec::new(),
+        });
+        match parent {
+            Some(p) => self.spans[p].children.push(index),
+            None => self.roots.push(index),
+        }
+        index
+    }
+
+    /// A user message starts a prompt trace.
+    fn user(&mut self, here: &Here<'_>, st: &mut State, text: &str) {
+        let index = self.span(here, st, names::AGENT_PROMPT, "prompt", None, here.at);
+        let span = &mut self.spans[index];
+        span.start.insert(names::PROMPT_LENGTH, text.chars().count(), pi_observe_core::Class::Safe);
+        if let Some((provider, model)) = &st.model {
+            span.start.insert(names::PROVIDER, provider.clone(), pi_observe_core::Class::Safe);
+            span.start.insert(names::MODEL, model.clone(), pi_observe_core::Class::Safe);
+        }
+        span.start.insert(names::PROMPT_TEXT, text.to_owned(), pi_observe_core::Class::Content(ContentKind::Prompt));
+        st.prompt = Some(index);
+        st.turn = None;
+        st.turns = 0;
+    }
+
+    /// An assistant message is a turn with its provider request.
+    fn assistant(&mut self, here: &Here<'_>, st: &mut State, reply: &crate::message::AssistantMessage) {
+        let at = here.at;
+        let prompt = match st.prompt {
+            Some(prompt) => prompt,
+            // A reply without a recorded prompt still gets a trace of its own.
+            None => self.span(here, st, names::AGENT_PROMPT, "prompt", None, st.last_ms.min(at)),
+        };
+        // Never before the prompt, never after the reply (even with skewed clocks).
+        let floor = self.spans[prompt].start_ms;
+        let started = st.last_ms.max(floor).min(at.max(floor));
+        let turn = self.span(here, st, names::AGENT_TURN, "turn", Some(prompt), started);
+        self.spans[turn].start.insert(names::TURN_INDEX, st.turns, pi_observe_core::Class::Safe);
+        let request = self.span(here, st, names::PROVIDER_REQUEST, "request", Some(turn), started);
+        let span = &mut self.spans[request];
+        span.start = std::mem::take(&mut span.start)
+            .safe(names::API, reply.api.clone())
+            .safe(names::PROVIDER, reply.provider.clone())
+            .safe(names::MODEL, reply.model.clone());
+        span.end = usage_payload(Payload::new(), &reply.usage)
+            .safe(names::STOP_REASON, reply.stop_reason.as_str())
+            .content(ContentKind::Completion, names::COMPLETION_TEXT, reply.text());
+        span.error = match reply.stop_reason {
+            StopReason::Error => Some(ErrorInfo::new(
+                names::ERROR_PROVIDER,
+                reply.error_message.clone().unwrap_or_else(|| "provider error".into()),
+            )),
+            StopReason::Aborted => {
+                span.end.insert(names::ABORTED, true, pi_observe_core::Class::Safe);
+                Some(ErrorInfo::new(names::ERROR_CANCELLED, ""))
+            }
+            _ => None,
+        };
+        st.prompt = Some(prompt);
+        st.turn = Some((turn, at));
+        st.turns += 1;
+        st.model = Some((reply.provider.clone(), reply.model.clone()));
+    }
+
+    /// A tool result is a tool call inside the turn that asked for it.
+    fn tool_result(&mut self, here: &Here<'_>, st: &State, result: &crate::message::ToolResultMessage) {
+        let (parent, from) = match (st.turn, st.prompt) {
+            (Some((turn, from)), _) => (Some(turn), from),
+            (None, Some(prompt)) => (Some(prompt), st.last_ms),
+            (None, None) => (None, here.at),
+        };
+        let tool = self.span(here, st, names::AGENT_TOOL_CALL, "tool", parent, from.min(here.at));
+        let span = &mut self.spans[tool];
+        span.start = std::mem::take(&mut span.start)
+            .safe(names::TOOL_NAME, pi_observe_core::identifier_or_invalid(&result.tool_name))
+            .safe(names::TOOL_CALL_ID, pi_observe_core::identifier_or_invalid(&result.tool_call_id));
+        span.end = Payload::new().safe(names::IS_ERROR, result.is_error);
+        if let Some(usage) = &result.usage {
+            span.end = usage_payload(std::mem::take(&mut span.end), usage);
+        }
+        if result.is_error {
+            span.error = Some(ErrorInfo::new(names::ERROR_TOOL, ""));
+        }
+    }
 }
 
 fn emit(spans: &[SpanRec], index: usize, out: &mut Vec<ObsEvent>) {
