@@ -1,12 +1,11 @@
 //! Anthropic Messages (streaming), with tool use and prompt-cache token accounting.
 
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use super::http::{HttpClient, HttpConfig};
 use super::openai::parse_arguments;
 use super::sse::SseEvent;
-use super::{AttemptFuture, AttemptOutcome, EventSink, Provider, ProviderError, ProviderRequest, StreamEvent};
+use super::{Attempt, AttemptFuture, AttemptOutcome, Provider, ProviderError, ProviderRequest, StreamEvent};
 use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, Usage, joined_text};
 
 /// Env var holding the Anthropic key.
@@ -45,12 +44,7 @@ impl Provider for AnthropicProvider {
         vec![("anthropic-version".to_owned(), API_VERSION.to_owned())]
     }
 
-    fn attempt<'a>(
-        &'a self,
-        request: &'a ProviderRequest,
-        cancel: &'a CancellationToken,
-        sink: EventSink<'a>,
-    ) -> AttemptFuture<'a> {
+    fn attempt<'a>(&'a self, Attempt { request, cancel, sink }: Attempt<'a>) -> AttemptFuture<'a> {
         Box::pin(async move {
             let mut headers = vec![("anthropic-version", API_VERSION.to_owned())];
             if let Some(key) = &self.http.config.api_key {

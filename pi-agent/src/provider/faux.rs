@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{AttemptFuture, AttemptOutcome, EventSink, Provider, ProviderError, ProviderRequest, StreamEvent};
+use super::{Attempt, AttemptFuture, AttemptOutcome, EventSink, Provider, ProviderError, ProviderRequest, StreamEvent};
 use crate::message::{AssistantMessage, ContentBlock, StopReason, Usage};
 
 /// One block of a scripted response.
@@ -222,12 +222,7 @@ impl Provider for FauxProvider {
         vec![("x-faux-version".to_owned(), "1".to_owned())]
     }
 
-    fn attempt<'a>(
-        &'a self,
-        request: &'a ProviderRequest,
-        cancel: &'a CancellationToken,
-        sink: EventSink<'a>,
-    ) -> AttemptFuture<'a> {
+    fn attempt<'a>(&'a self, Attempt { request, cancel, sink }: Attempt<'a>) -> AttemptFuture<'a> {
         Box::pin(async move {
             self.record_sent(request);
             let response = self.queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();

@@ -253,14 +253,20 @@ pub trait Provider: Send + Sync {
         Vec::new()
     }
 
-    /// One attempt. Must return [`ProviderError::Aborted`] promptly when `cancel` fires. Uses
-    /// `request.control` (replacement payload, header patch, response observer).
-    fn attempt<'a>(
-        &'a self,
-        request: &'a ProviderRequest,
-        cancel: &'a CancellationToken,
-        sink: EventSink<'a>,
-    ) -> AttemptFuture<'a>;
+    /// One attempt. Must return [`ProviderError::Aborted`] promptly when `attempt.cancel`
+    /// fires. Uses `attempt.request.control` (replacement payload, header patch, response
+    /// observer).
+    fn attempt<'a>(&'a self, attempt: Attempt<'a>) -> AttemptFuture<'a>;
+}
+
+/// What one attempt works with.
+pub struct Attempt<'a> {
+    /// The request.
+    pub request: &'a ProviderRequest,
+    /// Fires when the run is aborted.
+    pub cancel: &'a CancellationToken,
+    /// Receives stream events as they arrive.
+    pub sink: EventSink<'a>,
 }
 
 /// A completed (or aborted/failed) request: the message to persist and what happened.
@@ -324,7 +330,7 @@ pub async fn request(
             let attempt = tokio::select! {
                 biased;
                 () = cancel.cancelled() => Err(ProviderError::Aborted),
-                result = provider.attempt(request, cancel, &mut forward) => result,
+                result = provider.attempt(Attempt { request, cancel, sink: &mut forward }) => result,
             };
             let streamed = streamed.load(Ordering::Relaxed);
             match attempt {

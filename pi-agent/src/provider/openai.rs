@@ -2,11 +2,10 @@
 //! Ollama, OpenRouter, LiteLLM): set the base URL.
 
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use super::http::{HttpClient, HttpConfig};
 use super::sse::SseEvent;
-use super::{AttemptFuture, AttemptOutcome, EventSink, Provider, ProviderError, ProviderRequest, StreamEvent};
+use super::{Attempt, AttemptFuture, AttemptOutcome, Provider, ProviderError, ProviderRequest, StreamEvent};
 use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, Usage, joined_text};
 
 /// Env var holding the OpenAI key.
@@ -42,12 +41,7 @@ impl Provider for OpenAiProvider {
         request_body(request)
     }
 
-    fn attempt<'a>(
-        &'a self,
-        request: &'a ProviderRequest,
-        cancel: &'a CancellationToken,
-        sink: EventSink<'a>,
-    ) -> AttemptFuture<'a> {
+    fn attempt<'a>(&'a self, Attempt { request, cancel, sink }: Attempt<'a>) -> AttemptFuture<'a> {
         Box::pin(async move {
             let mut headers = Vec::new();
             if let Some(key) = &self.http.config.api_key {
