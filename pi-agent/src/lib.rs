@@ -14,6 +14,7 @@ pub mod model;
 pub mod provider;
 pub mod resources;
 pub mod session;
+pub mod settings;
 pub mod time;
 pub mod tools;
 

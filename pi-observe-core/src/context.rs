@@ -95,7 +95,7 @@ impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Attribution {
 }
 
 /// Where the current code is in a trace, who it is attributed to, and which hub receives its
-/// events (the design notes' `PiObservabilityContext`).
+/// events (upstream pi's `PiObservabilityContext`, `docs/design/contract.md`).
 #[derive(Clone, Default)]
 pub struct ObsContext {
     pub(crate) trace_id: Option<TraceId>,
@@ -336,7 +336,7 @@ fn empty_context() -> &'static ObsContext {
 }
 
 /// Runs `fut` with `attribution` merged into the attribution context (inner keys win), on the
-/// hub and trace position in force where it is first polled. The design notes' `runWithPiContext`.
+/// hub and trace position in force where it is first polled. Upstream pi's `runWithPiContext`.
 pub fn run_with_context<F: Future>(attribution: impl Into<Attribution>, fut: F) -> Scoped<F> {
     Scoped::derive(fut, Some(attribution.into()), None, None)
 }

@@ -56,7 +56,7 @@ impl Timestamp {
         self.0
     }
 
-    /// Milliseconds since the Unix epoch (the design notes' `timestamp`).
+    /// Milliseconds since the Unix epoch (the JSON form's `timestamp`, `docs/design/contract.md`).
     pub fn unix_millis_f64(self) -> f64 {
         self.0 as f64 / 1e6
     }
@@ -217,7 +217,7 @@ struct EventJson<'a> {
     span_id: Option<SpanId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     parent_span_id: Option<SpanId>,
-    /// Epoch milliseconds (float), as in the design notes.
+    /// Epoch milliseconds (float), as in upstream pi's JSON form (`docs/design/contract.md`).
     timestamp: f64,
     /// Exact epoch nanoseconds; wins over `timestamp` when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -46,7 +46,7 @@ impl Drop for DeliveringGuard {
     }
 }
 
-/// An event hub: the design notes' `PiObservability`.
+/// An event hub (upstream pi's `PiObservability`; see `docs/design/contract.md`).
 ///
 /// There is one process-wide hub ([`Observability::global`]) and any number of explicit ones
 /// (cheap to clone: one `Arc`). Code runs "on" a hub through [`Observability::scope`] or
@@ -149,7 +149,7 @@ impl Observability {
         context::with_current(|ctx| ctx.hub().clone())
     }
 
-    /// The current context (the design notes' `getContext()`).
+    /// The current context (upstream pi's `getContext()`).
     pub fn context(&self) -> ObsContext {
         context::current()
     }

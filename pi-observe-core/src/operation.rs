@@ -357,7 +357,7 @@ pin_project! {
     }
 }
 
-/// Runs `fut` as one operation, following the design notes' `traceOperation`: reads the current
+/// Runs `fut` as one operation, following the contract (`docs/design/contract.md`; upstream pi's `traceOperation`): reads the current
 /// context, creates a trace id if there is none, a new span id, uses the current span as parent,
 /// emits `start`, runs `fut` under the child context, and emits `end` or `error` when it settles:
 /// `error` for an `Err` result, for a panic (which is then resumed) and, named `Cancelled` with

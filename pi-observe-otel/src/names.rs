@@ -16,7 +16,7 @@ pub const PI_INCOMPLETE: &str = "pi.incomplete";
 
 /// Conventional user id.
 pub const USER_ID: &str = "user.id";
-/// Organisation id (not a semconv key; named by the pi spec).
+/// Organisation id (not a semconv key; ours, see `docs/architecture.md`).
 pub const ORGANIZATION_ID: &str = "organization.id";
 
 /// `gen_ai.operation.name`.

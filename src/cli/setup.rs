@@ -128,7 +128,8 @@ pub fn cwd(arg: Option<&Path>) -> Result<PathBuf, CliError> {
     }
 }
 
-/// `--session PATH`, `--no-session`, or the default `~/.pi/agent/sessions/--<cwd>--/<time>_<id>.jsonl`.
+/// `--session PATH`, `--no-session`, or the default
+/// `~/.pi/agent/sessions/--<cwd with '/' as '-'>--/<UTC time with ':' and '.' as '-'>.jsonl`.
 /// An existing path must be a regular file (not a directory, FIFO or device).
 pub fn session_path(args: &AgentArgs, cwd: &Path) -> Result<Option<PathBuf>, CliError> {
     if args.no_session {
