@@ -132,6 +132,19 @@ pub struct Agent {
     trust_usage_from: usize,
 }
 
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("provider", &self.provider.name())
+            .field("model", &self.model.id)
+            .field("tools", &self.tools)
+            .field("session", &self.session_id())
+            .field("messages", &self.messages.len())
+            .field("extensions", &self.hooks.extensions())
+            .finish_non_exhaustive()
+    }
+}
+
 /// Receives agent events.
 pub type AgentSink<'a> = &'a mut (dyn FnMut(AgentEvent) + Send);
 

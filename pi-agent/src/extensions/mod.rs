@@ -117,6 +117,12 @@ pub struct ExtensionApi<'a> {
     extension: Arc<str>,
 }
 
+impl fmt::Debug for ExtensionApi<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExtensionApi").field("extension", &self.extension).finish_non_exhaustive()
+    }
+}
+
 impl ExtensionApi<'_> {
     /// The extension being registered.
     pub fn extension_name(&self) -> &str {
@@ -170,7 +176,7 @@ impl fmt::Debug for HookContext {
 }
 
 /// Read-only access to the session an agent writes.
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct SessionFacade(pub(crate) Option<Arc<Mutex<SessionWriter>>>);
 
 impl SessionFacade {

@@ -14,6 +14,7 @@ const DEFAULT_BASE: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
 
 /// The Anthropic Messages provider.
+#[derive(Debug)]
 pub struct AnthropicProvider {
     http: HttpClient,
 }

@@ -60,6 +60,7 @@ impl FauxResponse {
 }
 
 /// The scripted provider.
+#[derive(Debug)]
 pub struct FauxProvider {
     queue: Mutex<VecDeque<FauxResponse>>,
     chunk_chars: usize,

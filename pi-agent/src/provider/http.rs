@@ -10,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 use super::ProviderError;
 use super::sse::{SseEvent, SseParser};
 
-/// HTTP settings of a provider.
-#[derive(Debug, Clone)]
+/// HTTP settings of a provider (`Debug` never shows the API key).
+#[derive(Clone)]
 pub struct HttpConfig {
     /// Base URL (e.g. `http://127.0.0.1:8080/v1`); `None` = the model's or the provider's default.
     pub base_url: Option<String>,
@@ -23,6 +23,18 @@ pub struct HttpConfig {
     pub response_timeout: Duration,
     /// Longest allowed gap between two chunks of a streamed body.
     pub idle_timeout: Duration,
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("connect_timeout", &self.connect_timeout)
+            .field("response_timeout", &self.response_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish()
+    }
 }
 
 impl Default for HttpConfig {
@@ -40,6 +52,7 @@ impl Default for HttpConfig {
 /// Header names whose values are credentials: never recorded, even with header capture on.
 const SECRET_HEADERS: [&str; 4] = ["authorization", "x-api-key", "cookie", "proxy-authorization"];
 
+#[derive(Debug)]
 pub(crate) struct HttpClient {
     client: reqwest::Client,
     pub(crate) config: HttpConfig,

@@ -260,6 +260,7 @@ pub trait Provider: Send + Sync {
 }
 
 /// What one attempt works with.
+#[allow(missing_debug_implementations)] // the sink is a closure
 pub struct Attempt<'a> {
     /// The request.
     pub request: &'a ProviderRequest,

@@ -13,6 +13,7 @@ pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
 const DEFAULT_BASE: &str = "https://api.openai.com/v1";
 
 /// The OpenAI Chat Completions provider.
+#[derive(Debug)]
 pub struct OpenAiProvider {
     http: HttpClient,
     name: String,

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput, str_arg};
 
 /// Replaces one exact occurrence of `oldText` with `newText`.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct EditTool;
 
 impl Tool for EditTool {

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput, cap_head, str_arg, u64_arg};
 
 /// Reads a text file, optionally a line range.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct ReadTool;
 
 /// Default number of lines `read` returns.
@@ -56,6 +57,7 @@ impl Tool for ReadTool {
 }
 
 /// Writes a file (creating parent directories), replacing its content.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct WriteTool;
 
 impl Tool for WriteTool {
@@ -85,6 +87,7 @@ impl Tool for WriteTool {
 }
 
 /// Lists a directory.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct LsTool;
 
 impl Tool for LsTool {

@@ -171,6 +171,12 @@ pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
 }
 
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tools.iter().map(|t| t.name())).finish()
+    }
+}
+
 impl ToolRegistry {
     /// No tools.
     pub fn empty() -> Self {

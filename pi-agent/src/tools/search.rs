@@ -37,6 +37,7 @@ fn relative(root: &Path, path: &Path) -> String {
 }
 
 /// Searches file contents with a regular expression.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct GrepTool;
 
 impl Tool for GrepTool {
@@ -84,6 +85,7 @@ impl Tool for GrepTool {
 }
 
 /// Finds files whose relative path matches a glob (`*`, `**`, `?`).
+#[derive(Debug, Clone, Copy, Default)]
 pub struct FindTool;
 
 /// A glob as a regex over `/`-separated relative paths: `**` spans directories, `*` and `?` do not.

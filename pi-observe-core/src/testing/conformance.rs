@@ -46,6 +46,7 @@ pub trait ConformanceFixture {
 }
 
 /// One conformance case.
+#[derive(Debug)]
 pub struct Case {
     /// Group, e.g. `results`.
     pub group: &'static str,

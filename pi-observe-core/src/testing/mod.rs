@@ -40,7 +40,7 @@ pub fn silence_expected_panics(markers: &'static [&'static str]) {
 }
 
 /// A subscriber that keeps every event it receives, in order.
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct CaptureSubscriber {
     events: Arc<Mutex<Vec<ObsEvent>>>,
 }
