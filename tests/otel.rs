@@ -148,7 +148,7 @@ fn an_in_process_faux_run_with_parallel_tools_is_exported_span_for_span() {
         schedule_delay: Some(Duration::from_millis(20)),
         ..Default::default()
     };
-    let otel = pi_observe::otel::OtelSubscriber::new(config, &hub).unwrap();
+    let otel = pi_observe::otel::OtelSubscriber::new(config).unwrap();
     let _o = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
     faux_run_with_parallel_tools(&hub, &d);
     pi_observe::core::Subscriber::shutdown(otel.as_ref(), Duration::from_secs(5)).unwrap();
@@ -173,7 +173,7 @@ fn the_sdk_in_memory_exporter_gets_the_contract_tree_id_for_id_and_time_for_time
         schedule_delay: Some(Duration::from_millis(20)),
         ..Default::default()
     };
-    let otel = pi_observe::otel::OtelSubscriber::with_span_exporter(config, &hub, memory.clone()).unwrap();
+    let otel = pi_observe::otel::OtelSubscriber::with_span_exporter(config, memory.clone()).unwrap();
     let _o = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
     faux_run_with_parallel_tools(&hub, &d);
     pi_observe::core::Subscriber::flush(otel.as_ref(), Duration::from_secs(5)).unwrap();

@@ -170,7 +170,8 @@ impl ObsContext {
         self
     }
 
-    /// Runs `fut` with exactly this context as the current one.
+    /// Runs `fut` with exactly this context as the current one: a context captured elsewhere
+    /// (what [`spawn`] and [`ContextExt::in_current_context`] use to cross task boundaries).
     pub fn scope<F: Future>(self, fut: F) -> Scoped<F> {
         Scoped::new(Patch::Fixed(self), fut)
     }
@@ -337,17 +338,23 @@ fn empty_context() -> &'static ObsContext {
 
 /// Runs `fut` with `attribution` merged into the attribution context (inner keys win), on the
 /// hub and trace position in force where it is first polled. Upstream pi's `runWithPiContext`.
+/// For code that does not hold a hub (library code adding attribution under whatever hub is
+/// current); with a hub at hand, [`Observability::enter`] sets hub, attribution and remote
+/// parent in one scope.
 pub fn run_with_context<F: Future>(attribution: impl Into<Attribution>, fut: F) -> Scoped<F> {
     Scoped::derive(fut, Some(attribution.into()), None, None)
 }
 
-/// Synchronous counterpart of [`run_with_context`] (thread-local fallback).
+/// Synchronous counterpart of [`run_with_context`], for code that is not async (a thread-local
+/// scope instead of the task-local).
 pub fn run_with_context_sync<R>(attribution: impl Borrow<Attribution>, f: impl FnOnce() -> R) -> R {
     current().with_attribution(attribution.borrow()).in_scope(f)
 }
 
 /// Runs `fut` as the child of an incoming W3C `traceparent` (e.g. the `TRACEPARENT` env var of a
 /// parent process). A malformed or absent value is ignored: `fut` then starts its own trace.
+/// For code that does not hold a hub; with one, use [`Observability::enter`] with
+/// [`Scope::traceparent`](crate::Scope::traceparent).
 pub fn run_with_traceparent<F: Future>(traceparent: Option<&str>, fut: F) -> Scoped<F> {
     Scoped::derive(fut, None, None, traceparent.and_then(TraceParent::parse))
 }

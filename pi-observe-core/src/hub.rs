@@ -14,6 +14,7 @@ use crate::event::ObsEvent;
 use crate::policy::ContentPolicy;
 use crate::stats::{DropReason, Stats, StatsSnapshot};
 use crate::subscriber::{Subscriber, SubscriberError};
+use crate::traceparent::TraceParent;
 
 /// Live subscriptions across every hub in the process. When zero, instrumentation skips context
 /// lookups and payload building entirely: one relaxed load.
@@ -46,12 +47,87 @@ impl Drop for DeliveringGuard {
     }
 }
 
+/// What [`Observability::enter`] sets for a future; unset parts are inherited.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    attribution: Option<Attribution>,
+    remote: Option<TraceParent>,
+}
+
+impl Scope {
+    /// Sets nothing: the hub only.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Merges `attribution` into the attribution in force (its keys win).
+    pub fn attribution(mut self, attribution: impl Into<Attribution>) -> Self {
+        self.attribution = Some(attribution.into());
+        self
+    }
+
+    /// Makes the scope a child of an incoming W3C `traceparent` header (e.g. the `TRACEPARENT`
+    /// variable of a parent process); an absent or malformed value leaves the trace as it is.
+    pub fn traceparent(mut self, header: Option<&str>) -> Self {
+        self.remote = header.and_then(TraceParent::parse).or(self.remote);
+        self
+    }
+
+    /// Makes the scope a child of `parent`.
+    pub fn remote_parent(mut self, parent: TraceParent) -> Self {
+        self.remote = Some(parent);
+        self
+    }
+}
+
+/// A hub handle that does not keep the hub alive; see [`Observability::downgrade`].
+#[derive(Debug, Clone, Default)]
+pub struct WeakObservability(std::sync::Weak<HubInner>);
+
+impl WeakObservability {
+    /// The hub, while it is alive.
+    pub fn upgrade(&self) -> Option<Observability> {
+        self.0.upgrade().map(|inner| Observability { inner })
+    }
+}
+
+/// Where a subscriber records what it drops: the hub it was subscribed to, learned in
+/// [`Subscriber::on_subscribe`] (the first hub wins) and held weakly. Cheap to clone and share
+/// with a worker thread; recording before subscription or after the hub is gone does nothing.
+#[derive(Debug, Clone, Default)]
+pub struct HubSlot(Arc<OnceLock<WeakObservability>>);
+
+impl HubSlot {
+    /// An empty slot.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Remembers `hub` (keeps the first one).
+    pub fn set(&self, hub: &Observability) {
+        let _ = self.0.set(hub.downgrade());
+    }
+
+    /// The hub, if subscribed and alive.
+    pub fn hub(&self) -> Option<Observability> {
+        self.0.get().and_then(WeakObservability::upgrade)
+    }
+
+    /// Counts `count` records dropped for `reason` on the hub.
+    pub fn record_dropped(&self, reason: DropReason, count: u64) {
+        if let Some(hub) = self.hub() {
+            hub.record_dropped(reason, count);
+        }
+    }
+}
+
 /// An event hub (upstream pi's `PiObservability`; see `docs/design/contract.md`).
 ///
 /// There is one process-wide hub ([`Observability::global`]) and any number of explicit ones
-/// (cheap to clone: one `Arc`). Code runs "on" a hub through [`Observability::scope`] or
-/// [`Observability::run_with_context`]; instrumentation inside emits to it, so tests can run in
-/// parallel, each on its own hub, without sharing globals.
+/// (cheap to clone: one `Arc`). Code runs "on" a hub through [`Observability::enter`] (or its
+/// shorthands [`Observability::scope`] and [`Observability::run_with_context`]); instrumentation
+/// inside emits to it, so tests can run in parallel, each on its own hub, without sharing
+/// globals.
 ///
 /// ```
 /// use pi_observe_core::{names, trace_operation, Attribution, Observability, Payload};
@@ -154,15 +230,44 @@ impl Observability {
         context::current()
     }
 
-    /// Runs `fut` on this hub with `attribution` merged into the current context.
-    pub fn run_with_context<F: Future>(&self, attribution: impl Into<Attribution>, fut: F) -> Scoped<F> {
-        Scoped::derive(fut, Some(attribution.into()), Some(self.clone()), None)
+    /// The one entry to a scope: runs `fut` on this hub with what `scope` sets — attribution
+    /// merged into the current one, an incoming remote parent — in a single task-local scope.
+    /// Everything `scope` leaves unset is inherited from where `fut` is first polled.
+    ///
+    /// ```
+    /// use pi_observe_core::{Attribution, Observability, Scope, current};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let hub = Observability::new();
+    /// let scope = Scope::new()
+    ///     .attribution(Attribution::new().with("userId", "alice"))
+    ///     .traceparent(Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"));
+    /// let seen = hub.enter(scope, async { current() }).await;
+    /// assert_eq!(seen.attribution().get("userId"), Some("alice"));
+    /// assert_eq!(seen.trace_id().unwrap().to_string(), "0af7651916cd43dd8448eb211c80319c");
+    /// assert!(seen.hub() == &hub);
+    /// # });
+    /// ```
+    pub fn enter<F: Future>(&self, scope: Scope, fut: F) -> Scoped<F> {
+        Scoped::derive(fut, scope.attribution, Some(self.clone()), scope.remote)
     }
 
-    /// Runs `fut` on this hub, keeping the attribution and trace position in force where it is
-    /// first polled.
+    /// Shorthand for [`Observability::enter`] with only an attribution (the common case of a
+    /// request handler that knows who it serves).
+    pub fn run_with_context<F: Future>(&self, attribution: impl Into<Attribution>, fut: F) -> Scoped<F> {
+        self.enter(Scope::new().attribution(attribution), fut)
+    }
+
+    /// Shorthand for [`Observability::enter`] with nothing but the hub: keeps the attribution
+    /// and trace position in force where `fut` is first polled (tests, background work).
     pub fn scope<F: Future>(&self, fut: F) -> Scoped<F> {
-        Scoped::derive(fut, None, Some(self.clone()), None)
+        self.enter(Scope::new(), fut)
+    }
+
+    /// A handle that does not keep the hub alive (what a subscriber keeps of the hub it is
+    /// subscribed to: the hub owns its subscribers, not the other way round).
+    pub fn downgrade(&self) -> WeakObservability {
+        WeakObservability(Arc::downgrade(&self.inner))
     }
 
     /// Runs synchronous `f` on this hub.
@@ -190,6 +295,11 @@ impl Observability {
     /// Adds a shared subscriber with a shared policy; subscribers sharing one `Arc` policy share
     /// one redaction pass per event.
     pub fn subscribe_arc(&self, subscriber: Arc<dyn Subscriber>, policy: Arc<ContentPolicy>) -> Subscription {
+        // Outside the lock: a subscriber may look at the hub when it learns it.
+        let told = catch_unwind(AssertUnwindSafe(|| subscriber.on_subscribe(self)));
+        if told.is_err() {
+            self.inner.stats.subscriber_panics.fetch_add(1, Relaxed);
+        }
         let id = self.inner.next_id.fetch_add(1, Relaxed);
         let mut guard = self.inner.subscribers.write().unwrap_or_else(|e| e.into_inner());
         let mut entries = guard.to_vec();

@@ -62,7 +62,7 @@ pub use context::{
     run_with_traceparent, spawn, spawn_blocking, spawn_thread, with_current,
 };
 pub use event::{ErrorInfo, EventKind, ObsEvent, Timestamp, value_from_json, value_to_json};
-pub use hub::{Observability, Subscription};
+pub use hub::{HubSlot, Observability, Scope, Subscription, WeakObservability};
 pub use ids::{InvalidId, SpanId, TraceId};
 pub use operation::{
     Operation, Outcome, Span, Status, record, record_event, trace_operation, trace_operation_sync, trace_operation_with,

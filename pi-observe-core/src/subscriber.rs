@@ -16,6 +16,14 @@ pub trait Subscriber: Send + Sync + 'static {
     /// Handles one event.
     fn on_event(&self, event: &ObsEvent);
 
+    /// Called once when the subscriber is subscribed to `hub` (model: `tracing-core`'s
+    /// `Subscriber::on_register_dispatch`), before any event. Adapters that count what they
+    /// drop keep the hub in a [`HubSlot`](crate::HubSlot), which holds it weakly: the hub owns its
+    /// subscribers, so a subscriber must not own its hub.
+    fn on_subscribe(&self, hub: &crate::Observability) {
+        let _ = hub;
+    }
+
     /// Handles one event the subscriber may keep: the hub hands over its copy instead of a
     /// reference (adapters that queue events override this to keep it without cloning; the
     /// default calls [`Subscriber::on_event`]). Of the subscribers sharing one policy, the last

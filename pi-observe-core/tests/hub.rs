@@ -213,3 +213,28 @@ fn each_policy_redacts_once_and_its_last_subscriber_keeps_the_copy() {
 fn error_text() -> pi_observe_core::ContentPolicy {
     pi_observe_core::ContentPolicy::default().capture(pi_observe_core::ContentKind::ErrorText)
 }
+
+#[test]
+fn a_subscriber_learns_its_hub_on_subscribe_and_does_not_keep_it_alive() {
+    struct Counting(pi_observe_core::HubSlot);
+    impl pi_observe_core::Subscriber for Counting {
+        fn on_subscribe(&self, hub: &Observability) {
+            self.0.set(hub);
+        }
+        fn on_event(&self, _: &pi_observe_core::ObsEvent) {
+            self.0.record_dropped(pi_observe_core::DropReason::QueueFull, 1);
+        }
+    }
+    let slot = pi_observe_core::HubSlot::new();
+    let hub = Observability::new();
+    let subscription = hub.subscribe(Counting(slot.clone()));
+    assert!(slot.hub().is_some_and(|known| known == hub));
+    hub.in_scope(|| trace_operation_sync("op", (), |_| ()));
+    assert_eq!(hub.stats().dropped(pi_observe_core::DropReason::QueueFull), 2, "start and end counted");
+    let weak = hub.downgrade();
+    drop(hub);
+    assert!(weak.upgrade().is_some(), "the subscription still holds its hub");
+    drop(subscription);
+    assert!(weak.upgrade().is_none(), "the subscriber did not keep the hub alive");
+    assert!(slot.hub().is_none());
+}

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use pi_observe_core::{DropReason, ObsEvent, Observability, Subscriber, SubscriberError};
+use pi_observe_core::{DropReason, HubSlot, ObsEvent, Observability, Subscriber, SubscriberError};
 
 enum Message {
     Line(String),
@@ -23,7 +23,7 @@ pub struct JsonlFileSink {
     path: PathBuf,
     sender: Mutex<Option<SyncSender<Message>>>,
     worker: Mutex<Option<JoinHandle<()>>>,
-    hub: Observability,
+    hub: HubSlot,
     counts: Arc<Counts>,
 }
 
@@ -45,14 +45,16 @@ impl JsonlFileSink {
     /// Default queue capacity in events.
     pub const DEFAULT_CAPACITY: usize = 8192;
 
-    /// Opens (creating or appending to) `path`; drops are counted on `hub`.
-    pub fn create(path: &Path, capacity: usize, hub: &Observability) -> std::io::Result<Arc<Self>> {
+    /// Opens (creating or appending to) `path`; drops are also counted on the hub it is
+    /// subscribed to.
+    pub fn create(path: &Path, capacity: usize) -> std::io::Result<Arc<Self>> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         let (sender, receiver) = mpsc::sync_channel(capacity.max(1));
-        let (worker_hub, counts) = (hub.clone(), Arc::new(Counts::default()));
+        let (hub, counts) = (HubSlot::new(), Arc::new(Counts::default()));
+        let worker_hub = hub.clone();
         let worker_counts = counts.clone();
         let worker = std::thread::Builder::new()
             .name("pi-observe-jsonl".into())
@@ -61,7 +63,7 @@ impl JsonlFileSink {
             path: path.to_owned(),
             sender: Mutex::new(Some(sender)),
             worker: Mutex::new(Some(worker)),
-            hub: hub.clone(),
+            hub,
             counts,
         }))
     }
@@ -98,7 +100,7 @@ struct Batch {
 }
 
 impl Batch {
-    fn write(&mut self, file: &mut File, hub: &Observability, counts: &Counts) {
+    fn write(&mut self, file: &mut File, hub: &HubSlot, counts: &Counts) {
         if self.bytes.is_empty() {
             return;
         }
@@ -115,7 +117,7 @@ impl Batch {
 
 /// Writes what is queued as soon as the queue is momentarily empty (or a batch is full), so
 /// records reach the file promptly and in whole lines.
-fn write_loop(mut file: File, receiver: Receiver<Message>, hub: &Observability, counts: &Counts) {
+fn write_loop(mut file: File, receiver: Receiver<Message>, hub: &HubSlot, counts: &Counts) {
     let mut batch = Batch { bytes: Vec::with_capacity(BATCH_BYTES), lines: 0 };
     while let Ok(first) = receiver.recv() {
         let mut next = Some(first);
@@ -141,6 +143,10 @@ fn write_loop(mut file: File, receiver: Receiver<Message>, hub: &Observability, 
 }
 
 impl Subscriber for JsonlFileSink {
+    fn on_subscribe(&self, hub: &Observability) {
+        self.hub.set(hub);
+    }
+
     fn on_event(&self, event: &ObsEvent) {
         let Some(sender) = self.sender() else {
             self.not_written(DropReason::Shutdown);
@@ -202,7 +208,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pi-jsonl-{}", pi_observe_core::SpanId::random()));
         let path = dir.join("events.jsonl");
         let hub = Observability::new();
-        let sink = JsonlFileSink::create(&path, 16, &hub).unwrap();
+        let sink = JsonlFileSink::create(&path, 16).unwrap();
         let _sub = hub.subscribe_arc(sink.clone(), Arc::new(Default::default()));
         hub.in_scope(|| {
             for _ in 0..3 {

@@ -120,8 +120,8 @@ fn spans(c: &mut Criterion) {
     let endpoint = sink();
 
     let hub = Observability::new();
-    let otel = OtelSubscriber::new(OtlpConfig { traces_endpoint: Some(endpoint.clone()), ..Default::default() }, &hub)
-        .unwrap();
+    let otel =
+        OtelSubscriber::new(OtlpConfig { traces_endpoint: Some(endpoint.clone()), ..Default::default() }).unwrap();
     let subscription = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
     let payload =
         || Payload::new().safe(names::PROVIDER, "faux").safe(names::MODEL, "faux-1").safe(names::TURN_INDEX, 3);
@@ -186,7 +186,7 @@ fn export(c: &mut Criterion) {
         max_export_batch_size: Some(512),
         ..Default::default()
     };
-    let otel = OtelSubscriber::new(config, &hub).unwrap();
+    let otel = OtelSubscriber::new(config).unwrap();
     let subscription = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
     let payload =
         || Payload::new().safe(names::PROVIDER, "faux").safe(names::MODEL, "faux-1").safe(names::TURN_INDEX, 3);

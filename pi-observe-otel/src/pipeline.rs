@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SpanData;
-use pi_observe_core::{DropReason, EventKind, ObsEvent, Observability, SpanId, Subscriber, SubscriberError};
+use pi_observe_core::{DropReason, EventKind, HubSlot, ObsEvent, Observability, SpanId, Subscriber, SubscriberError};
 
 use crate::config::{ConfigError, OtlpConfig};
 use crate::convert::{Conventions, span_data};
@@ -123,7 +123,7 @@ pub struct OtelSubscriber {
     queue: Arc<Queue>,
     worker: Mutex<Option<JoinHandle<()>>>,
     counters: Arc<Counters>,
-    hub: Observability,
+    hub: HubSlot,
     disabled: bool,
 }
 
@@ -147,9 +147,10 @@ pub(crate) fn resource(config: &OtlpConfig) -> Resource {
 }
 
 impl OtelSubscriber {
-    /// Starts the worker. Drops and export failures are also counted on `hub`.
-    pub fn new(config: OtlpConfig, hub: &Observability) -> Result<Arc<Self>, ConfigError> {
-        Self::start(config, hub, None)
+    /// Starts the worker. Drops and export failures are also counted on the hub it is
+    /// subscribed to.
+    pub fn new(config: OtlpConfig) -> Result<Arc<Self>, ConfigError> {
+        Self::start(config, None)
     }
 
     /// Like [`OtelSubscriber::new`], but spans go to an `opentelemetry_sdk` span exporter (the
@@ -158,23 +159,19 @@ impl OtelSubscriber {
     /// shutdown deadline are the same; metrics and logs, when on, still go over OTLP. The
     /// exporter gets the resource (`service.name`, `OTEL_RESOURCE_ATTRIBUTES`) through
     /// `set_resource`.
-    pub fn with_span_exporter<E>(
-        config: OtlpConfig,
-        hub: &Observability,
-        mut exporter: E,
-    ) -> Result<Arc<Self>, ConfigError>
+    pub fn with_span_exporter<E>(config: OtlpConfig, mut exporter: E) -> Result<Arc<Self>, ConfigError>
     where
         E: opentelemetry_sdk::trace::SpanExporter + Send + Sync + 'static,
     {
         exporter.set_resource(&resource(&config));
-        Self::start(config, hub, Some(Box::new(exporter)))
+        Self::start(config, Some(Box::new(exporter)))
     }
 
     fn start(
         config: OtlpConfig,
-        hub: &Observability,
         sdk: Option<Box<dyn crate::export::SdkSpanExporter>>,
     ) -> Result<Arc<Self>, ConfigError> {
+        let hub = HubSlot::new();
         let counters = Arc::new(Counters::default());
         let capacity = config.max_queue_size.unwrap_or(8192);
         let batch_size = config.max_export_batch_size.unwrap_or(512);
@@ -220,7 +217,7 @@ impl OtelSubscriber {
                 })?;
             Some(handle)
         };
-        Ok(Arc::new(OtelSubscriber { queue, worker: Mutex::new(worker), counters, hub: hub.clone(), disabled }))
+        Ok(Arc::new(OtelSubscriber { queue, worker: Mutex::new(worker), counters, hub, disabled }))
     }
 
     /// A snapshot of the export counters.
@@ -264,6 +261,10 @@ impl Drop for OtelSubscriber {
 }
 
 impl Subscriber for OtelSubscriber {
+    fn on_subscribe(&self, hub: &Observability) {
+        self.hub.set(hub);
+    }
+
     fn on_event(&self, event: &ObsEvent) {
         self.on_owned_event(event.clone());
     }
@@ -339,7 +340,7 @@ struct Worker {
     queue: Arc<Queue>,
     exporter: Exporter,
     counters: Arc<Counters>,
-    hub: Observability,
+    hub: HubSlot,
     conventions: Conventions,
     scope: InstrumentationScope,
     batch_size: usize,

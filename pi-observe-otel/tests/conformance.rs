@@ -13,7 +13,7 @@ use std::time::Duration;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use pi_observe_core::testing::conformance::{self, ConformanceFixture};
 use pi_observe_core::testing::{RecordedEvent, RecordedSpan};
-use pi_observe_core::{ErrorInfo, Observability, SpanId, Subscriber, Timestamp, TraceId, Value};
+use pi_observe_core::{ErrorInfo, SpanId, Subscriber, Timestamp, TraceId, Value};
 use pi_observe_otel::{OtelSubscriber, OtlpConfig};
 use receiver::Receiver;
 
@@ -57,7 +57,7 @@ impl ConformanceFixture for OtelFixture {
             metrics: Some(false),
             ..OtlpConfig::default()
         };
-        OtelSubscriber::new(config, &Observability::new()).unwrap()
+        OtelSubscriber::new(config).unwrap()
     }
 
     fn finished_spans(&mut self) -> Vec<RecordedSpan> {

@@ -67,7 +67,7 @@ struct Run {
 fn run(config: OtlpConfig, deadline: Duration) -> Run {
     let hub = Observability::new();
     let (capture, _c) = CaptureSubscriber::attach(&hub);
-    let otel = OtelSubscriber::new(config, &hub).unwrap();
+    let otel = OtelSubscriber::new(config).unwrap();
     let _o = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(hub.scope(workload()));
     let started = Instant::now();
@@ -388,8 +388,7 @@ fn grpc_over_mutual_tls_trusts_the_configured_ca_and_presents_the_client_certifi
 
 #[test]
 fn unreadable_or_malformed_tls_files_are_start_up_errors_naming_the_setting() {
-    let hub = Observability::new();
-    let start = |config: OtlpConfig| OtelSubscriber::new(config, &hub).map(|_| ()).unwrap_err().to_string();
+    let start = |config: OtlpConfig| OtelSubscriber::new(config).map(|_| ()).unwrap_err().to_string();
     let https = |c: OtlpConfig| OtlpConfig { traces_endpoint: Some("https://127.0.0.1:4318/v1/traces".into()), ..c };
     let missing = start(https(OtlpConfig { certificate: Some(fixture("nope.pem")), ..OtlpConfig::default() }));
     assert!(missing.starts_with("OTEL_EXPORTER_OTLP_CERTIFICATE") && missing.contains("nope.pem"), "{missing}");

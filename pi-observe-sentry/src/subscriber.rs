@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use pi_observe_core::{DropReason, EventKind, ObsEvent, Observability, SpanId, Subscriber, SubscriberError, TraceId};
+use pi_observe_core::{
+    DropReason, EventKind, HubSlot, ObsEvent, Observability, SpanId, Subscriber, SubscriberError, TraceId,
+};
 use sentry::protocol::Breadcrumb;
 
 use crate::config::{ConfigError, SentryConfig};
@@ -70,7 +72,7 @@ pub struct SentrySubscriber {
     traces: Mutex<HashMap<TraceId, TraceBuffer>>,
     counters: Counters,
     delivery: Arc<crate::transport::DeliveryCounters>,
-    hub: Observability,
+    hub: HubSlot,
 }
 
 impl std::fmt::Debug for SentrySubscriber {
@@ -80,8 +82,9 @@ impl std::fmt::Debug for SentrySubscriber {
 }
 
 impl SentrySubscriber {
-    /// A subscriber sending to `config.dsn`; drops are also counted on `hub`.
-    pub fn new(config: SentryConfig, hub: &Observability) -> Result<Arc<Self>, ConfigError> {
+    /// A subscriber sending to `config.dsn`; drops are also counted on the hub it is
+    /// subscribed to.
+    pub fn new(config: SentryConfig) -> Result<Arc<Self>, ConfigError> {
         let delivery = Arc::new(crate::transport::DeliveryCounters::default());
         let client = Arc::new(sentry::Client::from_config(config.client_options(delivery.clone())?));
         Ok(Arc::new(SentrySubscriber {
@@ -90,7 +93,7 @@ impl SentrySubscriber {
             traces: Mutex::new(HashMap::new()),
             counters: Counters::default(),
             delivery,
-            hub: hub.clone(),
+            hub: HubSlot::new(),
         }))
     }
 
@@ -176,6 +179,10 @@ fn raw_envelope(kind: &str, item: &serde_json::Value) -> Option<sentry::Envelope
 }
 
 impl Subscriber for SentrySubscriber {
+    fn on_subscribe(&self, hub: &Observability) {
+        self.hub.set(hub);
+    }
+
     fn on_event(&self, event: &ObsEvent) {
         let Some(span) = event.span_id else { return };
         let mut traces = self.traces.lock().unwrap_or_else(|e| e.into_inner());

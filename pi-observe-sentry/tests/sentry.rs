@@ -93,7 +93,7 @@ fn scenario(hub: &Observability) {
 fn a_prompt_becomes_one_transaction_with_the_contract_tree_and_errors_link_to_it() {
     let (config, transport) = test_config();
     let hub = Observability::new();
-    let sentry = SentrySubscriber::new(config, &hub).unwrap();
+    let sentry = SentrySubscriber::new(config).unwrap();
     let (capture, _c) = CaptureSubscriber::attach(&hub);
     let _s = hub.subscribe_arc(sentry.clone(), Arc::new(ContentPolicy::default()));
     scenario(&hub);
@@ -176,7 +176,7 @@ fn a_prompt_becomes_one_transaction_with_the_contract_tree_and_errors_link_to_it
 fn captured_content_reaches_sentry_only_scrubbed() {
     let (config, transport) = test_config();
     let hub = Observability::new();
-    let sentry = SentrySubscriber::new(config, &hub).unwrap();
+    let sentry = SentrySubscriber::new(config).unwrap();
     let policy = ContentPolicy::default().capture(ContentKind::Prompt);
     let _s = hub.subscribe_arc(sentry.clone(), Arc::new(policy));
     hub.in_scope(|| {
@@ -204,7 +204,7 @@ impl conformance::ConformanceFixture for SentryFixture {
     fn subscriber(&mut self) -> Arc<dyn Subscriber> {
         let (config, transport) = test_config();
         self.transport = transport;
-        SentrySubscriber::new(config, &Observability::new()).unwrap()
+        SentrySubscriber::new(config).unwrap()
     }
 
     fn finished_spans(&mut self) -> Vec<pi_observe_core::testing::RecordedSpan> {
@@ -222,7 +222,7 @@ fn envelopes_arrive_over_http_at_a_loopback_endpoint() {
     let endpoint = EnvelopeEndpoint::start();
     let dsn = endpoint.dsn();
     let hub = Observability::new();
-    let sentry = SentrySubscriber::new(SentryConfig { dsn: Some(dsn), ..SentryConfig::default() }, &hub).unwrap();
+    let sentry = SentrySubscriber::new(SentryConfig { dsn: Some(dsn), ..SentryConfig::default() }).unwrap();
     let (capture, _c) = CaptureSubscriber::attach(&hub);
     let _s = hub.subscribe_arc(sentry.clone(), Arc::new(ContentPolicy::default()));
     scenario(&hub);
@@ -245,7 +245,7 @@ fn an_unreachable_dsn_neither_blocks_the_agent_nor_the_exit_beyond_the_deadline(
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dsn = format!("http://public@127.0.0.1:{}/1", silent.local_addr().unwrap().port());
     let hub = Observability::new();
-    let sentry = SentrySubscriber::new(SentryConfig { dsn: Some(dsn), ..SentryConfig::default() }, &hub).unwrap();
+    let sentry = SentrySubscriber::new(SentryConfig { dsn: Some(dsn), ..SentryConfig::default() }).unwrap();
     let _s = hub.subscribe_arc(sentry.clone(), Arc::new(ContentPolicy::default()));
     for _ in 0..50 {
         scenario(&hub);
@@ -271,11 +271,11 @@ fn every_builtin_secret_rule_is_active_in_this_build() {
 
 #[test]
 fn bad_dsns_are_one_line_errors_naming_their_source() {
-    let hub = Observability::new();
-    let err = SentrySubscriber::new(
-        SentryConfig { dsn: Some("nope".into()), dsn_source: Some("--sentry".into()), ..SentryConfig::default() },
-        &hub,
-    )
+    let err = SentrySubscriber::new(SentryConfig {
+        dsn: Some("nope".into()),
+        dsn_source: Some("--sentry".into()),
+        ..SentryConfig::default()
+    })
     .unwrap_err()
     .to_string();
     assert!(err.starts_with("--sentry: not a Sentry DSN") && !err.contains('\n'), "{err}");
@@ -287,7 +287,7 @@ fn sampled_out_traces_send_no_transaction_but_errors_still_go_out() {
     let (mut config, transport) = test_config();
     config.traces_sample_rate = Some(0.0);
     let hub = Observability::new();
-    let sentry = SentrySubscriber::new(config, &hub).unwrap();
+    let sentry = SentrySubscriber::new(config).unwrap();
     let _s = hub.subscribe_arc(sentry.clone(), Arc::new(ContentPolicy::default()));
     scenario(&hub);
     sentry.flush(Duration::from_secs(2)).unwrap();

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use pi_agent::events::AgentEvent;
 use pi_agent::message::StopReason;
 use pi_agent::{Agent, AgentConfig, PromptResult, PromptSource};
-use pi_observe::core::{ObsEvent, TraceId, TraceParent, names, run_with_traceparent};
+use pi_observe::core::{ObsEvent, Scope, TraceId, TraceParent, names};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::args::{AgentArgs, Mode, ObserveArgs};
@@ -94,12 +94,15 @@ async fn prompt_once(
         Mode::Json => output::agent_event_line(&event),
         Mode::Text => output::text_delta(&event),
     };
-    let run = run_with_traceparent(traceparent.as_deref(), async {
-        let result = agent.prompt(prompt, cancel, &mut sink).await;
-        agent.shutdown(&mut sink).await;
-        result
-    });
-    let result = hub.run_with_context(attribution, run).await;
+    // One scope: this hub, the user's attribution, and the caller's trace as parent.
+    let scope = Scope::new().attribution(attribution).traceparent(traceparent.as_deref());
+    let result = hub
+        .enter(scope, async {
+            let result = agent.prompt(prompt, cancel, &mut sink).await;
+            agent.shutdown(&mut sink).await;
+            result
+        })
+        .await;
     if mode == Mode::Text {
         output::line("");
     }

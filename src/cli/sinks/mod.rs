@@ -76,7 +76,7 @@ impl SinkSetup {
             flush_deadline: self.flush_deadline,
         };
         if let Some(path) = events_jsonl {
-            let file = JsonlFileSink::create(path, JsonlFileSink::DEFAULT_CAPACITY, hub)
+            let file = JsonlFileSink::create(path, JsonlFileSink::DEFAULT_CAPACITY)
                 .map_err(|e| CliError::Usage(format!("--events-jsonl {}: {e}", path.display())))?;
             sinks.subscriptions.push(hub.subscribe_arc(file.clone(), policy(&self.policies.events)));
             sinks.events = Some(file);
@@ -86,12 +86,12 @@ impl SinkSetup {
             sinks.subscriptions.push(hub.subscribe_arc(print, policy(&self.policies.json)));
         }
         if let Some(config) = self.otlp {
-            let otel = OtelSubscriber::new(config, hub).map_err(|e| CliError::Usage(e.to_string()))?;
+            let otel = OtelSubscriber::new(config).map_err(|e| CliError::Usage(e.to_string()))?;
             sinks.subscriptions.push(hub.subscribe_arc(otel.clone(), policy(&self.policies.otlp)));
             sinks.otel = Some(otel);
         }
         if let Some(config) = self.sentry {
-            let sentry = SentrySubscriber::new(config, hub).map_err(|e| CliError::Usage(e.to_string()))?;
+            let sentry = SentrySubscriber::new(config).map_err(|e| CliError::Usage(e.to_string()))?;
             sinks.subscriptions.push(hub.subscribe_arc(sentry.clone(), policy(&self.policies.sentry)));
             sinks.sentry = Some(sentry);
         }
