@@ -424,3 +424,37 @@ fn export_replays_sessions_with_the_same_ids_every_time_and_usage_as_recorded() 
     assert!(first.iter().all(|e| e.payload.get(names::PROMPT_TEXT).is_none()));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn a_backfill_exports_spans_only_so_replaying_twice_adds_no_cost() {
+    let d = scratch("backfill");
+    let session = d.join("s.jsonl");
+    for prompt in ["first", "second"] {
+        let out = pi()
+            .args(["-p", prompt, "--provider", "faux", "--tools", "none", "--user", "u1"])
+            .arg("--session")
+            .arg(&session)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    }
+    let replay = |receiver: &Receiver, extra: &[&str]| {
+        let out = pi().arg("export").arg(&session).args(["--otlp", &receiver.endpoint]).args(extra).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    // Twice by default: the same span ids both times, and no metrics (whose sums would double).
+    let receiver = Receiver::start(vec![]);
+    replay(&receiver, &[]);
+    let first: Vec<Vec<u8>> = receiver.spans().iter().map(|s| s.span_id.clone()).collect();
+    replay(&receiver, &[]);
+    let all: Vec<Vec<u8>> = receiver.spans().iter().map(|s| s.span_id.clone()).collect();
+    assert!(!first.is_empty());
+    assert_eq!(all.len(), 2 * first.len());
+    assert_eq!(all[first.len()..], first[..], "a replay is idempotent: the same ids again");
+    assert!(receiver.metrics.lock().unwrap().is_empty(), "a default backfill sends no metrics");
+    // Opting in exports the metrics once.
+    let with_metrics = Receiver::start(vec![]);
+    replay(&with_metrics, &["--export-metrics"]);
+    assert!(!with_metrics.metrics.lock().unwrap().is_empty());
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -19,6 +19,11 @@ pub struct ExportArgs {
     /// Write the replayed contract events as JSON lines to PATH.
     #[arg(long, value_name = "PATH")]
     pub events_jsonl: Option<PathBuf>,
+    /// Also export OTLP metrics (tokens, cost, durations) from the replayed records. Off by
+    /// default: a metrics backend adds what it receives, so replaying the same sessions twice
+    /// would count their cost twice. Use it once per session set (see README, Backfill).
+    #[arg(long)]
+    pub export_metrics: bool,
     #[command(flatten)]
     pub sinks: super::args::SinkArgs,
 }
@@ -30,7 +35,11 @@ const BATCH_RECORDS: usize = 2048;
 /// Replays every session (files or directories, as `pi report`) through the adapters given by
 /// the flags, with the same content policy as a live run, then flushes within the deadline.
 pub fn run(args: &ExportArgs) -> Result<ExitCode, CliError> {
-    let sink_setup = SinkSetup::resolve(&args.sinks)?;
+    let mut sink_setup = SinkSetup::resolve(&args.sinks)?;
+    if !args.export_metrics {
+        // Spans have deterministic ids, so a second replay is idempotent; metric sums are not.
+        sink_setup.without_metrics();
+    }
     // An output that is one of the sessions being replayed would be truncated before it is read.
     let files = report::session_files_of(&args.paths)?;
     let inputs: Vec<(&str, &Path)> =

@@ -45,6 +45,13 @@ impl SinkSetup {
         Ok(SinkSetup { policies, otlp, sentry, log_json: args.log_json.clone(), flush_deadline })
     }
 
+    /// Turns OTLP metrics off (a backfill exports spans only unless asked).
+    pub fn without_metrics(&mut self) {
+        if let Some(otlp) = &mut self.otlp {
+            otlp.metrics = Some(false);
+        }
+    }
+
     /// The files these sinks and `events_jsonl` would write, as (flag, path), for
     /// [`crate::cli::files::check_outputs`].
     pub fn output_files<'a>(&'a self, events_jsonl: Option<&'a Path>) -> Vec<(&'static str, &'a Path)> {
