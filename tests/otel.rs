@@ -59,7 +59,7 @@ fn assert_spans_match_events(evs: &[ObsEvent], spans: &[Span]) {
             .unwrap();
         assert_eq!(hex(&span.trace_id), start.trace_id.to_string());
         assert_eq!(hex(&span.parent_span_id), start.parent_span_id.map(|p| p.to_string()).unwrap_or_default());
-        assert_eq!(span.name, start.name);
+        assert_eq!(receiver::operation(span), start.name);
         assert_eq!(span.start_time_unix_nano, start.timestamp.unix_nanos());
         assert_eq!(span.end_time_unix_nano, end.timestamp.unix_nanos());
     }
@@ -129,7 +129,7 @@ fn two_concurrent_users_export_their_traces_with_ids_attribution_and_tokens() {
         let user = attr(span, "user.id");
         assert!(matches!(user, Some(Any::StringValue(u)) if u == "alice" || u == "bob"), "{}", span.name);
     }
-    let llm = spans.iter().find(|s| s.name == names::PROVIDER_REQUEST).unwrap();
+    let llm = spans.iter().find(|s| receiver::operation(s) == names::PROVIDER_REQUEST).unwrap();
     assert!(matches!(attr(llm, "gen_ai.usage.output_tokens"), Some(Any::IntValue(n)) if *n > 0));
     assert!(matches!(attr(llm, "openinference.span.kind"), Some(Any::StringValue(k)) if k == "LLM"));
     assert_eq!(receiver.requests()[0].header("x-tenant"), Some("t1"));
@@ -190,7 +190,8 @@ fn the_sdk_in_memory_exporter_gets_the_contract_tree_id_for_id_and_time_for_time
             .find(|s| s.span_context.span_id().to_string() == op.span_id.to_string())
             .unwrap_or_else(|| panic!("{} missing", op.name));
         assert_eq!(span.span_context.trace_id().to_string(), op.trace_id.to_string());
-        assert_eq!(span.name, op.name);
+        let operation = span.attributes.iter().find(|kv| kv.key.as_str() == "pi.operation").map(|kv| kv.value.as_str());
+        assert_eq!(operation.as_deref().unwrap_or(&span.name), op.name);
         let parent = op.parent_span_id.map(|p| p.to_string()).unwrap_or_else(|| "0000000000000000".into());
         assert_eq!(span.parent_span_id.to_string(), parent, "{}", op.name);
         assert_eq!(nanos(span.start_time), op.start.unix_nanos(), "{} start", op.name);
@@ -456,5 +457,55 @@ fn a_backfill_exports_spans_only_so_replaying_twice_adds_no_cost() {
     let with_metrics = Receiver::start(vec![]);
     replay(&with_metrics, &["--export-metrics"]);
     assert!(!with_metrics.metrics.lock().unwrap().is_empty());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn every_span_of_a_prompt_carries_the_conversation_id_and_the_schema_url_names_the_pinned_version() {
+    let d = scratch("semconv");
+    let session = d.join("s.jsonl");
+    for (opt_in, schema) in [
+        (None, pi_observe::otel::names::SCHEMA_URL),
+        (Some("gen_ai_latest_experimental"), pi_observe::otel::names::SCHEMA_URL_LATEST),
+    ] {
+        let receiver = Receiver::start(vec![]);
+        let mut cmd = pi();
+        cmd.args(["-p", "check", "--provider", "faux", "--user", "u1", "--otlp", &receiver.endpoint])
+            .arg("--cwd")
+            .arg(&d)
+            .arg("--faux-script")
+            .arg(faux_script(&d))
+            .arg("--session")
+            .arg(&session);
+        if let Some(value) = opt_in {
+            cmd.env("OTEL_SEMCONV_STABILITY_OPT_IN", value);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let session_id = std::fs::read_to_string(&session).unwrap();
+        let session_id: serde_json::Value = serde_json::from_str(session_id.lines().next().unwrap()).unwrap();
+        let spans = receiver.spans();
+        let prompt = spans.iter().find(|s| s.name == "invoke_agent pi").expect("the prompt span");
+        let of_prompt: Vec<_> = spans.iter().filter(|s| s.trace_id == prompt.trace_id).collect();
+        assert!(of_prompt.len() > 5, "{} spans", of_prompt.len());
+        for span in of_prompt {
+            let conversation = attr(span, "gen_ai.conversation.id");
+            assert!(
+                matches!(conversation, Some(Any::StringValue(id)) if *id == session_id["id"]),
+                "{} has no conversation id",
+                span.name
+            );
+        }
+        let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+        for expected in ["invoke_agent pi", "chat faux-1", "execute_tool ls", "execute_tool bash"] {
+            assert!(names.contains(&expected), "{expected} missing from {names:?}");
+        }
+        for request in receiver.requests() {
+            for resource_spans in &request.request.resource_spans {
+                assert_eq!(resource_spans.schema_url, schema);
+                assert!(resource_spans.scope_spans.iter().all(|s| s.schema_url == schema));
+            }
+        }
+    }
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -110,7 +110,9 @@ fn phoenix_shows_both_users_traces_with_contract_ids_and_attribution() {
         let span =
             spans.iter().find(|s| s["context"]["span_id"] == id.as_str()).unwrap_or_else(|| panic!("{id} missing"));
         assert_eq!(span["context"]["trace_id"], start.trace_id.to_string().as_str());
-        assert_eq!(span["name"], start.name.as_ref());
+        // Span names follow the GenAI conventions; the contract name is `pi.operation` then.
+        let operation = span["attributes"]["pi.operation"].as_str().unwrap_or(span["name"].as_str().unwrap_or(""));
+        assert_eq!(operation, start.name.as_ref());
         match start.parent_span_id {
             Some(parent) => assert_eq!(span["parent_id"], parent.to_string().as_str()),
             None => assert!(span["parent_id"].is_null()),

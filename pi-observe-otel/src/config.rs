@@ -65,6 +65,9 @@ pub struct OtlpConfig {
     pub resource_attributes: Vec<(String, String)>,
     /// Attribute conventions.
     pub conventions: Conventions,
+    /// The newest GenAI names (`OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`)
+    /// instead of the pinned [`GENAI_SEMCONV_VERSION`](crate::names::GENAI_SEMCONV_VERSION).
+    pub latest_genai: Option<bool>,
     /// Queue capacity in records (default 8192).
     pub max_queue_size: Option<usize>,
     /// Spans per export request (default 512).
@@ -117,6 +120,7 @@ impl Default for OtlpConfig {
             service_name: None,
             resource_attributes: Vec::new(),
             conventions: Conventions::default(),
+            latest_genai: None,
             max_queue_size: None,
             max_export_batch_size: None,
             schedule_delay: None,
@@ -335,6 +339,10 @@ impl OtlpConfig {
                 (None, None) => Ok(None),
             }
         };
+        if self.latest_genai.is_none() {
+            self.latest_genai = get(env::SEMCONV_STABILITY_OPT_IN)
+                .map(|raw| raw.split(',').any(|v| v.trim() == crate::names::GEN_AI_LATEST_EXPERIMENTAL));
+        }
         if self.metrics.is_none() {
             self.metrics = switch(env::METRICS_EXPORTER)?;
         }
@@ -404,6 +412,11 @@ impl OtlpConfig {
             (None, Some(Protocol::Grpc)) => "http://localhost:4317".to_owned(),
             (None, _) => "http://localhost:4318/v1/traces".to_owned(),
         }
+    }
+
+    /// The `schema_url` of the names in use.
+    pub(crate) fn schema_url(&self) -> &'static str {
+        if self.latest_genai == Some(true) { crate::names::SCHEMA_URL_LATEST } else { crate::names::SCHEMA_URL }
     }
 
     pub(crate) fn metrics_endpoint(&self) -> String {

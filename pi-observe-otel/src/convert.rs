@@ -117,7 +117,8 @@ impl Converted<'_> {
 /// `pi.context.<key>` plus `user.id` / `organization.id`, and the chosen conventions.
 /// Only [`ObsEvent::exportable_fields`] are used: content never arrives here unless the
 /// hub's policy captured it, and secrets never do.
-pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions) -> Vec<KeyValue> {
+/// `latest` selects the newest GenAI names (`OTEL_SEMCONV_STABILITY_OPT_IN`).
+pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions, latest: bool) -> Vec<KeyValue> {
     let fields: Vec<&Field> = record.exportable_fields().collect();
     let values = fields.iter().map(|f| otel_value(&f.value)).collect();
     let payload = Converted { fields, values };
@@ -151,11 +152,20 @@ pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions) 
         push_str(&mut out, GEN_AI_CONVERSATION_ID, pi::SESSION_ID);
         push_str(&mut out, GEN_AI_TOOL_NAME, pi::TOOL_NAME);
         push_str(&mut out, GEN_AI_TOOL_CALL_ID, pi::TOOL_CALL_ID);
+        if name == pi::AGENT_PROMPT {
+            out.push(KeyValue::new(GEN_AI_AGENT_NAME, AGENT_NAME));
+        }
         if name == pi::PROVIDER_REQUEST {
             if let Some(tokens) = prompt_tokens {
+                // Input tokens include the cached ones (pi's session `input` does not).
                 out.push(KeyValue::new(GEN_AI_USAGE_INPUT_TOKENS, tokens));
                 out.push(KeyValue::new(GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, cache_read));
-                out.push(KeyValue::new(GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, cache_write));
+                let cache_write_key = if latest {
+                    GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS
+                } else {
+                    GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS
+                };
+                out.push(KeyValue::new(cache_write_key, cache_write));
             }
             if let Some(tokens) = output {
                 out.push(KeyValue::new(GEN_AI_USAGE_OUTPUT_TOKENS, tokens));
@@ -210,6 +220,31 @@ fn push_context_attributes(context: &Attribution, out: &mut Vec<KeyValue>) {
     }
 }
 
+/// The span name: with the GenAI conventions `invoke_agent pi`, `chat {model}` and
+/// `execute_tool {tool}` for the three GenAI operations (the contract name is then
+/// [`PI_OPERATION`]); the contract's operation name otherwise.
+pub fn span_name(
+    name: &std::borrow::Cow<'static, str>,
+    record: &ObsEvent,
+    conventions: Conventions,
+) -> std::borrow::Cow<'static, str> {
+    let text = |key: &str| record.exportable_fields().find(|f| f.key == key).and_then(|f| f.value.as_str());
+    if conventions.genai() {
+        match name.as_ref() {
+            pi::AGENT_PROMPT => return format!("{OP_INVOKE_AGENT} {AGENT_NAME}").into(),
+            pi::PROVIDER_REQUEST => {
+                return text(pi::MODEL).map_or(OP_CHAT.into(), |model| format!("{OP_CHAT} {model}").into());
+            }
+            pi::AGENT_TOOL_CALL => {
+                return text(pi::TOOL_NAME)
+                    .map_or(OP_EXECUTE_TOOL.into(), |tool| format!("{OP_EXECUTE_TOOL} {tool}").into());
+            }
+            _ => {}
+        }
+    }
+    name.clone()
+}
+
 /// CLIENT for provider requests (they leave the process), INTERNAL otherwise.
 pub fn span_kind(name: &str) -> SpanKind {
     if name == pi::PROVIDER_REQUEST { SpanKind::Client } else { SpanKind::Internal }
@@ -235,8 +270,12 @@ pub fn span_data(
 ) -> Option<SpanData> {
     let own_span = start.span_id?;
     let record = end.unwrap_or(start);
-    let name = start.name.clone();
-    let mut attributes = span_attributes(&name, record, conventions);
+    let latest = scope.schema_url() == Some(SCHEMA_URL_LATEST);
+    let mut attributes = span_attributes(&start.name, record, conventions, latest);
+    let name = span_name(&start.name, record, conventions);
+    if name != start.name {
+        attributes.push(KeyValue::new(PI_OPERATION, start.name.clone()));
+    }
     if end.is_none() {
         attributes.push(KeyValue::new(PI_INCOMPLETE, true));
     }
@@ -244,6 +283,7 @@ pub fn span_data(
         Some(e) if e.kind == EventKind::Error => {
             // The type by default; its text only when error text was captured for this sink.
             let name = e.error.as_ref().map(|err| err.name.as_str()).unwrap_or(pi_observe_core::names::ERROR_GENERIC);
+            attributes.push(KeyValue::new(ERROR_TYPE, name.to_owned()));
             match e.exportable_error_message() {
                 Some(message) => Status::error(format!("{name}: {message}")),
                 None => Status::error(name.to_owned()),
@@ -271,7 +311,7 @@ pub fn span_data(
         ),
         parent_span_id: start.parent_span_id.map(span_id).unwrap_or(opentelemetry::trace::SpanId::INVALID),
         parent_span_is_remote: false,
-        span_kind: span_kind(&name),
+        span_kind: span_kind(&start.name),
         name,
         start_time: start.timestamp.to_system_time(),
         end_time: end.map(|e| e.timestamp.to_system_time()).unwrap_or(shutdown_time),
@@ -299,7 +339,7 @@ mod tests {
     }
 
     fn attrs(name: &'static str, payload: Payload, conventions: Conventions) -> HashMap<String, opentelemetry::Value> {
-        span_attributes(name, &record(name, EventKind::End, payload), conventions)
+        span_attributes(name, &record(name, EventKind::End, payload), conventions, false)
             .into_iter()
             .map(|kv| (kv.key.to_string(), kv.value))
             .collect()
@@ -347,6 +387,38 @@ mod tests {
         // Content that did not pass a policy, and secrets, are never attributes.
         assert!(!a.contains_key("pi.completion") && !a.contains_key("pi.apiKey"));
         assert!(a.values().all(|v| !v.as_str().contains("secret")));
+    }
+
+    #[test]
+    fn spans_follow_the_pinned_genai_names_and_the_latest_ones_when_opted_in() {
+        assert_eq!(GENAI_SEMCONV_VERSION, "1.41.0");
+        assert_eq!(SCHEMA_URL, "https://opentelemetry.io/schemas/1.41.0");
+        let named = |name: &'static str, payload: Payload, conventions| {
+            span_name(&name.into(), &record(name, EventKind::End, payload), conventions).into_owned()
+        };
+        assert_eq!(named(pi::AGENT_PROMPT, Payload::new(), Conventions::GenAi), "invoke_agent pi");
+        assert_eq!(named(pi::PROVIDER_REQUEST, provider_end(), Conventions::GenAi), "chat gpt-4o");
+        let bash = Payload::new().safe(pi::TOOL_NAME, "bash");
+        assert_eq!(named(pi::AGENT_TOOL_CALL, bash.clone(), Conventions::GenAi), "execute_tool bash");
+        assert_eq!(named(pi::AGENT_TURN, Payload::new(), Conventions::GenAi), pi::AGENT_TURN);
+        assert_eq!(named(pi::AGENT_TOOL_CALL, bash, Conventions::OpenInference), pi::AGENT_TOOL_CALL);
+        let prompt = attrs(pi::AGENT_PROMPT, Payload::new(), Conventions::GenAi);
+        assert_eq!(prompt[GEN_AI_AGENT_NAME].as_str(), "pi");
+        // The cache-write spelling follows the switch; input tokens include cached input.
+        let latest: HashMap<String, opentelemetry::Value> = span_attributes(
+            pi::PROVIDER_REQUEST,
+            &record(pi::PROVIDER_REQUEST, EventKind::End, provider_end()),
+            Conventions::GenAi,
+            true,
+        )
+        .into_iter()
+        .map(|kv| (kv.key.to_string(), kv.value))
+        .collect();
+        assert_eq!(latest[GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS], opentelemetry::Value::I64(5));
+        assert!(!latest.contains_key(GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS));
+        assert_eq!(latest[GEN_AI_USAGE_INPUT_TOKENS], opentelemetry::Value::I64(125));
+        let pinned = attrs(pi::PROVIDER_REQUEST, provider_end(), Conventions::GenAi);
+        assert!(!pinned.contains_key(GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS));
     }
 
     #[test]
@@ -404,7 +476,7 @@ mod tests {
         let _s = hub.subscribe(move |e: &ObsEvent| sink.lock().unwrap().push(e.clone()));
         hub.emit(record(pi::PROVIDER_REQUEST, EventKind::End, provider_end()));
         let through = seen.lock().unwrap()[0].clone();
-        let a: HashMap<_, _> = span_attributes(pi::PROVIDER_REQUEST, &through, Conventions::GenAi)
+        let a: HashMap<_, _> = span_attributes(pi::PROVIDER_REQUEST, &through, Conventions::GenAi, false)
             .into_iter()
             .map(|kv| (kv.key.to_string(), kv.value))
             .collect();
@@ -437,6 +509,11 @@ mod tests {
         assert_eq!(span.end_time, end.timestamp.to_system_time());
         // Error text skipped the policy here, so only the type is exported.
         assert_eq!(span.status, Status::error("ToolError"));
+        let attribute =
+            |key: &str| span.attributes.iter().find(|kv| kv.key.as_str() == key).map(|kv| kv.value.as_str());
+        assert_eq!(attribute(ERROR_TYPE).as_deref(), Some("ToolError"));
+        assert_eq!(span.name, "execute_tool bash");
+        assert_eq!(attribute(PI_OPERATION).as_deref(), Some(pi::AGENT_TOOL_CALL));
         assert_eq!(span.events.events.len(), 1);
         assert_eq!(span.events.events[0].timestamp, point.timestamp.to_system_time());
         let open = span_data(&start, None, &[], std::time::SystemTime::UNIX_EPOCH, Conventions::GenAi, &scope).unwrap();

@@ -4,8 +4,29 @@
 //! [`GENAI_SEMCONV_VERSION`] (own constants, so an upstream rename cannot silently change what
 //! we export). OpenInference keys follow the OpenInference spec used by Arize Phoenix.
 
-/// The GenAI semantic-conventions version these keys follow.
-pub const GENAI_SEMCONV_VERSION: &str = "1.37.0";
+/// The GenAI semantic-conventions version these keys follow by default: v1.41.0, the last
+/// release of `open-telemetry/semantic-conventions` that carries the GenAI conventions (from
+/// v1.42.0 they live in their own repository, without tagged releases).
+pub const GENAI_SEMCONV_VERSION: &str = "1.41.0";
+/// `schema_url` of the resource and scope with the pinned names.
+pub const SCHEMA_URL: &str = "https://opentelemetry.io/schemas/1.41.0";
+/// `schema_url` with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`: the GenAI
+/// development schema in use downstream (its one difference here: cache writes are
+/// `gen_ai.usage.cache_write.input_tokens`).
+pub const SCHEMA_URL_LATEST: &str = "https://opentelemetry.io/schemas/gen-ai-dev/1.42.0-dev";
+/// The `OTEL_SEMCONV_STABILITY_OPT_IN` value that selects [`SCHEMA_URL_LATEST`].
+pub const GEN_AI_LATEST_EXPERIMENTAL: &str = "gen_ai_latest_experimental";
+/// The contract's operation name on spans whose name follows the GenAI conventions
+/// (`chat gpt-4o` is `pi.ai.provider.request`).
+pub const PI_OPERATION: &str = "pi.operation";
+/// The agent's name (`gen_ai.agent.name`, and the `invoke_agent` span name).
+pub const AGENT_NAME: &str = "pi";
+/// `error.type`: the error's type from pi's vocabulary, on failed spans.
+pub const ERROR_TYPE: &str = "error.type";
+/// `gen_ai.agent.name`.
+pub const GEN_AI_AGENT_NAME: &str = "gen_ai.agent.name";
+/// `gen_ai.usage.cache_write.input_tokens` (the newer spelling of cache creation).
+pub const GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: &str = "gen_ai.usage.cache_write.input_tokens";
 
 /// Prefix of the contract's safe payload keys on spans (`pi.model`, `pi.inputTokens`, …).
 pub const PI_PREFIX: &str = "pi.";
@@ -77,6 +98,8 @@ pub const DEFAULT_SERVICE_NAME: &str = "pi";
 pub mod env {
     /// Disables the SDK (`true`).
     pub const SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
+    /// `gen_ai_latest_experimental` selects the newest GenAI names.
+    pub const SEMCONV_STABILITY_OPT_IN: &str = "OTEL_SEMCONV_STABILITY_OPT_IN";
     /// Base endpoint (`/v1/traces` is appended for HTTP).
     pub const ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
     /// Traces endpoint, used verbatim.

@@ -143,7 +143,7 @@ pub(crate) fn resource(config: &OtlpConfig) -> Resource {
             .filter(|(k, _)| k != names::SERVICE_NAME)
             .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
     );
-    Resource::builder_empty().with_attributes(attributes).build()
+    Resource::builder_empty().with_schema_url(attributes, config.schema_url()).build()
 }
 
 impl OtelSubscriber {
@@ -197,7 +197,10 @@ impl OtelSubscriber {
                 counters: counters.clone(),
                 hub: hub.clone(),
                 conventions: config.conventions,
-                scope: InstrumentationScope::builder("pi-observe").with_version(env!("CARGO_PKG_VERSION")).build(),
+                scope: InstrumentationScope::builder("pi-observe")
+                    .with_version(env!("CARGO_PKG_VERSION"))
+                    .with_schema_url(config.schema_url())
+                    .build(),
                 batch_size,
                 delay: config.schedule_delay.unwrap_or(Duration::from_secs(1)),
                 timeout: config.timeout.unwrap_or(Duration::from_secs(10)),
@@ -208,6 +211,7 @@ impl OtelSubscriber {
                 logs: config.logs.unwrap_or(false).then(Vec::new),
                 logs_stopped: false,
                 open: HashMap::default(),
+                conversations: HashMap::new(),
                 batch: Vec::new(),
                 stopped: false,
             };
@@ -348,6 +352,9 @@ struct Worker {
     timeout: Duration,
     sample_ratio: f64,
     open: HashMap<SpanId, (ObsEvent, Vec<ObsEvent>), BuildHasherDefault<IdHasher>>,
+    /// The session id of each open prompt trace, put on every span of the trace
+    /// (`gen_ai.conversation.id`: backends group sessions by it on every span, not the root).
+    conversations: HashMap<pi_observe_core::TraceId, pi_observe_core::Value>,
     batch: Vec<SpanData>,
     stopped: bool,
     metrics: Option<Aggregator>,
@@ -473,6 +480,12 @@ impl Worker {
                     self.counters.dropped_queue_full.fetch_add(1, Relaxed);
                     self.hub.record_dropped(DropReason::QueueFull, 1);
                 } else {
+                    let session = event.payload.get(pi_observe_core::names::SESSION_ID);
+                    if let Some(id) = session.filter(|_| event.name == pi_observe_core::names::AGENT_PROMPT) {
+                        if self.conversations.len() < MAX_OPEN_SPANS {
+                            self.conversations.insert(event.trace_id, id.clone());
+                        }
+                    }
                     self.open.insert(span, (event, Vec::new()));
                 }
             }
@@ -480,6 +493,8 @@ impl Worker {
                 if let Some(metrics) = &mut self.metrics {
                     metrics.record_span(&event);
                 }
+                let mut event = event;
+                self.carry_conversation(&mut event);
                 if let Some((start, events)) = self.open.remove(&span) {
                     if let Some(data) =
                         span_data(&start, Some(&event), &events, SystemTime::now(), self.conventions, &self.scope)
@@ -493,6 +508,20 @@ impl Worker {
                     events.push(event);
                 }
             }
+        }
+    }
+
+    /// Adds the session id of the record's prompt to a record that lacks one; forgets it when
+    /// the prompt ends.
+    fn carry_conversation(&mut self, event: &mut ObsEvent) {
+        use pi_observe_core::names::{AGENT_PROMPT, SESSION_ID};
+        if event.payload.get(SESSION_ID).is_none() {
+            if let Some(id) = self.conversations.get(&event.trace_id) {
+                event.payload.insert(SESSION_ID, id.clone(), pi_observe_core::Class::Safe);
+            }
+        }
+        if event.name == AGENT_PROMPT {
+            self.conversations.remove(&event.trace_id);
         }
     }
 

@@ -44,7 +44,7 @@ fn value(v: &AnyValue) -> Option<Value> {
 fn payload(attributes: &[KeyValue]) -> BTreeMap<String, Value> {
     attributes
         .iter()
-        .filter(|kv| kv.key.starts_with("pi.") && !kv.key.starts_with("pi.context."))
+        .filter(|kv| kv.key.starts_with("pi.") && !kv.key.starts_with("pi.context.") && kv.key != "pi.operation")
         .filter_map(|kv| Some((kv.key["pi.".len()..].to_owned(), value(kv.value.as_ref()?)?)))
         .collect()
 }
@@ -85,7 +85,7 @@ impl ConformanceFixture for OtelFixture {
                     })
                     .collect();
                 RecordedSpan {
-                    name: s.name.clone(),
+                    name: receiver::operation(&s),
                     trace_id: TraceId::from_bytes(s.trace_id.clone().try_into().unwrap()).unwrap(),
                     span_id: SpanId::from_bytes(s.span_id.clone().try_into().unwrap()).unwrap(),
                     parent_span_id: s.parent_span_id.clone().try_into().ok().and_then(SpanId::from_bytes),

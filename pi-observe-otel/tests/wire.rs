@@ -125,7 +125,7 @@ fn spans_arrive_with_contract_ids_parents_times_and_attributes_over_each_http_pr
                 spans.iter().find(|s| hex(&s.span_id) == start.span_id.unwrap().to_string()).expect("span exported");
             assert_eq!(hex(&span.trace_id), start.trace_id.to_string());
             assert_eq!(hex(&span.parent_span_id), start.parent_span_id.map(|p| p.to_string()).unwrap_or_default());
-            assert_eq!(span.name, start.name);
+            assert_eq!(receiver::operation(span), start.name);
             assert_eq!(span.start_time_unix_nano, start.timestamp.unix_nanos());
             assert_eq!(span.end_time_unix_nano, end.timestamp.unix_nanos());
             let attr = |key: &str| span.attributes.iter().find(|kv| kv.key == key).map(|kv| format!("{:?}", kv.value));
@@ -134,7 +134,7 @@ fn spans_arrive_with_contract_ids_parents_times_and_attributes_over_each_http_pr
             let status = span.status.as_ref().unwrap();
             assert_eq!(status.code == 2, end.kind == EventKind::Error, "{}", span.name);
         }
-        let request_span = spans.iter().find(|s| s.name == names::PROVIDER_REQUEST).unwrap();
+        let request_span = spans.iter().find(|s| receiver::operation(s) == names::PROVIDER_REQUEST).unwrap();
         assert_eq!(request_span.kind, 3, "CLIENT");
         assert_eq!(request_span.events.len(), 1);
         assert_eq!(request_span.events[0].name, names::PROVIDER_FIRST_TOKEN);

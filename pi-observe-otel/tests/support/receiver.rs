@@ -258,3 +258,19 @@ pub fn tls_fixtures() -> String {
         .find(|dir| std::path::Path::new(dir).exists())
         .expect("TLS fixtures")
 }
+
+/// The contract's operation name of an exported span: `pi.operation` where the span name follows
+/// the GenAI conventions (`chat gpt-4o`), else the span name.
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub fn operation(span: &Span) -> String {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    span.attributes
+        .iter()
+        .find(|kv| kv.key == "pi.operation")
+        .and_then(|kv| kv.value.as_ref()?.value.as_ref())
+        .and_then(|v| match v {
+            Any::StringValue(s) => Some(s.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| span.name.clone())
+}
