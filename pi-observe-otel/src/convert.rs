@@ -223,11 +223,9 @@ fn push_context_attributes(context: &Attribution, out: &mut Vec<KeyValue>) {
 /// The span name: with the GenAI conventions `invoke_agent pi`, `chat {model}` and
 /// `execute_tool {tool}` for the three GenAI operations (the contract name is then
 /// [`PI_OPERATION`]); the contract's operation name otherwise.
-pub fn span_name(
-    name: &std::borrow::Cow<'static, str>,
-    record: &ObsEvent,
-    conventions: Conventions,
-) -> std::borrow::Cow<'static, str> {
+/// `record` is the span's end record (else its start), whose name is the contract's.
+pub fn span_name(record: &ObsEvent, conventions: Conventions) -> std::borrow::Cow<'static, str> {
+    let name = &record.name;
     let text = |key: &str| record.exportable_fields().find(|f| f.key == key).and_then(|f| f.value.as_str());
     if conventions.genai() {
         match name.as_ref() {
@@ -272,7 +270,7 @@ pub fn span_data(
     let record = end.unwrap_or(start);
     let latest = scope.schema_url() == Some(SCHEMA_URL_LATEST);
     let mut attributes = span_attributes(&start.name, record, conventions, latest);
-    let name = span_name(&start.name, record, conventions);
+    let name = span_name(record, conventions);
     if name != start.name {
         attributes.push(KeyValue::new(PI_OPERATION, start.name.clone()));
     }
@@ -394,7 +392,7 @@ mod tests {
         assert_eq!(GENAI_SEMCONV_VERSION, "1.41.0");
         assert_eq!(SCHEMA_URL, "https://opentelemetry.io/schemas/1.41.0");
         let named = |name: &'static str, payload: Payload, conventions| {
-            span_name(&name.into(), &record(name, EventKind::End, payload), conventions).into_owned()
+            span_name(&record(name, EventKind::End, payload), conventions).into_owned()
         };
         assert_eq!(named(pi::AGENT_PROMPT, Payload::new(), Conventions::GenAi), "invoke_agent pi");
         assert_eq!(named(pi::PROVIDER_REQUEST, provider_end(), Conventions::GenAi), "chat gpt-4o");
