@@ -68,6 +68,9 @@ pub struct OtlpConfig {
     /// The newest GenAI names (`OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`)
     /// instead of the pinned [`GENAI_SEMCONV_VERSION`](crate::names::GENAI_SEMCONV_VERSION).
     pub latest_genai: Option<bool>,
+    /// Most distinct attribute sets per metric (default 2,000); what does not fit is summed
+    /// into one series marked `otel.metric.overflow=true`.
+    pub metric_cardinality_limit: Option<usize>,
     /// Queue capacity in records (default 8192).
     pub max_queue_size: Option<usize>,
     /// Spans per export request (default 512).
@@ -121,6 +124,7 @@ impl Default for OtlpConfig {
             resource_attributes: Vec::new(),
             conventions: Conventions::default(),
             latest_genai: None,
+            metric_cardinality_limit: None,
             max_queue_size: None,
             max_export_batch_size: None,
             schedule_delay: None,

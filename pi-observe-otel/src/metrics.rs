@@ -82,6 +82,12 @@ impl Hist {
     }
 }
 
+/// Default cap on distinct attribute sets per metric (the OpenTelemetry SDK's default).
+pub const DEFAULT_CARDINALITY_LIMIT: usize = 2000;
+
+/// The attribute set that takes what no longer fits under the cap (OpenTelemetry SDK spec).
+pub const OVERFLOW_ATTRIBUTE: &str = "otel.metric.overflow";
+
 /// Cumulative aggregates since the exporter started.
 #[derive(Debug)]
 pub(crate) struct Aggregator {
@@ -89,6 +95,9 @@ pub(crate) struct Aggregator {
     dims: Vec<String>,
     sums: BTreeMap<(&'static str, Attrs), f64>,
     histograms: BTreeMap<(&'static str, Attrs), Hist>,
+    /// Distinct attribute sets per metric, and the cap on them.
+    series: BTreeMap<&'static str, usize>,
+    limit: usize,
 }
 
 fn text(record: &ObsEvent, key: &str) -> Option<String> {
@@ -100,8 +109,36 @@ fn number(record: &ObsEvent, key: &str) -> Option<f64> {
 }
 
 impl Aggregator {
-    pub(crate) fn new(dims: Vec<String>) -> Self {
-        Aggregator { start: SystemTime::now(), dims, sums: BTreeMap::new(), histograms: BTreeMap::new() }
+    /// At most `limit` attribute sets per metric (one of them the overflow set).
+    pub(crate) fn with_limit(dims: Vec<String>, limit: usize) -> Self {
+        Aggregator {
+            start: SystemTime::now(),
+            dims,
+            sums: BTreeMap::new(),
+            histograms: BTreeMap::new(),
+            series: BTreeMap::new(),
+            limit: limit.max(1),
+        }
+    }
+
+    /// `attrs`, or the overflow set when `name` already has its limit of attribute sets and
+    /// `attrs` is not one of them (so cardinality stays bounded and totals stay whole).
+    fn admit(&mut self, name: &'static str, attrs: Attrs, present: bool) -> Attrs {
+        if present {
+            return attrs;
+        }
+        let count = self.series.entry(name).or_insert(0);
+        if *count + 1 >= self.limit {
+            let overflow = vec![(OVERFLOW_ATTRIBUTE.to_owned(), "true".to_owned())];
+            let overflow_present = self.sums.contains_key(&(name, overflow.clone()))
+                || self.histograms.contains_key(&(name, overflow.clone()));
+            if !overflow_present {
+                *count += 1;
+            }
+            return overflow;
+        }
+        *count += 1;
+        attrs
     }
 
     fn base(&self, record: &ObsEvent) -> Attrs {
@@ -112,10 +149,14 @@ impl Aggregator {
     }
 
     fn add(&mut self, name: &'static str, attrs: Attrs, v: f64) {
+        let present = self.sums.contains_key(&(name, attrs.clone()));
+        let attrs = self.admit(name, attrs, present);
         *self.sums.entry((name, attrs)).or_insert(0.0) += v;
     }
 
     fn observe(&mut self, name: &'static str, bounds: &'static [f64], attrs: Attrs, v: f64) {
+        let present = self.histograms.contains_key(&(name, attrs.clone()));
+        let attrs = self.admit(name, attrs, present);
         self.histograms.entry((name, attrs)).or_insert_with(|| Hist::new(bounds)).record(v);
     }
 
@@ -283,6 +324,29 @@ mod tests {
     use pi_observe_core::{ErrorInfo, Payload, SpanId, TraceId};
     use std::time::Duration;
 
+    #[test]
+    fn cardinality_is_capped_per_metric_with_one_overflow_series_and_whole_totals() {
+        let mut agg = Aggregator::with_limit(vec!["userId".into()], 3);
+        for i in 0..10 {
+            let user = format!("user{i}");
+            agg.record_span(&end(pi::AGENT_PROMPT, Payload::new(), &[("userId", &user)]));
+        }
+        let series: Vec<(&Attrs, f64)> = agg
+            .sums
+            .iter()
+            .filter(|((name, _), _)| *name == metric_names::PROMPTS)
+            .map(|((_, attrs), v)| (attrs, *v))
+            .collect();
+        assert_eq!(series.len(), 3, "two user series and the overflow series: {series:?}");
+        assert_eq!(series.iter().map(|(_, v)| v).sum::<f64>(), 10.0, "nothing lost");
+        let overflow = series.iter().find(|(a, _)| a.iter().any(|(k, v)| k == OVERFLOW_ATTRIBUTE && v == "true"));
+        assert_eq!(overflow.map(|(_, v)| *v), Some(8.0));
+        // A set seen before the cap keeps counting on its own series.
+        agg.record_span(&end(pi::AGENT_PROMPT, Payload::new(), &[("userId", "user0")]));
+        assert_eq!(agg.sums[&(metric_names::PROMPTS, vec![("pi.context.userId".into(), "user0".into())])], 2.0);
+        assert_eq!(DEFAULT_CARDINALITY_LIMIT, 2000);
+    }
+
     fn end(name: &'static str, payload: Payload, ctx: &[(&str, &str)]) -> ObsEvent {
         let mut e = ObsEvent::new(EventKind::End, name, TraceId::random());
         e.span_id = Some(SpanId::random());
@@ -323,7 +387,7 @@ mod tests {
 
     #[test]
     fn cost_and_tokens_are_aggregated_per_org_but_not_per_user_by_default() {
-        let mut agg = Aggregator::new(vec!["orgId".into()]);
+        let mut agg = Aggregator::with_limit(vec!["orgId".into()], DEFAULT_CARDINALITY_LIMIT);
         let request = |cost: f64, org: &str, user: &str| {
             end(
                 pi::PROVIDER_REQUEST,
@@ -373,9 +437,9 @@ mod tests {
 
     #[test]
     fn user_dimension_is_opt_in_and_nothing_is_sent_before_data() {
-        let agg = Aggregator::new(vec![]);
+        let agg = Aggregator::with_limit(vec![], DEFAULT_CARDINALITY_LIMIT);
         assert!(agg.request(&Resource::default(), SystemTime::now()).is_none());
-        let mut agg = Aggregator::new(vec!["orgId".into(), "userId".into()]);
+        let mut agg = Aggregator::with_limit(vec!["orgId".into(), "userId".into()], DEFAULT_CARDINALITY_LIMIT);
         agg.record_span(&end(pi::AGENT_PROMPT, Payload::new(), &[("orgId", "acme"), ("userId", "u1")]));
         let req = agg.request(&Resource::default(), SystemTime::now()).unwrap();
         let prompts = points(&req, metric_names::PROMPTS);

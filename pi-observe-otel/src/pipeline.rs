@@ -205,7 +205,10 @@ impl OtelSubscriber {
                 delay: config.schedule_delay.unwrap_or(Duration::from_secs(1)),
                 timeout: config.timeout.unwrap_or(Duration::from_secs(10)),
                 sample_ratio: config.sample_ratio.unwrap_or(1.0),
-                metrics: config.metrics.unwrap_or(true).then(|| Aggregator::new(config.dims())),
+                metrics: config.metrics.unwrap_or(true).then(|| {
+                    let limit = config.metric_cardinality_limit.unwrap_or(crate::metrics::DEFAULT_CARDINALITY_LIMIT);
+                    Aggregator::with_limit(config.dims(), limit)
+                }),
                 metric_interval: config.metric_interval.unwrap_or(Duration::from_secs(10)),
                 metrics_stopped: false,
                 logs: config.logs.unwrap_or(false).then(Vec::new),
