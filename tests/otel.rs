@@ -509,3 +509,57 @@ fn every_span_of_a_prompt_carries_the_conversation_id_and_the_schema_url_names_t
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// The total of a cumulative sum metric over all its data points, in every request received.
+fn sum_metric(receiver: &Receiver, name: &str) -> f64 {
+    use opentelemetry_proto::tonic::metrics::v1::{metric::Data, number_data_point::Value as Number};
+    let requests = receiver.metrics.lock().unwrap();
+    // Cumulative: the last request holds the totals.
+    let Some(last) = requests.last() else { return 0.0 };
+    last.resource_metrics
+        .iter()
+        .flat_map(|r| &r.scope_metrics)
+        .flat_map(|s| &s.metrics)
+        .filter(|m| m.name == name)
+        .filter_map(|m| match &m.data {
+            Some(Data::Sum(sum)) => Some(&sum.data_points),
+            _ => None,
+        })
+        .flatten()
+        .map(|p| match p.value {
+            Some(Number::AsDouble(v)) => v,
+            Some(Number::AsInt(v)) => v as f64,
+            None => 0.0,
+        })
+        .sum()
+}
+
+#[test]
+fn trace_sampling_never_skews_the_bill_metrics_count_every_prompt() {
+    let d = scratch("sampling");
+    let receiver = Receiver::start(vec![]);
+    for user in ["u1", "u2", "u3"] {
+        let out = pi()
+            .args(["-p", "hello", "--provider", "faux", "--no-session", "--tools", "none", "--user", user])
+            .args(["--otlp", &receiver.endpoint])
+            .env("OTEL_TRACES_SAMPLER", "traceidratio")
+            .env("OTEL_TRACES_SAMPLER_ARG", "0")
+            .arg("--events-jsonl")
+            .arg(d.join(format!("{user}.jsonl")))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let prompts = sum_metric(&receiver, "pi.prompts");
+        let cost = sum_metric(&receiver, "pi.cost.usage");
+        let expected: f64 = events(&d.join(format!("{user}.jsonl")))
+            .iter()
+            .filter(|e| e.kind == EventKind::End && e.name == names::PROVIDER_REQUEST)
+            .filter_map(|e| e.payload.get(names::COST_TOTAL).and_then(pi_observe::core::Value::as_f64))
+            .sum();
+        assert_eq!(prompts, 1.0, "{user}: every prompt counted although no trace was sampled");
+        assert!(expected > 0.0 && (cost - expected).abs() < 1e-12, "{user}: cost {cost} vs {expected}");
+        receiver.metrics.lock().unwrap().clear();
+    }
+    assert!(receiver.spans().is_empty(), "a ratio of 0 samples no trace");
+    std::fs::remove_dir_all(&d).unwrap();
+}
