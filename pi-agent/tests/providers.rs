@@ -32,6 +32,7 @@ fn req(model: ModelInfo) -> ProviderRequest {
         reasoning: None,
         session_id: Some("s-1".into()),
         control: Default::default(),
+        call_kind: Default::default(),
     }
 }
 

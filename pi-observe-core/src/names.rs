@@ -100,6 +100,19 @@ pub const ERROR_SESSION_IO: &str = "SessionIo";
 /// Any error whose name is not an identifier (the name is replaced by this).
 pub const ERROR_GENERIC: &str = "Error";
 
+/// Safe payload key of what a model call was for: [`CALL_KIND_TURN`], [`CALL_KIND_COMPACTION`],
+/// [`CALL_KIND_BRANCH_SUMMARY`] or [`CALL_KIND_TOOL`]. Every record with usage that counts toward
+/// the bill carries it, exactly once per call (on spans: `pi.call_kind`).
+pub const CALL_KIND: &str = "call_kind";
+/// A turn of the conversation.
+pub const CALL_KIND_TURN: &str = "turn";
+/// A compaction summary.
+pub const CALL_KIND_COMPACTION: &str = "compaction";
+/// A branch summary.
+pub const CALL_KIND_BRANCH_SUMMARY: &str = "branch_summary";
+/// Model work a tool reported (its result carries usage).
+pub const CALL_KIND_TOOL: &str = "tool";
+
 /// Safe payload key of the error type on a retry event ([`PROVIDER_RETRY`]).
 pub const ERROR_TYPE: &str = "errorType";
 /// Content payload key ([`crate::ContentKind::ErrorText`]) of error text from outside pi.

@@ -40,6 +40,8 @@ pub mod metric_names {
 
 /// `gen_ai.token.type`.
 pub const GEN_AI_TOKEN_TYPE: &str = "gen_ai.token.type";
+/// What a billed call was for (`turn`, `compaction`, `branch_summary`, `tool`).
+pub const CALL_KIND_ATTRIBUTE: &str = "pi.call_kind";
 
 const TOKEN_BOUNDS: [f64; 14] = [
     1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0, 16777216.0,
@@ -171,6 +173,12 @@ impl Aggregator {
         let seconds = end.duration.map(|d| d.as_secs_f64()).unwrap_or(0.0);
         let failed = end.kind == EventKind::Error;
         let mut attrs = self.base(end);
+        // A provider request without a call kind (another producer of the contract) is a turn.
+        let kind = text(end, pi::CALL_KIND)
+            .or_else(|| (end.name == pi::PROVIDER_REQUEST).then(|| pi::CALL_KIND_TURN.to_owned()));
+        if let Some(kind) = kind {
+            self.record_usage(end, &attrs, kind);
+        }
         match end.name.as_ref() {
             pi::PROVIDER_REQUEST => {
                 attrs.push((GEN_AI_OPERATION_NAME.into(), OP_CHAT.into()));
@@ -179,19 +187,6 @@ impl Aggregator {
                 }
                 if let Some(model) = text(end, pi::MODEL) {
                     attrs.push((GEN_AI_REQUEST_MODEL.into(), model));
-                }
-                let input = [pi::INPUT_TOKENS, pi::CACHE_READ_TOKENS, pi::CACHE_WRITE_TOKENS]
-                    .iter()
-                    .filter_map(|k| number(end, k))
-                    .sum::<f64>();
-                if number(end, pi::INPUT_TOKENS).is_some() {
-                    self.observe(TOKEN_USAGE, &TOKEN_BOUNDS, with(&attrs, GEN_AI_TOKEN_TYPE, "input"), input);
-                }
-                if let Some(output) = number(end, pi::OUTPUT_TOKENS) {
-                    self.observe(TOKEN_USAGE, &TOKEN_BOUNDS, with(&attrs, GEN_AI_TOKEN_TYPE, "output"), output);
-                }
-                if let Some(cost) = number(end, pi::COST_TOTAL) {
-                    self.add(COST_USAGE, attrs.clone(), cost);
                 }
                 if let Some(retries) = number(end, pi::RETRY_COUNT).filter(|r| *r > 0.0) {
                     self.add(RETRIES, attrs.clone(), retries);
@@ -216,6 +211,37 @@ impl Aggregator {
                 self.add(COMPACTIONS, attrs, 1.0);
             }
             _ => {}
+        }
+    }
+
+    /// Tokens and cost of one billed call (any record with `pi.call_kind`: provider requests
+    /// live; compactions, branch summaries and tools with usage too when replayed), by the
+    /// configured dimensions, provider, model and call kind.
+    fn record_usage(&mut self, end: &ObsEvent, base: &Attrs, kind: String) {
+        use metric_names::*;
+        let mut attrs = base.clone();
+        if end.name == pi::PROVIDER_REQUEST {
+            attrs.push((GEN_AI_OPERATION_NAME.into(), OP_CHAT.into()));
+        }
+        if let Some(provider) = text(end, pi::PROVIDER) {
+            attrs.push((GEN_AI_PROVIDER_NAME.into(), provider));
+        }
+        if let Some(model) = text(end, pi::MODEL) {
+            attrs.push((GEN_AI_REQUEST_MODEL.into(), model));
+        }
+        attrs.push((CALL_KIND_ATTRIBUTE.into(), kind));
+        let input = [pi::INPUT_TOKENS, pi::CACHE_READ_TOKENS, pi::CACHE_WRITE_TOKENS]
+            .iter()
+            .filter_map(|k| number(end, k))
+            .sum::<f64>();
+        if number(end, pi::INPUT_TOKENS).is_some() {
+            self.observe(TOKEN_USAGE, &TOKEN_BOUNDS, with(&attrs, GEN_AI_TOKEN_TYPE, "input"), input);
+        }
+        if let Some(output) = number(end, pi::OUTPUT_TOKENS) {
+            self.observe(TOKEN_USAGE, &TOKEN_BOUNDS, with(&attrs, GEN_AI_TOKEN_TYPE, "output"), output);
+        }
+        if let Some(cost) = number(end, pi::COST_TOTAL) {
+            self.add(COST_USAGE, attrs, cost);
         }
     }
 
@@ -398,7 +424,8 @@ mod tests {
                     .safe(pi::CACHE_READ_TOKENS, 90)
                     .safe(pi::OUTPUT_TOKENS, 5)
                     .safe(pi::COST_TOTAL, cost)
-                    .safe(pi::RETRY_COUNT, 1),
+                    .safe(pi::RETRY_COUNT, 1)
+                    .safe(pi::CALL_KIND, pi::CALL_KIND_TURN),
                 &[("orgId", org), ("userId", user)],
             )
         };
@@ -433,6 +460,34 @@ mod tests {
         assert_eq!(points(&req, metric_names::PROMPTS)[0].1, 1.0);
         let durations = points(&req, metric_names::OPERATION_DURATION);
         assert!((durations.iter().map(|(_, v)| v).sum::<f64>() - 0.75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn usage_is_billed_once_per_call_kind_whatever_span_carries_it() {
+        let mut agg = Aggregator::with_limit(vec![], DEFAULT_CARDINALITY_LIMIT);
+        let used =
+            |cost: f64| Payload::new().safe(pi::INPUT_TOKENS, 10).safe(pi::OUTPUT_TOKENS, 2).safe(pi::COST_TOTAL, cost);
+        // Live: the summary request is billed; the compaction span repeats its usage without a
+        // call kind and is not billed again.
+        agg.record_span(&end(pi::PROVIDER_REQUEST, used(0.5).safe(pi::CALL_KIND, pi::CALL_KIND_COMPACTION), &[]));
+        agg.record_span(&end(pi::AGENT_COMPACTION, used(0.5), &[]));
+        // Replayed: no request span, the compaction / branch / tool spans carry the kind.
+        agg.record_span(&end(pi::AGENT_COMPACTION, used(0.25).safe(pi::CALL_KIND, pi::CALL_KIND_COMPACTION), &[]));
+        agg.record_span(&end(
+            pi::AGENT_BRANCH_NAVIGATION,
+            used(0.125).safe(pi::CALL_KIND, pi::CALL_KIND_BRANCH_SUMMARY),
+            &[],
+        ));
+        agg.record_span(&end(pi::AGENT_TOOL_CALL, used(1.0).safe(pi::CALL_KIND, pi::CALL_KIND_TOOL), &[]));
+        let req = agg.request(&Resource::default(), SystemTime::now()).unwrap();
+        let cost = points(&req, metric_names::COST_USAGE);
+        let by_kind = |kind: &str| -> f64 {
+            cost.iter().filter(|(a, _)| a.contains(&(CALL_KIND_ATTRIBUTE.into(), kind.into()))).map(|(_, v)| v).sum()
+        };
+        assert_eq!(by_kind("compaction"), 0.75);
+        assert_eq!(by_kind("branch_summary"), 0.125);
+        assert_eq!(by_kind("tool"), 1.0);
+        assert_eq!(cost.iter().map(|(_, v)| v).sum::<f64>(), 1.875, "nothing counted twice");
     }
 
     #[test]

@@ -74,7 +74,15 @@ impl Agent {
                 Some(summary) => (summary, None, true),
                 None => {
                     let conversation = compaction::serialize_conversation(&to_summarize);
-                    let outcome = self.summarize(&conversation, previous.as_deref(), instructions, cancel).await;
+                    let outcome = self
+                        .summarize(
+                            provider::CallKind::Compaction,
+                            &conversation,
+                            previous.as_deref(),
+                            instructions,
+                            cancel,
+                        )
+                        .await;
                     if let Some(error) = outcome.error {
                         return self
                             .compaction_failed(&span, reason, format!("summary request failed: {error}"), ctx, on_event)
@@ -156,6 +164,7 @@ impl Agent {
     /// the previous summary if any, optional focus instructions; no tools.
     pub(super) async fn summarize(
         &self,
+        call_kind: provider::CallKind,
         conversation: &str,
         previous: Option<&str>,
         instructions: Option<&str>,
@@ -169,6 +178,7 @@ impl Agent {
             reasoning: None,
             session_id: None,
             control: RequestControl::default(),
+            call_kind,
         };
         provider::request(self.provider.as_ref(), &request, &self.config.retry, cancel, &mut |_| {}).await
     }

@@ -96,7 +96,7 @@ impl Agent {
         let (messages, _) = compaction::context_from(abandoned.iter());
         let focus = "Summarize the work done on this branch; the conversation goes back to an earlier point.";
         let conversation = compaction::serialize_conversation(&messages);
-        let outcome = self.summarize(&conversation, None, Some(focus), cancel).await;
+        let outcome = self.summarize(provider::CallKind::BranchSummary, &conversation, None, Some(focus), cancel).await;
         match outcome.error {
             Some(error) => Err(error),
             None => Ok((outcome.message.text(), Some(outcome.message.usage))),

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::AgentEvent;
 use crate::extensions::{HookContext, Hooks, ToolCallEvent, ToolResultEvent};
-use crate::message::{ContentBlock, Message, ToolResultMessage};
+use crate::message::{ContentBlock, Message, ToolResultMessage, Usage};
 use crate::session::{EntryKind, SessionWriter};
 use crate::time::now_millis;
 use crate::tools::{SessionEnv, ToolContext, ToolError, ToolRegistry};
@@ -171,9 +171,9 @@ impl ToolJob {
         };
         let job = &self;
         trace_operation_with(names::AGENT_TOOL_CALL, payload, move |span: Span| async move {
-            let result = job.execute().await;
-            job.record(&span, &result, registered);
-            job.finish(result).await
+            let (result, usage) = job.execute().await;
+            job.record(&span, &result, registered, usage.as_ref());
+            job.finish(result, usage).await
         })
         .await
     }
@@ -181,19 +181,19 @@ impl ToolJob {
     /// Runs the tool (or reports the block, or the unknown tool), forwarding partial output as
     /// `tool_execution_update` while it runs (these may interleave across tools), then runs the
     /// `tool_result` hooks.
-    async fn execute(&self) -> ToolResultEvent {
+    async fn execute(&self) -> (ToolResultEvent, Option<Usage>) {
         let (updates_tx, mut updates_rx) = mpsc::unbounded_channel::<String>();
         let (id, name, args) = (&self.id, &self.name, &self.args);
         let execute = async move {
             let ctx = ToolContext { updates: Some(updates_tx), ..self.ctx.clone() };
             match &self.blocked {
-                Some((_, reason)) => (reason.clone(), None, true),
+                Some((_, reason)) => (reason.clone(), None, true, None),
                 None => match self.tools.get(name) {
                     Some(tool) => match tool.execute(args, &ctx).await {
-                        Ok(out) => (out.content, out.details, false),
-                        Err(error) => (error.to_string(), None, true),
+                        Ok(out) => (out.content, out.details, false, out.usage),
+                        Err(error) => (error.to_string(), None, true, None),
                     },
-                    None => (ToolError::UnknownTool(name.clone()).to_string(), None, true),
+                    None => (ToolError::UnknownTool(name.clone()).to_string(), None, true, None),
                 },
             }
         };
@@ -205,7 +205,7 @@ impl ToolJob {
                 let _ = self.events.send(update);
             }
         };
-        let ((text, details, is_error), ()) = tokio::join!(execute, forward_updates);
+        let ((text, details, is_error, usage), ()) = tokio::join!(execute, forward_updates);
         let result = ToolResultEvent {
             tool_call_id: id.clone(),
             tool_name: name.clone(),
@@ -214,12 +214,18 @@ impl ToolJob {
             details,
             is_error,
         };
-        self.hooks.tool_result(result, &self.hook_ctx).await
+        (self.hooks.tool_result(result, &self.hook_ctx).await, usage)
     }
 
     /// The end attributes: safe facts, the output under its own content kind, and on failure the
     /// error type (the text, from the tool or an extension, is error text).
-    fn record(&self, span: &Span, result: &ToolResultEvent, registered: Option<(&str, ContentKind)>) {
+    fn record(
+        &self,
+        span: &Span,
+        result: &ToolResultEvent,
+        registered: Option<(&str, ContentKind)>,
+        usage: Option<&Usage>,
+    ) {
         let output_kind = registered.map_or(ContentKind::ToolResult, |(_, kind)| kind);
         let text = crate::message::joined_text(&result.content);
         span.record(|| {
@@ -230,6 +236,10 @@ impl ToolJob {
                 .content(output_kind, crate::tools::output_key(output_kind), text.clone());
             if let Some((extension, _)) = &self.blocked {
                 p = p.safe(names::BLOCKED_BY, extension.clone());
+            }
+            if let Some(usage) = usage {
+                // Model work the tool did itself: billed here, once, as a tool call.
+                p.merge(crate::provider::usage_payload(usage).safe(names::CALL_KIND, names::CALL_KIND_TOOL));
             }
             p
         });
@@ -244,13 +254,13 @@ impl ToolJob {
     }
 
     /// In source order: `tool_execution_end`, the result message's events and hooks, persistence.
-    async fn finish(&self, result: ToolResultEvent) -> Result<ToolResultMessage, AgentError> {
+    async fn finish(&self, result: ToolResultEvent, usage: Option<Usage>) -> Result<ToolResultMessage, AgentError> {
         let message = ToolResultMessage {
             tool_call_id: self.id.clone(),
             tool_name: self.name.clone(),
             content: result.content,
             details: result.details,
-            usage: None,
+            usage,
             is_error: result.is_error,
             timestamp: now_millis(),
         };

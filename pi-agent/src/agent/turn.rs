@@ -36,6 +36,7 @@ impl Agent {
             reasoning: self.config.reasoning.clone(),
             session_id: self.session_id(),
             control: RequestControl::default(),
+            call_kind: provider::CallKind::Turn,
         };
         request.control = self.request_control(&request, ctx, on_event).await;
         self.emit(AgentEvent::MessageStart { role: "assistant".into() }, ctx, on_event).await;

@@ -54,6 +54,31 @@ pub struct ProviderRequest {
     pub session_id: Option<String>,
     /// What extensions decided about this request (headers, payload, response observer).
     pub control: RequestControl,
+    /// What the call is for (`pi.call_kind`: a turn, a compaction or a branch summary).
+    pub call_kind: CallKind,
+}
+
+/// What a model call is for; its usage is billed under this kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CallKind {
+    /// A turn of the conversation.
+    #[default]
+    Turn,
+    /// A compaction summary.
+    Compaction,
+    /// A summary of an abandoned branch.
+    BranchSummary,
+}
+
+impl CallKind {
+    /// The `pi.call_kind` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallKind::Turn => names::CALL_KIND_TURN,
+            CallKind::Compaction => names::CALL_KIND_COMPACTION,
+            CallKind::BranchSummary => names::CALL_KIND_BRANCH_SUMMARY,
+        }
+    }
 }
 
 /// Called with the status and headers of a provider response before its body is read.
@@ -298,7 +323,8 @@ pub async fn request(
         let mut p = Payload::new()
             .safe(names::API, model.api.as_str())
             .safe(names::PROVIDER, provider.name().to_owned())
-            .safe(names::MODEL, model.id.clone());
+            .safe(names::MODEL, model.id.clone())
+            .safe(names::CALL_KIND, request.call_kind.as_str());
         if let Some(session) = &request.session_id {
             p = p.safe(names::SESSION_ID, session.clone());
         }

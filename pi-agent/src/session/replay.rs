@@ -80,14 +80,16 @@ pub fn replay(session: &Session) -> Vec<ObsEvent> {
                 let span = &mut replay.spans[index];
                 span.start.insert(names::TOKENS_BEFORE, *tokens_before, pi_observe_core::Class::Safe);
                 if let Some(usage) = usage {
-                    span.end = usage_payload(Payload::new(), usage);
+                    // No request span is rebuilt for the summary call: its usage is billed here.
+                    span.end = usage_payload(Payload::new(), usage).safe(names::CALL_KIND, names::CALL_KIND_COMPACTION);
                 }
             }
             EntryKind::BranchSummary { usage, .. } => {
                 let from = st.last_ms.min(at);
                 let index = replay.span(&here, &st, names::AGENT_BRANCH_NAVIGATION, "branch", None, from);
                 if let Some(usage) = usage {
-                    replay.spans[index].end = usage_payload(Payload::new(), usage);
+                    replay.spans[index].end =
+                        usage_payload(Payload::new(), usage).safe(names::CALL_KIND, names::CALL_KIND_BRANCH_SUMMARY);
                 }
             }
             _ => {}
@@ -188,7 +190,8 @@ impl Replay<'_> {
         span.start = std::mem::take(&mut span.start)
             .safe(names::API, reply.api.clone())
             .safe(names::PROVIDER, reply.provider.clone())
-            .safe(names::MODEL, reply.model.clone());
+            .safe(names::MODEL, reply.model.clone())
+            .safe(names::CALL_KIND, names::CALL_KIND_TURN);
         span.end = usage_payload(Payload::new(), &reply.usage)
             .safe(names::STOP_REASON, reply.stop_reason.as_str())
             .content(ContentKind::Completion, names::COMPLETION_TEXT, reply.text());
@@ -223,7 +226,8 @@ impl Replay<'_> {
             .safe(names::TOOL_CALL_ID, pi_observe_core::identifier_or_invalid(&result.tool_call_id));
         span.end = Payload::new().safe(names::IS_ERROR, result.is_error);
         if let Some(usage) = &result.usage {
-            span.end = usage_payload(std::mem::take(&mut span.end), usage);
+            span.end =
+                usage_payload(std::mem::take(&mut span.end), usage).safe(names::CALL_KIND, names::CALL_KIND_TOOL);
         }
         if result.is_error {
             span.error = Some(ErrorInfo::new(names::ERROR_TOOL, ""));

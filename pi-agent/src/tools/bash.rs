@@ -170,7 +170,7 @@ impl Tool for BashTool {
             }
             let output = tail.lock().unwrap_or_else(|e| e.into_inner()).text();
             match status.code() {
-                Some(0) => Ok(ToolOutput { content: output, details: Some(json!({"exitCode": 0})) }),
+                Some(0) => Ok(ToolOutput { content: output, details: Some(json!({"exitCode": 0})), usage: None }),
                 Some(code) => Err(ToolError::Other(format!("{output}\n[exit code {code}]"))),
                 None => Err(ToolError::Other(format!("{output}\n[killed by a signal]"))),
             }

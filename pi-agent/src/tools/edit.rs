@@ -39,6 +39,7 @@ impl Tool for EditTool {
                     Ok(ToolOutput {
                         content: format!("Edited {shown} at line {line}"),
                         details: Some(json!({"path": shown, "line": line})),
+                        usage: None,
                     })
                 }
                 count => Err(ToolError::EditAmbiguous { path: shown, count }),

@@ -51,6 +51,7 @@ impl Tool for ReadTool {
                 details: Some(
                     json!({"path": path.display().to_string(), "lines": end - start, "totalLines": lines.len()}),
                 ),
+                usage: None,
             })
         })
     }
@@ -81,6 +82,7 @@ impl Tool for WriteTool {
             Ok(ToolOutput {
                 content: format!("Wrote {} bytes to {}", content.len(), path.display()),
                 details: Some(json!({"path": path.display().to_string(), "bytes": content.len()})),
+                usage: None,
             })
         })
     }
@@ -112,7 +114,7 @@ impl Tool for LsTool {
             }
             names.sort();
             let content = if names.is_empty() { "(empty directory)".to_owned() } else { names.join("\n") };
-            Ok(ToolOutput { content: cap_head(content), details: Some(json!({"entries": names.len()})) })
+            Ok(ToolOutput { content: cap_head(content), details: Some(json!({"entries": names.len()})), usage: None })
         })
     }
 }

@@ -76,12 +76,15 @@ pub struct ToolOutput {
     pub content: String,
     /// Tool-specific metadata (kept in the session, not sent to the model).
     pub details: Option<Value>,
+    /// Model usage the tool caused (a tool that calls a model itself reports it here); kept on
+    /// the session's tool result, traced with `pi.call_kind=tool` and billed once.
+    pub usage: Option<crate::message::Usage>,
 }
 
 impl ToolOutput {
     /// Text only.
     pub fn text(content: impl Into<String>) -> Self {
-        ToolOutput { content: content.into(), details: None }
+        ToolOutput { content: content.into(), details: None, usage: None }
     }
 }
 
