@@ -179,6 +179,16 @@ fn assert_no_secret(run: &str, sinks: &Sinks, samples: &[SecretSample]) {
     }
 }
 
+/// No known secret in any sink, and every canary in a sink exactly when `expected(sink)`.
+fn assert_canaries(run: &str, sinks: &Sinks, samples: &[SecretSample], expected: impl Fn(&str) -> bool) {
+    assert_no_secret(run, sinks, samples);
+    for (sink, dump) in sinks.all() {
+        for canary in CANARIES {
+            assert_eq!(dump.contains(canary), expected(sink), "{run}: {canary} in {sink}");
+        }
+    }
+}
+
 /// A canary workspace and the prompt that carries a canary and every secret mid-line.
 fn canary_setup(name: &str) -> (PathBuf, PathBuf, String, Vec<SecretSample>) {
     let d = scratch(name);
@@ -193,11 +203,8 @@ fn canary_setup(name: &str) -> (PathBuf, PathBuf, String, Vec<SecretSample>) {
 fn by_default_no_content_and_no_error_text_reaches_any_sink() {
     let (d, script, prompt, samples) = canary_setup("canary-default");
     let sinks = run_with_every_sink(&d, &script, &prompt, &[]);
-    assert_no_secret("default", &sinks, &samples);
+    assert_canaries("default", &sinks, &samples, |_| false);
     for (sink, dump) in sinks.all() {
-        for canary in CANARIES {
-            assert!(!dump.contains(canary), "default: {canary} reached {sink}");
-        }
         assert!(!dump.contains(&d.display().to_string()), "default: a path under the workspace reached {sink}");
     }
     // The error types and numbers still arrive.
@@ -210,13 +217,7 @@ fn by_default_no_content_and_no_error_text_reaches_any_sink() {
 fn a_bare_capture_reaches_only_local_sinks_and_known_secrets_reach_none() {
     let (d, script, prompt, samples) = canary_setup("canary-local");
     let sinks = run_with_every_sink(&d, &script, &prompt, &["all"]);
-    assert_no_secret("--capture all", &sinks, &samples);
-    for (sink, dump) in sinks.all() {
-        for canary in CANARIES {
-            let local = matches!(sink, "events" | "log" | "json");
-            assert_eq!(dump.contains(canary), local, "--capture all: {canary} in {sink}");
-        }
-    }
+    assert_canaries("--capture all", &sinks, &samples, |sink| matches!(sink, "events" | "log" | "json"));
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -224,12 +225,7 @@ fn a_bare_capture_reaches_only_local_sinks_and_known_secrets_reach_none() {
 fn named_remote_sinks_get_content_but_never_a_known_secret() {
     let (d, script, prompt, samples) = canary_setup("canary-remote");
     let sinks = run_with_every_sink(&d, &script, &prompt, &["all=all"]);
-    assert_no_secret("--capture all=all", &sinks, &samples);
-    for (sink, dump) in sinks.all() {
-        for canary in CANARIES {
-            assert!(dump.contains(canary), "--capture all=all: {canary} missing from {sink}");
-        }
-    }
+    assert_canaries("--capture all=all", &sinks, &samples, |_| true);
     // One kind for one sink: shell output to OTLP only.
     let sinks = run_with_every_sink(&d, &script, &prompt, &["otlp=shell_output"]);
     assert!(sinks.otlp.contains(SHELL), "otlp=shell_output: shell output missing from OTLP");

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use pi_agent::message::{Message, Usage};
 use pi_agent::model::Registry;
 use pi_agent::provider::{FauxProvider, FauxResponse};
-use pi_agent::session::{EntryKind, SessionWriter, read_session};
+use pi_agent::session::{SessionWriter, read_session};
 use pi_agent::tools::{Tool, ToolContext, ToolFuture, ToolOutput, ToolRegistry};
 use pi_agent::{Agent, AgentConfig};
 use pi_observe_core::testing::{CaptureSubscriber, assert_paired, span_named};
@@ -22,15 +22,6 @@ use tokio_util::sync::CancellationToken;
 struct Summarizer;
 
 impl Tool for Summarizer {
-    fn name(&self) -> &'static str {
-        "summarize"
-    }
-    fn description(&self) -> &'static str {
-        "Summarizes with a model of its own."
-    }
-    fn parameters(&self) -> serde_json::Value {
-        json!({"type": "object", "properties": {}})
-    }
     fn execute<'a>(&'a self, _: &'a serde_json::Value, _: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async {
             let mut usage = Usage::tokens(100, 20, 0, 0);
@@ -39,6 +30,15 @@ impl Tool for Summarizer {
             usage.cost.total = 0.0005;
             Ok(ToolOutput { content: "a summary".into(), details: None, usage: Some(usage) })
         })
+    }
+    fn parameters(&self) -> serde_json::Value {
+        json!({"type": "object", "properties": {}})
+    }
+    fn name(&self) -> &'static str {
+        "summarize"
+    }
+    fn description(&self) -> &'static str {
+        "Summarizes with a model of its own."
     }
 }
 
@@ -61,25 +61,18 @@ fn usage_a_tool_reports_is_persisted_traced_as_a_tool_call_kind_and_counted_once
     }));
     assert!(result.error.is_none());
 
-    let session = read_session(&dir.join("s.jsonl")).unwrap();
-    let tool_result = session
-        .entries
+    // The tool's usage is on its result message, in the prompt's total and in the session's,
+    // once: the session totals equal the prompt's, which is the turns' plus the tool's.
+    let tool_usage = agent.messages().iter().find_map(|m| if let Message::ToolResult(r) = m { r.usage } else { None });
+    assert_eq!(tool_usage.map(|u| u.cost.total), Some(0.0005));
+    let turns: f64 = agent
+        .messages()
         .iter()
-        .find_map(|e| match &e.kind {
-            EntryKind::Message { message: Message::ToolResult(r) } => Some(r.clone()),
-            _ => None,
-        })
-        .unwrap();
-    assert_eq!(tool_result.usage.map(|u| u.cost.total), Some(0.0005), "persisted as upstream pi does");
-    let turns_cost: f64 = session
-        .entries
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EntryKind::Message { message: Message::Assistant(a) } => Some(a.usage.cost.total),
-            _ => None,
-        })
+        .filter_map(|m| if let Message::Assistant(a) = m { Some(a.usage.cost.total) } else { None })
         .sum();
-    assert!((session.totals().usage.cost.total - (turns_cost + 0.0005)).abs() < 1e-12, "counted once");
+    assert!((result.usage.cost.total - (turns + 0.0005)).abs() < 1e-12, "{:?}", result.usage);
+    let persisted = read_session(&dir.join("s.jsonl")).unwrap().totals().usage.cost.total;
+    assert!((persisted - result.usage.cost.total).abs() < 1e-12, "persisted as upstream pi does, counted once");
 
     let events = capture.take();
     let spans = assert_paired(&events);
