@@ -563,3 +563,122 @@ fn trace_sampling_never_skews_the_bill_metrics_count_every_prompt() {
     assert!(receiver.spans().is_empty(), "a ratio of 0 samples no trace");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Per user: (cost, tokens) from the last metrics request of `receiver`.
+fn metric_totals(receiver: &Receiver) -> std::collections::BTreeMap<String, (f64, f64)> {
+    use opentelemetry_proto::tonic::metrics::v1::{metric::Data, number_data_point::Value as Number};
+    let mut out = std::collections::BTreeMap::<String, (f64, f64)>::new();
+    let requests = receiver.metrics.lock().unwrap();
+    let Some(last) = requests.last() else { return out };
+    let user_of = |attrs: &[opentelemetry_proto::tonic::common::v1::KeyValue]| {
+        attrs.iter().find(|kv| kv.key == "pi.context.userId").and_then(|kv| {
+            match kv.value.as_ref()?.value.as_ref()? {
+                Any::StringValue(u) => Some(u.clone()),
+                _ => None,
+            }
+        })
+    };
+    for metric in last.resource_metrics.iter().flat_map(|r| &r.scope_metrics).flat_map(|s| &s.metrics) {
+        match (metric.name.as_str(), &metric.data) {
+            ("pi.cost.usage", Some(Data::Sum(sum))) => {
+                for point in &sum.data_points {
+                    let Some(Number::AsDouble(v)) = point.value else { continue };
+                    out.entry(user_of(&point.attributes).unwrap_or_default()).or_default().0 += v;
+                }
+            }
+            ("gen_ai.client.token.usage", Some(Data::Histogram(histogram))) => {
+                for point in &histogram.data_points {
+                    out.entry(user_of(&point.attributes).unwrap_or_default()).or_default().1 +=
+                        point.sum.unwrap_or(0.0);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Per user: (cost, tokens) summed over the exported spans that bill a call (`pi.call_kind`).
+fn span_totals(receiver: &Receiver) -> std::collections::BTreeMap<String, (f64, f64)> {
+    let mut out = std::collections::BTreeMap::<String, (f64, f64)>::new();
+    for span in receiver.spans().iter().filter(|s| attr(s, "pi.call_kind").is_some()) {
+        let user = match attr(span, "user.id") {
+            Some(Any::StringValue(u)) => u.clone(),
+            _ => String::new(),
+        };
+        let entry = out.entry(user).or_default();
+        if let Some(Any::DoubleValue(cost)) = attr(span, "pi.costTotal") {
+            entry.0 += cost;
+        }
+        if let Some(Any::IntValue(tokens)) = attr(span, "pi.totalTokens") {
+            entry.1 += *tokens as f64;
+        }
+    }
+    out
+}
+
+#[test]
+fn cost_reconciles_three_ways_metrics_spans_and_report() {
+    let d = scratch("reconcile");
+    let sessions = d.join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let script = |name: &str, steps: serde_json::Value| {
+        let path = d.join(name);
+        std::fs::write(&path, steps.to_string()).unwrap();
+        path
+    };
+    let retried = script(
+        "retried.json",
+        serde_json::json!([
+            {"error": {"status": 503, "message": "busy", "retryAfterSecs": 0}},
+            {"text": "Hello! A reply long enough to be worth summarizing later on."}
+        ]),
+    );
+    let summary = script("summary.json", serde_json::json!([{"text": "Summary: the user greeted the agent."}]));
+    let runs = [
+        ("alice", "acme", "hello there", "alice.jsonl", retried),
+        ("alice", "acme", "/compact", "alice.jsonl", summary),
+        ("bob", "globex", "check the project", "bob.jsonl", faux_script(&d)),
+    ];
+    let mut metrics = std::collections::BTreeMap::<String, (f64, f64)>::new();
+    let mut spans = std::collections::BTreeMap::<String, (f64, f64)>::new();
+    for (user, org, prompt, session, script) in runs {
+        let receiver = Receiver::start(vec![]);
+        let out = pi()
+            .args(["-p", prompt, "--provider", "faux", "--user", user, "--org", org])
+            .args(["--otlp", &receiver.endpoint, "--metric-dims", "orgId,userId"])
+            .arg("--cwd")
+            .arg(&d)
+            .arg("--faux-script")
+            .arg(&script)
+            .arg("--session")
+            .arg(sessions.join(session))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{prompt}: {}", String::from_utf8_lossy(&out.stderr));
+        for (totals, into) in [(metric_totals(&receiver), &mut metrics), (span_totals(&receiver), &mut spans)] {
+            for (user, (cost, tokens)) in totals {
+                let entry = into.entry(user).or_default();
+                entry.0 += cost;
+                entry.1 += tokens;
+            }
+        }
+    }
+    let alice = std::fs::read_to_string(sessions.join("alice.jsonl")).unwrap();
+    assert!(alice.contains(r#""type":"compaction""#) && alice.contains(r#""usage""#), "the compaction was made");
+    let out = pi().args(["report", "--format", "json", "--by", "user"]).arg(&sessions).output().unwrap();
+    assert!(out.status.success());
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for row in rows {
+        let user = row["user"].as_str().unwrap();
+        let (cost, tokens) = (row["costUsd"].as_f64().unwrap(), row["totalTokens"].as_f64().unwrap());
+        assert!(cost > 0.0 && tokens > 0.0);
+        for (source, totals) in [("metrics", &metrics), ("spans", &spans)] {
+            let (c, t) = totals[user];
+            assert!((c - cost).abs() < 1e-9, "{user}: {source} cost {c} vs report {cost}");
+            assert_eq!(t, tokens, "{user}: {source} tokens vs report");
+        }
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
