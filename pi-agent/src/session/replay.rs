@@ -251,8 +251,10 @@ fn emit(spans: &[SpanRec], index: usize, out: &mut Vec<ObsEvent>) {
     for child in &span.children {
         emit(spans, *child, out);
     }
-    let mut end = record(if span.error.is_some() { EventKind::Error } else { EventKind::End }, span.end_ms, &span.end);
-    end.payload.merge(Payload::new().safe(REPLAYED, true));
+    // As live: the end record carries the start payload merged with what the end recorded.
+    let mut payload = span.start.clone();
+    payload.merge(span.end.clone());
+    let mut end = record(if span.error.is_some() { EventKind::Error } else { EventKind::End }, span.end_ms, &payload);
     end.duration = Some(std::time::Duration::from_millis(u64::try_from(span.end_ms - span.start_ms).unwrap_or(0)));
     end.error = span.error.clone();
     out.push(end);
