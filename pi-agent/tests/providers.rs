@@ -106,6 +106,9 @@ async fn openai_stream_yields_text_tool_call_usage_and_cost() {
     let traceparent = sent.header("traceparent").unwrap();
     assert_eq!(traceparent, format!("00-{}-{}-01", span.trace_id, span.span_id), "traceparent names the request span");
     assert_eq!(span.attributes.get(names::STATUS_CODE), Some(&Value::I64(200)));
+    let port = server.base.rsplit(':').next().unwrap().parse::<i64>().unwrap();
+    assert_eq!(span.attributes.get(names::SERVER_ADDRESS), Some(&Value::from("127.0.0.1")));
+    assert_eq!(span.attributes.get(names::SERVER_PORT), Some(&Value::I64(port)));
     assert_eq!(span.attributes.get(names::CACHE_READ_TOKENS), Some(&Value::I64(100)));
     assert_eq!(span.attributes.get(names::RETRY_COUNT), Some(&Value::I64(0)));
     assert!(span.events.iter().any(|e| e.name == names::PROVIDER_FIRST_TOKEN));

@@ -155,6 +155,10 @@ pub const TURN_INDEX: &str = "turnIndex";
 pub const STOP_REASON: &str = "stopReason";
 /// HTTP status code.
 pub const STATUS_CODE: &str = "statusCode";
+/// Host of the provider endpoint (from pi's configuration; `server.address` in OTLP).
+pub const SERVER_ADDRESS: &str = "serverAddress";
+/// Port of the provider endpoint (`server.port` in OTLP).
+pub const SERVER_PORT: &str = "serverPort";
 /// Retries made for a request.
 pub const RETRY_COUNT: &str = "retryCount";
 /// Retry attempt number (on `pi.ai.provider.retry`).

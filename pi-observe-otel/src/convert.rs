@@ -156,6 +156,10 @@ pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions, 
             out.push(KeyValue::new(GEN_AI_AGENT_NAME, AGENT_NAME));
         }
         if name == pi::PROVIDER_REQUEST {
+            push_str(&mut out, SERVER_ADDRESS, pi::SERVER_ADDRESS);
+            if let Some(port) = payload.int(pi::SERVER_PORT) {
+                out.push(KeyValue::new(SERVER_PORT, port));
+            }
             if let Some(tokens) = prompt_tokens {
                 // Input tokens include the cached ones (pi's session `input` does not).
                 out.push(KeyValue::new(GEN_AI_USAGE_INPUT_TOKENS, tokens));
@@ -356,6 +360,8 @@ mod tests {
             .safe(pi::CACHE_WRITE_TOKENS, 5)
             .safe(pi::COST_TOTAL, 0.01)
             .safe(pi::STOP_REASON, "toolUse")
+            .safe(pi::SERVER_ADDRESS, "api.openai.com")
+            .safe(pi::SERVER_PORT, 443)
             .content(ContentKind::Completion, pi::COMPLETION_TEXT, "secret completion")
             .secret(pi::API_KEY, "sk-secret")
     }
@@ -369,6 +375,8 @@ mod tests {
         assert_eq!(s(GEN_AI_REQUEST_MODEL).as_deref(), Some("gpt-4o"));
         assert_eq!(s(GEN_AI_RESPONSE_MODEL).as_deref(), Some("gpt-4o-2024-08-06"));
         assert_eq!(s(GEN_AI_CONVERSATION_ID).as_deref(), Some("s1"));
+        assert_eq!(s(SERVER_ADDRESS).as_deref(), Some("api.openai.com"));
+        assert_eq!(a[SERVER_PORT], opentelemetry::Value::I64(443));
         assert_eq!(a[GEN_AI_USAGE_INPUT_TOKENS], opentelemetry::Value::I64(125));
         assert_eq!(a[GEN_AI_USAGE_OUTPUT_TOKENS], opentelemetry::Value::I64(30));
         assert_eq!(a[GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS], opentelemetry::Value::I64(100));

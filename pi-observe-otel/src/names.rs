@@ -23,6 +23,10 @@ pub const PI_OPERATION: &str = "pi.operation";
 pub const AGENT_NAME: &str = "pi";
 /// `error.type`: the error's type from pi's vocabulary, on failed spans.
 pub const ERROR_TYPE: &str = "error.type";
+/// `server.address` (provider requests).
+pub const SERVER_ADDRESS: &str = "server.address";
+/// `server.port` (provider requests).
+pub const SERVER_PORT: &str = "server.port";
 /// `gen_ai.agent.name`.
 pub const GEN_AI_AGENT_NAME: &str = "gen_ai.agent.name";
 /// `gen_ai.usage.cache_write.input_tokens` (the newer spelling of cache creation).

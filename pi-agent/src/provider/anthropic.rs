@@ -45,6 +45,10 @@ impl Provider for AnthropicProvider {
         vec![("anthropic-version".to_owned(), API_VERSION.to_owned())]
     }
 
+    fn server(&self, request: &ProviderRequest) -> Option<(String, u16)> {
+        self.http.server(request, DEFAULT_BASE)
+    }
+
     fn attempt<'a>(&'a self, Attempt { request, cancel, sink }: Attempt<'a>) -> AttemptFuture<'a> {
         Box::pin(async move {
             let mut headers = vec![("anthropic-version", API_VERSION.to_owned())];

@@ -67,6 +67,14 @@ impl HttpClient {
         Ok(HttpClient { client, config })
     }
 
+    /// Host and port of the base URL a request goes to (`--base-url`, else the model's, else
+    /// `default_base`).
+    pub(crate) fn server(&self, request: &super::ProviderRequest, default_base: &str) -> Option<(String, u16)> {
+        let base = self.config.base_url.as_deref().or(request.model.base_url.as_deref()).unwrap_or(default_base);
+        let url = reqwest::Url::parse(base).ok()?;
+        Some((url.host_str()?.to_owned(), url.port_or_known_default()?))
+    }
+
     /// One attempt of an HTTP provider: POSTs to `path` under the base URL (`--base-url`, else
     /// the model's, else `default_base`) the extensions' replacement body or `default_body`, and
     /// feeds each SSE event to `on_event` until it returns `true` (the protocol's end marker).

@@ -278,6 +278,12 @@ pub trait Provider: Send + Sync {
         Vec::new()
     }
 
+    /// Host and port the request goes to (from pi's configuration, not the network), if any.
+    fn server(&self, request: &ProviderRequest) -> Option<(String, u16)> {
+        let _ = request;
+        None
+    }
+
     /// One attempt. Must return [`ProviderError::Aborted`] promptly when `attempt.cancel`
     /// fires. Uses `attempt.request.control` (replacement payload, header patch, response
     /// observer).
@@ -330,6 +336,9 @@ pub async fn request(
         }
         if let Some(level) = &request.reasoning {
             p = p.safe(names::REASONING, level.clone());
+        }
+        if let Some((host, port)) = provider.server(request) {
+            p = p.safe(names::SERVER_ADDRESS, host).safe(names::SERVER_PORT, port);
         }
         p
     };

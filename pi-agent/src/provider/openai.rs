@@ -42,6 +42,10 @@ impl Provider for OpenAiProvider {
         request_body(request)
     }
 
+    fn server(&self, request: &ProviderRequest) -> Option<(String, u16)> {
+        self.http.server(request, DEFAULT_BASE)
+    }
+
     fn attempt<'a>(&'a self, Attempt { request, cancel, sink }: Attempt<'a>) -> AttemptFuture<'a> {
         Box::pin(async move {
             let mut headers = Vec::new();
