@@ -682,3 +682,29 @@ fn cost_reconciles_three_ways_metrics_spans_and_report() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn parent_based_samplers_follow_the_sampled_flag_of_an_adopted_traceparent() {
+    let run = |flags: &str, sampler: &str| {
+        let receiver = Receiver::start(vec![]);
+        let out = pi()
+            .args(["-p", "hi", "--provider", "faux", "--no-session", "--tools", "none"])
+            .args(["--otlp", &receiver.endpoint])
+            .env("TRACEPARENT", format!("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-{flags}"))
+            .env("OTEL_TRACES_SAMPLER", sampler)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (receiver.spans().len(), sum_metric(&receiver, "pi.prompts"))
+    };
+    // The caller did not sample: a parent-based sampler exports nothing (even always-on roots)...
+    let (spans, prompts) = run("00", "parentbased_always_on");
+    assert_eq!(spans, 0);
+    assert_eq!(prompts, 1.0, "metrics count the prompt anyway");
+    // ...and when the caller sampled, the trace is kept even though local roots would be dropped.
+    let (spans, _) = run("01", "parentbased_always_off");
+    assert!(spans > 0);
+    // A plain ratio sampler ignores the parent.
+    let (spans, _) = run("00", "always_on");
+    assert!(spans > 0);
+}

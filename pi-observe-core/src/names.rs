@@ -155,6 +155,9 @@ pub const TURN_INDEX: &str = "turnIndex";
 pub const STOP_REASON: &str = "stopReason";
 /// HTTP status code.
 pub const STATUS_CODE: &str = "statusCode";
+/// Safe payload key on an operation whose parent is a remote (adopted `traceparent`) span:
+/// whether the caller sampled the trace, for parent-based samplers downstream.
+pub const PARENT_SAMPLED: &str = "parentSampled";
 /// Host of the provider endpoint (from pi's configuration; `server.address` in OTLP).
 pub const SERVER_ADDRESS: &str = "serverAddress";
 /// Port of the provider endpoint (`server.port` in OTLP).

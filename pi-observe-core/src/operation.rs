@@ -250,7 +250,12 @@ fn begin(name: Cow<'static, str>, payload: impl PayloadSource) -> Option<(Arc<Sp
     if !hub.has_subscribers() {
         return None;
     }
-    let payload = build_payload(&hub, payload);
+    let mut payload = build_payload(&hub, payload);
+    if parent.span_id.is_some() && parent.span.is_none() {
+        // A remote parent: say whether the caller sampled the trace (parent-based samplers).
+        let sampled = parent.trace_flags & TraceParent::SAMPLED != 0;
+        payload.insert(names::PARENT_SAMPLED, sampled, crate::Class::Safe);
+    }
     let trace_id = parent.trace_id.unwrap_or_else(TraceId::random);
     let span_id = SpanId::random();
     let started = Instant::now();

@@ -81,6 +81,9 @@ pub struct OtlpConfig {
     pub max_retries: u32,
     /// Fraction of traces kept (1.0 = all), from `OTEL_TRACES_SAMPLER`.
     pub sample_ratio: Option<f64>,
+    /// `parentbased_*` samplers: a trace whose root has a remote parent (an adopted
+    /// `TRACEPARENT`) follows that parent's sampled flag; the ratio applies to local roots.
+    pub parent_based: Option<bool>,
     /// Export metrics too (default on; `OTEL_METRICS_EXPORTER=none` turns them off).
     pub metrics: Option<bool>,
     /// Full metrics URL; default: the traces URL with `/v1/metrics`.
@@ -130,6 +133,7 @@ impl Default for OtlpConfig {
             schedule_delay: None,
             max_retries: 5,
             sample_ratio: None,
+            parent_based: None,
             metrics: None,
             metrics_endpoint: None,
             metric_dims: None,
@@ -321,6 +325,9 @@ impl OtlpConfig {
         if self.schedule_delay.is_none() {
             self.schedule_delay =
                 get(env::BSP_SCHEDULE_DELAY).map(|r| millis(env::BSP_SCHEDULE_DELAY, &r)).transpose()?;
+        }
+        if self.parent_based.is_none() {
+            self.parent_based = get(env::TRACES_SAMPLER).map(|name| name.trim().starts_with("parentbased_"));
         }
         if self.sample_ratio.is_none() {
             self.sample_ratio = sampler(get(env::TRACES_SAMPLER), get(env::TRACES_SAMPLER_ARG))?;

@@ -205,6 +205,8 @@ impl OtelSubscriber {
                 delay: config.schedule_delay.unwrap_or(Duration::from_secs(1)),
                 timeout: config.timeout.unwrap_or(Duration::from_secs(10)),
                 sample_ratio: config.sample_ratio.unwrap_or(1.0),
+                parent_based: config.parent_based.unwrap_or(false),
+                parent_decisions: HashMap::new(),
                 metrics: config.metrics.unwrap_or(true).then(|| {
                     let limit = config.metric_cardinality_limit.unwrap_or(crate::metrics::DEFAULT_CARDINALITY_LIMIT);
                     Aggregator::with_limit(config.dims(), limit)
@@ -354,6 +356,9 @@ struct Worker {
     delay: Duration,
     timeout: Duration,
     sample_ratio: f64,
+    parent_based: bool,
+    /// Parent-based samplers: the remote parent's sampled flag per trace, while its root is open.
+    parent_decisions: HashMap<pi_observe_core::TraceId, bool>,
     open: HashMap<SpanId, (ObsEvent, Vec<ObsEvent>), BuildHasherDefault<IdHasher>>,
     /// The session id of each open prompt trace, put on every span of the trace
     /// (`gen_ai.conversation.id`: backends group sessions by it on every span, not the root).
@@ -459,6 +464,9 @@ impl Worker {
 
     /// Keeps a trace when the low 8 bytes of its id fall under the ratio (deterministic per trace).
     fn sampled(&self, event: &ObsEvent) -> bool {
+        if let Some(decision) = self.parent_decisions.get(&event.trace_id) {
+            return *decision;
+        }
         if self.sample_ratio >= 1.0 {
             return true;
         }
@@ -468,7 +476,31 @@ impl Worker {
         (u64::from_be_bytes(low) as f64) < self.sample_ratio * u64::MAX as f64
     }
 
+    /// Parent-based sampling: the remote parent's sampled flag named by a root (`Some`), which
+    /// decides for its whole trace while the root is open.
+    fn parent_flag(&self, event: &ObsEvent) -> Option<bool> {
+        if !self.parent_based {
+            return None;
+        }
+        event.payload.get(pi_observe_core::names::PARENT_SAMPLED).and_then(pi_observe_core::Value::as_bool)
+    }
+
     fn record(&mut self, event: ObsEvent) {
+        let parent_flag = self.parent_flag(&event);
+        if let Some(sampled) = parent_flag.filter(|_| event.kind == EventKind::Start) {
+            if self.parent_decisions.len() < MAX_OPEN_SPANS {
+                self.parent_decisions.insert(event.trace_id, sampled);
+            }
+        }
+        let forget = parent_flag.is_some() && matches!(event.kind, EventKind::End | EventKind::Error);
+        let trace = event.trace_id;
+        self.record_sampled(event);
+        if forget {
+            self.parent_decisions.remove(&trace);
+        }
+    }
+
+    fn record_sampled(&mut self, event: ObsEvent) {
         if self.logs.is_some() && self.sampled(&event) {
             if let Some(logs) = &mut self.logs {
                 logs.push(crate::logs::log_record(&event));
