@@ -73,8 +73,11 @@ fn phoenix_shows_both_users_traces_with_contract_ids_and_attribution() {
     let children: Vec<_> = users
         .iter()
         .map(|(user, org)| {
+            // Alice's content goes to the backend (named explicitly); Bob's does not.
+            let capture = if *user == "alice" { "otlp=provider_payload,completion,tool_args" } else { "local=prompt" };
             Command::new(env!("CARGO_BIN_EXE_pi"))
                 .args(["-p", "check the project", "--provider", "faux", "--no-session", "--user", user, "--org", org])
+                .args(["--capture", capture])
                 .args(["--otlp", &base, "--otlp-header", &format!("x-project-name={project}"), "--conventions", "both"])
                 .arg("--cwd")
                 .arg(&dir)
@@ -120,6 +123,21 @@ fn phoenix_shows_both_users_traces_with_contract_ids_and_attribution() {
         let attributes = &span["attributes"];
         assert_eq!(attributes["user.id"], start.context.get("userId").unwrap());
         assert_eq!(attributes["organization.id"], start.context.get("orgId").unwrap());
+        let captured = start.context.get("userId") == Some("alice");
+        let content_keys: &[&str] = match start.name.as_ref() {
+            names::PROVIDER_REQUEST => &["gen_ai.input.messages", "gen_ai.output.messages"],
+            names::AGENT_TOOL_CALL => &["gen_ai.tool.call.arguments"],
+            _ => &[],
+        };
+        for key in content_keys {
+            let value = attributes[*key].as_str();
+            assert_eq!(value.is_some(), captured, "{key} on {} (captured: {captured})", start.name);
+        }
+        if captured && start.name == names::PROVIDER_REQUEST {
+            let input: serde_json::Value =
+                serde_json::from_str(attributes["gen_ai.input.messages"].as_str().unwrap()).unwrap();
+            assert_eq!(input[0]["role"], "user", "the conventions' message schema reaches Phoenix");
+        }
         if start.name == names::PROVIDER_REQUEST {
             let end = evs.iter().find(|e| e.kind == EventKind::End && e.span_id == start.span_id).unwrap();
             let Some(Value::I64(output)) = end.payload.get(names::OUTPUT_TOKENS) else { panic!("no output tokens") };

@@ -255,6 +255,20 @@ pub const FILE_CONTENT: &str = "fileContent";
 pub const REQUEST_BODY: &str = "requestBody";
 /// Provider response body ([`crate::ContentKind::ProviderPayload`]).
 pub const RESPONSE_BODY: &str = "responseBody";
+/// The conversation sent to a model, in the GenAI conventions' input messages schema
+/// ([`crate::ContentKind::ProviderPayload`]: it holds earlier answers and tool results too;
+/// `gen_ai.input.messages`).
+pub const INPUT_MESSAGES: &str = "inputMessages";
+/// The model's answer in the conventions' output messages schema, without its reasoning (that
+/// is [`crate::ContentKind::Thinking`]) ([`crate::ContentKind::Completion`];
+/// `gen_ai.output.messages`).
+pub const OUTPUT_MESSAGES: &str = "outputMessages";
+/// The system prompt in the conventions' schema ([`crate::ContentKind::Prompt`];
+/// `gen_ai.system_instructions`).
+pub const SYSTEM_INSTRUCTIONS: &str = "systemInstructions";
+/// The tools offered to a model ([`crate::ContentKind::ProviderPayload`];
+/// `gen_ai.tool.definitions`).
+pub const TOOL_DEFINITIONS: &str = "toolDefinitions";
 /// HTTP headers ([`crate::ContentKind::Header`]).
 pub const HEADERS: &str = "headers";
 

@@ -210,3 +210,15 @@ fn ordinary_text_is_not_scrubbed() {
         assert_eq!(Scrubber::default().scrub(text).as_ref(), text);
     }
 }
+
+#[test]
+fn consecutive_escaped_secret_lines_are_each_scrubbed() {
+    // A file of `NAME=value` lines inside a JSON string (a captured provider payload).
+    let escaped =
+        serde_json::to_string("DB_PASSWORD=first1\naws_secret_access_key = second2\nAPI_TOKEN=third3").unwrap();
+    let out = Scrubber::default().scrub(&escaped).into_owned();
+    for secret in ["first1", "second2", "third3"] {
+        assert!(!out.contains(secret), "{secret} survived: {out}");
+    }
+    assert!(out.contains(r"aws_secret_access_key = [REDACTED]"), "{out}");
+}

@@ -155,6 +155,17 @@ pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions, 
         if name == pi::AGENT_PROMPT {
             out.push(KeyValue::new(GEN_AI_AGENT_NAME, AGENT_NAME));
         }
+        // Captured content on the conventions' own keys (absent unless a sink captures it).
+        push_str(&mut out, GEN_AI_INPUT_MESSAGES, pi::INPUT_MESSAGES);
+        push_str(&mut out, GEN_AI_OUTPUT_MESSAGES, pi::OUTPUT_MESSAGES);
+        push_str(&mut out, GEN_AI_SYSTEM_INSTRUCTIONS, pi::SYSTEM_INSTRUCTIONS);
+        push_str(&mut out, GEN_AI_TOOL_DEFINITIONS, pi::TOOL_DEFINITIONS);
+        if name == pi::AGENT_TOOL_CALL {
+            push_str(&mut out, GEN_AI_TOOL_CALL_ARGUMENTS, pi::TOOL_ARGS);
+            for output in [pi::TOOL_RESULT, pi::SHELL_OUTPUT, pi::FILE_CONTENT] {
+                push_str(&mut out, GEN_AI_TOOL_CALL_RESULT, output);
+            }
+        }
         if name == pi::PROVIDER_REQUEST {
             push_str(&mut out, SERVER_ADDRESS, pi::SERVER_ADDRESS);
             if let Some(port) = payload.int(pi::SERVER_PORT) {
@@ -201,8 +212,56 @@ pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions, 
         }
         push_str(&mut out, TOOL_NAME, pi::TOOL_NAME);
         push_str(&mut out, SESSION_ID, pi::SESSION_ID);
+        openinference_content(name, &payload, &mut out);
     }
     out
+}
+
+/// Captured content where Phoenix/Arize read it: `input.value` / `output.value`, the LLM span's
+/// `llm.input_messages.{i}.message.role|content` and `llm.output_messages.0…`, and
+/// `tool.parameters`.
+fn openinference_content(name: &str, payload: &Converted<'_>, out: &mut Vec<KeyValue>) {
+    let text = |key: &str| payload.index(key).and_then(|i| payload.fields[i].value.as_str());
+    let message = |out: &mut Vec<KeyValue>, prefix: &str, i: usize, role: &str, content: &str| {
+        out.push(KeyValue::new(format!("{prefix}.{i}.message.role"), role.to_owned()));
+        out.push(KeyValue::new(format!("{prefix}.{i}.message.content"), content.to_owned()));
+    };
+    match name {
+        pi::AGENT_PROMPT => {
+            if let Some(prompt) = text(pi::PROMPT_TEXT) {
+                out.push(KeyValue::new(INPUT_VALUE, prompt.to_owned()));
+            }
+        }
+        pi::PROVIDER_REQUEST => {
+            if let Some(input) = text(pi::INPUT_MESSAGES) {
+                out.push(KeyValue::new(INPUT_VALUE, input.to_owned()));
+                out.push(KeyValue::new(INPUT_MIME_TYPE, "application/json"));
+                // Cut to the size limit, the JSON may not parse: then only `input.value` is set.
+                let parsed: Vec<serde_json::Value> = serde_json::from_str(input).unwrap_or_default();
+                for (i, m) in parsed.iter().enumerate() {
+                    let role = m["role"].as_str().unwrap_or("user");
+                    let parts = m["parts"].as_array().map(Vec::as_slice).unwrap_or_default();
+                    let content: Vec<&str> =
+                        parts.iter().filter_map(|p| p["content"].as_str().or_else(|| p["response"].as_str())).collect();
+                    message(out, LLM_INPUT_MESSAGES, i, role, &content.join("\n"));
+                }
+            }
+            if let Some(completion) = text(pi::COMPLETION_TEXT) {
+                out.push(KeyValue::new(OUTPUT_VALUE, completion.to_owned()));
+                message(out, LLM_OUTPUT_MESSAGES, 0, "assistant", completion);
+            }
+        }
+        pi::AGENT_TOOL_CALL => {
+            if let Some(args) = text(pi::TOOL_ARGS) {
+                out.push(KeyValue::new(TOOL_PARAMETERS, args.to_owned()));
+                out.push(KeyValue::new(INPUT_VALUE, args.to_owned()));
+            }
+            if let Some(result) = [pi::TOOL_RESULT, pi::SHELL_OUTPUT, pi::FILE_CONTENT].into_iter().find_map(text) {
+                out.push(KeyValue::new(OUTPUT_VALUE, result.to_owned()));
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Attribution as `pi.context.<key>`, plus `user.id` and `organization.id` when present.
@@ -488,6 +547,73 @@ mod tests {
             .collect();
         assert_eq!(a["pi.completion"].as_str(), "secret completion");
         assert!(!a.contains_key("pi.apiKey"));
+    }
+
+    /// `record` as a sink with `policy` receives it, converted with `conventions`.
+    fn through(policy: ContentPolicy, record: ObsEvent, conventions: Conventions) -> HashMap<String, String> {
+        let hub = Observability::with_policy(policy);
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let _s = hub.subscribe(move |e: &ObsEvent| sink.lock().unwrap().push(e.clone()));
+        let name = record.name.clone();
+        hub.emit(record);
+        let received = seen.lock().unwrap()[0].clone();
+        span_attributes(&name, &received, conventions, false)
+            .into_iter()
+            .map(|kv| (kv.key.to_string(), kv.value.as_str().into_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn captured_content_goes_on_the_conventions_keys_and_uncaptured_leaves_no_trace() {
+        let input = r#"[{"role":"user","parts":[{"type":"text","content":"fix it"}]}]"#;
+        let output = r#"[{"role":"assistant","parts":[{"type":"text","content":"done"}],"finish_reason":"stop"}]"#;
+        let request = || {
+            record(
+                pi::PROVIDER_REQUEST,
+                EventKind::End,
+                provider_end()
+                    .content(ContentKind::ProviderPayload, pi::INPUT_MESSAGES, input)
+                    .content(ContentKind::Prompt, pi::SYSTEM_INSTRUCTIONS, r#"[{"type":"text","content":"be brief"}]"#)
+                    .content(ContentKind::Completion, pi::OUTPUT_MESSAGES, output),
+            )
+        };
+        let captured = ContentPolicy::default()
+            .capture(ContentKind::Prompt)
+            .capture(ContentKind::Completion)
+            .capture(ContentKind::ProviderPayload);
+        let a = through(captured.clone(), request(), Conventions::Both);
+        assert_eq!(a[GEN_AI_INPUT_MESSAGES], input);
+        assert_eq!(a[GEN_AI_OUTPUT_MESSAGES], output);
+        assert!(a[GEN_AI_SYSTEM_INSTRUCTIONS].contains("be brief"));
+        assert_eq!(a[INPUT_VALUE], input);
+        assert_eq!(a["llm.input_messages.0.message.role"], "user");
+        assert_eq!(a["llm.input_messages.0.message.content"], "fix it");
+        assert_eq!(a["llm.output_messages.0.message.content"], "secret completion");
+        let none = through(ContentPolicy::default(), request(), Conventions::Both);
+        for key in
+            [GEN_AI_INPUT_MESSAGES, GEN_AI_OUTPUT_MESSAGES, GEN_AI_SYSTEM_INSTRUCTIONS, INPUT_VALUE, OUTPUT_VALUE]
+        {
+            assert!(!none.contains_key(key), "{key} without capture");
+        }
+        assert!(none.keys().all(|k| !k.starts_with(LLM_INPUT_MESSAGES)));
+        let tool = || {
+            record(
+                pi::AGENT_TOOL_CALL,
+                EventKind::End,
+                Payload::new()
+                    .safe(pi::TOOL_NAME, "bash")
+                    .content(ContentKind::ToolArgs, pi::TOOL_ARGS, r#"{"command":"ls"}"#)
+                    .content(ContentKind::ShellOutput, pi::SHELL_OUTPUT, "a.txt"),
+            )
+        };
+        let kinds = ContentPolicy::default().capture(ContentKind::ToolArgs).capture(ContentKind::ShellOutput);
+        let t = through(kinds, tool(), Conventions::Both);
+        assert_eq!(t[GEN_AI_TOOL_CALL_ARGUMENTS], r#"{"command":"ls"}"#);
+        assert_eq!(t[GEN_AI_TOOL_CALL_RESULT], "a.txt");
+        assert_eq!(t[TOOL_PARAMETERS], r#"{"command":"ls"}"#);
+        let t = through(ContentPolicy::default(), tool(), Conventions::Both);
+        assert!(!t.contains_key(GEN_AI_TOOL_CALL_ARGUMENTS) && !t.contains_key(TOOL_PARAMETERS));
     }
 
     #[test]

@@ -23,6 +23,30 @@ pub const PI_OPERATION: &str = "pi.operation";
 pub const AGENT_NAME: &str = "pi";
 /// `error.type`: the error's type from pi's vocabulary, on failed spans.
 pub const ERROR_TYPE: &str = "error.type";
+/// `gen_ai.input.messages` (captured content only).
+pub const GEN_AI_INPUT_MESSAGES: &str = "gen_ai.input.messages";
+/// `gen_ai.output.messages` (captured content only).
+pub const GEN_AI_OUTPUT_MESSAGES: &str = "gen_ai.output.messages";
+/// `gen_ai.system_instructions` (captured content only).
+pub const GEN_AI_SYSTEM_INSTRUCTIONS: &str = "gen_ai.system_instructions";
+/// `gen_ai.tool.definitions` (captured content only).
+pub const GEN_AI_TOOL_DEFINITIONS: &str = "gen_ai.tool.definitions";
+/// `gen_ai.tool.call.arguments` (captured content only).
+pub const GEN_AI_TOOL_CALL_ARGUMENTS: &str = "gen_ai.tool.call.arguments";
+/// `gen_ai.tool.call.result` (captured content only).
+pub const GEN_AI_TOOL_CALL_RESULT: &str = "gen_ai.tool.call.result";
+/// OpenInference `input.value`.
+pub const INPUT_VALUE: &str = "input.value";
+/// OpenInference `input.mime_type`.
+pub const INPUT_MIME_TYPE: &str = "input.mime_type";
+/// OpenInference `output.value`.
+pub const OUTPUT_VALUE: &str = "output.value";
+/// OpenInference `llm.input_messages` (prefix of `.{i}.message.role|content`).
+pub const LLM_INPUT_MESSAGES: &str = "llm.input_messages";
+/// OpenInference `llm.output_messages` (prefix of `.{i}.message.role|content`).
+pub const LLM_OUTPUT_MESSAGES: &str = "llm.output_messages";
+/// OpenInference `tool.parameters`.
+pub const TOOL_PARAMETERS: &str = "tool.parameters";
 /// `server.address` (provider requests).
 pub const SERVER_ADDRESS: &str = "server.address";
 /// `server.port` (provider requests).

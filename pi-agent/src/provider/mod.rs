@@ -5,6 +5,7 @@ mod faux;
 mod http;
 mod openai;
 mod retry;
+pub mod semconv;
 mod sse;
 
 use std::future::Future;
@@ -340,6 +341,19 @@ pub async fn request(
         if let Some((host, port)) = provider.server(request) {
             p = p.safe(names::SERVER_ADDRESS, host).safe(names::SERVER_PORT, port);
         }
+        // Content, in the conventions' schemas: dropped unless a sink captures the kind.
+        // The whole conversation (earlier answers and tool results too): the request payload.
+        p = p.content(ContentKind::ProviderPayload, names::INPUT_MESSAGES, semconv::input_messages(&request.messages));
+        if let Some(system) = &request.system_prompt {
+            p = p.content(ContentKind::Prompt, names::SYSTEM_INSTRUCTIONS, semconv::system_instructions(system));
+        }
+        if !request.tools.is_empty() {
+            p = p.content(
+                ContentKind::ProviderPayload,
+                names::TOOL_DEFINITIONS,
+                semconv::tool_definitions(&request.tools),
+            );
+        }
         p
     };
     trace_operation_with(names::PROVIDER_REQUEST, payload, |span: Span| async move {
@@ -437,7 +451,8 @@ fn finish(
             .safe(names::ABORTED, message.stop_reason == StopReason::Aborted)
             .safe(names::TIMEOUT, matches!(error, Some(ProviderError::Timeout(_))))
             .safe(names::RESPONSE_MODEL, pi_observe_core::identifier_or_invalid(&message.model))
-            .content(ContentKind::Completion, names::COMPLETION_TEXT, message.text());
+            .content(ContentKind::Completion, names::COMPLETION_TEXT, message.text())
+            .content(ContentKind::Completion, names::OUTPUT_MESSAGES, semconv::output_messages(&message));
         let thinking = message.thinking();
         if !thinking.is_empty() {
             p = p.content(ContentKind::Thinking, names::THINKING_TEXT, thinking);

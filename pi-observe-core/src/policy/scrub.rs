@@ -111,11 +111,12 @@ const BUILTIN: &[(&str, &str, &str)] = &[
     (
         "key_value",
         // Any name ending in a secret word (`DB_PASSWORD`, `GITHUB_TOKEN`, `AccountKey`), then
-        // `=` or `:` (quoted JSON keys too), then the value up to a delimiter.
+        // `=` or `:` (quoted JSON keys too), then the value up to a delimiter — a JSON escape
+        // (`\n`, `\"`) ends it too, so the next escaped line is scrubbed on its own.
         concat!(
             r#"(?i)(?P<head>[A-Za-z0-9_\-]*(?:"#,
             r"password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|account[_\-]?key|secret[_\-]?key|client[_\-]?secret|credentials?",
-            r#")(?:\\?")?\s*[=:]\s*(?:\\?")?)[^\s"'&,;}]+"#
+            r#")(?:\\?")?\s*[=:]\s*(?:\\?")?)(?:[^\s"'&,;}\\]|\\[^nrt"])+"#
         ),
         "${head}[REDACTED]",
     ),
