@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use pi_agent::message::{AssistantMessage, ContentBlock, Message, StopReason, ToolResultMessage, Usage};
@@ -121,5 +122,52 @@ fn corrupt_lines_and_missing_headers_are_errors_naming_file_and_line() {
     std::fs::write(&path, "{\"type\":\"message\"}\n").unwrap();
     assert!(matches!(read_session(&path), Err(SessionError::NoHeader { .. })));
     assert!(read_session(&d.join("missing.jsonl")).unwrap_err().to_string().contains("missing.jsonl"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn streaming_the_usage_gives_the_same_rows_as_reading_the_whole_session() {
+    let d = dir("scan");
+    let path = d.join("s.jsonl");
+    write_sample(&path);
+    // A second branch with its own attribution and a compaction, written after the first.
+    let mut w = SessionWriter::open_or_create(&path, &d).unwrap();
+    let first = w.entries().first().map(|e| e.id.clone());
+    w.set_leaf(first.as_deref()).unwrap();
+    w.append(EntryKind::Custom {
+        custom_type: pi_agent::session::ATTRIBUTION_CUSTOM_TYPE.into(),
+        data: serde_json::json!({"userId": "bob", "orgId": "globex"}),
+    })
+    .unwrap();
+    w.append(EntryKind::Message { message: assistant(0.125) }).unwrap();
+    w.append(EntryKind::Compaction {
+        summary: "s".into(),
+        first_kept_entry_id: None,
+        tokens_before: 10,
+        usage: Some(Usage::tokens(3, 2, 0, 0)),
+        retained_tail: None,
+        details: None,
+        from_hook: None,
+    })
+    .unwrap();
+    drop(w);
+    let whole = pi_agent::session::attributed_usage(&read_session(&path).unwrap());
+    let mut streamed = Vec::new();
+    let torn = pi_agent::session::scan_usage(&path, |row| streamed.push(row)).unwrap();
+    assert!(torn.is_none());
+    assert_eq!(streamed, whole);
+    assert_eq!(streamed.len(), 5);
+    assert!(streamed.iter().any(|r| r.user.as_deref() == Some("bob")));
+    // A torn tail is reported, not an error; a corrupt line is an error naming it.
+    std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{\"id\":\"x").unwrap();
+    let torn = pi_agent::session::scan_usage(&path, |_| {}).unwrap().unwrap();
+    assert_eq!(torn.line, 10, "the tenth line: header, nine entries, then the torn one");
+    std::fs::write(
+        &path,
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n{oops\n",
+    )
+    .unwrap();
+    let error = pi_agent::session::scan_usage(&path, |_| {}).unwrap_err().to_string();
+    assert!(error.contains("s.jsonl:2"), "{error}");
     std::fs::remove_dir_all(&d).unwrap();
 }

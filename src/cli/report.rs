@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use pi_agent::message::Usage;
-use pi_agent::session::{Session, SessionError, attributed_usage, read_session};
+use pi_agent::session::{Session, SessionError, read_session, scan_usage};
 
 use clap::{Args, ValueEnum};
 
@@ -164,29 +164,91 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
     if dims.is_empty() {
         dims = vec![Dim::Day, Dim::User, Dim::Org, Dim::Model];
     }
-    let mut groups: BTreeMap<Vec<String>, Sums> = BTreeMap::new();
-    let failed = for_each_session(&args.paths, "report", |session| {
-        for row in attributed_usage(&session) {
-            let key = dims
-                .iter()
-                .map(|dim| match dim {
-                    Dim::Day => row.day.clone(),
-                    Dim::User => row.user.clone().unwrap_or_else(|| "-".into()),
-                    Dim::Org => row.org.clone().unwrap_or_else(|| "-".into()),
-                    Dim::Model => row.model.clone(),
-                })
-                .collect();
-            let sums = groups.entry(key).or_default();
-            sums.usage.add(&row.usage);
-            sums.turns += u64::from(row.assistant_message);
+    let files = session_files_of(&args.paths)?;
+    let outcomes = scan_in_parallel(&files, &dims);
+    // In file order, so the output (and its float sums) never depends on thread timing.
+    let (mut groups, mut failed) = (Groups::new(), 0);
+    for ((file, _), outcome) in files.iter().zip(outcomes) {
+        match outcome {
+            Scanned::Rows(rows, torn) => {
+                if let Some(torn) = torn {
+                    output::error(format_args!("pi: report: {}:{}: torn last line skipped", file.display(), torn.line));
+                }
+                for (key, sums) in rows {
+                    let total = groups.entry(key).or_default();
+                    total.usage.add(&sums.usage);
+                    total.turns += sums.turns;
+                }
+            }
+            Scanned::Skipped => {}
+            Scanned::Failed(why) => {
+                output::error(format_args!("pi: report: {why}"));
+                failed += 1;
+            }
         }
-    })?;
+    }
     match args.format {
         ReportFormat::Table => print_table(&dims, &groups),
         ReportFormat::Csv => print_csv(&dims, &groups),
         ReportFormat::Json => print_json(&dims, &groups),
     }
     Ok(if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+type Groups = BTreeMap<Vec<String>, Sums>;
+
+/// One session file's part of the report.
+enum Scanned {
+    Rows(Groups, Option<pi_agent::session::TornTail>),
+    /// A JSON-lines file met while scanning a directory that is not a session (an event log).
+    Skipped,
+    Failed(String),
+}
+
+/// Streams every file (each in bounded memory) on all cores; one outcome per file, in order.
+fn scan_in_parallel(files: &[(PathBuf, bool)], dims: &[Dim]) -> Vec<Scanned> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Scanned>>> = files.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(files.len()).max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((file, scanned)) = files.get(index) else { break };
+                    let outcome = scan_file(file, *scanned, dims);
+                    *slots[index].lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|slot| slot.into_inner().unwrap_or_else(|e| e.into_inner()).unwrap_or(Scanned::Skipped))
+        .collect()
+}
+
+fn scan_file(file: &Path, scanned: bool, dims: &[Dim]) -> Scanned {
+    let mut groups = Groups::new();
+    let result = scan_usage(file, |row| {
+        let key = dims
+            .iter()
+            .map(|dim| match dim {
+                Dim::Day => row.day.clone(),
+                Dim::User => row.user.clone().unwrap_or_else(|| "-".into()),
+                Dim::Org => row.org.clone().unwrap_or_else(|| "-".into()),
+                Dim::Model => row.model.clone(),
+            })
+            .collect();
+        let sums = groups.entry(key).or_default();
+        sums.usage.add(&row.usage);
+        sums.turns += u64::from(row.assistant_message);
+    });
+    match result {
+        Ok(torn) => Scanned::Rows(groups, torn),
+        Err(SessionError::NoHeader { .. }) if scanned => Scanned::Skipped,
+        Err(e) => Scanned::Failed(e.to_string()),
+    }
 }
 
 const NUMBERS: [&str; 7] = ["turns", "input", "output", "cache_read", "cache_write", "total_tokens", "cost_usd"];

@@ -6,10 +6,12 @@ mod entry;
 mod reader;
 mod replay;
 mod report;
+mod scan;
 mod writer;
 
 pub use entry::{ATTRIBUTION_CUSTOM_TYPE, Entry, EntryKind, SessionHeader, new_entry_id, new_session_id};
 pub use reader::{Session, SessionError, SessionTotals, TornTail, read_session};
 pub use replay::{REPLAYED, replay};
 pub use report::{AttributedUsage, attributed_usage};
+pub use scan::scan_usage;
 pub use writer::{RecoveredTail, SessionWriter};
