@@ -77,7 +77,8 @@ pub fn scan_usage(path: &Path, mut each: impl FnMut(AttributedUsage)) -> Result<
         return Err(SessionError::NotAFile { path: shown });
     }
     let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
-    let mut states: HashMap<Box<str>, Rc<State>> = HashMap::new();
+    // Keyed by a 64-bit hash of the entry id (8 bytes an entry instead of a string).
+    let mut states: HashMap<u64, Rc<State>> = HashMap::new();
     let (mut buffer, mut number, mut offset, mut header) = (Vec::new(), 0usize, 0u64, false);
     loop {
         buffer.clear();
@@ -110,7 +111,7 @@ pub fn scan_usage(path: &Path, mut each: impl FnMut(AttributedUsage)) -> Result<
             continue;
         }
         let Some(id) = line.id.as_deref() else { return Err(corrupt(number, "bad entry (no id)".into())) };
-        let inherited = line.parent_id.as_deref().and_then(|p| states.get(p)).cloned().unwrap_or_default();
+        let inherited = line.parent_id.as_deref().and_then(|p| states.get(&key(p))).cloned().unwrap_or_default();
         let (state, usage, assistant) = apply(&line, inherited);
         if let Some(usage) = usage {
             each(AttributedUsage {
@@ -122,7 +123,7 @@ pub fn scan_usage(path: &Path, mut each: impl FnMut(AttributedUsage)) -> Result<
                 assistant_message: assistant,
             });
         }
-        states.insert(id.into(), state);
+        states.insert(key(id), state);
     }
     if !header {
         return Err(SessionError::NoHeader { path: shown });
@@ -130,19 +131,30 @@ pub fn scan_usage(path: &Path, mut each: impl FnMut(AttributedUsage)) -> Result<
     Ok(None)
 }
 
+/// A stable 64-bit key for an entry id (collisions are astronomically unlikely for the ids of
+/// one session).
+fn key(id: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(id)
+}
+
 /// The state after `line`, its usage (if it carries any) and whether it is an assistant message.
 fn apply(line: &Line<'_>, inherited: Rc<State>) -> (Rc<State>, Option<Usage>, bool) {
+    // Unchanged state is shared, not copied: most entries keep the branch's model and owner.
     let with_model = |model: String| {
+        if inherited.model.as_deref() == Some(model.as_str()) {
+            return inherited.clone();
+        }
         Rc::new(State { user: inherited.user.clone(), org: inherited.org.clone(), model: Some(model.into()) })
     };
     match (line.kind.as_ref(), &line.message) {
         ("custom", _) if line.custom_type.as_deref() == Some(ATTRIBUTION_CUSTOM_TYPE) => {
-            let get = |key: &str| line.data.as_ref().and_then(|d| d.get(key)).and_then(|v| v.as_str()).map(Rc::from);
-            let state = State {
-                user: get(pi_observe_core::names::CTX_USER_ID),
-                org: get(pi_observe_core::names::CTX_ORG_ID),
-                model: inherited.model.clone(),
-            };
+            let get = |key: &str| line.data.as_ref().and_then(|d| d.get(key)).and_then(|v| v.as_str());
+            let (user, org) = (get(pi_observe_core::names::CTX_USER_ID), get(pi_observe_core::names::CTX_ORG_ID));
+            if inherited.user.as_deref() == user && inherited.org.as_deref() == org {
+                return (inherited, None, false);
+            }
+            let state = State { user: user.map(Rc::from), org: org.map(Rc::from), model: inherited.model.clone() };
             (Rc::new(state), None, false)
         }
         ("model_change", _) => {
