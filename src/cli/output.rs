@@ -47,3 +47,11 @@ pub fn text(text: impl std::fmt::Display) {
 pub fn error(text: impl std::fmt::Display) {
     let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
+
+/// Redraws the one progress line on stderr (a terminal): carriage return, the text, erase to the
+/// end of the line. An empty `text` clears it.
+pub fn progress(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "\r{text}\x1b[K");
+    let _ = err.flush();
+}

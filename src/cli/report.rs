@@ -1,11 +1,14 @@
 //! `pi report`: cost per user/org/model/day from session files.
 
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use pi_agent::message::Usage;
-use pi_agent::session::{Session, SessionError, read_session, scan_usage};
+use pi_agent::session::{Session, SessionError, read_session, scan_usage_counting};
 
 use clap::{Args, ValueEnum};
 
@@ -206,20 +209,30 @@ enum Scanned {
 }
 
 /// Streams every file (each in bounded memory) on all cores; one outcome per file, in order.
+/// On a terminal, a run that takes longer than a second shows its progress on stderr.
 fn scan_in_parallel(files: &[(PathBuf, bool)], dims: &[Dim]) -> Vec<Scanned> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Scanned>>> = files.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let progress = Progress::default();
+    let slots: Vec<Mutex<Option<Scanned>>> = files.iter().map(|_| Mutex::new(None)).collect();
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(files.len()).max(1);
+    let (running, finished) = std::sync::mpsc::channel::<()>();
     std::thread::scope(|scope| {
         for _ in 0..workers {
+            let running = running.clone();
             scope.spawn(|| {
+                let _running = running;
                 loop {
-                    let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some((file, scanned)) = files.get(index) else { break };
-                    let outcome = scan_file(file, *scanned, dims);
+                    let outcome = scan_file(file, *scanned, dims, &progress.bytes);
                     *slots[index].lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+                    progress.files.fetch_add(1, Ordering::Relaxed);
                 }
             });
+        }
+        drop(running);
+        if std::io::stderr().is_terminal() {
+            progress.show_until_done(files, &finished);
         }
     });
     slots
@@ -228,9 +241,45 @@ fn scan_in_parallel(files: &[(PathBuf, bool)], dims: &[Dim]) -> Vec<Scanned> {
         .collect()
 }
 
-fn scan_file(file: &Path, scanned: bool, dims: &[Dim]) -> Scanned {
+/// How far the workers are: bytes read and files finished.
+#[derive(Default)]
+struct Progress {
+    bytes: AtomicU64,
+    files: AtomicUsize,
+}
+
+impl Progress {
+    /// After the first second, redraws one stderr line five times a second until every worker
+    /// has hung up on `finished`; then clears it.
+    fn show_until_done(&self, files: &[(PathBuf, bool)], finished: &std::sync::mpsc::Receiver<()>) {
+        let total: u64 = files.iter().filter_map(|(file, _)| file.metadata().ok()).map(|m| m.len()).sum();
+        let started = std::time::Instant::now();
+        let mut shown = false;
+        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+            finished.recv_timeout(std::time::Duration::from_millis(200))
+        {
+            if started.elapsed() >= std::time::Duration::from_secs(1) {
+                let (bytes, done) = (self.bytes.load(Ordering::Relaxed), self.files.load(Ordering::Relaxed));
+                output::progress(&progress_line(bytes, total, done, files.len()));
+                shown = true;
+            }
+        }
+        if shown {
+            output::progress("");
+        }
+    }
+}
+
+/// `pi report: 412.0 of 1024.0 MB (40%), 3 of 8 files`.
+fn progress_line(bytes: u64, total: u64, done: usize, files: usize) -> String {
+    const MB: f64 = 1024.0 * 1024.0;
+    let percent = (bytes.min(total) * 100).checked_div(total).unwrap_or(100);
+    format!("pi report: {:.1} of {:.1} MB ({percent}%), {done} of {files} files", bytes as f64 / MB, total as f64 / MB)
+}
+
+fn scan_file(file: &Path, scanned: bool, dims: &[Dim], read: &AtomicU64) -> Scanned {
     let mut groups = Groups::new();
-    let result = scan_usage(file, |row| {
+    let result = scan_usage_counting(file, read, |row| {
         let key = dims
             .iter()
             .map(|dim| match dim {
@@ -345,4 +394,18 @@ fn print_json(dims: &[Dim], groups: &BTreeMap<Vec<String>, Sums>) {
         })
         .collect();
     output::line(serde_json::Value::Array(rows));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::progress_line;
+
+    #[test]
+    fn progress_line_says_bytes_percent_and_files() {
+        const MB: u64 = 1024 * 1024;
+        assert_eq!(progress_line(412 * MB, 1024 * MB, 3, 8), "pi report: 412.0 of 1024.0 MB (40%), 3 of 8 files");
+        // A file that grew while read never shows more than 100 %; an empty set shows done.
+        assert_eq!(progress_line(2 * MB, MB, 1, 1), "pi report: 2.0 of 1.0 MB (100%), 1 of 1 files");
+        assert_eq!(progress_line(0, 0, 0, 0), "pi report: 0.0 of 0.0 MB (100%), 0 of 0 files");
+    }
 }

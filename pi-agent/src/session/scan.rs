@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -69,7 +70,17 @@ struct State {
 /// Streams `path`, calling `each` with every usage-carrying entry, attributed through the entry
 /// tree. A torn last line (a crash mid-append) is skipped and returned; any other bad line is an
 /// error naming it.
-pub fn scan_usage(path: &Path, mut each: impl FnMut(AttributedUsage)) -> Result<Option<TornTail>, SessionError> {
+pub fn scan_usage(path: &Path, each: impl FnMut(AttributedUsage)) -> Result<Option<TornTail>, SessionError> {
+    scan_usage_counting(path, &AtomicU64::new(0), each)
+}
+
+/// [`scan_usage`] that adds the bytes it has read to `read` as it goes (for a progress display
+/// on another thread).
+pub fn scan_usage_counting(
+    path: &Path,
+    read: &AtomicU64,
+    mut each: impl FnMut(AttributedUsage),
+) -> Result<Option<TornTail>, SessionError> {
     let shown = path.display().to_string();
     let corrupt = |line: usize, reason: String| SessionError::Corrupt { path: shown.clone(), line, reason };
     let file = std::fs::File::open(path).map_err(|e| SessionError::io(path, e))?;
@@ -82,13 +93,14 @@ pub fn scan_usage(path: &Path, mut each: impl FnMut(AttributedUsage)) -> Result<
     let (mut buffer, mut number, mut offset, mut header) = (Vec::new(), 0usize, 0u64, false);
     loop {
         buffer.clear();
-        let read = reader.read_until(b'\n', &mut buffer).map_err(|e| SessionError::io(path, e))?;
-        if read == 0 {
+        let length = reader.read_until(b'\n', &mut buffer).map_err(|e| SessionError::io(path, e))?;
+        if length == 0 {
             break;
         }
+        read.fetch_add(length as u64, Ordering::Relaxed);
         number += 1;
         let start = offset;
-        offset += read as u64;
+        offset += length as u64;
         let terminated = buffer.last() == Some(&b'\n');
         let text = match std::str::from_utf8(&buffer) {
             Ok(text) => text.trim(),
