@@ -154,7 +154,7 @@ fn streaming_the_usage_gives_the_same_rows_as_reading_the_whole_session() {
     let whole = pi_agent::session::attributed_usage(&read_session(&path).unwrap());
     let mut streamed = Vec::new();
     let read = std::sync::atomic::AtomicU64::new(0);
-    let torn = pi_agent::session::scan_usage_counting(&path, &read, |row| streamed.push(row)).unwrap();
+    let torn = pi_agent::session::scan_usage_counting(&path, &read, 2, |row| streamed.push(row)).unwrap();
     assert!(torn.is_none());
     assert_eq!(streamed, whole);
     assert_eq!(read.into_inner(), std::fs::metadata(&path).unwrap().len(), "progress counts every byte read");

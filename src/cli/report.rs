@@ -214,7 +214,10 @@ fn scan_in_parallel(files: &[(PathBuf, bool)], dims: &[Dim]) -> Vec<Scanned> {
     let next = AtomicUsize::new(0);
     let progress = Progress::default();
     let slots: Vec<Mutex<Option<Scanned>>> = files.iter().map(|_| Mutex::new(None)).collect();
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(files.len()).max(1);
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let workers = cores.min(files.len()).max(1);
+    // Fewer files than cores: each file's lines are parsed on the spare cores too.
+    let threads_per_file = cores / workers;
     let (running, finished) = std::sync::mpsc::channel::<()>();
     std::thread::scope(|scope| {
         for _ in 0..workers {
@@ -224,7 +227,7 @@ fn scan_in_parallel(files: &[(PathBuf, bool)], dims: &[Dim]) -> Vec<Scanned> {
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some((file, scanned)) = files.get(index) else { break };
-                    let outcome = scan_file(file, *scanned, dims, &progress.bytes);
+                    let outcome = scan_file(file, *scanned, dims, &progress.bytes, threads_per_file);
                     *slots[index].lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
                     progress.files.fetch_add(1, Ordering::Relaxed);
                 }
@@ -277,9 +280,9 @@ fn progress_line(bytes: u64, total: u64, done: usize, files: usize) -> String {
     format!("pi report: {:.1} of {:.1} MB ({percent}%), {done} of {files} files", bytes as f64 / MB, total as f64 / MB)
 }
 
-fn scan_file(file: &Path, scanned: bool, dims: &[Dim], read: &AtomicU64) -> Scanned {
+fn scan_file(file: &Path, scanned: bool, dims: &[Dim], read: &AtomicU64, threads: usize) -> Scanned {
     let mut groups = Groups::new();
-    let result = scan_usage_counting(file, read, |row| {
+    let result = scan_usage_counting(file, read, threads, |row| {
         let key = dims
             .iter()
             .map(|dim| match dim {

@@ -1,12 +1,12 @@
-//! Attributed usage of a session file read as a stream: one line at a time into a reused
-//! buffer, each parsed only for what the report needs (ids, type, model, attribution, usage —
-//! message content is skipped unread), so memory stays bounded by the number of entries, not
-//! the file size. Gives the same rows as [`attributed_usage`](super::attributed_usage) over
-//! [`read_session`](super::read_session).
+//! Attributed usage of a session file read as a stream: blocks of whole lines, each line parsed
+//! only for what the report needs (ids, type, model, attribution, usage — message content is
+//! skipped unread), optionally on several threads, then folded in file order through the entry
+//! tree. Memory is bounded by the number of entries, not the file size. Gives the same rows as
+//! [`attributed_usage`](super::attributed_usage) over [`read_session`](super::read_session).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::path::Path;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +18,7 @@ use super::entry::ATTRIBUTION_CUSTOM_TYPE;
 use super::reader::{SessionError, TornTail};
 use super::report::AttributedUsage;
 use crate::message::Usage;
+use pi_observe_core::names::{CTX_ORG_ID, CTX_USER_ID};
 
 /// One line, as far as the report reads it.
 #[derive(Deserialize)]
@@ -66,81 +67,243 @@ struct State {
     org: Option<Rc<str>>,
     model: Option<Rc<str>>,
 }
-
 /// Streams `path`, calling `each` with every usage-carrying entry, attributed through the entry
 /// tree. A torn last line (a crash mid-append) is skipped and returned; any other bad line is an
 /// error naming it.
 pub fn scan_usage(path: &Path, each: impl FnMut(AttributedUsage)) -> Result<Option<TornTail>, SessionError> {
-    scan_usage_counting(path, &AtomicU64::new(0), each)
+    scan_usage_counting(path, &AtomicU64::new(0), 1, each)
 }
 
-/// [`scan_usage`] that adds the bytes it has read to `read` as it goes (for a progress display
-/// on another thread).
+/// [`scan_usage`] that adds the bytes it has read to `read` as it goes (for a progress display on
+/// another thread) and, with `threads` > 1, parses blocks of lines on that many threads while one
+/// more folds them in file order — the rows and errors are the same as with one thread.
 pub fn scan_usage_counting(
     path: &Path,
     read: &AtomicU64,
-    mut each: impl FnMut(AttributedUsage),
+    threads: usize,
+    each: impl FnMut(AttributedUsage),
 ) -> Result<Option<TornTail>, SessionError> {
-    let shown = path.display().to_string();
-    let corrupt = |line: usize, reason: String| SessionError::Corrupt { path: shown.clone(), line, reason };
+    scan_blocks(path, read, threads, BLOCK_BYTES, each)
+}
+
+/// Lines are handed to parser threads in blocks of this many bytes, completed to a whole line.
+const BLOCK_BYTES: usize = 1 << 20;
+
+fn scan_blocks(
+    path: &Path,
+    read: &AtomicU64,
+    threads: usize,
+    block_bytes: usize,
+    each: impl FnMut(AttributedUsage),
+) -> Result<Option<TornTail>, SessionError> {
     let file = std::fs::File::open(path).map_err(|e| SessionError::io(path, e))?;
     if !file.metadata().map_err(|e| SessionError::io(path, e))?.is_file() {
-        return Err(SessionError::NotAFile { path: shown });
+        return Err(SessionError::NotAFile { path: path.display().to_string() });
     }
     let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
-    // Keyed by a 64-bit hash of the entry id (8 bytes an entry instead of a string).
-    let mut states: HashMap<u64, Rc<State>> = HashMap::new();
-    let (mut buffer, mut number, mut offset, mut header) = (Vec::new(), 0usize, 0u64, false);
-    loop {
-        buffer.clear();
-        let length = reader.read_until(b'\n', &mut buffer).map_err(|e| SessionError::io(path, e))?;
-        if length == 0 {
-            break;
+    let mut next_block = move || -> std::io::Result<Option<Vec<u8>>> {
+        let mut block = Vec::with_capacity(block_bytes + 4096);
+        (&mut reader).take(block_bytes as u64).read_to_end(&mut block)?;
+        if block.last().is_some_and(|&b| b != b'\n') {
+            reader.read_until(b'\n', &mut block)?;
         }
-        read.fetch_add(length as u64, Ordering::Relaxed);
-        number += 1;
-        let start = offset;
-        offset += length as u64;
-        let terminated = buffer.last() == Some(&b'\n');
-        let text = match std::str::from_utf8(&buffer) {
-            Ok(text) => text.trim(),
-            Err(_) if !terminated => return Ok(Some(TornTail { offset: start, line: number })),
-            Err(e) => return Err(corrupt(number, format!("not UTF-8 ({e})"))),
-        };
-        if text.is_empty() {
-            continue;
-        }
-        let line: Line<'_> = match serde_json::from_str(text) {
-            Ok(line) => line,
-            Err(_) if !terminated => return Ok(Some(TornTail { offset: start, line: number })),
-            Err(e) => return Err(corrupt(number, format!("not a session entry ({e})"))),
-        };
-        if !header {
-            if line.kind != "session" {
-                return Err(SessionError::NoHeader { path: shown });
+        read.fetch_add(block.len() as u64, Ordering::Relaxed);
+        Ok((!block.is_empty()).then_some(block))
+    };
+    let mut fold = Fold::new(path, each);
+    if threads <= 1 {
+        while let Some(block) = next_block().map_err(|e| SessionError::io(path, e))? {
+            if let Some(torn) = fold.block(parse_block(&block))? {
+                return Ok(Some(torn));
             }
-            header = true;
-            continue;
         }
-        let Some(id) = line.id.as_deref() else { return Err(corrupt(number, "bad entry (no id)".into())) };
-        let inherited = line.parent_id.as_deref().and_then(|p| states.get(&key(p))).cloned().unwrap_or_default();
-        let (state, usage, assistant) = apply(&line, inherited);
-        if let Some(usage) = usage {
-            each(AttributedUsage {
-                day: line.timestamp.as_deref().and_then(|t| t.get(..10)).unwrap_or("unknown").to_owned(),
+        return fold.finish();
+    }
+    std::thread::scope(|scope| {
+        let (blocks, queued) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>)>(threads);
+        let queued = std::sync::Arc::new(std::sync::Mutex::new(queued));
+        let (parsed_tx, parsed) = std::sync::mpsc::sync_channel::<(usize, Vec<ParsedLine>)>(threads);
+        for _ in 0..threads {
+            let (queued, parsed_tx) = (queued.clone(), parsed_tx.clone());
+            scope.spawn(move || {
+                // Ends when the reader is done, or when the fold stopped early and hung up.
+                while let Ok((seq, block)) = queued.lock().unwrap_or_else(|e| e.into_inner()).recv() {
+                    if parsed_tx.send((seq, parse_block(&block))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop((queued, parsed_tx));
+        let reading = scope.spawn(move || -> std::io::Result<()> {
+            let mut seq = 0;
+            while let Some(block) = next_block()? {
+                if blocks.send((seq, block)).is_err() {
+                    break;
+                }
+                seq += 1;
+            }
+            Ok(())
+        });
+        let folded = fold_in_order(parsed, &mut fold);
+        let read_result = reading.join().unwrap_or_else(|_| Err(std::io::Error::other("reader thread panicked")));
+        match folded? {
+            Some(torn) => Ok(Some(torn)),
+            None => {
+                read_result.map_err(|e| SessionError::io(path, e))?;
+                fold.finish()
+            }
+        }
+    })
+}
+
+/// Folds parsed blocks as they arrive, in their file order; returns (hanging up on the parsers)
+/// at the first torn tail or error.
+fn fold_in_order(
+    parsed: std::sync::mpsc::Receiver<(usize, Vec<ParsedLine>)>,
+    fold: &mut Fold<'_, impl FnMut(AttributedUsage)>,
+) -> Result<Option<TornTail>, SessionError> {
+    let (mut waiting, mut next) = (std::collections::BTreeMap::new(), 0);
+    for (seq, lines) in parsed {
+        waiting.insert(seq, lines);
+        while let Some(lines) = waiting.remove(&next) {
+            if let Some(torn) = fold.block(lines)? {
+                return Ok(Some(torn));
+            }
+            next += 1;
+        }
+    }
+    Ok(None)
+}
+
+/// One line as parsed on its own: its length, whether a newline ended it, and what it says.
+struct ParsedLine {
+    length: usize,
+    terminated: bool,
+    parsed: Result<Option<Parsed>, String>,
+}
+
+/// What a non-blank line contributes, knowing nothing of the lines before it.
+struct Parsed {
+    session_header: bool,
+    /// The hashed id and parent id, if the line has an id.
+    ids: Option<(u64, Option<u64>)>,
+    change: Change,
+    usage: Option<Usage>,
+    assistant: bool,
+    day: Option<String>,
+}
+
+/// How a line changes what is in force on its branch.
+enum Change {
+    Keep,
+    Attribution(Option<String>, Option<String>),
+    Model(String),
+}
+
+fn parse_block(block: &[u8]) -> Vec<ParsedLine> {
+    let (mut lines, mut start) = (Vec::new(), 0);
+    let ends = memchr::memchr_iter(b'\n', block).map(|newline| newline + 1).chain(std::iter::once(block.len()));
+    for end in ends {
+        if end > start {
+            let bytes = &block[start..end];
+            lines.push(ParsedLine {
+                length: bytes.len(),
+                terminated: bytes.ends_with(b"\n"),
+                parsed: parse_line(bytes),
+            });
+        }
+        start = end;
+    }
+    lines
+}
+
+fn parse_line(bytes: &[u8]) -> Result<Option<Parsed>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8 ({e})"))?.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let line: Line<'_> = serde_json::from_str(text).map_err(|e| format!("not a session entry ({e})"))?;
+    let (change, usage, assistant) = change_of(&line);
+    Ok(Some(Parsed {
+        session_header: line.kind == "session",
+        ids: line.id.as_deref().map(|id| (key(id), line.parent_id.as_deref().map(key))),
+        change,
+        day: usage
+            .is_some()
+            .then(|| line.timestamp.as_deref().and_then(|t| t.get(..10)).unwrap_or("unknown").to_owned()),
+        usage,
+        assistant,
+    }))
+}
+
+/// The in-order half of a scan: line numbers, the header rule, the entry tree and its states.
+struct Fold<'p, F> {
+    path: &'p Path,
+    each: F,
+    // Keyed by a 64-bit hash of the entry id (8 bytes an entry instead of a string).
+    states: HashMap<u64, Rc<State>>,
+    header: bool,
+    number: usize,
+    offset: u64,
+}
+
+impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
+    fn new(path: &'p Path, each: F) -> Self {
+        Fold { path, each, states: HashMap::new(), header: false, number: 0, offset: 0 }
+    }
+
+    fn block(&mut self, lines: Vec<ParsedLine>) -> Result<Option<TornTail>, SessionError> {
+        for line in lines {
+            self.number += 1;
+            let start = self.offset;
+            self.offset += line.length as u64;
+            let parsed = match line.parsed {
+                Ok(Some(parsed)) => parsed,
+                Ok(None) => continue,
+                Err(_) if !line.terminated => return Ok(Some(TornTail { offset: start, line: self.number })),
+                Err(reason) => return Err(self.corrupt(reason)),
+            };
+            self.entry(parsed)?;
+        }
+        Ok(None)
+    }
+
+    fn entry(&mut self, parsed: Parsed) -> Result<(), SessionError> {
+        if !self.header {
+            if !parsed.session_header {
+                return Err(SessionError::NoHeader { path: self.path.display().to_string() });
+            }
+            self.header = true;
+            return Ok(());
+        }
+        let Some((id, parent)) = parsed.ids else { return Err(self.corrupt("bad entry (no id)".into())) };
+        let inherited = parent.and_then(|p| self.states.get(&p)).cloned().unwrap_or_default();
+        let state = apply(parsed.change, inherited);
+        if let Some(usage) = parsed.usage {
+            (self.each)(AttributedUsage {
+                day: parsed.day.unwrap_or_else(|| "unknown".into()),
                 user: state.user.as_deref().map(str::to_owned),
                 org: state.org.as_deref().map(str::to_owned),
                 model: state.model.as_deref().unwrap_or("unknown").to_owned(),
                 usage,
-                assistant_message: assistant,
+                assistant_message: parsed.assistant,
             });
         }
-        states.insert(key(id), state);
+        self.states.insert(id, state);
+        Ok(())
     }
-    if !header {
-        return Err(SessionError::NoHeader { path: shown });
+
+    fn corrupt(&self, reason: String) -> SessionError {
+        SessionError::Corrupt { path: self.path.display().to_string(), line: self.number, reason }
     }
-    Ok(None)
+
+    fn finish(self) -> Result<Option<TornTail>, SessionError> {
+        if !self.header {
+            return Err(SessionError::NoHeader { path: self.path.display().to_string() });
+        }
+        Ok(None)
+    }
 }
 
 /// A stable 64-bit key for an entry id (collisions are astronomically unlikely for the ids of
@@ -150,35 +313,117 @@ fn key(id: &str) -> u64 {
     BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(id)
 }
 
-/// The state after `line`, its usage (if it carries any) and whether it is an assistant message.
-fn apply(line: &Line<'_>, inherited: Rc<State>) -> (Rc<State>, Option<Usage>, bool) {
-    // Unchanged state is shared, not copied: most entries keep the branch's model and owner.
-    let with_model = |model: String| {
-        if inherited.model.as_deref() == Some(model.as_str()) {
-            return inherited.clone();
-        }
-        Rc::new(State { user: inherited.user.clone(), org: inherited.org.clone(), model: Some(model.into()) })
+/// How `line` changes the branch's state, its usage (if it carries any) and whether it is an
+/// assistant message.
+fn change_of(line: &Line<'_>) -> (Change, Option<Usage>, bool) {
+    let model = |provider: &Option<Cow<'_, str>>, model: &Option<Cow<'_, str>>| {
+        Change::Model(format!("{}/{}", provider.as_deref().unwrap_or(""), model.as_deref().unwrap_or("")))
     };
     match (line.kind.as_ref(), &line.message) {
         ("custom", _) if line.custom_type.as_deref() == Some(ATTRIBUTION_CUSTOM_TYPE) => {
-            let get = |key: &str| line.data.as_ref().and_then(|d| d.get(key)).and_then(|v| v.as_str());
-            let (user, org) = (get(pi_observe_core::names::CTX_USER_ID), get(pi_observe_core::names::CTX_ORG_ID));
-            if inherited.user.as_deref() == user && inherited.org.as_deref() == org {
-                return (inherited, None, false);
-            }
-            let state = State { user: user.map(Rc::from), org: org.map(Rc::from), model: inherited.model.clone() };
-            (Rc::new(state), None, false)
+            let get =
+                |key: &str| line.data.as_ref().and_then(|d| d.get(key)).and_then(|v| v.as_str()).map(str::to_owned);
+            (Change::Attribution(get(CTX_USER_ID), get(CTX_ORG_ID)), None, false)
         }
-        ("model_change", _) => {
-            let (provider, model) = (line.provider.as_deref().unwrap_or(""), line.model_id.as_deref().unwrap_or(""));
-            (with_model(format!("{provider}/{model}")), None, false)
-        }
+        ("model_change", _) => (model(&line.provider, &line.model_id), None, false),
         ("message", Some(message)) if message.role == "assistant" => {
-            let (provider, model) = (message.provider.as_deref().unwrap_or(""), message.model.as_deref().unwrap_or(""));
-            (with_model(format!("{provider}/{model}")), Some(message.usage.unwrap_or_default()), true)
+            (model(&message.provider, &message.model), Some(message.usage.unwrap_or_default()), true)
         }
-        ("message", Some(message)) if message.role == "toolResult" => (inherited, message.usage, false),
-        ("compaction" | "branch_summary", _) => (inherited, line.usage, false),
-        _ => (inherited, None, false),
+        ("message", Some(message)) if message.role == "toolResult" => (Change::Keep, message.usage, false),
+        ("compaction" | "branch_summary", _) => (Change::Keep, line.usage, false),
+        _ => (Change::Keep, None, false),
+    }
+}
+
+/// The state after a change; unchanged state is shared, not copied (most entries keep the
+/// branch's model and owner).
+fn apply(change: Change, inherited: Rc<State>) -> Rc<State> {
+    match change {
+        Change::Keep => inherited,
+        Change::Attribution(user, org)
+            if inherited.user.as_deref() == user.as_deref() && inherited.org.as_deref() == org.as_deref() =>
+        {
+            inherited
+        }
+        Change::Attribution(user, org) => {
+            Rc::new(State { user: user.map(Rc::from), org: org.map(Rc::from), model: inherited.model.clone() })
+        }
+        Change::Model(model) if inherited.model.as_deref() == Some(model.as_str()) => inherited,
+        Change::Model(model) => {
+            Rc::new(State { user: inherited.user.clone(), org: inherited.org.clone(), model: Some(model.into()) })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session of `turns` prompts by alternating users, on two branches, as JSON lines.
+    fn session_text(turns: usize) -> String {
+        let mut text =
+            String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n\n");
+        let mut parent = String::from("null");
+        for turn in 0..turns {
+            let user = ["alice", "bob"][turn % 2];
+            let (a, m) = (format!("a{turn}"), format!("m{turn}"));
+            text += &format!(
+                "{{\"type\":\"custom\",\"id\":\"{a}\",\"parentId\":{parent},\"customType\":\"{ATTRIBUTION_CUSTOM_TYPE}\",\"data\":{{\"userId\":\"{user}\"}}}}\n"
+            );
+            text += &format!(
+                "{{\"type\":\"message\",\"id\":\"{m}\",\"parentId\":\"{a}\",\"timestamp\":\"2026-12-0{}T00:00:00Z\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"{}\"}}],\"provider\":\"p\",\"model\":\"m{}\",\"usage\":{{\"input\":{turn},\"output\":1,\"cacheRead\":0,\"cacheWrite\":0,\"totalTokens\":{},\"cost\":{{\"input\":0,\"output\":0,\"cacheRead\":0,\"cacheWrite\":0,\"total\":0.5}}}}}}}}\n",
+                1 + turn % 3,
+                "x".repeat(turn % 50),
+                turn % 4,
+                turn + 1
+            );
+            // Every third prompt branches from the first one instead of the last.
+            parent = if turn % 3 == 2 { "\"m0\"".into() } else { format!("\"{m}\"") };
+        }
+        text
+    }
+
+    fn scan(
+        path: &Path,
+        threads: usize,
+        block_bytes: usize,
+    ) -> (Result<Option<TornTail>, String>, Vec<AttributedUsage>, u64) {
+        let (mut rows, read) = (Vec::new(), AtomicU64::new(0));
+        let result = scan_blocks(path, &read, threads, block_bytes, |row| rows.push(row)).map_err(|e| e.to_string());
+        (result, rows, read.into_inner())
+    }
+
+    #[test]
+    fn parallel_blocks_give_the_rows_and_errors_of_one_thread() {
+        let dir = std::env::temp_dir().join(format!("pi-scan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.jsonl");
+        let whole = session_text(300);
+        let cases = [
+            (whole.clone(), "Ok(None)"),
+            (format!("{whole}{{\"type\":\"message\",\"id\":\"torn"), "line: 603"),
+            (whole.replacen("{\"type\":\"custom\",\"id\":\"a7\"", "{oops", 1), "s.jsonl:17: not a session entry"),
+            (whole.replacen("\"id\":\"m9\",", "", 1), "s.jsonl:22: bad entry (no id)"),
+            (whole.lines().skip(2).collect::<Vec<_>>().join("\n"), "not a session file (no header line)"),
+        ];
+        for (text, says) in cases {
+            std::fs::write(&path, &text).unwrap();
+            let (expected, rows, read) = scan(&path, 1, 1 << 20);
+            assert!(format!("{expected:?}").contains(says), "{expected:?} should say {says}");
+            assert_eq!(read, text.len() as u64);
+            for (threads, block) in [(2, 1), (2, 97), (3, 4096), (1, 64)] {
+                let (got, got_rows, got_read) = scan(&path, threads, block);
+                assert_eq!(got, expected, "{threads} threads, {block}-byte blocks");
+                if expected.is_ok() {
+                    assert_eq!(got_rows, rows, "{threads} threads, {block}-byte blocks");
+                }
+                assert!(got_read <= text.len() as u64);
+            }
+            if let Ok(None) = expected {
+                assert_eq!(rows.len(), 300);
+                assert_eq!(rows.iter().filter(|r| r.user.as_deref() == Some("bob")).count(), 150);
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
