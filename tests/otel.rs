@@ -670,11 +670,62 @@ fn cost_reconciles_three_ways_metrics_spans_and_report() {
     assert!(out.status.success());
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows.len(), 2, "{rows:?}");
+    let mut bob_before = (0.0, 0.0);
     for row in rows {
         let user = row["user"].as_str().unwrap();
         let (cost, tokens) = (row["costUsd"].as_f64().unwrap(), row["totalTokens"].as_f64().unwrap());
         assert!(cost > 0.0 && tokens > 0.0);
+        if user == "bob" {
+            bob_before = (cost, tokens);
+        }
         for (source, totals) in [("metrics", &metrics), ("spans", &spans)] {
+            let (c, t) = totals[user];
+            assert!((c - cost).abs() < 1e-9, "{user}: {source} cost {c} vs report {cost}");
+            assert_eq!(t, tokens, "{user}: {source} tokens vs report");
+        }
+    }
+    // Side calls the print mode cannot make (a branch summary, a tool that reports model usage),
+    // as upstream pi writes them, then a backfill with metrics: replayed metrics, replayed spans
+    // and the report still agree, each call counted once.
+    let bob_path = sessions.join("bob.jsonl");
+    let bob = std::fs::read_to_string(&bob_path).unwrap();
+    let last: serde_json::Value = serde_json::from_str(bob.lines().last().unwrap()).unwrap();
+    let usage = |input: u64, output: u64, cost: f64| {
+        serde_json::json!({"input": input, "output": output, "cacheRead": 7, "cacheWrite": 0,
+            "totalTokens": input + output + 7,
+            "cost": {"input": cost / 2.0, "output": cost / 2.0, "cacheRead": 0, "cacheWrite": 0, "total": cost}})
+    };
+    let side_calls = [
+        serde_json::json!({"type": "branch_summary", "id": "b5000001", "parentId": last["id"],
+            "timestamp": "2026-12-03T10:00:00.000Z", "fromId": last["id"], "summary": "the branch left",
+            "usage": usage(40, 9, 0.000123)}),
+        serde_json::json!({"type": "message", "id": "b5000002", "parentId": "b5000001",
+            "timestamp": "2026-12-03T10:00:01.000Z", "message": {"role": "toolResult", "toolCallId": "call-9",
+            "toolName": "bash", "content": [{"type": "text", "text": "ok"}], "isError": false,
+            "timestamp": 1_796_292_001_000_i64, "usage": usage(11, 3, 0.0000456)}}),
+    ];
+    let appended: String = side_calls.iter().map(|entry| format!("{entry}\n")).collect();
+    std::fs::write(&bob_path, format!("{bob}{appended}")).unwrap();
+    let out = pi().args(["report", "--format", "json", "--by", "user"]).arg(&sessions).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let receiver = Receiver::start(vec![]);
+    let out = pi()
+        .args(["export", "--export-metrics", "--otlp", &receiver.endpoint, "--metric-dims", "orgId,userId"])
+        .arg(&sessions)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (metrics, spans) = (metric_totals(&receiver), span_totals(&receiver));
+    for row in rows {
+        let user = row["user"].as_str().unwrap();
+        let (cost, tokens) = (row["costUsd"].as_f64().unwrap(), row["totalTokens"].as_f64().unwrap());
+        if user == "bob" {
+            let (before_cost, before_tokens) = bob_before;
+            assert!((cost - before_cost - (0.000123 + 0.0000456)).abs() < 1e-12, "each side call once");
+            assert_eq!(tokens - before_tokens, 77.0, "each side call once");
+        }
+        for (source, totals) in [("replayed metrics", &metrics), ("replayed spans", &spans)] {
             let (c, t) = totals[user];
             assert!((c - cost).abs() < 1e-9, "{user}: {source} cost {c} vs report {cost}");
             assert_eq!(t, tokens, "{user}: {source} tokens vs report");
