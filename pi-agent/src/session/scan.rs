@@ -67,6 +67,7 @@ struct State {
     org: Option<Rc<str>>,
     model: Option<Rc<str>>,
 }
+
 /// Streams `path`, calling `each` with every usage-carrying entry, attributed through the entry
 /// tree. A torn last line (a crash mid-append) is skipped and returned; any other bad line is an
 /// error naming it.
@@ -126,8 +127,11 @@ fn scan_blocks(
         for _ in 0..threads {
             let (queued, parsed_tx) = (queued.clone(), parsed_tx.clone());
             scope.spawn(move || {
-                // Ends when the reader is done, or when the fold stopped early and hung up.
-                while let Ok((seq, block)) = queued.lock().unwrap_or_else(|e| e.into_inner()).recv() {
+                // Ends when the reader is done, or when the fold stopped early and hung up. The
+                // lock is held only while waiting for a block, never while parsing one.
+                loop {
+                    let next = queued.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                    let Ok((seq, block)) = next else { break };
                     if parsed_tx.send((seq, parse_block(&block))).is_err() {
                         break;
                     }
