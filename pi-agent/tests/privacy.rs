@@ -26,7 +26,8 @@ fn run_with_canaries(policy: ContentPolicy) -> Vec<ObsEvent> {
     let dir = std::env::temp_dir().join(format!("pi-privacy-{CANARY}-{}", pi_observe_core::SpanId::random()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("notes.txt"), format!("{CANARY} in a file\n")).unwrap();
-    let gate = extension("gate", |api| {
+    // Its name is the extension's own text too: not identifier-shaped, so never exported.
+    let gate = extension(format!("{CANARY} gate"), |api| {
         api.on(hooks::ToolCall, |event, _| async move {
             match event.tool_name.as_str() {
                 "write" => Ok(Some(ToolCallResult::block(format!("{CANARY} writes are off")))),

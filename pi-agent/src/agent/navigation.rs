@@ -43,7 +43,9 @@ impl Agent {
             report_failures(&self.hooks, on_event);
             let supplied = match decision {
                 Some((extension, decision)) if decision.cancel => {
-                    span.record(|| Payload::new().safe("cancelledBy", extension.clone()));
+                    span.record(|| {
+                        Payload::new().safe("cancelledBy", pi_observe_core::identifier_or_invalid(&extension))
+                    });
                     navigation.cancelled_by = Some(extension);
                     return Ok(navigation);
                 }

@@ -41,7 +41,8 @@ impl Agent {
         trace_operation_with(names::AGENT_PROMPT, payload, move |span: Span| async move {
             let result = self.run_prompt(text, cancel, on_event).await;
             if let Ok(PromptResult { handled_by: Some(extension), .. }) = &result {
-                span.record(|| Payload::new().safe("handled", true).safe(names::EXTENSION_NAME, extension.clone()));
+                let exported = pi_observe_core::identifier_or_invalid(extension);
+                span.record(|| Payload::new().safe("handled", true).safe(names::EXTENSION_NAME, exported));
             }
             if let Ok(result) = &result {
                 span.record(|| {

@@ -235,7 +235,7 @@ impl ToolJob {
                 .safe(names::BLOCKED, self.blocked.is_some())
                 .content(output_kind, crate::tools::output_key(output_kind), text.clone());
             if let Some((extension, _)) = &self.blocked {
-                p = p.safe(names::BLOCKED_BY, extension.clone());
+                p = p.safe(names::BLOCKED_BY, pi_observe_core::identifier_or_invalid(extension));
             }
             if let Some(usage) = usage {
                 // Model work the tool did itself: billed here, once, as a tool call.

@@ -62,7 +62,9 @@ impl Hooks {
     pub fn add(&mut self, extension: &dyn Extension) {
         let name: Arc<str> = Arc::from(extension.name());
         self.extensions.push(name.to_string());
-        extension.register(&mut ExtensionApi { hooks: self, extension: name });
+        // The name is the extension's text: telemetry carries it only if identifier-shaped.
+        let exported = Arc::from(pi_observe_core::identifier_or_invalid(&name));
+        extension.register(&mut ExtensionApi { hooks: self, extension: name, exported });
     }
 
     /// Names of the extensions added, in order.
@@ -100,10 +102,9 @@ impl Hooks {
         let Some(registered) = self.handlers.get(hook.name()) else { return };
         for entry in registered {
             let Some(handler) = entry.handler.downcast_ref::<Handler<H>>() else { continue };
-            let extension = entry.extension.clone();
-            let payload = || {
-                Payload::new().safe(names::HOOK_NAME, hook.name()).safe(names::EXTENSION_NAME, extension.to_string())
-            };
+            let exported = entry.exported.clone();
+            let payload =
+                || Payload::new().safe(names::HOOK_NAME, hook.name()).safe(names::EXTENSION_NAME, exported.to_string());
             let call = AssertUnwindSafe(async { handler(event(), ctx.clone()).await }).catch_unwind();
             let step = &mut step;
             let stop = trace_operation_with(names::AGENT_HOOK, payload, |span: Span| async move {

@@ -115,6 +115,8 @@ pub fn extension(
 pub struct ExtensionApi<'a> {
     hooks: &'a mut Hooks,
     extension: Arc<str>,
+    /// The name as telemetry may carry it (identifier-shaped, else `invalid`), computed once.
+    exported: Arc<str>,
 }
 
 impl fmt::Debug for ExtensionApi<'_> {
@@ -137,11 +139,11 @@ impl ExtensionApi<'_> {
         Fut: Future<Output = HookResult<H::Output>> + Send + 'static,
     {
         let handler: Handler<H> = Arc::new(move |event, ctx| Box::pin(handler(event, ctx)));
-        self.hooks
-            .handlers
-            .entry(hook.name())
-            .or_default()
-            .push(Registered { extension: self.extension.clone(), handler: Box::new(handler) });
+        self.hooks.handlers.entry(hook.name()).or_default().push(Registered {
+            extension: self.extension.clone(),
+            exported: self.exported.clone(),
+            handler: Box::new(handler),
+        });
     }
 }
 
@@ -150,6 +152,8 @@ type Handler<H> =
 
 struct Registered {
     extension: Arc<str>,
+    /// The extension's name as exported (see [`ExtensionApi`]).
+    exported: Arc<str>,
     /// A `Handler<H>` for the hook it is filed under.
     handler: Box<dyn Any + Send + Sync>,
 }
