@@ -6,9 +6,10 @@
 
 #[path = "../pi-observe-otel/tests/support/receiver.rs"]
 mod receiver;
+mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,33 +17,10 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use pi_observe::core::{ContentPolicy, EventKind, ObsEvent, Observability, names};
 use receiver::{Answer, Receiver};
-
-fn pi() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi"));
-    for var in
-        ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TRACEPARENT", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_SDK_DISABLED"]
-    {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pi-otel-{name}-{}", pi_observe::core::SpanId::random()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn events(path: &Path) -> Vec<ObsEvent> {
-    std::fs::read_to_string(path).unwrap().lines().map(|l| ObsEvent::from_json(l).unwrap()).collect()
-}
+use support::{attr, events, faux_script, pi, scratch};
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn attr<'a>(span: &'a Span, key: &str) -> Option<&'a Any> {
-    span.attributes.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.as_ref()).and_then(|v| v.value.as_ref())
 }
 
 /// Every start/end pair of `evs` is one span in `spans`, with the same ids, parent, name and
@@ -63,16 +41,6 @@ fn assert_spans_match_events(evs: &[ObsEvent], spans: &[Span]) {
         assert_eq!(span.start_time_unix_nano, start.timestamp.unix_nanos());
         assert_eq!(span.end_time_unix_nano, end.timestamp.unix_nanos());
     }
-}
-
-fn faux_script(dir: &Path) -> PathBuf {
-    let script = dir.join("script.json");
-    let steps = serde_json::json!([
-        {"text": "Checking.", "tools": [{"name": "ls", "arguments": {}}, {"name": "bash", "arguments": {"command": "echo hi"}}]},
-        {"text": "All good."}
-    ]);
-    std::fs::write(&script, steps.to_string()).unwrap();
-    script
 }
 
 fn run_pi(dir: &Path, user: &str, org: &str, otlp: Option<&str>) -> std::process::Child {
@@ -427,40 +395,6 @@ fn export_replays_sessions_with_the_same_ids_every_time_and_usage_as_recorded() 
 }
 
 #[test]
-fn a_backfill_exports_spans_only_so_replaying_twice_adds_no_cost() {
-    let d = scratch("backfill");
-    let session = d.join("s.jsonl");
-    for prompt in ["first", "second"] {
-        let out = pi()
-            .args(["-p", prompt, "--provider", "faux", "--tools", "none", "--user", "u1"])
-            .arg("--session")
-            .arg(&session)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-    }
-    let replay = |receiver: &Receiver, extra: &[&str]| {
-        let out = pi().arg("export").arg(&session).args(["--otlp", &receiver.endpoint]).args(extra).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    };
-    // Twice by default: the same span ids both times, and no metrics (whose sums would double).
-    let receiver = Receiver::start(vec![]);
-    replay(&receiver, &[]);
-    let first: Vec<Vec<u8>> = receiver.spans().iter().map(|s| s.span_id.clone()).collect();
-    replay(&receiver, &[]);
-    let all: Vec<Vec<u8>> = receiver.spans().iter().map(|s| s.span_id.clone()).collect();
-    assert!(!first.is_empty());
-    assert_eq!(all.len(), 2 * first.len());
-    assert_eq!(all[first.len()..], first[..], "a replay is idempotent: the same ids again");
-    assert!(receiver.metrics.lock().unwrap().is_empty(), "a default backfill sends no metrics");
-    // Opting in exports the metrics once.
-    let with_metrics = Receiver::start(vec![]);
-    replay(&with_metrics, &["--export-metrics"]);
-    assert!(!with_metrics.metrics.lock().unwrap().is_empty());
-    std::fs::remove_dir_all(&d).unwrap();
-}
-
-#[test]
 fn every_span_of_a_prompt_carries_the_conversation_id_and_the_schema_url_names_the_pinned_version() {
     let d = scratch("semconv");
     let session = d.join("s.jsonl");
@@ -508,254 +442,4 @@ fn every_span_of_a_prompt_carries_the_conversation_id_and_the_schema_url_names_t
         }
     }
     std::fs::remove_dir_all(&d).unwrap();
-}
-
-/// The total of a cumulative sum metric over all its data points, in every request received.
-fn sum_metric(receiver: &Receiver, name: &str) -> f64 {
-    use opentelemetry_proto::tonic::metrics::v1::{metric::Data, number_data_point::Value as Number};
-    let requests = receiver.metrics.lock().unwrap();
-    // Cumulative: the last request holds the totals.
-    let Some(last) = requests.last() else { return 0.0 };
-    last.resource_metrics
-        .iter()
-        .flat_map(|r| &r.scope_metrics)
-        .flat_map(|s| &s.metrics)
-        .filter(|m| m.name == name)
-        .filter_map(|m| match &m.data {
-            Some(Data::Sum(sum)) => Some(&sum.data_points),
-            _ => None,
-        })
-        .flatten()
-        .map(|p| match p.value {
-            Some(Number::AsDouble(v)) => v,
-            Some(Number::AsInt(v)) => v as f64,
-            None => 0.0,
-        })
-        .sum()
-}
-
-#[test]
-fn trace_sampling_never_skews_the_bill_metrics_count_every_prompt() {
-    let d = scratch("sampling");
-    let receiver = Receiver::start(vec![]);
-    for user in ["u1", "u2", "u3"] {
-        let out = pi()
-            .args(["-p", "hello", "--provider", "faux", "--no-session", "--tools", "none", "--user", user])
-            .args(["--otlp", &receiver.endpoint])
-            .env("OTEL_TRACES_SAMPLER", "traceidratio")
-            .env("OTEL_TRACES_SAMPLER_ARG", "0")
-            .arg("--events-jsonl")
-            .arg(d.join(format!("{user}.jsonl")))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let prompts = sum_metric(&receiver, "pi.prompts");
-        let cost = sum_metric(&receiver, "pi.cost.usage");
-        let expected: f64 = events(&d.join(format!("{user}.jsonl")))
-            .iter()
-            .filter(|e| e.kind == EventKind::End && e.name == names::PROVIDER_REQUEST)
-            .filter_map(|e| e.payload.get(names::COST_TOTAL).and_then(pi_observe::core::Value::as_f64))
-            .sum();
-        assert_eq!(prompts, 1.0, "{user}: every prompt counted although no trace was sampled");
-        assert!(expected > 0.0 && (cost - expected).abs() < 1e-12, "{user}: cost {cost} vs {expected}");
-        receiver.metrics.lock().unwrap().clear();
-    }
-    assert!(receiver.spans().is_empty(), "a ratio of 0 samples no trace");
-    std::fs::remove_dir_all(&d).unwrap();
-}
-
-/// Per user: (cost, tokens) from the last metrics request of `receiver`.
-fn metric_totals(receiver: &Receiver) -> std::collections::BTreeMap<String, (f64, f64)> {
-    use opentelemetry_proto::tonic::metrics::v1::{metric::Data, number_data_point::Value as Number};
-    let mut out = std::collections::BTreeMap::<String, (f64, f64)>::new();
-    let requests = receiver.metrics.lock().unwrap();
-    let Some(last) = requests.last() else { return out };
-    let user_of = |attrs: &[opentelemetry_proto::tonic::common::v1::KeyValue]| {
-        attrs.iter().find(|kv| kv.key == "pi.context.userId").and_then(|kv| {
-            match kv.value.as_ref()?.value.as_ref()? {
-                Any::StringValue(u) => Some(u.clone()),
-                _ => None,
-            }
-        })
-    };
-    for metric in last.resource_metrics.iter().flat_map(|r| &r.scope_metrics).flat_map(|s| &s.metrics) {
-        match (metric.name.as_str(), &metric.data) {
-            ("pi.cost.usage", Some(Data::Sum(sum))) => {
-                for point in &sum.data_points {
-                    let Some(Number::AsDouble(v)) = point.value else { continue };
-                    out.entry(user_of(&point.attributes).unwrap_or_default()).or_default().0 += v;
-                }
-            }
-            ("gen_ai.client.token.usage", Some(Data::Histogram(histogram))) => {
-                for point in &histogram.data_points {
-                    out.entry(user_of(&point.attributes).unwrap_or_default()).or_default().1 +=
-                        point.sum.unwrap_or(0.0);
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-/// Per user: (cost, tokens) summed over the exported spans that bill a call (`pi.call_kind`).
-fn span_totals(receiver: &Receiver) -> std::collections::BTreeMap<String, (f64, f64)> {
-    let mut out = std::collections::BTreeMap::<String, (f64, f64)>::new();
-    for span in receiver.spans().iter().filter(|s| attr(s, "pi.call_kind").is_some()) {
-        let user = match attr(span, "user.id") {
-            Some(Any::StringValue(u)) => u.clone(),
-            _ => String::new(),
-        };
-        let entry = out.entry(user).or_default();
-        if let Some(Any::DoubleValue(cost)) = attr(span, "pi.costTotal") {
-            entry.0 += cost;
-        }
-        if let Some(Any::IntValue(tokens)) = attr(span, "pi.totalTokens") {
-            entry.1 += *tokens as f64;
-        }
-    }
-    out
-}
-
-#[test]
-fn cost_reconciles_three_ways_metrics_spans_and_report() {
-    let d = scratch("reconcile");
-    let sessions = d.join("sessions");
-    std::fs::create_dir_all(&sessions).unwrap();
-    let script = |name: &str, steps: serde_json::Value| {
-        let path = d.join(name);
-        std::fs::write(&path, steps.to_string()).unwrap();
-        path
-    };
-    let retried = script(
-        "retried.json",
-        serde_json::json!([
-            {"error": {"status": 503, "message": "busy", "retryAfterSecs": 0}},
-            {"text": "Hello! A reply long enough to be worth summarizing later on."}
-        ]),
-    );
-    let summary = script("summary.json", serde_json::json!([{"text": "Summary: the user greeted the agent."}]));
-    let runs = [
-        ("alice", "acme", "hello there", "alice.jsonl", retried),
-        ("alice", "acme", "/compact", "alice.jsonl", summary),
-        ("bob", "globex", "check the project", "bob.jsonl", faux_script(&d)),
-    ];
-    let mut metrics = std::collections::BTreeMap::<String, (f64, f64)>::new();
-    let mut spans = std::collections::BTreeMap::<String, (f64, f64)>::new();
-    for (user, org, prompt, session, script) in runs {
-        let receiver = Receiver::start(vec![]);
-        let out = pi()
-            .args(["-p", prompt, "--provider", "faux", "--user", user, "--org", org])
-            .args(["--otlp", &receiver.endpoint, "--metric-dims", "orgId,userId"])
-            .arg("--cwd")
-            .arg(&d)
-            .arg("--faux-script")
-            .arg(&script)
-            .arg("--session")
-            .arg(sessions.join(session))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{prompt}: {}", String::from_utf8_lossy(&out.stderr));
-        for (totals, into) in [(metric_totals(&receiver), &mut metrics), (span_totals(&receiver), &mut spans)] {
-            for (user, (cost, tokens)) in totals {
-                let entry = into.entry(user).or_default();
-                entry.0 += cost;
-                entry.1 += tokens;
-            }
-        }
-    }
-    let alice = std::fs::read_to_string(sessions.join("alice.jsonl")).unwrap();
-    assert!(alice.contains(r#""type":"compaction""#) && alice.contains(r#""usage""#), "the compaction was made");
-    let out = pi().args(["report", "--format", "json", "--by", "user"]).arg(&sessions).output().unwrap();
-    assert!(out.status.success());
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(rows.len(), 2, "{rows:?}");
-    let mut bob_before = (0.0, 0.0);
-    for row in rows {
-        let user = row["user"].as_str().unwrap();
-        let (cost, tokens) = (row["costUsd"].as_f64().unwrap(), row["totalTokens"].as_f64().unwrap());
-        assert!(cost > 0.0 && tokens > 0.0);
-        if user == "bob" {
-            bob_before = (cost, tokens);
-        }
-        for (source, totals) in [("metrics", &metrics), ("spans", &spans)] {
-            let (c, t) = totals[user];
-            assert!((c - cost).abs() < 1e-9, "{user}: {source} cost {c} vs report {cost}");
-            assert_eq!(t, tokens, "{user}: {source} tokens vs report");
-        }
-    }
-    // Side calls the print mode cannot make (a branch summary, a tool that reports model usage),
-    // as upstream pi writes them, then a backfill with metrics: replayed metrics, replayed spans
-    // and the report still agree, each call counted once.
-    let bob_path = sessions.join("bob.jsonl");
-    let bob = std::fs::read_to_string(&bob_path).unwrap();
-    let last: serde_json::Value = serde_json::from_str(bob.lines().last().unwrap()).unwrap();
-    let usage = |input: u64, output: u64, cost: f64| {
-        serde_json::json!({"input": input, "output": output, "cacheRead": 7, "cacheWrite": 0,
-            "totalTokens": input + output + 7,
-            "cost": {"input": cost / 2.0, "output": cost / 2.0, "cacheRead": 0, "cacheWrite": 0, "total": cost}})
-    };
-    let side_calls = [
-        serde_json::json!({"type": "branch_summary", "id": "b5000001", "parentId": last["id"],
-            "timestamp": "2026-12-03T10:00:00.000Z", "fromId": last["id"], "summary": "the branch left",
-            "usage": usage(40, 9, 0.000123)}),
-        serde_json::json!({"type": "message", "id": "b5000002", "parentId": "b5000001",
-            "timestamp": "2026-12-03T10:00:01.000Z", "message": {"role": "toolResult", "toolCallId": "call-9",
-            "toolName": "bash", "content": [{"type": "text", "text": "ok"}], "isError": false,
-            "timestamp": 1_796_292_001_000_i64, "usage": usage(11, 3, 0.0000456)}}),
-    ];
-    let appended: String = side_calls.iter().map(|entry| format!("{entry}\n")).collect();
-    std::fs::write(&bob_path, format!("{bob}{appended}")).unwrap();
-    let out = pi().args(["report", "--format", "json", "--by", "user"]).arg(&sessions).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-    let receiver = Receiver::start(vec![]);
-    let out = pi()
-        .args(["export", "--export-metrics", "--otlp", &receiver.endpoint, "--metric-dims", "orgId,userId"])
-        .arg(&sessions)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let (metrics, spans) = (metric_totals(&receiver), span_totals(&receiver));
-    for row in rows {
-        let user = row["user"].as_str().unwrap();
-        let (cost, tokens) = (row["costUsd"].as_f64().unwrap(), row["totalTokens"].as_f64().unwrap());
-        if user == "bob" {
-            let (before_cost, before_tokens) = bob_before;
-            assert!((cost - before_cost - (0.000123 + 0.0000456)).abs() < 1e-12, "each side call once");
-            assert_eq!(tokens - before_tokens, 77.0, "each side call once");
-        }
-        for (source, totals) in [("replayed metrics", &metrics), ("replayed spans", &spans)] {
-            let (c, t) = totals[user];
-            assert!((c - cost).abs() < 1e-9, "{user}: {source} cost {c} vs report {cost}");
-            assert_eq!(t, tokens, "{user}: {source} tokens vs report");
-        }
-    }
-    std::fs::remove_dir_all(&d).unwrap();
-}
-
-#[test]
-fn parent_based_samplers_follow_the_sampled_flag_of_an_adopted_traceparent() {
-    let run = |flags: &str, sampler: &str| {
-        let receiver = Receiver::start(vec![]);
-        let out = pi()
-            .args(["-p", "hi", "--provider", "faux", "--no-session", "--tools", "none"])
-            .args(["--otlp", &receiver.endpoint])
-            .env("TRACEPARENT", format!("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-{flags}"))
-            .env("OTEL_TRACES_SAMPLER", sampler)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        (receiver.spans().len(), sum_metric(&receiver, "pi.prompts"))
-    };
-    // The caller did not sample: a parent-based sampler exports nothing (even always-on roots)...
-    let (spans, prompts) = run("00", "parentbased_always_on");
-    assert_eq!(spans, 0);
-    assert_eq!(prompts, 1.0, "metrics count the prompt anyway");
-    // ...and when the caller sampled, the trace is kept even though local roots would be dropped.
-    let (spans, _) = run("01", "parentbased_always_off");
-    assert!(spans > 0);
-    // A plain ratio sampler ignores the parent.
-    let (spans, _) = run("00", "always_on");
-    assert!(spans > 0);
 }
