@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{BufRead, Read};
 use std::path::Path;
 use std::rc::Rc;
@@ -246,7 +247,7 @@ struct Fold<'p, F> {
     path: &'p Path,
     each: F,
     // Keyed by a 64-bit hash of the entry id (8 bytes an entry instead of a string).
-    states: HashMap<u64, Rc<State>>,
+    states: HashMap<u64, Rc<State>, BuildHasherDefault<PreHashed>>,
     header: bool,
     number: usize,
     offset: u64,
@@ -254,7 +255,7 @@ struct Fold<'p, F> {
 
 impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
     fn new(path: &'p Path, each: F) -> Self {
-        Fold { path, each, states: HashMap::new(), header: false, number: 0, offset: 0 }
+        Fold { path, each, states: HashMap::default(), header: false, number: 0, offset: 0 }
     }
 
     fn block(&mut self, lines: Vec<ParsedLine>) -> Result<Option<TornTail>, SessionError> {
@@ -310,10 +311,31 @@ impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
     }
 }
 
+/// The states map's hasher: its keys are already hashes ([`key`]), so they are used as they are.
+#[derive(Default)]
+struct PreHashed(u64);
+
+impl Hasher for PreHashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys are hashed here; fold anything else in rather than ignore it.
+        for &byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+        }
+    }
+
+    fn write_u64(&mut self, key: u64) {
+        self.0 = key;
+    }
+}
+
 /// A stable 64-bit key for an entry id (collisions are astronomically unlikely for the ids of
 /// one session).
 fn key(id: &str) -> u64 {
-    use std::hash::{BuildHasher, BuildHasherDefault};
+    use std::hash::BuildHasher;
     BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(id)
 }
 
