@@ -34,3 +34,4 @@ pub use pi_observe_core as core;
 pub use pi_observe_log as log;
 pub use pi_observe_otel as otel;
 pub use pi_observe_sentry as sentry;
+pub use pi_observe_spool as spool;

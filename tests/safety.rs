@@ -37,6 +37,9 @@ fn pi() -> Command {
     for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TRACEPARENT", "RUST_LOG"] {
         cmd.env_remove(var);
     }
+    // Its own agent directory: nothing is spooled into the real `~/.pi/agent`.
+    let agent = std::env::temp_dir().join(format!("pi-safety-agent-{}", pi_observe::core::SpanId::random()));
+    cmd.env("PI_CODING_AGENT_DIR", agent);
     cmd
 }
 
@@ -656,7 +659,7 @@ fn a_torn_last_line_is_named_by_report_and_export_and_moved_aside_on_resume() {
 }
 
 #[test]
-fn a_dead_collector_and_a_closed_sentry_port_cost_no_wait_and_are_reported_as_not_delivered() {
+fn a_dead_collector_and_a_closed_sentry_port_cost_no_wait_and_are_reported() {
     let d = scratch("dead");
     let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let started = Instant::now();
@@ -671,8 +674,11 @@ fn a_dead_collector_and_a_closed_sentry_port_cost_no_wait_and_are_reported_as_no
     let stderr = text(&out).1;
     assert!(out.status.success(), "{stderr}");
     let starts = std::fs::read_to_string(d.join("events.jsonl")).unwrap().matches(r#""type":"start""#).count();
-    assert!(stderr.contains(&format!("pi: otlp: 0 spans delivered, {starts} not delivered")), "{stderr}");
-    assert!(stderr.contains("pi: sentry: 1 transactions, 0 error events: 0 delivered, 1 not delivered"), "{stderr}");
+    let spooled = format!("pi: otlp: 0 spans delivered, {starts} spooled for the next run, 0 not delivered");
+    assert!(stderr.contains(&spooled), "{stderr}");
+    let spooled =
+        "pi: sentry: 1 transactions, 0 error events: 0 delivered, 1 spooled for the next run, 0 not delivered";
+    assert!(stderr.contains(spooled), "{stderr}");
     assert_eq!(stderr.matches("Connection refused").count(), 2, "{stderr}");
     // Not a speed goal but the behaviour: a refused connection is final at exit, so no retry
     // backoff and no 5 s flush deadline is spent on it (measured: ~0.1 s).

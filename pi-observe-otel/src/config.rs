@@ -104,6 +104,13 @@ pub struct OtlpConfig {
     /// PEM files of the client certificate and its private key, for collectors that require
     /// mutual TLS (`OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`, `OTEL_EXPORTER_OTLP_CLIENT_KEY`).
     pub client_certificate: Option<(PathBuf, PathBuf)>,
+    /// Where batches that could not be delivered are kept for a later run (`None`: they are
+    /// dropped and counted). Batches spooled by earlier runs for this configuration's
+    /// endpoints are delivered in the background when the subscriber starts.
+    pub spool: Option<pi_observe_spool::SpoolConfig>,
+    /// With a spool, how long shutdown waits for the receiver before spooling what is left
+    /// (default 200 ms); without one, shutdown waits its whole deadline.
+    pub exit_patience: Option<Duration>,
 }
 
 /// TLS material read from the configured files (at start-up).
@@ -143,6 +150,8 @@ impl Default for OtlpConfig {
             disabled: false,
             certificate: None,
             client_certificate: None,
+            spool: None,
+            exit_patience: None,
         }
     }
 }
@@ -222,6 +231,21 @@ fn count(setting: &str, raw: &str) -> Result<usize, ConfigError> {
 fn url(setting: &str, raw: &str) -> Result<String, ConfigError> {
     let raw = raw.trim();
     check_url(raw).map(|()| raw.to_owned()).map_err(|why| ConfigError::new(setting, why))
+}
+
+/// `url` without what may be a credential — user name, password and query string — for
+/// display and for the spool, which must not keep secrets.
+pub fn url_without_secrets(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        Err(_) => "(invalid URL)".to_owned(),
+    }
 }
 
 /// Checks that `raw` is an http(s) URL with a host (and, if given, a valid port).
@@ -417,7 +441,8 @@ impl OtlpConfig {
         })
     }
 
-    pub(crate) fn endpoint(&self) -> String {
+    /// The traces URL in use (HTTP: the full `…/v1/traces` URL; gRPC: the collector address).
+    pub fn endpoint(&self) -> String {
         match (&self.traces_endpoint, self.protocol) {
             (Some(endpoint), _) => endpoint.clone(),
             (None, Some(Protocol::Grpc)) => "http://localhost:4317".to_owned(),
@@ -430,11 +455,13 @@ impl OtlpConfig {
         if self.latest_genai == Some(true) { crate::names::SCHEMA_URL_LATEST } else { crate::names::SCHEMA_URL }
     }
 
-    pub(crate) fn metrics_endpoint(&self) -> String {
+    /// The metrics URL in use.
+    pub fn metrics_endpoint(&self) -> String {
         self.metrics_endpoint.clone().unwrap_or_else(|| self.sibling("metrics"))
     }
 
-    pub(crate) fn logs_endpoint(&self) -> String {
+    /// The logs URL in use.
+    pub fn logs_endpoint(&self) -> String {
         self.logs_endpoint.clone().unwrap_or_else(|| self.sibling("logs"))
     }
 

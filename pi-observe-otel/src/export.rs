@@ -25,7 +25,9 @@ use prost::Message;
 use tonic::codec::CompressionEncoding;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
-use crate::config::{ConfigError, OtlpConfig, Protocol};
+use pi_observe_spool::BatchMeta;
+
+use crate::config::{ConfigError, OtlpConfig, Protocol, url_without_secrets};
 
 /// What happened to one batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,10 +85,66 @@ enum Signal {
     Logs,
 }
 
+impl Signal {
+    fn name(self) -> &'static str {
+        match self {
+            Signal::Traces => "traces",
+            Signal::Metrics => "metrics",
+            Signal::Logs => "logs",
+        }
+    }
+}
+
+/// The sink name spooled OTLP batches carry.
+pub(crate) const SPOOL_SINK: &str = "otlp";
+
 enum Body {
     Traces(ExportTraceServiceRequest),
     Metrics(ExportMetricsServiceRequest),
     Logs(ExportLogsServiceRequest),
+}
+
+impl Body {
+    fn to_protobuf(&self) -> Vec<u8> {
+        match self {
+            Body::Traces(r) => r.encode_to_vec(),
+            Body::Metrics(r) => r.encode_to_vec(),
+            Body::Logs(r) => r.encode_to_vec(),
+        }
+    }
+
+    fn to_json(&self) -> Vec<u8> {
+        match self {
+            Body::Traces(r) => serde_json::to_vec(r).unwrap_or_default(),
+            Body::Metrics(r) => serde_json::to_vec(r).unwrap_or_default(),
+            Body::Logs(r) => serde_json::to_vec(r).unwrap_or_default(),
+        }
+    }
+
+    fn from_protobuf(signal: &str, bytes: &[u8]) -> Option<Body> {
+        match signal {
+            "traces" => ExportTraceServiceRequest::decode(bytes).ok().map(Body::Traces),
+            "metrics" => ExportMetricsServiceRequest::decode(bytes).ok().map(Body::Metrics),
+            "logs" => ExportLogsServiceRequest::decode(bytes).ok().map(Body::Logs),
+            _ => None,
+        }
+    }
+}
+
+/// One request's worth of telemetry, encoded once: what is sent and, when it cannot be sent,
+/// what is spooled.
+pub(crate) struct Payload {
+    signal: Signal,
+    /// Spans, log records or metric requests in it.
+    pub(crate) items: u64,
+    wire: Wire,
+}
+
+enum Wire {
+    /// The HTTP body (protobuf or JSON, gzipped when configured).
+    Http(Vec<u8>),
+    /// The gRPC request message.
+    Grpc(Body),
 }
 
 /// An `opentelemetry_sdk` span exporter behind an object-safe face, for
@@ -186,6 +244,11 @@ impl Exporter {
         })
     }
 
+    /// The per-request timeout.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// The resource, as OTLP metrics and logs want it.
     pub(crate) fn proto_resource(&self) -> opentelemetry_proto::tonic::resource::v1::Resource {
         opentelemetry_proto::tonic::resource::v1::Resource {
@@ -195,27 +258,33 @@ impl Exporter {
         }
     }
 
-    /// Sends one batch of spans, retrying until `deadline`.
-    pub(crate) async fn export(&self, spans: Vec<SpanData>, deadline: Instant) -> Delivery {
-        if let Some(sdk) = &self.sdk {
-            return match tokio::time::timeout_at(deadline.into(), sdk.export(spans)).await {
-                Ok(Ok(())) => Delivery::Exported,
-                Ok(Err(error)) => Delivery::Failed(format!("span exporter: {error}")),
-                Err(_) => Delivery::Failed("span exporter: deadline passed".into()),
-            };
+    /// Sends one batch of spans through the SDK exporter given to
+    /// [`OtelSubscriber::with_span_exporter`](crate::OtelSubscriber::with_span_exporter).
+    pub(crate) async fn export_sdk(&self, spans: Vec<SpanData>, deadline: Instant) -> Delivery {
+        let Some(sdk) = &self.sdk else { return Delivery::Rejected("no span exporter".into()) };
+        match tokio::time::timeout_at(deadline.into(), sdk.export(spans)).await {
+            Ok(Ok(())) => Delivery::Exported,
+            Ok(Err(error)) => Delivery::Failed(format!("span exporter: {error}")),
+            Err(_) => Delivery::Failed("span exporter: deadline passed".into()),
         }
+    }
+
+    /// A batch of spans, encoded for the wire.
+    pub(crate) fn traces_payload(&self, spans: Vec<SpanData>) -> Payload {
+        let items = spans.len() as u64;
         let request =
             ExportTraceServiceRequest { resource_spans: group_spans_by_resource_and_scope(spans, &self.resource) };
-        self.deliver(Signal::Traces, Body::Traces(request), deadline).await
+        self.payload(Signal::Traces, items, Body::Traces(request))
     }
 
-    /// Sends one metrics request, retrying until `deadline`.
-    pub(crate) async fn export_metrics(&self, request: ExportMetricsServiceRequest, deadline: Instant) -> Delivery {
-        self.deliver(Signal::Metrics, Body::Metrics(request), deadline).await
+    /// One metrics request, encoded for the wire.
+    pub(crate) fn metrics_payload(&self, request: ExportMetricsServiceRequest) -> Payload {
+        self.payload(Signal::Metrics, 1, Body::Metrics(request))
     }
 
-    /// Sends log records, retrying until `deadline`.
-    pub(crate) async fn export_logs(&self, records: Vec<LogRecord>, deadline: Instant) -> Delivery {
+    /// Log records, encoded for the wire.
+    pub(crate) fn logs_payload(&self, records: Vec<LogRecord>) -> Payload {
+        let items = records.len() as u64;
         let request = ExportLogsServiceRequest {
             resource_logs: vec![ResourceLogs {
                 resource: Some(self.proto_resource()),
@@ -231,11 +300,16 @@ impl Exporter {
                 schema_url: String::new(),
             }],
         };
-        self.deliver(Signal::Logs, Body::Logs(request), deadline).await
+        self.payload(Signal::Logs, items, Body::Logs(request))
     }
 
-    async fn deliver(&self, signal: Signal, body: Body, deadline: Instant) -> Delivery {
-        let encoded = if self.grpc.is_some() { Vec::new() } else { self.encode(&body) };
+    fn payload(&self, signal: Signal, items: u64, body: Body) -> Payload {
+        let wire = if self.grpc.is_some() { Wire::Grpc(body) } else { Wire::Http(self.encode(&body)) };
+        Payload { signal, items, wire }
+    }
+
+    /// Sends `payload`, retrying until `deadline`.
+    pub(crate) async fn send(&self, payload: &Payload, deadline: Instant) -> Delivery {
         let mut attempt = 0u32;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -244,9 +318,13 @@ impl Exporter {
                 return Delivery::Failed("deadline passed".into());
             }
             let limit = self.timeout.min(left);
-            let result = match &self.grpc {
-                Some(endpoint) => self.grpc_attempt(endpoint, &body, limit).await,
-                None => self.http_attempt(&self.endpoints[signal as usize], &encoded, limit).await,
+            let result = match (&payload.wire, &self.grpc) {
+                (Wire::Grpc(body), Some(endpoint)) => self.grpc_attempt(endpoint, body, limit).await,
+                (Wire::Http(bytes), _) => {
+                    let url = &self.endpoints[payload.signal as usize];
+                    self.http_attempt(url, bytes, self.json, self.gzip, limit).await
+                }
+                (Wire::Grpc(_), None) => Attempt::Reject("gRPC payload without a gRPC endpoint".into()),
             };
             let (after, why, refused) = match result {
                 Attempt::Done => {
@@ -277,15 +355,77 @@ impl Exporter {
         }
     }
 
-    fn encode(&self, body: &Body) -> Vec<u8> {
-        let raw = match (body, self.json) {
-            (Body::Traces(r), true) => serde_json::to_vec(r).unwrap_or_default(),
-            (Body::Metrics(r), true) => serde_json::to_vec(r).unwrap_or_default(),
-            (Body::Logs(r), true) => serde_json::to_vec(r).unwrap_or_default(),
-            (Body::Traces(r), false) => r.encode_to_vec(),
-            (Body::Metrics(r), false) => r.encode_to_vec(),
-            (Body::Logs(r), false) => r.encode_to_vec(),
+    /// The protocol name spooled batches record.
+    fn protocol_name(&self) -> &'static str {
+        match (self.grpc.is_some(), self.json) {
+            (true, _) => "grpc",
+            (false, true) => "http/json",
+            (false, false) => "http/protobuf",
+        }
+    }
+
+    /// What goes into the spool for `payload`: where it was going and its wire bytes (gRPC:
+    /// the protobuf message the call carries).
+    pub(crate) fn spool_batch(&self, payload: &Payload) -> (BatchMeta, Vec<u8>) {
+        let url = url_without_secrets(&self.endpoints[payload.signal as usize]);
+        let meta = BatchMeta::new(SPOOL_SINK, payload.signal.name(), &url, self.protocol_name(), payload.items);
+        match &payload.wire {
+            Wire::Http(bytes) => (meta.with_content_encoding(self.gzip.then_some("gzip")), bytes.clone()),
+            Wire::Grpc(body) => (meta, body.to_protobuf()),
+        }
+    }
+
+    /// The signal of a spooled batch this exporter can deliver: an OTLP batch for one of its
+    /// own endpoints over the same transport (HTTP bodies carry their own content type).
+    fn spooled_signal(&self, meta: &BatchMeta) -> Option<Signal> {
+        let signal = match meta.signal.as_str() {
+            "traces" if self.sdk.is_none() => Signal::Traces,
+            "metrics" => Signal::Metrics,
+            "logs" => Signal::Logs,
+            _ => return None,
         };
+        let ours = meta.sink == SPOOL_SINK
+            && (meta.protocol == "grpc") == self.grpc.is_some()
+            && meta.url == url_without_secrets(&self.endpoints[signal as usize]);
+        ours.then_some(signal)
+    }
+
+    /// True when this exporter can deliver the spooled batch `meta` describes.
+    pub(crate) fn accepts(&self, meta: &BatchMeta) -> bool {
+        self.spooled_signal(meta).is_some()
+    }
+
+    /// The fingerprint of the configured headers (the credentials spooled batches are sent with).
+    pub(crate) fn credentials(&self) -> String {
+        pi_observe_spool::fingerprint(self.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+
+    /// One try at delivering a spooled batch (it stays spooled unless this says `Exported`).
+    pub(crate) async fn send_spooled(&self, meta: &BatchMeta, body: &[u8], limit: Duration) -> Delivery {
+        let Some(signal) = self.spooled_signal(meta) else {
+            return Delivery::Rejected(format!("spooled batch for {} is not for this exporter", meta.url));
+        };
+        let attempt = match &self.grpc {
+            Some(endpoint) => match Body::from_protobuf(&meta.signal, body) {
+                Some(body) => self.grpc_attempt(endpoint, &body, limit).await,
+                None => Attempt::Reject(format!("spooled {} batch is not an OTLP request", meta.signal)),
+            },
+            None => {
+                let json = meta.protocol == "http/json";
+                let gzip = meta.content_encoding.as_deref() == Some("gzip");
+                self.http_attempt(&self.endpoints[signal as usize], body, json, gzip, limit).await
+            }
+        };
+        match attempt {
+            Attempt::Done => Delivery::Exported,
+            Attempt::Retry { why, .. } => Delivery::Failed(why),
+            Attempt::Reject(why) => Delivery::Rejected(why),
+            Attempt::Unauthorized(why) => Delivery::Unauthorized(why),
+        }
+    }
+
+    fn encode(&self, body: &Body) -> Vec<u8> {
+        let raw = if self.json { body.to_json() } else { body.to_protobuf() };
         if !self.gzip {
             return raw;
         }
@@ -294,14 +434,14 @@ impl Exporter {
         encoder.write_all(&raw).and_then(|()| encoder.finish()).unwrap_or_default()
     }
 
-    async fn http_attempt(&self, endpoint: &str, body: &[u8], limit: Duration) -> Attempt {
+    async fn http_attempt(&self, endpoint: &str, body: &[u8], json: bool, gzip: bool, limit: Duration) -> Attempt {
         let mut request = self
             .http
             .post(endpoint)
             .timeout(limit)
-            .header("content-type", if self.json { "application/json" } else { "application/x-protobuf" })
+            .header("content-type", if json { "application/json" } else { "application/x-protobuf" })
             .body(body.to_vec());
-        if self.gzip {
+        if gzip {
             request = request.header("content-encoding", "gzip");
         }
         for (k, v) in &self.headers {

@@ -17,7 +17,9 @@ pub mod logs;
 pub mod metrics;
 pub mod names;
 mod pipeline;
+mod spool;
 
-pub use config::{ConfigError, OtlpConfig, Protocol, check_header, check_url};
+pub use config::{ConfigError, OtlpConfig, Protocol, check_header, check_url, url_without_secrets};
 pub use convert::Conventions;
 pub use pipeline::{ExportStats, OtelSubscriber};
+pub use spool::deliver_spooled;

@@ -13,16 +13,24 @@ use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SpanData;
 use pi_observe_core::{DropReason, EventKind, HubSlot, ObsEvent, Observability, SpanId, Subscriber, SubscriberError};
+use pi_observe_spool::Spool;
 
 use crate::config::{ConfigError, OtlpConfig};
 use crate::convert::{Conventions, span_data};
-use crate::export::{Delivery, Exporter};
+use crate::export::{Delivery, Exporter, Payload};
 use crate::metrics::Aggregator;
 use crate::names;
 
 /// Most spans kept open at once; starts beyond it are dropped (a runaway would otherwise grow
 /// without bound).
 const MAX_OPEN_SPANS: usize = 100_000;
+
+/// With a spool, how long shutdown gives the receiver before spooling what is left.
+const DEFAULT_EXIT_PATIENCE: Duration = Duration::from_millis(200);
+
+/// After a batch failed for good, later batches go straight to the spool for this long instead
+/// of each waiting out its retries against a receiver that is down.
+const DEGRADED_FOR: Duration = Duration::from_secs(30);
 
 /// Requests to the worker other than records.
 enum Control {
@@ -53,7 +61,7 @@ impl Queue {
 }
 
 #[derive(Default)]
-struct Counters {
+pub(crate) struct Counters {
     started: AtomicU64,
     exported: AtomicU64,
     sampled_out: AtomicU64,
@@ -62,16 +70,19 @@ struct Counters {
     dropped_rejected: AtomicU64,
     dropped_unauthorized: AtomicU64,
     dropped_shutdown: AtomicU64,
+    spooled: AtomicU64,
+    /// Batches and spans of earlier runs delivered from the spool by this process.
+    pub(crate) from_spool: Mutex<pi_observe_spool::SpoolDelivery>,
     diagnostics: Mutex<Vec<String>>,
     /// Set by `shutdown`: no export may run past it, including one already in flight.
     shutdown_deadline: Mutex<Option<Instant>>,
     shutdown_started: tokio::sync::Notify,
     /// The exporter's view of its receiver (shared with it).
-    link: Arc<crate::export::LinkState>,
+    pub(crate) link: Arc<crate::export::LinkState>,
 }
 
-/// What the exporter did, in spans. `spans_started = spans_exported + spans_dropped() +
-/// spans_sampled_out + spans still open`.
+/// What the exporter did, in spans. `spans_started = spans_exported + spans_spooled +
+/// spans_dropped() + spans_sampled_out + spans still open`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExportStats {
     /// Start records received.
@@ -90,6 +101,10 @@ pub struct ExportStats {
     pub dropped_unauthorized: u64,
     /// Dropped because shutdown's deadline passed.
     pub dropped_shutdown: u64,
+    /// Not delivered now but written to the spool, for a later run to deliver.
+    pub spans_spooled: u64,
+    /// What this process delivered from the spool (batches earlier runs could not deliver).
+    pub from_spool: pi_observe_spool::SpoolDelivery,
     /// One line per distinct problem worth telling the user (e.g. 401 once).
     pub diagnostics: Vec<String>,
     /// Why the last batch that could not be delivered failed (e.g. connection refused).
@@ -125,6 +140,8 @@ pub struct OtelSubscriber {
     counters: Arc<Counters>,
     hub: HubSlot,
     disabled: bool,
+    spool: Option<Arc<Spool>>,
+    exit_patience: Duration,
 }
 
 impl std::fmt::Debug for OtelSubscriber {
@@ -185,12 +202,16 @@ impl OtelSubscriber {
             wake_at: batch_size.min(capacity).max(1),
         });
         let disabled = config.disabled;
+        let spool = config.spool.clone().map(|c| Arc::new(Spool::new(c)));
         let worker = if disabled {
             None
         } else {
             let mut exporter = Exporter::new(&config, &resource(&config))?;
             exporter.sdk = sdk;
             exporter.link = counters.link.clone();
+            if let Some(spool) = &spool {
+                crate::spool::drain_in_background(&config, spool.clone(), counters.clone())?;
+            }
             let state = Worker {
                 queue: queue.clone(),
                 exporter,
@@ -219,6 +240,8 @@ impl OtelSubscriber {
                 conversations: HashMap::new(),
                 batch: Vec::new(),
                 stopped: false,
+                spool: spool.clone(),
+                degraded_until: None,
             };
             let handle =
                 std::thread::Builder::new().name("pi-observe-otlp".into()).spawn(move || state.run()).map_err(|e| {
@@ -226,7 +249,16 @@ impl OtelSubscriber {
                 })?;
             Some(handle)
         };
-        Ok(Arc::new(OtelSubscriber { queue, worker: Mutex::new(worker), counters, hub, disabled }))
+        let exit_patience = config.exit_patience.unwrap_or(DEFAULT_EXIT_PATIENCE);
+        Ok(Arc::new(OtelSubscriber {
+            queue,
+            worker: Mutex::new(worker),
+            counters,
+            hub,
+            disabled,
+            spool,
+            exit_patience,
+        }))
     }
 
     /// A snapshot of the export counters.
@@ -241,9 +273,17 @@ impl OtelSubscriber {
             dropped_rejected: c.dropped_rejected.load(Relaxed),
             dropped_unauthorized: c.dropped_unauthorized.load(Relaxed),
             dropped_shutdown: c.dropped_shutdown.load(Relaxed),
+            spans_spooled: c.spooled.load(Relaxed),
+            from_spool: c.from_spool.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             diagnostics: c.diagnostics.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             last_error: c.link.last_error(),
         }
+    }
+
+    /// What this process did with the spool (`None` without one): batches written, delivered
+    /// from earlier runs, removed by the limits, files found unreadable.
+    pub fn spool_stats(&self) -> Option<pi_observe_spool::SpoolStats> {
+        self.spool.as_ref().map(|s| s.stats())
     }
 
     /// Hands a control request to the worker. After shutdown it is a no-op.
@@ -326,7 +366,11 @@ impl Subscriber for OtelSubscriber {
         let deadline = Instant::now() + timeout;
         // The worker stops exporting a little before the caller stops waiting, so its counts are
         // final when this returns.
-        let worker_deadline = deadline - (timeout / 10).min(Duration::from_millis(50));
+        let mut worker_deadline = deadline - (timeout / 10).min(Duration::from_millis(50));
+        if self.spool.is_some() {
+            // What the receiver has not taken by then is spooled, not waited for.
+            worker_deadline = worker_deadline.min(Instant::now() + self.exit_patience);
+        }
         *self.counters.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner()) = Some(worker_deadline);
         self.counters.link.closing.store(true, Relaxed);
         self.counters.shutdown_started.notify_waiters();
@@ -335,10 +379,10 @@ impl Subscriber for OtelSubscriber {
             return Ok(());
         }
         let result = done.recv_timeout(deadline.saturating_duration_since(Instant::now()));
-        if result.is_ok() {
-            if let Some(worker) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                let _ = worker.join();
-            }
+        if result.is_ok()
+            && let Some(worker) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take()
+        {
+            let _ = worker.join();
         }
         // On timeout the worker is left to finish on its own; the caller is not held.
         result.map_err(|_| SubscriberError::Timeout)
@@ -371,6 +415,17 @@ struct Worker {
     /// Log records waiting for the next batch; `None` when logs are off.
     logs: Option<Vec<opentelemetry_proto::tonic::logs::v1::LogRecord>>,
     logs_stopped: bool,
+    spool: Option<Arc<Spool>>,
+    /// Until when batches are spooled without trying (the receiver failed recently).
+    degraded_until: Option<Instant>,
+}
+
+/// What became of one payload.
+enum Shipped {
+    Delivered,
+    Spooled,
+    /// Neither delivered nor spooled.
+    Lost(Delivery),
 }
 
 impl Worker {
@@ -487,10 +542,10 @@ impl Worker {
 
     fn record(&mut self, event: ObsEvent) {
         let parent_flag = self.parent_flag(&event);
-        if let Some(sampled) = parent_flag.filter(|_| event.kind == EventKind::Start) {
-            if self.parent_decisions.len() < MAX_OPEN_SPANS {
-                self.parent_decisions.insert(event.trace_id, sampled);
-            }
+        if let Some(sampled) = parent_flag.filter(|_| event.kind == EventKind::Start)
+            && self.parent_decisions.len() < MAX_OPEN_SPANS
+        {
+            self.parent_decisions.insert(event.trace_id, sampled);
         }
         let forget = parent_flag.is_some() && matches!(event.kind, EventKind::End | EventKind::Error);
         let trace = event.trace_id;
@@ -501,10 +556,11 @@ impl Worker {
     }
 
     fn record_sampled(&mut self, event: ObsEvent) {
-        if self.logs.is_some() && self.sampled(&event) {
-            if let Some(logs) = &mut self.logs {
-                logs.push(crate::logs::log_record(&event));
-            }
+        if self.logs.is_some()
+            && self.sampled(&event)
+            && let Some(logs) = &mut self.logs
+        {
+            logs.push(crate::logs::log_record(&event));
         }
         let Some(span) = event.span_id else { return };
         match event.kind {
@@ -516,10 +572,10 @@ impl Worker {
                     self.hub.record_dropped(DropReason::QueueFull, 1);
                 } else {
                     let session = event.payload.get(pi_observe_core::names::SESSION_ID);
-                    if let Some(id) = session.filter(|_| event.name == pi_observe_core::names::AGENT_PROMPT) {
-                        if self.conversations.len() < MAX_OPEN_SPANS {
-                            self.conversations.insert(event.trace_id, id.clone());
-                        }
+                    if let Some(id) = session.filter(|_| event.name == pi_observe_core::names::AGENT_PROMPT)
+                        && self.conversations.len() < MAX_OPEN_SPANS
+                    {
+                        self.conversations.insert(event.trace_id, id.clone());
                     }
                     self.open.insert(span, (event, Vec::new()));
                 }
@@ -530,12 +586,11 @@ impl Worker {
                 }
                 let mut event = event;
                 self.carry_conversation(&mut event);
-                if let Some((start, events)) = self.open.remove(&span) {
-                    if let Some(data) =
+                if let Some((start, events)) = self.open.remove(&span)
+                    && let Some(data) =
                         span_data(&start, Some(&event), &events, SystemTime::now(), self.conventions, &self.scope)
-                    {
-                        self.batch.push(data);
-                    }
+                {
+                    self.batch.push(data);
                 }
             }
             EventKind::Event => {
@@ -550,13 +605,78 @@ impl Worker {
     /// the prompt ends.
     fn carry_conversation(&mut self, event: &mut ObsEvent) {
         use pi_observe_core::names::{AGENT_PROMPT, SESSION_ID};
-        if event.payload.get(SESSION_ID).is_none() {
-            if let Some(id) = self.conversations.get(&event.trace_id) {
-                event.payload.insert(SESSION_ID, id.clone(), pi_observe_core::Class::Safe);
-            }
+        if event.payload.get(SESSION_ID).is_none()
+            && let Some(id) = self.conversations.get(&event.trace_id)
+        {
+            event.payload.insert(SESSION_ID, id.clone(), pi_observe_core::Class::Safe);
         }
         if event.name == AGENT_PROMPT {
             self.conversations.remove(&event.trace_id);
+        }
+    }
+
+    /// `deadline`, or shutdown's if that is earlier.
+    fn cut_off(&self, deadline: Instant) -> Instant {
+        let cut_off = *self.counters.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner());
+        cut_off.map_or(deadline, |d| deadline.min(d))
+    }
+
+    /// Runs one export, cut short when shutdown begins and its deadline passes (at once when the
+    /// receiver refuses connections: it will not come back before the exit).
+    fn attempt(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        deadline: Instant,
+        export: impl std::future::Future<Output = Delivery>,
+    ) -> Delivery {
+        let counters = &self.counters;
+        runtime.block_on(async {
+            let cut = async {
+                counters.shutdown_started.notified().await;
+                if counters.link.unreachable.load(Relaxed) {
+                    return;
+                }
+                let d = counters.shutdown_deadline.lock().map(|g| *g).ok().flatten().unwrap_or(deadline);
+                tokio::time::sleep_until(d.min(deadline).into()).await;
+            };
+            tokio::select! {
+                delivery = export => delivery,
+                () = cut => Delivery::Failed("shutdown deadline passed".into()),
+            }
+        })
+    }
+
+    /// Sends `payload` until `deadline` (cut short when shutdown's deadline passes); what fails
+    /// with a retryable outcome is spooled when there is a spool.
+    fn ship(&mut self, runtime: &tokio::runtime::Runtime, payload: &Payload, deadline: Instant) -> Shipped {
+        let deadline = self.cut_off(deadline);
+        let link = &self.counters.link;
+        // A receiver that failed recently, or refuses connections while we exit, is not tried.
+        let skip = self.spool.is_some()
+            && (self.degraded_until.is_some_and(|until| Instant::now() < until)
+                || (link.closing.load(Relaxed) && link.unreachable.load(Relaxed)));
+        let delivery = if skip {
+            Delivery::Failed("receiver unavailable".into())
+        } else {
+            self.attempt(runtime, deadline, self.exporter.send(payload, deadline))
+        };
+        match delivery {
+            Delivery::Exported => {
+                self.degraded_until = None;
+                Shipped::Delivered
+            }
+            Delivery::Failed(why) => {
+                let Some(spool) = &self.spool else { return Shipped::Lost(Delivery::Failed(why)) };
+                if !skip && !link.closing.load(Relaxed) {
+                    self.degraded_until = Some(Instant::now() + DEGRADED_FOR);
+                }
+                let (meta, body) = self.exporter.spool_batch(payload);
+                match spool.write(&meta, &body) {
+                    Ok(()) => Shipped::Spooled,
+                    Err(_) => Shipped::Lost(Delivery::Failed(why)),
+                }
+            }
+            other => Shipped::Lost(other),
         }
     }
 
@@ -584,9 +704,8 @@ impl Worker {
             }
         }
         let Some(request) = metrics.request(&self.exporter.proto_resource(), SystemTime::now()) else { return };
-        let cut_off = *c.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner());
-        let deadline = cut_off.map_or(deadline, |d| deadline.min(d));
-        if let Delivery::Unauthorized(why) = runtime.block_on(self.exporter.export_metrics(request, deadline)) {
+        let payload = self.exporter.metrics_payload(request);
+        if let Shipped::Lost(Delivery::Unauthorized(why)) = self.ship(runtime, &payload, deadline) {
             self.metrics_stopped = true;
             self.counters.stopped("metrics", &why);
         }
@@ -606,10 +725,8 @@ impl Worker {
         if self.logs_stopped {
             return;
         }
-        let c = &self.counters;
-        let cut_off = *c.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner());
-        let deadline = cut_off.map_or(deadline, |d| deadline.min(d));
-        if let Delivery::Unauthorized(why) = runtime.block_on(self.exporter.export_logs(records, deadline)) {
+        let payload = self.exporter.logs_payload(records);
+        if let Shipped::Lost(Delivery::Unauthorized(why)) = self.ship(runtime, &payload, deadline) {
             self.logs_stopped = true;
             self.counters.stopped("logs", &why);
         }
@@ -626,24 +743,20 @@ impl Worker {
             self.hub.record_dropped(DropReason::Rejected, n);
             return;
         }
-        let counters = &self.counters;
-        let cut_off = *counters.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner());
-        let deadline = cut_off.map_or(deadline, |d| deadline.min(d));
-        let delivery = runtime.block_on(async {
-            let cut = async {
-                counters.shutdown_started.notified().await;
-                // A receiver that refuses connections will not come back before the exit.
-                if counters.link.unreachable.load(Relaxed) {
+        let deadline = self.cut_off(deadline);
+        let delivery = if self.exporter.sdk.is_some() {
+            self.attempt(runtime, deadline, self.exporter.export_sdk(spans, deadline))
+        } else {
+            let payload = self.exporter.traces_payload(spans);
+            match self.ship(runtime, &payload, deadline) {
+                Shipped::Delivered => Delivery::Exported,
+                Shipped::Spooled => {
+                    self.counters.spooled.fetch_add(n, Relaxed);
                     return;
                 }
-                let d = counters.shutdown_deadline.lock().map(|g| *g).ok().flatten().unwrap_or(deadline);
-                tokio::time::sleep_until(d.min(deadline).into()).await;
-            };
-            tokio::select! {
-                delivery = self.exporter.export(spans, deadline) => delivery,
-                () = cut => Delivery::Failed("shutdown deadline passed".into()),
+                Shipped::Lost(delivery) => delivery,
             }
-        });
+        };
         match delivery {
             Delivery::Exported => {
                 self.counters.exported.fetch_add(n, Relaxed);

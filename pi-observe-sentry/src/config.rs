@@ -36,6 +36,13 @@ pub struct SentryConfig {
     pub request_timeout: Option<Duration>,
     /// Transport override (tests use `sentry::test::TestTransport`).
     pub transport: Option<Arc<dyn sentry::TransportFactory>>,
+    /// Where envelopes that could not be delivered are kept for a later run (`None`: they are
+    /// counted as not delivered). Envelopes spooled by earlier runs for this DSN's project are
+    /// delivered in the background when the subscriber starts.
+    pub spool: Option<pi_observe_spool::SpoolConfig>,
+    /// With a spool, how long shutdown waits for the server before spooling what is left
+    /// (default 200 ms).
+    pub exit_patience: Option<Duration>,
 }
 
 impl std::fmt::Debug for SentryConfig {
@@ -46,6 +53,7 @@ impl std::fmt::Debug for SentryConfig {
             .field("release", &self.release)
             .field("traces_sample_rate", &self.traces_sample_rate)
             .field("tag_keys", &self.tag_keys)
+            .field("spool", &self.spool)
             .finish()
     }
 }
@@ -60,10 +68,10 @@ impl SentryConfig {
         }
         self.environment = self.environment.or_else(|| get("SENTRY_ENVIRONMENT"));
         self.release = self.release.or_else(|| get("SENTRY_RELEASE"));
-        if self.traces_sample_rate.is_none() {
-            if let Some(rate) = get("SENTRY_TRACES_SAMPLE_RATE") {
-                self.traces_sample_rate = Some(parse_rate("SENTRY_TRACES_SAMPLE_RATE", &rate)?);
-            }
+        if self.traces_sample_rate.is_none()
+            && let Some(rate) = get("SENTRY_TRACES_SAMPLE_RATE")
+        {
+            self.traces_sample_rate = Some(parse_rate("SENTRY_TRACES_SAMPLE_RATE", &rate)?);
         }
         self.validate()?;
         Ok(self)
@@ -90,20 +98,32 @@ impl SentryConfig {
             setting: self.dsn_setting(),
             message: format!("not a Sentry DSN ({e}); expected https://KEY@HOST/PROJECT"),
         })?;
-        if let Some(rate) = self.traces_sample_rate {
-            if !(0.0..=1.0).contains(&rate) {
-                return Err(ConfigError {
-                    setting: "traces_sample_rate".into(),
-                    message: format!("{rate} is not in 0..1"),
-                });
-            }
+        if let Some(rate) = self.traces_sample_rate
+            && !(0.0..=1.0).contains(&rate)
+        {
+            return Err(ConfigError {
+                setting: "traces_sample_rate".into(),
+                message: format!("{rate} is not in 0..1"),
+            });
         }
         Ok(())
+    }
+
+    /// The envelope URL of the DSN's project (no key), e.g. for display.
+    pub fn envelope_url(&self) -> Option<String> {
+        let dsn = self.dsn.as_deref()?.parse::<sentry::types::Dsn>().ok()?;
+        Some(dsn.envelope_api_url().to_string())
+    }
+
+    /// The per-envelope timeout.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.request_timeout.unwrap_or(Duration::from_secs(10))
     }
 
     pub(crate) fn client_options(
         &self,
         counters: Arc<crate::transport::DeliveryCounters>,
+        spool: Option<Arc<pi_observe_spool::Spool>>,
     ) -> Result<sentry::ClientOptions, ConfigError> {
         self.validate()?;
         let dsn = self.dsn.as_deref().and_then(|d| d.parse::<sentry::types::Dsn>().ok());
@@ -118,13 +138,34 @@ impl SentryConfig {
         options.environment = self.environment.clone().map(Into::into);
         options.release = self.release.clone().map(Into::into);
         options.transport_channel_capacity = self.queue_capacity.and_then(std::num::NonZeroUsize::new);
-        let timeout = self.request_timeout.unwrap_or(Duration::from_secs(10));
         options.transport = Some(match &self.transport {
             Some(transport) => transport.clone(),
-            None => Arc::new(crate::transport::CountingHttp { timeout, counters }),
+            None => Arc::new(crate::transport::CountingHttp {
+                timeout: self.timeout(),
+                counters,
+                spool,
+                exit_patience: self.exit_patience.unwrap_or(Duration::from_millis(200)),
+            }),
         });
         Ok(options)
     }
+}
+
+/// Delivers what earlier runs spooled for `config`'s project now, until `deadline`, one try
+/// per envelope; the first that fails for a retryable reason ends the pass. Blocks the calling
+/// thread (which may be inside an async runtime).
+pub fn deliver_spooled(
+    config: &SentryConfig,
+    spool: &pi_observe_spool::Spool,
+    deadline: std::time::Instant,
+) -> Result<pi_observe_spool::SpoolDelivery, ConfigError> {
+    config.validate()?;
+    let dsn = config
+        .dsn
+        .as_deref()
+        .and_then(|d| d.parse::<sentry::types::Dsn>().ok())
+        .ok_or_else(|| ConfigError { setting: config.dsn_setting(), message: "not a Sentry DSN".into() })?;
+    Ok(crate::transport::deliver_spooled(&dsn, config.timeout(), spool, deadline))
 }
 
 fn parse_rate(name: &str, value: &str) -> Result<f64, ConfigError> {

@@ -235,10 +235,10 @@ pub fn transaction_json(parts: &TransactionParts<'_>) -> Json {
         ..Default::default()
     };
     let mut json = serde_json::to_value(&transaction).unwrap_or(Json::Null);
-    if let Json::Object(map) = &mut json {
-        if !parts.breadcrumbs.is_empty() {
-            map.insert("breadcrumbs".into(), json!({ "values": parts.breadcrumbs }));
-        }
+    if let Json::Object(map) = &mut json
+        && !parts.breadcrumbs.is_empty()
+    {
+        map.insert("breadcrumbs".into(), json!({ "values": parts.breadcrumbs }));
     }
     json
 }

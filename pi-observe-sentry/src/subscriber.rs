@@ -41,7 +41,11 @@ pub struct SentryStats {
     /// Envelopes that did not reach the server: refused connection, timeout, error status, or a
     /// full queue.
     pub not_delivered: u64,
-    /// Why the last envelope that was not delivered failed.
+    /// Envelopes written to the spool for a later run instead (not in `not_delivered`).
+    pub spooled: u64,
+    /// What this process delivered from the spool (envelopes earlier runs could not deliver).
+    pub from_spool: pi_observe_spool::SpoolDelivery,
+    /// Why the last envelope that was not delivered (or was spooled) failed.
     pub last_error: Option<String>,
     /// Traces not sent because of the sample rate.
     pub sampled_out: u64,
@@ -72,6 +76,7 @@ pub struct SentrySubscriber {
     traces: Mutex<HashMap<TraceId, TraceBuffer>>,
     counters: Counters,
     delivery: Arc<crate::transport::DeliveryCounters>,
+    spool: Option<Arc<pi_observe_spool::Spool>>,
     hub: HubSlot,
 }
 
@@ -86,15 +91,22 @@ impl SentrySubscriber {
     /// subscribed to.
     pub fn new(config: SentryConfig) -> Result<Arc<Self>, ConfigError> {
         let delivery = Arc::new(crate::transport::DeliveryCounters::default());
-        let client = Arc::new(sentry::Client::from_config(config.client_options(delivery.clone())?));
+        let spool = config.spool.clone().map(|c| Arc::new(pi_observe_spool::Spool::new(c)));
+        let client = Arc::new(sentry::Client::from_config(config.client_options(delivery.clone(), spool.clone())?));
         Ok(Arc::new(SentrySubscriber {
             client,
             config,
+            spool,
             traces: Mutex::new(HashMap::new()),
             counters: Counters::default(),
             delivery,
             hub: HubSlot::new(),
         }))
+    }
+
+    /// What this process did with the spool (`None` without one).
+    pub fn spool_stats(&self) -> Option<pi_observe_spool::SpoolStats> {
+        self.spool.as_ref().map(|s| s.stats())
     }
 
     /// Counts so far.
@@ -105,6 +117,8 @@ impl SentrySubscriber {
             errors: c.errors.load(Relaxed),
             delivered: self.delivery.delivered.load(Relaxed),
             not_delivered: self.delivery.failed.load(Relaxed) + self.delivery.dropped_queue_full.load(Relaxed),
+            spooled: self.delivery.spooled.load(Relaxed),
+            from_spool: self.delivery.from_spool.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             last_error: self.delivery.last_error(),
             sampled_out: c.sampled_out.load(Relaxed),
             spans_dropped: c.spans_dropped.load(Relaxed),

@@ -21,9 +21,17 @@ impl EnvelopeEndpoint {
     ///
     /// # Panics
     /// When no loopback port can be bound (tests only).
-    #[allow(clippy::expect_used)]
     pub fn start() -> EnvelopeEndpoint {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        Self::start_at(0)
+    }
+
+    /// Starts listening on `127.0.0.1:port` (e.g. a port a DSN named while nothing listened).
+    ///
+    /// # Panics
+    /// When the port cannot be bound (tests only).
+    #[allow(clippy::expect_used)]
+    pub fn start_at(port: u16) -> EnvelopeEndpoint {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port)).expect("bind loopback");
         let port = listener.local_addr().expect("local addr").port();
         let received = Arc::new(Mutex::new(Vec::new()));
         let store = received.clone();

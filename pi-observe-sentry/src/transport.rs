@@ -1,14 +1,25 @@
 //! The HTTP transport: one sender thread behind a bounded queue that counts what the server
 //! accepted and what it did not, so the exit summary says delivered or not, truthfully.
-//! Nothing is retried: a refused connection or an error status is known at once, and a silent
-//! server costs at most the request timeout per envelope, bounded by the caller's flush deadline.
+//! Nothing is retried now: a refused connection or an error status is known at once, and a
+//! silent server costs at most the request timeout per envelope, bounded by the caller's flush
+//! deadline. With a spool, an envelope that failed for a reason that may pass (no connection,
+//! timeout, 408/429/5xx) — or was still queued when shutdown's patience ran out — is written to
+//! it for a later run, and earlier runs' envelopes are delivered in the background.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use pi_observe_spool::{Attempt, BatchMeta, Spool, SpoolDelivery};
+use sentry::types::Dsn;
 use sentry::{Envelope, Transport, TransportFactory, TransportOptions};
+
+/// The sink name spooled envelopes carry.
+const SPOOL_SINK: &str = "sentry";
+
+/// After an envelope failed, later ones go straight to the spool for this long.
+const DEGRADED_FOR: Duration = Duration::from_secs(30);
 
 /// Default number of envelopes waiting to be sent.
 const DEFAULT_CAPACITY: usize = 30;
@@ -19,7 +30,11 @@ pub(crate) struct DeliveryCounters {
     pub(crate) delivered: AtomicU64,
     pub(crate) failed: AtomicU64,
     pub(crate) dropped_queue_full: AtomicU64,
+    /// Envelopes written to the spool instead.
+    pub(crate) spooled: AtomicU64,
     last_error: Mutex<Option<String>>,
+    /// What this process delivered from the spool.
+    pub(crate) from_spool: Mutex<SpoolDelivery>,
 }
 
 impl DeliveryCounters {
@@ -29,6 +44,10 @@ impl DeliveryCounters {
 
     fn failed(&self, why: String) {
         self.failed.fetch_add(1, Relaxed);
+        self.note(why);
+    }
+
+    fn note(&self, why: String) {
         *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
     }
 }
@@ -37,11 +56,45 @@ impl DeliveryCounters {
 pub(crate) struct CountingHttp {
     pub(crate) timeout: Duration,
     pub(crate) counters: Arc<DeliveryCounters>,
+    pub(crate) spool: Option<Arc<Spool>>,
+    pub(crate) exit_patience: Duration,
 }
 
 impl TransportFactory for CountingHttp {
     fn create_transport_with_options(&self, options: TransportOptions) -> Arc<dyn Transport> {
-        Arc::new(HttpTransport::start(&options, self.timeout, self.counters.clone()))
+        Arc::new(HttpTransport::start(&options, self))
+    }
+}
+
+/// Shutdown's news for the sender thread: from when on an envelope is spooled, not waited for.
+#[derive(Default)]
+struct Closing {
+    deadline: Mutex<Option<Instant>>,
+    begun: tokio::sync::Notify,
+}
+
+impl Closing {
+    fn begin(&self, deadline: Instant) {
+        *self.deadline.lock().unwrap_or_else(|e| e.into_inner()) = Some(deadline);
+        self.begun.notify_waiters();
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        *self.deadline.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Resolves when shutdown has begun and its patience has run out.
+    async fn expired(&self) {
+        loop {
+            let begun = self.begun.notified();
+            tokio::pin!(begun);
+            begun.as_mut().enable();
+            if let Some(deadline) = self.deadline() {
+                tokio::time::sleep_until(deadline.into()).await;
+                return;
+            }
+            begun.await;
+        }
     }
 }
 
@@ -79,31 +132,69 @@ struct HttpTransport {
     queue: Mutex<Option<SyncSender<Envelope>>>,
     pending: Arc<Pending>,
     counters: Arc<DeliveryCounters>,
+    closing: Arc<Closing>,
+    spooling: bool,
+    exit_patience: Duration,
 }
 
-struct Target {
+/// Where envelopes go and how.
+pub(crate) struct Target {
     url: String,
     auth: String,
+    /// The fingerprint of the DSN's key (the credentials spooled envelopes wait on).
+    credentials: String,
     timeout: Duration,
 }
 
+impl Target {
+    pub(crate) fn new(dsn: &Dsn, user_agent: Option<&str>, timeout: Duration) -> Self {
+        Target {
+            url: dsn.envelope_api_url().to_string(),
+            auth: dsn.to_auth(user_agent).to_string(),
+            credentials: pi_observe_spool::fingerprint([("sentry_key", dsn.public_key())]),
+            timeout,
+        }
+    }
+}
+
+/// What the sender thread works with.
+struct Sender {
+    target: Target,
+    pending: Arc<Pending>,
+    counters: Arc<DeliveryCounters>,
+    closing: Arc<Closing>,
+    spool: Option<Arc<Spool>>,
+}
+
 impl HttpTransport {
-    fn start(options: &TransportOptions, timeout: Duration, counters: Arc<DeliveryCounters>) -> Self {
+    fn start(options: &TransportOptions, factory: &CountingHttp) -> Self {
         let capacity = options.transport_channel_capacity.map_or(DEFAULT_CAPACITY, |c| c.get());
         let (queue, envelopes) = std::sync::mpsc::sync_channel(capacity);
         let pending = Arc::new(Pending::default());
-        let target = Target {
-            url: options.dsn.envelope_api_url().to_string(),
-            auth: options.dsn.to_auth(Some(&options.user_agent)).to_string(),
-            timeout,
+        let closing = Arc::new(Closing::default());
+        let target = Target::new(&options.dsn, Some(&options.user_agent), factory.timeout);
+        if let Some(spool) = &factory.spool {
+            drain_in_background(Target::new(&options.dsn, None, factory.timeout), spool.clone(), &factory.counters);
+        }
+        let sender = Sender {
+            target,
+            pending: pending.clone(),
+            counters: factory.counters.clone(),
+            closing: closing.clone(),
+            spool: factory.spool.clone(),
         };
-        let (worker_pending, worker_counters) = (pending.clone(), counters.clone());
-        let started = std::thread::Builder::new()
-            .name("pi-observe-sentry-send".into())
-            .spawn(move || send_all(&target, &envelopes, &worker_pending, &worker_counters));
+        let started =
+            std::thread::Builder::new().name("pi-observe-sentry-send".into()).spawn(move || sender.run(&envelopes));
         // Without a sender thread every envelope counts as not delivered.
         let queue = started.is_ok().then_some(queue);
-        HttpTransport { queue: Mutex::new(queue), pending, counters }
+        HttpTransport {
+            queue: Mutex::new(queue),
+            pending,
+            counters: factory.counters.clone(),
+            closing,
+            spooling: factory.spool.is_some(),
+            exit_patience: factory.exit_patience,
+        }
     }
 }
 
@@ -129,6 +220,10 @@ impl Transport for HttpTransport {
     }
 
     fn shutdown(&self, timeout: Duration) -> bool {
+        if self.spooling {
+            // What the server has not taken by then is spooled, not waited for.
+            self.closing.begin(Instant::now() + self.exit_patience.min(timeout));
+        }
         let flushed = self.pending.wait_zero(timeout);
         // Closing the queue ends the sender thread once it is idle.
         self.queue.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -136,44 +231,135 @@ impl Transport for HttpTransport {
     }
 }
 
-/// The sender thread: posts each envelope once and counts the answer.
-fn send_all(target: &Target, envelopes: &Receiver<Envelope>, pending: &Pending, counters: &DeliveryCounters) {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
-    let client = reqwest::Client::builder()
-        .connect_timeout(target.timeout.min(Duration::from_secs(5)))
-        .timeout(target.timeout)
-        .build();
-    for envelope in envelopes {
-        match (&runtime, &client) {
-            (Ok(runtime), Ok(client)) => match runtime.block_on(post(client, target, &envelope)) {
-                Ok(()) => {
-                    counters.delivered.fetch_add(1, Relaxed);
+impl Sender {
+    /// Posts each envelope once and counts the answer; spools what failed for a reason that
+    /// may pass.
+    fn run(self, envelopes: &Receiver<Envelope>) {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+        let client = client(self.target.timeout);
+        let mut degraded_until: Option<Instant> = None;
+        for envelope in envelopes {
+            let mut body = Vec::new();
+            if let Err(e) = envelope.to_writer(&mut body) {
+                self.counters.failed(format!("cannot encode envelope: {e}"));
+                self.pending.add(-1);
+                continue;
+            }
+            let skip = self.spool.is_some() && degraded_until.is_some_and(|until| Instant::now() < until);
+            let outcome = match (&runtime, &client) {
+                _ if skip => Attempt::Failed("receiver unavailable".into()),
+                (Ok(runtime), Ok(client)) => runtime.block_on(async {
+                    tokio::select! {
+                        outcome = post(client, &self.target, body.clone()) => outcome,
+                        () = self.closing.expired() => Attempt::Failed("shutdown deadline passed".into()),
+                    }
+                }),
+                _ => Attempt::Rejected("cannot start the HTTP client".into()),
+            };
+            match outcome {
+                Attempt::Delivered => {
+                    self.counters.delivered.fetch_add(1, Relaxed);
+                    degraded_until = None;
                 }
-                Err(why) => counters.failed(why),
-            },
-            _ => counters.failed("cannot start the HTTP client".into()),
+                Attempt::Failed(why) if self.spool.is_some() => {
+                    if self.closing.deadline().is_none() && !skip {
+                        degraded_until = Some(Instant::now() + DEGRADED_FOR);
+                    }
+                    self.spool_or_fail(&body, why);
+                }
+                Attempt::Failed(why) | Attempt::Rejected(why) | Attempt::Unauthorized(why) => self.counters.failed(why),
+            }
+            self.pending.add(-1);
         }
-        pending.add(-1);
+    }
+
+    fn spool_or_fail(&self, body: &[u8], why: String) {
+        let Some(spool) = &self.spool else { return self.counters.failed(why) };
+        let meta = BatchMeta::new(SPOOL_SINK, "envelope", &self.target.url, "sentry", 1);
+        match spool.write(&meta, body) {
+            Ok(()) => {
+                self.counters.spooled.fetch_add(1, Relaxed);
+                self.counters.note(why);
+            }
+            Err(_) => self.counters.failed(why),
+        }
     }
 }
 
-async fn post(client: &reqwest::Client, target: &Target, envelope: &Envelope) -> Result<(), String> {
-    let mut body = Vec::new();
-    envelope.to_writer(&mut body).map_err(|e| format!("cannot encode envelope: {e}"))?;
+fn client(timeout: Duration) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder().connect_timeout(timeout.min(Duration::from_secs(5))).timeout(timeout).build()
+}
+
+/// Posts one envelope: delivered, or why not and whether trying later may help.
+async fn post(client: &reqwest::Client, target: &Target, body: Vec<u8>) -> Attempt {
     let response = client
         .post(&target.url)
         .header("X-Sentry-Auth", &target.auth)
         .header("content-type", "application/x-sentry-envelope")
         .body(body)
         .send()
-        .await
-        .map_err(|e| {
+        .await;
+    let response = match response {
+        Ok(response) => response,
+        Err(e) => {
             let mut cause: &dyn std::error::Error = &e;
             while let Some(next) = cause.source() {
                 cause = next;
             }
-            format!("{}: {cause}", target.url)
-        })?;
-    let status = response.status();
-    if status.is_success() { Ok(()) } else { Err(format!("HTTP {} from {}", status.as_u16(), target.url)) }
+            return Attempt::Failed(format!("{}: {cause}", target.url));
+        }
+    };
+    let status = response.status().as_u16();
+    let why = format!("HTTP {status} from {}", target.url);
+    match status {
+        200..=299 => Attempt::Delivered,
+        401 | 403 => Attempt::Unauthorized(why),
+        408 | 429 | 500..=599 => Attempt::Failed(why),
+        _ => Attempt::Rejected(why),
+    }
+}
+
+/// Delivers the envelopes `spool` holds for `target`, oldest first, until `deadline` or until
+/// `stop` says so.
+fn drain(target: &Target, spool: &Spool, deadline: Instant, stop: &dyn Fn() -> bool) -> SpoolDelivery {
+    let (Ok(runtime), Ok(client)) =
+        (tokio::runtime::Builder::new_current_thread().enable_all().build(), client(target.timeout))
+    else {
+        return SpoolDelivery { last_error: Some("cannot start the HTTP client".into()), ..SpoolDelivery::default() };
+    };
+    let ours = |m: &BatchMeta| m.sink == SPOOL_SINK && m.url == target.url;
+    spool.deliver(ours, &target.credentials, deadline, stop, |claimed, left| {
+        runtime.block_on(async {
+            match tokio::time::timeout(left, post(&client, target, claimed.body.clone())).await {
+                Ok(attempt) => attempt,
+                Err(_) => Attempt::Failed(format!("{}: deadline passed", target.url)),
+            }
+        })
+    })
+}
+
+/// Starts a thread delivering earlier runs' envelopes for `target`, when there are any.
+fn drain_in_background(target: Target, spool: Arc<Spool>, counters: &Arc<DeliveryCounters>) {
+    if spool.pending(|m| m.sink == SPOOL_SINK && m.url == target.url).is_empty() {
+        return;
+    }
+    let counters = counters.clone();
+    // Without the thread the envelopes simply wait for the next run.
+    let _ = std::thread::Builder::new().name("pi-observe-sentry-spool".into()).spawn(move || {
+        let far = Instant::now() + Duration::from_secs(24 * 3600);
+        let result = drain(&target, &spool, far, &|| false);
+        *counters.from_spool.lock().unwrap_or_else(|e| e.into_inner()) = result;
+    });
+}
+
+/// Delivers what earlier runs spooled for `dsn`'s project now (`pi observe flush`), until
+/// `deadline`. Blocks the calling thread (which may be inside an async runtime).
+pub(crate) fn deliver_spooled(dsn: &Dsn, timeout: Duration, spool: &Spool, deadline: Instant) -> SpoolDelivery {
+    let target = Target::new(dsn, None, timeout);
+    std::thread::scope(|scope| {
+        scope.spawn(|| drain(&target, spool, deadline, &|| false)).join().unwrap_or_else(|_| SpoolDelivery {
+            last_error: Some("delivery thread failed".into()),
+            ..SpoolDelivery::default()
+        })
+    })
 }

@@ -84,6 +84,14 @@ pub struct SinkArgs {
     /// PATH; filtered by `PI_LOG` / `RUST_LOG` (default `info`).
     #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
     pub log_json: Option<String>,
+    /// Where OTLP and Sentry batches that could not be delivered are kept for the next run
+    /// (default `PI_SPOOL_DIR`, else `~/.pi/agent/spool`); bounded by `PI_SPOOL_MAX_BYTES`
+    /// (64 MiB) and `PI_SPOOL_MAX_AGE_DAYS` (7).
+    #[arg(long, value_name = "DIR")]
+    pub spool_dir: Option<PathBuf>,
+    /// Keep nothing on disk: what cannot be delivered is dropped (and counted).
+    #[arg(long, conflicts_with = "spool_dir")]
+    pub no_spool: bool,
     #[command(flatten)]
     pub content: ContentArgs,
     #[command(flatten)]

@@ -10,7 +10,9 @@ mod export;
 mod faux_script;
 mod files;
 mod modes;
+mod observe;
 mod output;
+mod paths;
 mod report;
 mod setup;
 mod signals;
@@ -56,6 +58,8 @@ enum Command {
     /// prompt with turns, provider requests (usage, cost) and tool calls; ids derived from the
     /// session, so a replay is idempotent.
     Export(export::ExportArgs),
+    /// The telemetry pipeline itself: `flush` delivers what earlier runs spooled.
+    Observe(observe::ObserveCommand),
 }
 
 /// Parses arguments (one-line errors), runs, and maps the outcome to an exit code
@@ -87,6 +91,7 @@ pub fn main() -> ExitCode {
             Some(Command::Demo(args)) => demo::run(args).await,
             Some(Command::Report(args)) => report::run(&args),
             Some(Command::Export(args)) => export::run(&args),
+            Some(Command::Observe(command)) => observe::run(&command),
             None => match cli.print.as_deref() {
                 Some(prompt) => modes::print::run(&cli.agent, &cli.observe, cli.mode, prompt).await,
                 None => Err(CliError::Usage("nothing to do: give -p PROMPT, or run `pi demo` (see pi --help)".into())),

@@ -105,10 +105,10 @@ fn session_files(path: &Path, out: &mut Vec<(PathBuf, bool)>) -> Result<(), CliE
 /// directory scan (`true`) or named (`false`).
 pub fn session_files_of(paths: &[PathBuf]) -> Result<Vec<(PathBuf, bool)>, CliError> {
     let roots = if paths.is_empty() {
-        let home = std::env::var_os("HOME").map(PathBuf::from).ok_or_else(|| {
+        let agent = crate::cli::paths::agent_dir().ok_or_else(|| {
             CliError::Usage("no session path given and HOME is not set (give a file or directory)".into())
         })?;
-        vec![home.join(".pi/agent/sessions")]
+        vec![agent.join("sessions")]
     } else {
         paths.to_vec()
     };

@@ -138,10 +138,10 @@ pub fn session_path(args: &AgentArgs, cwd: &Path) -> Result<Option<PathBuf>, Cli
     let path = match &args.session {
         Some(path) => path.clone(),
         None => {
-            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+            let agent = super::paths::agent_dir().unwrap_or_else(|| std::env::temp_dir().join(".pi/agent"));
             let slug = cwd.display().to_string().replace('/', "-");
             let stamp = pi_agent::time::iso8601(pi_agent::time::now_millis()).replace([':', '.'], "-");
-            home.join(".pi/agent/sessions").join(format!("--{slug}--")).join(format!("{stamp}.jsonl"))
+            agent.join("sessions").join(format!("--{slug}--")).join(format!("{stamp}.jsonl"))
         }
     };
     match std::fs::metadata(&path) {
@@ -181,12 +181,12 @@ pub fn check_dirs(flag: &str, dirs: &[PathBuf]) -> Result<(), CliError> {
 /// Skills and prompt templates: the `--skills` / `--prompt-templates` directories, then the
 /// project's `.pi/` and the user's `~/.pi/agent/` ones. Skipped files are reported on stderr.
 pub fn resources(agent: &super::args::AgentArgs, cwd: &std::path::Path) -> pi_observe::agent::resources::Resources {
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let agent_dir = super::paths::agent_dir();
     let dirs = |extra: &[std::path::PathBuf], leaf: &str| {
         let mut dirs = extra.to_vec();
         dirs.push(cwd.join(".pi").join(leaf));
-        if let Some(home) = &home {
-            dirs.push(home.join(".pi/agent").join(leaf));
+        if let Some(agent_dir) = &agent_dir {
+            dirs.push(agent_dir.join(leaf));
         }
         dirs
     };

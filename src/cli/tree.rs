@@ -35,12 +35,11 @@ fn label(node: &Node<'_>) -> String {
     if let Some(end) = node.end.and_then(|e| e.duration) {
         let _ = write!(out, "  {:.1} ms", end.as_secs_f64() * 1e3);
     }
-    if node.start.name == names::PROVIDER_REQUEST || node.start.name == names::AGENT_PROMPT {
-        if let (Some(input), Some(output), Some(cost)) =
+    if (node.start.name == names::PROVIDER_REQUEST || node.start.name == names::AGENT_PROMPT)
+        && let (Some(input), Some(output), Some(cost)) =
             (number(last, names::INPUT_TOKENS), number(last, names::OUTPUT_TOKENS), number(last, names::COST_TOTAL))
-        {
-            let _ = write!(out, "  tokens in {input} out {output}  ${cost:.6}");
-        }
+    {
+        let _ = write!(out, "  tokens in {input} out {output}  ${cost:.6}");
     }
     if let Some(error) = node.end.and_then(|e| e.error.as_ref()) {
         let _ = write!(out, "  ✗ {}", error.name);

@@ -10,9 +10,12 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use pi_observe::core::ObsEvent;
 
-/// The `pi` binary, without provider keys or OTLP settings inherited from the environment.
+/// The `pi` binary, without provider keys or OTLP settings inherited from the environment, and
+/// with an agent directory of its own (so nothing is spooled into the real `~/.pi/agent`).
 pub fn pi() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi"));
+    let agent = std::env::temp_dir().join(format!("pi-test-agent-{}", pi_observe::core::SpanId::random()));
+    cmd.env("PI_CODING_AGENT_DIR", agent).env_remove("PI_SPOOL_DIR");
     for var in
         ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TRACEPARENT", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_SDK_DISABLED"]
     {

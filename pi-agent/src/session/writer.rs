@@ -106,10 +106,10 @@ impl SessionWriter {
     /// Moves the leaf to an existing entry (or to the start with `None`): the next append
     /// becomes its child, starting a new branch.
     pub fn set_leaf(&mut self, id: Option<&str>) -> Result<(), SessionError> {
-        if let Some(id) = id {
-            if !self.entries.iter().any(|e| e.id == id) {
-                return Err(SessionError::UnknownEntry { path: self.path.display().to_string(), id: id.to_owned() });
-            }
+        if let Some(id) = id
+            && !self.entries.iter().any(|e| e.id == id)
+        {
+            return Err(SessionError::UnknownEntry { path: self.path.display().to_string(), id: id.to_owned() });
         }
         self.leaf = id.map(str::to_owned);
         Ok(())

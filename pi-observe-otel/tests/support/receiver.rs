@@ -53,7 +53,14 @@ pub struct Receiver {
 impl Receiver {
     /// Starts on its own runtime thread, so it serves whatever runtime (or none) the test uses.
     pub fn start(answers: Vec<Answer>) -> Receiver {
-        Self::start_with(answers, None)
+        Self::start_with(answers, None, "127.0.0.1:0")
+    }
+
+    /// Like [`Receiver::start`], listening where `endpoint` (an `http://host:port/…` URL, e.g.
+    /// one from [`Receiver::down_endpoint`]) points.
+    pub fn start_at(endpoint: &str, answers: Vec<Answer>) -> Receiver {
+        let addr = endpoint.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+        Self::start_with(answers, None, &addr)
     }
 
     /// Like [`Receiver::start`], over HTTPS with the fixture server certificate (signed by
@@ -72,12 +79,12 @@ impl Receiver {
             .with_no_client_auth()
             .with_single_cert(certs, key)
             .unwrap();
-        Self::start_with(answers, Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))))
+        Self::start_with(answers, Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))), "127.0.0.1:0")
     }
 
-    fn start_with(answers: Vec<Answer>, tls: Option<tokio_rustls::TlsAcceptor>) -> Receiver {
+    fn start_with(answers: Vec<Answer>, tls: Option<tokio_rustls::TlsAcceptor>, addr: &str) -> Receiver {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-        let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let listener = runtime.block_on(TcpListener::bind(addr)).unwrap();
         let scheme = if tls.is_some() { "https" } else { "http" };
         let endpoint = format!("{scheme}://{}/v1/traces", listener.local_addr().unwrap());
         let received = Arc::new(Mutex::new(Vec::new()));

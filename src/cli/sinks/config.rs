@@ -131,3 +131,48 @@ pub fn sentry(flag: Option<&str>) -> Result<Option<pi_observe::sentry::SentryCon
     }
     config.from_env().map(Some).map_err(|e| CliError::Usage(e.to_string()))
 }
+
+/// Variable that moves the spool.
+pub const SPOOL_DIR_VAR: &str = "PI_SPOOL_DIR";
+/// Variable with the spool's size cap in bytes.
+pub const SPOOL_MAX_BYTES_VAR: &str = "PI_SPOOL_MAX_BYTES";
+/// Variable with the spool's age cap in days.
+pub const SPOOL_MAX_AGE_VAR: &str = "PI_SPOOL_MAX_AGE_DAYS";
+
+/// The spool and where its directory came from (`--spool-dir`, `PI_SPOOL_DIR`, default), or
+/// `None` with `--no-spool` (or when there is no home directory to put it in).
+pub fn spool(
+    dir: Option<&std::path::Path>,
+    off: bool,
+) -> Result<Option<(pi_observe::spool::SpoolConfig, &'static str)>, CliError> {
+    use pi_observe::spool::SpoolConfig;
+    if off {
+        return Ok(None);
+    }
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let (dir, source) = match (dir, std::env::var_os(SPOOL_DIR_VAR).filter(|d| !d.is_empty())) {
+        (Some(dir), _) if dir.as_os_str().is_empty() => {
+            return Err(CliError::Usage("--spool-dir: the path is empty".into()));
+        }
+        (Some(dir), _) => (dir.to_owned(), "flag --spool-dir"),
+        (None, Some(dir)) => (crate::cli::paths::expand_home(dir.into(), home.as_ref()), "env PI_SPOOL_DIR"),
+        (None, None) => match crate::cli::paths::agent_dir() {
+            Some(agent) => (agent.join("spool"), "default"),
+            None => return Ok(None),
+        },
+    };
+    let mut config = SpoolConfig::new(dir);
+    if let Some(raw) = std::env::var(SPOOL_MAX_BYTES_VAR).ok().filter(|v| !v.trim().is_empty()) {
+        config.max_bytes = raw.trim().parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+            CliError::Usage(format!("{SPOOL_MAX_BYTES_VAR}: {raw:?} is not a positive whole number of bytes"))
+        })?;
+    }
+    if let Some(raw) = std::env::var(SPOOL_MAX_AGE_VAR).ok().filter(|v| !v.trim().is_empty()) {
+        let days =
+            raw.trim().parse::<f64>().ok().filter(|d| d.is_finite() && *d > 0.0 && *d <= 3650.0).ok_or_else(|| {
+                CliError::Usage(format!("{SPOOL_MAX_AGE_VAR}: {raw:?} is not a number of days between 0 and 3650"))
+            })?;
+        config.max_age = std::time::Duration::from_secs_f64(days * 86_400.0);
+    }
+    Ok(Some((config, source)))
+}

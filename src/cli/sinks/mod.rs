@@ -30,6 +30,8 @@ pub struct SinkSetup {
     otlp: Option<OtlpConfig>,
     sentry: Option<SentryConfig>,
     log_json: Option<String>,
+    /// Where undelivered batches go, and where that setting came from.
+    pub spool: Option<(pi_observe::spool::SpoolConfig, &'static str)>,
     /// How long the exit waits for the sinks.
     pub flush_deadline: Duration,
 }
@@ -39,10 +41,27 @@ impl SinkSetup {
     /// a bad value is a one-line error naming it.
     pub fn resolve(args: &SinkArgs) -> Result<SinkSetup, CliError> {
         let policies = capture::policies(&args.content)?;
-        let otlp = config::otlp(&args.otlp)?;
-        let sentry = config::sentry(args.sentry.as_deref())?;
+        let mut otlp = config::otlp(&args.otlp)?;
+        let mut sentry = config::sentry(args.sentry.as_deref())?;
+        let spool = config::spool(args.spool_dir.as_deref(), args.no_spool)?;
+        if let Some(otlp) = &mut otlp {
+            otlp.spool = spool.as_ref().map(|(c, _)| c.clone());
+        }
+        if let Some(sentry) = &mut sentry {
+            sentry.spool = spool.as_ref().map(|(c, _)| c.clone());
+        }
         let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
-        Ok(SinkSetup { policies, otlp, sentry, log_json: args.log_json.clone(), flush_deadline })
+        Ok(SinkSetup { policies, otlp, sentry, log_json: args.log_json.clone(), spool, flush_deadline })
+    }
+
+    /// The OTLP configuration, when OTLP export is on.
+    pub fn otlp(&self) -> Option<&OtlpConfig> {
+        self.otlp.as_ref()
+    }
+
+    /// The Sentry configuration, when Sentry export is on.
+    pub fn sentry(&self) -> Option<&SentryConfig> {
+        self.sentry.as_ref()
     }
 
     /// Turns OTLP metrics off (a backfill exports spans only unless asked).
@@ -195,12 +214,19 @@ fn report_otlp(otel: &OtelSubscriber, traces: &[TraceId]) {
         output::error(format_args!("pi: trace {trace}{link}"));
     }
     let not_delivered = stats.spans_dropped();
+    let spooled = match (stats.spans_spooled, otel.spool_stats()) {
+        (0, _) | (_, None) => String::new(),
+        (n, Some(_)) => format!(", {n} spooled for the next run"),
+    };
+    let why = if not_delivered > 0 || stats.spans_spooled > 0 { stats.last_error.as_deref() } else { None };
     output::error(format_args!(
-        "pi: otlp: {} spans delivered, {not_delivered} not delivered{}",
+        "pi: otlp: {} spans delivered{spooled}, {not_delivered} not delivered{}",
         stats.spans_exported,
-        reason(not_delivered, stats.last_error.as_deref()),
+        why.map(|w| format!(" (last error: {w})")).unwrap_or_default(),
     ));
-    for diagnostic in stats.diagnostics {
+    report_from_spool("otlp", &stats.from_spool);
+    let spool_diagnostics = otel.spool_stats().map(|s| s.diagnostics).unwrap_or_default();
+    for diagnostic in stats.diagnostics.into_iter().chain(spool_diagnostics) {
         output::error(format_args!("pi: warning: {diagnostic}"));
     }
 }
@@ -209,14 +235,31 @@ fn report_otlp(otel: &OtelSubscriber, traces: &[TraceId]) {
 fn report_sentry(sentry: &SentrySubscriber) {
     let stats = sentry.stats();
     // Envelopes still queued at the deadline were not delivered either.
-    let not_delivered = (stats.transactions + stats.errors).saturating_sub(stats.delivered).max(stats.not_delivered);
+    let not_delivered =
+        (stats.transactions + stats.errors).saturating_sub(stats.delivered + stats.spooled).max(stats.not_delivered);
+    let spooled =
+        if stats.spooled > 0 { format!(", {} spooled for the next run", stats.spooled) } else { String::new() };
     output::error(format_args!(
-        "pi: sentry: {} transactions, {} error events: {} delivered, {not_delivered} not delivered{}",
+        "pi: sentry: {} transactions, {} error events: {} delivered{spooled}, {not_delivered} not delivered{}",
         stats.transactions,
         stats.errors,
         stats.delivered,
-        reason(not_delivered, stats.last_error.as_deref()),
+        reason(not_delivered + stats.spooled, stats.last_error.as_deref()),
     ));
+    report_from_spool("sentry", &stats.from_spool);
+    for diagnostic in sentry.spool_stats().map(|s| s.diagnostics).unwrap_or_default() {
+        output::error(format_args!("pi: warning: {diagnostic}"));
+    }
+}
+
+/// What a sink delivered from the spool, when anything.
+fn report_from_spool(sink: &str, earlier: &pi_observe::spool::SpoolDelivery) {
+    if earlier.delivered_batches > 0 {
+        output::error(format_args!(
+            "pi: {sink}: delivered {} batches ({} items) spooled by earlier runs",
+            earlier.delivered_batches, earlier.delivered_items
+        ));
+    }
 }
 
 /// ` (last error: …)` when something was not delivered and the reason is known.

@@ -1,0 +1,474 @@
+//! The spool directory: atomic writes, limits, listing, claims.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::batch::{self, BatchMeta};
+
+/// Suffix of a batch waiting for delivery.
+const BATCH: &str = ".batch";
+/// Suffix of a file set aside because it could not be read.
+const UNREADABLE: &str = ".unreadable";
+/// Temporary files older than this were left by a process that died while spooling.
+const STALE_TMP: Duration = Duration::from_secs(3600);
+/// Longest header line read when listing.
+const MAX_HEADER: u64 = 64 * 1024;
+
+/// Where the spool lives and how much it may hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpoolConfig {
+    /// The spool directory (created on the first write, mode 0700).
+    pub dir: PathBuf,
+    /// Most bytes kept; past it the oldest batches are removed (default 64 MiB).
+    pub max_bytes: u64,
+    /// Oldest batch kept (default 7 days).
+    pub max_age: Duration,
+}
+
+impl SpoolConfig {
+    /// Default size cap: 64 MiB.
+    pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+    /// Default age cap: 7 days.
+    pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+    /// A spool in `dir` with the default limits.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        SpoolConfig { dir: dir.into(), max_bytes: Self::DEFAULT_MAX_BYTES, max_age: Self::DEFAULT_MAX_AGE }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    spooled_batches: AtomicU64,
+    spooled_items: AtomicU64,
+    spooled_bytes: AtomicU64,
+    delivered_batches: AtomicU64,
+    delivered_items: AtomicU64,
+    rejected_batches: AtomicU64,
+    rejected_items: AtomicU64,
+    full_batches: AtomicU64,
+    full_items: AtomicU64,
+    expired_batches: AtomicU64,
+    expired_items: AtomicU64,
+    unreadable: AtomicU64,
+    write_failed: AtomicU64,
+}
+
+/// What this process did with the spool. Items are the sinks' units (spans, envelopes).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpoolStats {
+    /// Batches written to the spool.
+    pub spooled_batches: u64,
+    /// Items in them.
+    pub spooled_items: u64,
+    /// Bytes written (headers included).
+    pub spooled_bytes: u64,
+    /// Spooled batches delivered and removed.
+    pub delivered_batches: u64,
+    /// Items in them.
+    pub delivered_items: u64,
+    /// Spooled batches the receiver refused for good (4xx other than 401/403/408/429), removed.
+    pub rejected_batches: u64,
+    /// Items in them.
+    pub rejected_items: u64,
+    /// Batches removed because the spool was over its size cap (oldest first).
+    pub dropped_full_batches: u64,
+    /// Items in them.
+    pub dropped_full_items: u64,
+    /// Batches removed because they were older than the age cap.
+    pub dropped_expired_batches: u64,
+    /// Items in them.
+    pub dropped_expired_items: u64,
+    /// Files found torn or unreadable (set aside, each named once in `diagnostics`).
+    pub unreadable: u64,
+    /// Batches that could not be written (disk full, no permission); their items are lost.
+    pub write_failed: u64,
+    /// One line per problem worth telling the user.
+    pub diagnostics: Vec<String>,
+}
+
+/// What the spool holds now (all processes' batches).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpoolStatus {
+    /// Batches waiting.
+    pub batches: u64,
+    /// Items in them.
+    pub items: u64,
+    /// Bytes on disk (batches and set-aside files).
+    pub bytes: u64,
+    /// When the oldest waiting batch was spooled (ms since the Unix epoch).
+    pub oldest_ms: Option<u64>,
+    /// Batches waiting for other credentials (refused with 401/403).
+    pub held: u64,
+    /// Files set aside as unreadable.
+    pub unreadable: u64,
+}
+
+/// A batch waiting in the spool, as listed (not yet claimed).
+#[derive(Debug, Clone)]
+pub struct Pending {
+    path: PathBuf,
+    /// Where it was going.
+    pub meta: BatchMeta,
+}
+
+/// A batch this process holds exclusively until it is [delivered](Spool::delivered),
+/// [refused](Spool::refused), [rejected](Spool::rejected) or dropped (released for others).
+#[derive(Debug)]
+pub struct Claimed {
+    /// Holds the lock for as long as the claim lives.
+    _lock: File,
+    path: PathBuf,
+    /// Where it was going.
+    pub meta: BatchMeta,
+    /// The bytes to send.
+    pub body: Vec<u8>,
+}
+
+/// A spool directory. Cheap to create: nothing touches the disk until a batch is written or
+/// the spool is listed.
+#[derive(Debug)]
+pub struct Spool {
+    config: SpoolConfig,
+    counters: Counters,
+    diagnostics: Mutex<Vec<String>>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The creation time a batch file's name starts with.
+fn created_of(name: &str) -> Option<u64> {
+    name.split('-').next()?.parse().ok()
+}
+
+/// A directory entry of the spool.
+struct Entry {
+    path: PathBuf,
+    name: String,
+    size: u64,
+    created_ms: u64,
+    unreadable: bool,
+}
+
+impl Spool {
+    /// A spool with `config`'s directory and limits.
+    pub fn new(config: SpoolConfig) -> Self {
+        Spool { config, counters: Counters::default(), diagnostics: Mutex::default() }
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &SpoolConfig {
+        &self.config
+    }
+
+    /// Writes one batch atomically (temporary file, sync, rename), then enforces the limits.
+    /// A failure is counted and returned; nothing half-written is left under a batch name.
+    pub fn write(&self, meta: &BatchMeta, body: &[u8]) -> io::Result<()> {
+        let result = self.write_file(meta, body);
+        match &result {
+            Ok(bytes) => {
+                self.counters.spooled_batches.fetch_add(1, Relaxed);
+                self.counters.spooled_items.fetch_add(meta.items, Relaxed);
+                self.counters.spooled_bytes.fetch_add(*bytes, Relaxed);
+                self.enforce_limits();
+            }
+            Err(e) => {
+                if self.counters.write_failed.fetch_add(1, Relaxed) == 0 {
+                    self.note(format!("spool {}: cannot write a batch ({e})", self.config.dir.display()));
+                }
+            }
+        }
+        result.map(|_| ())
+    }
+
+    fn write_file(&self, meta: &BatchMeta, body: &[u8]) -> io::Result<u64> {
+        let dir = &self.config.dir;
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(dir)?;
+        let mut meta = meta.clone();
+        if meta.created_ms == 0 {
+            meta.created_ms = now_ms();
+        }
+        // Unique within the process across spools (the pid makes it unique across processes).
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let seq = SEQ.fetch_add(1, Relaxed);
+        let name = format!("{:013}-{}-{seq:06}{BATCH}", meta.created_ms, std::process::id());
+        let tmp = dir.join(format!(".{name}.tmp"));
+        let header = batch::header_line(&meta, body.len() as u64);
+        let written = (|| {
+            let mut file = private_file(&tmp)?;
+            file.write_all(&header)?;
+            file.write_all(body)?;
+            file.sync_all()?;
+            fs::rename(&tmp, dir.join(&name))
+        })();
+        if written.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        written?;
+        // The rename is durable once the directory is synced (best effort: not every
+        // filesystem allows opening a directory).
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok((header.len() + body.len()) as u64)
+    }
+
+    /// The spool's files, oldest first; stale temporary files are removed on the way.
+    fn entries(&self) -> Vec<Entry> {
+        let Ok(read) = fs::read_dir(&self.config.dir) else { return Vec::new() };
+        let mut entries = Vec::new();
+        for entry in read.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Ok(metadata) = entry.metadata() else { continue };
+            if !metadata.is_file() {
+                continue;
+            }
+            if name.starts_with('.') && name.ends_with(".tmp") {
+                let stale = metadata.modified().ok().and_then(|m| m.elapsed().ok()).is_some_and(|age| age > STALE_TMP);
+                if stale {
+                    let _ = fs::remove_file(entry.path());
+                }
+                continue;
+            }
+            let unreadable = name.ends_with(UNREADABLE);
+            if !name.ends_with(BATCH) && !unreadable {
+                continue;
+            }
+            let created_ms = created_of(&name).unwrap_or(0);
+            entries.push(Entry { path: entry.path(), name, size: metadata.len(), created_ms, unreadable });
+        }
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        entries
+    }
+
+    /// Removes batches past the age cap, then the oldest until the spool fits its size cap.
+    /// Batches another process is delivering are left alone.
+    pub fn enforce_limits(&self) {
+        let now = now_ms();
+        let max_age = self.config.max_age.as_millis() as u64;
+        let mut total: u64 = 0;
+        let mut kept = Vec::new();
+        for entry in self.entries() {
+            if now.saturating_sub(entry.created_ms) > max_age
+                && let Some(items) = remove_unclaimed(&entry)
+            {
+                if !entry.unreadable {
+                    self.counters.expired_batches.fetch_add(1, Relaxed);
+                    self.counters.expired_items.fetch_add(items, Relaxed);
+                }
+                continue;
+            }
+            total += entry.size;
+            kept.push(entry);
+        }
+        for entry in kept {
+            if total <= self.config.max_bytes {
+                break;
+            }
+            if let Some(items) = remove_unclaimed(&entry) {
+                total -= entry.size;
+                if !entry.unreadable {
+                    self.counters.full_batches.fetch_add(1, Relaxed);
+                    self.counters.full_items.fetch_add(items, Relaxed);
+                }
+            }
+        }
+    }
+
+    /// The waiting batches `accept` wants, oldest first. Files that cannot be read are set
+    /// aside and counted (and named once in [`SpoolStats::diagnostics`]).
+    pub fn pending(&self, accept: impl Fn(&BatchMeta) -> bool) -> Vec<Pending> {
+        let mut out = Vec::new();
+        for entry in self.entries().into_iter().filter(|e| !e.unreadable) {
+            match read_header(&entry.path, entry.size) {
+                Ok(Some(meta)) => {
+                    if accept(&meta) {
+                        out.push(Pending { path: entry.path, meta });
+                    }
+                }
+                Ok(None) => {} // gone meanwhile: another process delivered it
+                Err(why) => self.set_aside(&entry.path, &why),
+            }
+        }
+        out
+    }
+
+    /// Takes `pending` for this process, without waiting: `None` when another process holds it
+    /// or has already delivered it (or it turned out unreadable: set aside and counted).
+    pub fn claim(&self, pending: &Pending) -> Option<Claimed> {
+        let mut file = OpenOptions::new().read(true).write(true).open(&pending.path).ok()?;
+        file.try_lock().ok()?;
+        // Delivered and removed by another process between our listing and our lock.
+        if !still_linked(&file) {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        if let Err(e) = file.read_to_end(&mut bytes) {
+            self.set_aside(&pending.path, &format!("cannot read ({e})"));
+            return None;
+        }
+        match batch::parse(&bytes) {
+            Ok((meta, body)) => {
+                let body = body.to_vec();
+                Some(Claimed { _lock: file, path: pending.path.clone(), meta, body })
+            }
+            Err(why) => {
+                self.set_aside(&pending.path, &why);
+                None
+            }
+        }
+    }
+
+    /// The receiver accepted `claimed`: it is removed.
+    pub fn delivered(&self, claimed: Claimed) {
+        if fs::remove_file(&claimed.path).is_ok() {
+            self.counters.delivered_batches.fetch_add(1, Relaxed);
+            self.counters.delivered_items.fetch_add(claimed.meta.items, Relaxed);
+        }
+    }
+
+    /// The receiver refused `claimed` for good (a 4xx that retrying cannot fix): it is removed
+    /// and counted.
+    pub fn rejected(&self, claimed: Claimed) {
+        if fs::remove_file(&claimed.path).is_ok() {
+            self.counters.rejected_batches.fetch_add(1, Relaxed);
+            self.counters.rejected_items.fetch_add(claimed.meta.items, Relaxed);
+        }
+    }
+
+    /// The receiver refused the credentials whose [`fingerprint`](crate::fingerprint) is
+    /// `credentials` (401/403): the batch stays, marked to wait until they change.
+    pub fn refused(&self, claimed: Claimed, credentials: &str) -> io::Result<()> {
+        let mut meta = claimed.meta.clone();
+        meta.auth_refused = Some(credentials.to_owned());
+        let name = claimed.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = self.config.dir.join(format!(".{name}.tmp"));
+        let result = (|| {
+            let mut file = private_file(&tmp)?;
+            file.write_all(&batch::header_line(&meta, claimed.body.len() as u64))?;
+            file.write_all(&claimed.body)?;
+            file.sync_all()?;
+            // Replacing the file unlinks the locked one: a process that listed it sees that.
+            fs::rename(&tmp, &claimed.path)
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        drop(claimed);
+        result
+    }
+
+    /// What the spool holds now.
+    pub fn status(&self) -> SpoolStatus {
+        let mut status = SpoolStatus::default();
+        for entry in self.entries() {
+            status.bytes += entry.size;
+            if entry.unreadable {
+                status.unreadable += 1;
+                continue;
+            }
+            let Ok(Some(meta)) = read_header(&entry.path, entry.size) else {
+                status.unreadable += 1;
+                continue;
+            };
+            status.batches += 1;
+            status.items += meta.items;
+            status.held += u64::from(meta.auth_refused.is_some());
+            status.oldest_ms = Some(status.oldest_ms.map_or(meta.created_ms, |o| o.min(meta.created_ms)));
+        }
+        status
+    }
+
+    /// This process's counts so far, with the diagnostics noted since the last call.
+    pub fn stats(&self) -> SpoolStats {
+        let c = &self.counters;
+        SpoolStats {
+            spooled_batches: c.spooled_batches.load(Relaxed),
+            spooled_items: c.spooled_items.load(Relaxed),
+            spooled_bytes: c.spooled_bytes.load(Relaxed),
+            delivered_batches: c.delivered_batches.load(Relaxed),
+            delivered_items: c.delivered_items.load(Relaxed),
+            rejected_batches: c.rejected_batches.load(Relaxed),
+            rejected_items: c.rejected_items.load(Relaxed),
+            dropped_full_batches: c.full_batches.load(Relaxed),
+            dropped_full_items: c.full_items.load(Relaxed),
+            dropped_expired_batches: c.expired_batches.load(Relaxed),
+            dropped_expired_items: c.expired_items.load(Relaxed),
+            unreadable: c.unreadable.load(Relaxed),
+            write_failed: c.write_failed.load(Relaxed),
+            diagnostics: self.diagnostics.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        }
+    }
+
+    fn note(&self, line: String) {
+        self.diagnostics.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+    }
+
+    /// Renames an unreadable batch to `*.unreadable` (so it is named once, not on every run),
+    /// counts it and notes why.
+    fn set_aside(&self, path: &Path, why: &str) {
+        let aside = path.with_extension(UNREADABLE.trim_start_matches('.'));
+        if fs::rename(path, &aside).is_ok() {
+            self.counters.unreadable.fetch_add(1, Relaxed);
+            self.note(format!("spool: {}: {why}; set aside as {}", path.display(), aside.display()));
+        }
+    }
+}
+
+/// A new file only the owner can read, failing if the name exists.
+fn private_file(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
+#[cfg(unix)]
+fn still_linked(file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    file.metadata().is_ok_and(|m| m.nlink() > 0)
+}
+
+#[cfg(not(unix))]
+fn still_linked(_: &File) -> bool {
+    true
+}
+
+/// The meta of the batch at `path` (`None` when it is gone), checking the body length against
+/// the file size; `Err` says why it is unreadable.
+fn read_header(path: &Path, size: u64) -> Result<Option<BatchMeta>, String> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot open ({e})")),
+    };
+    let mut line = Vec::new();
+    BufReader::new(file.take(MAX_HEADER)).read_until(b'\n', &mut line).map_err(|e| format!("cannot read ({e})"))?;
+    let header_len = line.len() as u64;
+    // Parse the header alone against the length the file should have.
+    let body_len = size.saturating_sub(header_len);
+    let (meta, _) = batch::parse_header(&line, body_len)?;
+    Ok(Some(meta))
+}
+
+/// Removes an entry nobody holds, returning the items it had (0 when unreadable); `None` when
+/// another process holds it.
+fn remove_unclaimed(entry: &Entry) -> Option<u64> {
+    let file = File::open(&entry.path).ok()?;
+    file.try_lock().ok()?;
+    let items =
+        if entry.unreadable { 0 } else { read_header(&entry.path, entry.size).ok().flatten().map_or(0, |m| m.items) };
+    fs::remove_file(&entry.path).ok()?;
+    Some(items)
+}

@@ -1,0 +1,67 @@
+//! `pi observe flush`: deliver the spool now.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use pi_observe::spool::{Spool, SpoolDelivery};
+
+use crate::cli::args::SinkArgs;
+use crate::cli::sinks::SinkSetup;
+use crate::cli::{CliError, output};
+
+/// `pi observe flush` arguments: the sinks (as for a run) and a deadline.
+#[derive(Debug, Args)]
+pub struct FlushArgs {
+    /// Stop after this many seconds (what is left stays spooled).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    timeout: u64,
+    #[command(flatten)]
+    sinks: SinkArgs,
+}
+
+/// Delivers each configured sink's spooled batches, one line per sink on stdout, plus one per
+/// destination no configured sink delivers. Exit 1 when a receiver failed (its batches stay).
+pub fn run(args: &FlushArgs) -> Result<ExitCode, CliError> {
+    let setup = SinkSetup::resolve(&args.sinks)?;
+    let Some((config, _)) = &setup.spool else {
+        return Err(CliError::Usage("no spool to flush (--no-spool, or no home directory)".into()));
+    };
+    let spool = Spool::new(config.clone());
+    let deadline = Instant::now() + Duration::from_secs(args.timeout);
+    let mut failed = false;
+    let mut report = |sink: &str, url: String, result: SpoolDelivery| {
+        failed |= result.kept > 0 && result.last_error.is_some();
+        output::line(format_args!(
+            "{sink} {url}: {} batches delivered ({} items), {} held for other credentials, {} rejected, {} kept{}",
+            result.delivered_batches,
+            result.delivered_items,
+            result.held,
+            result.rejected,
+            result.kept,
+            result.last_error.map(|e| format!(" (last error: {e})")).unwrap_or_default(),
+        ));
+    };
+    if let Some(otlp) = setup.otlp() {
+        let result = pi_observe::otel::deliver_spooled(otlp, &spool, deadline)?;
+        report("otlp", pi_observe::otel::url_without_secrets(&otlp.endpoint()), result);
+    }
+    if let Some(sentry) = setup.sentry() {
+        let result = pi_observe::sentry::deliver_spooled(sentry, &spool, deadline)?;
+        report("sentry", sentry.envelope_url().unwrap_or_default(), result);
+    }
+    let mut others: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
+    for batch in spool.pending(|_| true) {
+        let entry = others.entry((batch.meta.sink.clone(), batch.meta.url.clone())).or_default();
+        entry.0 += 1;
+        entry.1 += batch.meta.items;
+    }
+    for ((sink, url), (batches, items)) in others {
+        output::line(format_args!("{sink} {url}: {batches} batches ({items} items) still spooled"));
+    }
+    for diagnostic in spool.stats().diagnostics {
+        output::error(format_args!("pi: warning: {diagnostic}"));
+    }
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}

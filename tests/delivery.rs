@@ -1,0 +1,269 @@
+//! Nothing lost, nothing silent: what OTLP could not deliver is spooled on disk, quickly, and
+//! delivered exactly once by a later run or `pi observe flush` — against a real loopback
+//! receiver that is down, stalled, refusing credentials, or up.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
+
+#[path = "../pi-observe-otel/tests/support/receiver.rs"]
+mod receiver;
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use pi_observe::core::EventKind;
+use receiver::{Answer, Receiver};
+use support::{events, faux_script, pi, scratch};
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `pi` with its agent directory (and so its default spool) inside `dir`.
+fn pi_in(dir: &Path) -> Command {
+    let mut cmd = pi();
+    cmd.env("PI_CODING_AGENT_DIR", dir.join("agent")).env_remove("PI_SPOOL_DIR");
+    cmd
+}
+
+/// `pi -p` with the faux tool script, exporting to `endpoint`; its events go to `events`.
+fn run(dir: &Path, endpoint: &str, events: &Path, extra: &[&str]) -> Output {
+    pi_in(dir)
+        .args(["-p", "check the project", "--provider", "faux", "--no-session", "--otlp", endpoint])
+        .arg("--cwd")
+        .arg(dir)
+        .arg("--faux-script")
+        .arg(faux_script(dir))
+        .arg("--events-jsonl")
+        .arg(events)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn spool_dir(dir: &Path) -> PathBuf {
+    dir.join("agent/spool")
+}
+
+fn batches(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(spool_dir(dir))
+        .map(|r| r.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "batch")).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// The spooled batches of traces (the receiver always accepts metrics).
+fn trace_batches(dir: &Path) -> usize {
+    let is_traces = |p: &PathBuf| {
+        let bytes = std::fs::read(p).unwrap();
+        let header = &bytes[..bytes.iter().position(|b| *b == b'\n').unwrap()];
+        String::from_utf8_lossy(header).contains("\"signal\":\"traces\"")
+    };
+    batches(dir).iter().filter(|p| is_traces(p)).count()
+}
+
+/// The span ids a run's events file started.
+fn started(events_file: &Path) -> BTreeSet<String> {
+    events(events_file).iter().filter(|e| e.kind == EventKind::Start).map(|e| e.span_id.unwrap().to_string()).collect()
+}
+
+fn received_ids(receiver: &Receiver) -> Vec<String> {
+    receiver.spans().iter().map(|s| hex(&s.span_id)).collect()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn flush(dir: &Path, endpoint: &str) -> Output {
+    pi_in(dir).args(["observe", "flush", "--otlp", endpoint]).output().unwrap()
+}
+
+#[test]
+fn collector_down_spools_every_span_and_a_flush_delivers_them_once_with_their_ids() {
+    let d = scratch("spool-down");
+    let endpoint = Receiver::down_endpoint();
+    let ev = d.join("events.jsonl");
+    let out = run(&d, &endpoint, &ev, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let spans = started(&ev);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("0 spans delivered, {} spooled for the next run, 0 not delivered", spans.len())),
+        "{err}"
+    );
+    assert!(!batches(&d).is_empty());
+
+    let receiver = Receiver::start_at(&endpoint, vec![]);
+    let out = flush(&d, &endpoint);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(report.contains(&format!("({} items)", spans.len() + 1)), "spans + one metrics request: {report}");
+    let got = received_ids(&receiver);
+    assert_eq!(got.iter().cloned().collect::<BTreeSet<_>>(), spans, "the original span ids");
+    assert_eq!(got.len(), spans.len(), "each span once");
+    assert!(batches(&d).is_empty(), "delivered batches leave the spool");
+    assert_eq!(receiver.metrics.lock().unwrap().len(), 1, "the metrics request was spooled too");
+
+    // Nothing left: a second flush sends nothing.
+    let out = flush(&d, &endpoint);
+    assert!(out.status.success());
+    assert_eq!(received_ids(&receiver).len(), spans.len());
+}
+
+#[test]
+fn the_next_run_delivers_earlier_batches_in_the_background_alongside_its_own() {
+    let d = scratch("spool-next-run");
+    let endpoint = Receiver::down_endpoint();
+    let first = d.join("first.jsonl");
+    assert!(run(&d, &endpoint, &first, &[]).status.success());
+    let receiver = Receiver::start_at(&endpoint, vec![]);
+    let second = d.join("second.jsonl");
+    let out = run(&d, &endpoint, &second, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The background delivery may still be running when the second run exits; the rest is
+    // delivered by the next one. Poll the receiver, flushing what is left once.
+    let want: BTreeSet<String> = started(&first).union(&started(&second)).cloned().collect();
+    if received_ids(&receiver).len() < want.len() {
+        assert!(flush(&d, &endpoint).status.success());
+    }
+    let got = received_ids(&receiver);
+    assert_eq!(got.iter().cloned().collect::<BTreeSet<_>>(), want);
+    assert_eq!(got.len(), want.len(), "each span exactly once");
+    assert!(batches(&d).is_empty());
+}
+
+#[test]
+fn two_flushes_started_together_deliver_each_batch_exactly_once() {
+    let d = scratch("spool-two");
+    let endpoint = Receiver::down_endpoint();
+    let mut want = BTreeSet::new();
+    for i in 0..6 {
+        let ev = d.join(format!("run{i}.jsonl"));
+        assert!(run(&d, &endpoint, &ev, &[]).status.success());
+        want.extend(started(&ev));
+    }
+    assert!(batches(&d).len() >= 12);
+    let receiver = Receiver::start_at(&endpoint, vec![]);
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            pi_in(&d)
+                .args(["observe", "flush", "--otlp", &endpoint])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        assert!(child.wait_with_output().unwrap().status.success());
+    }
+    let got = received_ids(&receiver);
+    assert_eq!(got.iter().cloned().collect::<BTreeSet<_>>(), want);
+    assert_eq!(got.len(), want.len(), "no batch delivered twice");
+    assert!(batches(&d).is_empty());
+}
+
+#[test]
+fn a_stalled_collector_does_not_hold_the_exit_and_its_batches_are_spooled() {
+    let d = scratch("spool-stall");
+    let receiver = Receiver::start(vec![Answer::Stall; 8]);
+    let ev = d.join("events.jsonl");
+    let started_at = Instant::now();
+    // The flush deadline (5 s) would be waited out without a spool.
+    let out = run(&d, &receiver.endpoint, &ev, &[]);
+    let took = started_at.elapsed();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(took < Duration::from_secs(4), "exit waited for a stalled collector: {took:?}");
+    let spans = started(&ev);
+    assert!(stderr(&out).contains(&format!("{} spooled for the next run", spans.len())), "{}", stderr(&out));
+    assert!(!batches(&d).is_empty());
+}
+
+#[test]
+fn credentials_refused_keep_the_batches_until_the_headers_change() {
+    let d = scratch("spool-401");
+    let endpoint = Receiver::down_endpoint();
+    let ev = d.join("events.jsonl");
+    assert!(run(&d, &endpoint, &ev, &["--otlp-header", "authorization=Bearer old"]).status.success());
+    let spooled = trace_batches(&d);
+    assert!(spooled > 0);
+    // Each spooled trace batch is refused once; after that the receiver accepts everything.
+    let receiver = Receiver::start_at(&endpoint, vec![Answer::Status(401, None); spooled]);
+    let flush_with = |token: &str| {
+        pi_in(&d)
+            .args(["observe", "flush", "--otlp", &endpoint, "--otlp-header", &format!("authorization=Bearer {token}")])
+            .output()
+            .unwrap()
+    };
+    let out = flush_with("old");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("held for other credentials"), "{out:?}");
+    assert_eq!(trace_batches(&d), spooled, "refused batches stay");
+    let tried = *receiver.attempts.lock().unwrap();
+    // Same credentials: not even tried again.
+    flush_with("old");
+    assert_eq!(tried, spooled);
+    assert_eq!(*receiver.attempts.lock().unwrap(), tried);
+    // New credentials: delivered.
+    let out = flush_with("new");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(received_ids(&receiver).len(), started(&ev).len());
+    assert!(receiver.requests().iter().all(|r| r.header("authorization") == Some("Bearer new")));
+    assert!(batches(&d).is_empty());
+}
+
+#[test]
+fn no_spool_drops_and_counts_as_before() {
+    let d = scratch("spool-off");
+    let endpoint = Receiver::down_endpoint();
+    let ev = d.join("events.jsonl");
+    let out = run(&d, &endpoint, &ev, &["--no-spool"]);
+    assert!(out.status.success());
+    let n = started(&ev).len();
+    assert!(stderr(&out).contains(&format!("0 spans delivered, {n} not delivered")), "{}", stderr(&out));
+    assert!(!spool_dir(&d).exists());
+}
+
+#[test]
+fn a_spool_dir_flag_moves_the_spool() {
+    let d = scratch("spool-flag");
+    let endpoint = Receiver::down_endpoint();
+    let elsewhere = d.join("elsewhere");
+    let out = run(&d, &endpoint, &d.join("e.jsonl"), &["--spool-dir", elsewhere.to_str().unwrap()]);
+    assert!(out.status.success());
+    assert!(std::fs::read_dir(&elsewhere).unwrap().count() > 0);
+    assert!(!spool_dir(&d).exists());
+}
+
+#[test]
+fn sentry_envelopes_are_spooled_while_sentry_is_down_and_flushed_with_their_trace_ids() {
+    use pi_observe::sentry::testing::EnvelopeEndpoint;
+    let d = scratch("spool-sentry");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dsn = format!("http://public@127.0.0.1:{port}/1");
+    let ev = d.join("events.jsonl");
+    let out = pi_in(&d)
+        .args(["-p", "hi", "--no-session", "--tools", "none", "--sentry", &dsn, "--events-jsonl"])
+        .arg(&ev)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("1 transactions, 0 error events: 0 delivered, 1 spooled for the next run, 0 not delivered"),
+        "{}",
+        stderr(&out)
+    );
+    let trace = events(&ev)[0].trace_id.to_string();
+
+    let endpoint = EnvelopeEndpoint::start_at(port);
+    let out = pi_in(&d).args(["observe", "flush", "--sentry", &dsn]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 batches delivered (1 items)"), "{out:?}");
+    let transactions: Vec<_> = endpoint.items().into_iter().filter(|(kind, _)| kind == "transaction").collect();
+    assert_eq!(transactions.len(), 1);
+    assert_eq!(transactions[0].1["contexts"]["trace"]["trace_id"], trace.as_str());
+    assert!(batches(&d).is_empty());
+}
