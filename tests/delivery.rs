@@ -267,3 +267,92 @@ fn sentry_envelopes_are_spooled_while_sentry_is_down_and_flushed_with_their_trac
     assert_eq!(transactions[0].1["contexts"]["trace"]["trace_id"], trace.as_str());
     assert!(batches(&d).is_empty());
 }
+
+/// A session of `prompts` user/assistant exchanges (each one trace when exported).
+fn session(dir: &Path, prompts: usize) -> PathBuf {
+    let path = dir.join("big.jsonl");
+    let mut out = String::from(
+        r#"{"type":"session","version":3,"id":"s-big","timestamp":"2026-12-01T00:00:00.000Z","cwd":"/w"}"#,
+    );
+    out.push('\n');
+    let mut parent = serde_json::Value::Null;
+    for i in 0..prompts {
+        let (u, a) = (format!("u{i:06}"), format!("a{i:06}"));
+        let user = serde_json::json!({"type": "message", "id": u, "parentId": parent,
+            "timestamp": "2026-12-01T10:00:00.000Z", "message": {"role": "user", "content": "hello", "timestamp": 1}});
+        let assistant = serde_json::json!({"type": "message", "id": a, "parentId": u,
+            "timestamp": "2026-12-01T10:00:01.000Z", "message": {"role": "assistant",
+            "content": [{"type": "text", "text": "hi"}], "api": "faux", "provider": "faux", "model": "faux-1",
+            "usage": {"input": 10, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 12,
+                      "cost": {"input": 0.0, "output": 0.0, "cacheRead": 0, "cacheWrite": 0, "total": 0.0}},
+            "stopReason": "stop", "timestamp": 2}});
+        out.push_str(&format!("{user}\n{assistant}\n"));
+        parent = serde_json::Value::String(a);
+    }
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+#[test]
+fn export_against_a_stalled_collector_spools_instead_of_waiting_out_every_flush() {
+    let d = scratch("spool-export");
+    let stalled = Receiver::start(vec![Answer::Stall; 64]);
+    let sessions = session(&d, 1200);
+    let ev = d.join("events.jsonl");
+    let started_at = Instant::now();
+    let out = pi_in(&d)
+        .arg("export")
+        .arg(&sessions)
+        .args(["--otlp", &stalled.endpoint, "--events-jsonl"])
+        .arg(&ev)
+        .output()
+        .unwrap();
+    let took = started_at.elapsed();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let spans = started(&ev);
+    assert!(spans.len() > 2048, "several flushes: {}", spans.len());
+    let summary = format!("0 spans delivered, {} spooled for the next run, 0 not delivered", spans.len());
+    assert!(stderr(&out).contains(&summary), "{}", stderr(&out));
+    // Before the spool, every flush waited its 5 s deadline for the stalled receiver.
+    assert!(took < Duration::from_secs(15), "export took {took:?}");
+    drop(stalled);
+
+    // Delivered later, exactly once, with the replay's ids.
+    let receiver = Receiver::start(vec![]);
+    let out = pi_in(&d).args(["observe", "flush", "--otlp", &receiver.endpoint]).output().unwrap();
+    // The batches name the stalled endpoint, not this one: nothing to deliver here.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("still spooled"), "{out:?}");
+    assert!(received_ids(&receiver).is_empty());
+}
+
+#[test]
+fn a_spooling_process_killed_midway_leaves_only_whole_batches() {
+    let d = scratch("spool-kill");
+    let sessions = session(&d, 3000);
+    let endpoint = Receiver::down_endpoint();
+    let mut child = pi_in(&d)
+        .arg("export")
+        .arg(&sessions)
+        .args(["--otlp", &endpoint])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it as soon as it has spooled a batch, while it writes the next ones.
+    let spool = spool_dir(&d);
+    let started_at = Instant::now();
+    while batches(&d).is_empty() {
+        assert!(started_at.elapsed() < Duration::from_secs(60), "nothing was spooled");
+        std::thread::yield_now();
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let store = pi_observe::spool::Spool::new(pi_observe::spool::SpoolConfig::new(&spool));
+    let pending = store.pending(|_| true);
+    assert!(!pending.is_empty());
+    for batch in &pending {
+        let claimed = store.claim(batch).expect("every listed batch is whole");
+        assert_eq!(claimed.meta.url, endpoint);
+    }
+    assert_eq!(store.stats().unreadable, 0, "{:?}", store.stats().diagnostics);
+    assert_eq!(store.status().unreadable, 0);
+}

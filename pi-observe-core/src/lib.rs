@@ -50,6 +50,7 @@ pub mod names;
 mod operation;
 mod payload;
 mod policy;
+mod probe;
 mod stats;
 mod subscriber;
 mod traceparent;
@@ -72,6 +73,7 @@ pub use policy::{
     ContentPolicy, DEFAULT_MAX_ERROR_BYTES, DEFAULT_MAX_FIELD_BYTES, ERROR_MESSAGE_KEY, FieldRef, REDACTED,
     RedactError, Redaction, Redactor, ScrubError, Scrubber, identifier_or_invalid, truncate,
 };
+pub use probe::ProbeOutcome;
 pub use stats::{DropReason, StatsSnapshot};
 pub use subscriber::{Subscriber, SubscriberError};
 pub use traceparent::TraceParent;

@@ -65,7 +65,7 @@ impl LinkState {
 }
 
 /// The result of one try.
-enum Attempt {
+pub(crate) enum Attempt {
     Done,
     /// `refused`: no connection could be made (nothing listening, no route).
     Retry {
@@ -131,6 +131,13 @@ impl Body {
     }
 }
 
+impl Payload {
+    /// `traces`, `metrics` or `logs`.
+    pub(crate) fn signal_name(&self) -> &'static str {
+        self.signal.name()
+    }
+}
+
 /// One request's worth of telemetry, encoded once: what is sent and, when it cannot be sent,
 /// what is spooled.
 pub(crate) struct Payload {
@@ -175,10 +182,21 @@ pub(crate) struct Exporter {
     json: bool,
     gzip: bool,
     timeout: Duration,
-    max_retries: u32,
+    pub(crate) max_retries: u32,
     resource: ResourceAttributesWithSchema,
     /// Shared with the pipeline (set when it starts shutting down).
     pub(crate) link: Arc<LinkState>,
+}
+
+/// A `Retry-After` value — delay-seconds or an HTTP-date (RFC 9110) — as a delay from `now`
+/// (a date in the past is no delay); `None` when it is neither.
+pub(crate) fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds.min(86_400.0)));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 fn one_line(s: &str) -> String {
@@ -319,10 +337,10 @@ impl Exporter {
             }
             let limit = self.timeout.min(left);
             let result = match (&payload.wire, &self.grpc) {
-                (Wire::Grpc(body), Some(endpoint)) => self.grpc_attempt(endpoint, body, limit).await,
+                (Wire::Grpc(body), Some(endpoint)) => self.grpc_attempt(endpoint, body, limit).await.0,
                 (Wire::Http(bytes), _) => {
                     let url = &self.endpoints[payload.signal as usize];
-                    self.http_attempt(url, bytes, self.json, self.gzip, limit).await
+                    self.http_attempt(url, bytes, self.json, self.gzip, limit).await.0
                 }
                 (Wire::Grpc(_), None) => Attempt::Reject("gRPC payload without a gRPC endpoint".into()),
             };
@@ -331,8 +349,14 @@ impl Exporter {
                     self.link.unreachable.store(false, Relaxed);
                     return Delivery::Exported;
                 }
-                Attempt::Reject(why) => return Delivery::Rejected(why),
-                Attempt::Unauthorized(why) => return Delivery::Unauthorized(why),
+                Attempt::Reject(why) => {
+                    self.link.failed(&why);
+                    return Delivery::Rejected(why);
+                }
+                Attempt::Unauthorized(why) => {
+                    self.link.failed(&why);
+                    return Delivery::Unauthorized(why);
+                }
                 Attempt::Retry { after, why, refused } => (after, why, refused),
             };
             self.link.unreachable.store(refused, Relaxed);
@@ -355,8 +379,28 @@ impl Exporter {
         }
     }
 
+    /// One try at sending `payload`, without retries: what came of it, the receiver's status
+    /// when it answered, and how long it took (`pi observe test`).
+    pub(crate) async fn probe(&self, payload: &Payload) -> (Attempt, Option<String>, Duration) {
+        let started = Instant::now();
+        let (attempt, status) = match (&payload.wire, &self.grpc) {
+            (Wire::Grpc(body), Some(endpoint)) => self.grpc_attempt(endpoint, body, self.timeout).await,
+            (Wire::Http(bytes), _) => {
+                let url = &self.endpoints[payload.signal as usize];
+                self.http_attempt(url, bytes, self.json, self.gzip, self.timeout).await
+            }
+            (Wire::Grpc(_), None) => (Attempt::Reject("gRPC payload without a gRPC endpoint".into()), None),
+        };
+        (attempt, status, started.elapsed())
+    }
+
+    /// The URL `payload` goes to, without credentials.
+    pub(crate) fn url_of(&self, payload: &Payload) -> String {
+        url_without_secrets(&self.endpoints[payload.signal as usize])
+    }
+
     /// The protocol name spooled batches record.
-    fn protocol_name(&self) -> &'static str {
+    pub(crate) fn protocol_name(&self) -> &'static str {
         match (self.grpc.is_some(), self.json) {
             (true, _) => "grpc",
             (false, true) => "http/json",
@@ -407,13 +451,13 @@ impl Exporter {
         };
         let attempt = match &self.grpc {
             Some(endpoint) => match Body::from_protobuf(&meta.signal, body) {
-                Some(body) => self.grpc_attempt(endpoint, &body, limit).await,
+                Some(body) => self.grpc_attempt(endpoint, &body, limit).await.0,
                 None => Attempt::Reject(format!("spooled {} batch is not an OTLP request", meta.signal)),
             },
             None => {
                 let json = meta.protocol == "http/json";
                 let gzip = meta.content_encoding.as_deref() == Some("gzip");
-                self.http_attempt(&self.endpoints[signal as usize], body, json, gzip, limit).await
+                self.http_attempt(&self.endpoints[signal as usize], body, json, gzip, limit).await.0
             }
         };
         match attempt {
@@ -434,7 +478,15 @@ impl Exporter {
         encoder.write_all(&raw).and_then(|()| encoder.finish()).unwrap_or_default()
     }
 
-    async fn http_attempt(&self, endpoint: &str, body: &[u8], json: bool, gzip: bool, limit: Duration) -> Attempt {
+    /// One POST: what came of it, and the status line (`HTTP 200`) when there was an answer.
+    async fn http_attempt(
+        &self,
+        endpoint: &str,
+        body: &[u8],
+        json: bool,
+        gzip: bool,
+        limit: Duration,
+    ) -> (Attempt, Option<String>) {
         let mut request = self
             .http
             .post(endpoint)
@@ -448,22 +500,24 @@ impl Exporter {
             request = request.header(k.as_str(), v.as_str());
         }
         match request.send().await {
-            Ok(response) if response.status().is_success() => Attempt::Done,
             Ok(response) => {
                 let status = response.status().as_u16();
+                let line = Some(format!("HTTP {status}"));
+                if response.status().is_success() {
+                    return (Attempt::Done, line);
+                }
                 let after = response
                     .headers()
                     .get("retry-after")
                     .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.trim().parse::<f64>().ok())
-                    .filter(|s| s.is_finite() && *s >= 0.0)
-                    .map(Duration::from_secs_f64);
+                    .and_then(|v| retry_after(v, std::time::SystemTime::now()));
                 let why = format!("HTTP {status} from {endpoint}");
-                match status {
+                let attempt = match status {
                     401 | 403 => Attempt::Unauthorized(why),
                     408 | 429 | 500..=599 => Attempt::Retry { after, why, refused: false },
                     _ => Attempt::Reject(why),
-                }
+                };
+                (attempt, line)
             }
             Err(e) => {
                 // reqwest's message is "error sending request for url (…)": the cause is the news.
@@ -471,16 +525,14 @@ impl Exporter {
                 while let Some(next) = cause.source() {
                     cause = next;
                 }
-                Attempt::Retry {
-                    after: None,
-                    why: format!("{endpoint}: {}", one_line(&cause.to_string())),
-                    refused: e.is_connect(),
-                }
+                let why = format!("{endpoint}: {}", one_line(&cause.to_string()));
+                (Attempt::Retry { after: None, why, refused: e.is_connect() }, None)
             }
         }
     }
 
-    async fn grpc_attempt(&self, endpoint: &Endpoint, body: &Body, limit: Duration) -> Attempt {
+    /// One call: what came of it, and the status (`gRPC Ok`) when the server answered.
+    async fn grpc_attempt(&self, endpoint: &Endpoint, body: &Body, limit: Duration) -> (Attempt, Option<String>) {
         let channel = self.channel.get_or_init(|| endpoint.connect_lazy()).clone();
         let result = match body {
             Body::Traces(r) => {
@@ -506,12 +558,15 @@ impl Exporter {
             }
         };
         match result {
-            Ok(()) => Attempt::Done,
+            Ok(()) => (Attempt::Done, Some("gRPC Ok".into())),
             Err(status) => {
                 use tonic::Code;
                 let why =
                     format!("gRPC {:?} from {}: {}", status.code(), self.endpoints[0], one_line(status.message()));
-                match status.code() {
+                // A status tonic made up for a failed connection is not an answer.
+                let answered = std::error::Error::source(&status).is_none();
+                let line = answered.then(|| format!("gRPC {:?}", status.code()));
+                let attempt = match status.code() {
                     Code::Unauthenticated | Code::PermissionDenied => Attempt::Unauthorized(why),
                     Code::Unavailable
                     | Code::ResourceExhausted
@@ -526,7 +581,8 @@ impl Exporter {
                         Attempt::Retry { after: None, why, refused }
                     }
                     _ => Attempt::Reject(why),
-                }
+                };
+                (attempt, line)
             }
         }
     }
@@ -543,5 +599,27 @@ impl Exporter {
             }
         }
         request
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    use super::retry_after;
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates() {
+        // Sun, 06 Nov 1994 08:49:37 GMT, RFC 9110's example.
+        let date = UNIX_EPOCH + Duration::from_secs(784_111_777);
+        assert_eq!(retry_after("120", date), Some(Duration::from_secs(120)));
+        assert_eq!(retry_after(" 1.5 ", date), Some(Duration::from_millis(1500)));
+        let before = date - Duration::from_secs(30);
+        assert_eq!(retry_after("Sun, 06 Nov 1994 08:49:37 GMT", before), Some(Duration::from_secs(30)));
+        assert_eq!(retry_after("Sunday, 06-Nov-94 08:49:37 GMT", before), Some(Duration::from_secs(30)));
+        assert_eq!(retry_after("Sun Nov  6 08:49:37 1994", before), Some(Duration::from_secs(30)));
+        assert_eq!(retry_after("Sun, 06 Nov 1994 08:49:37 GMT", SystemTime::now()), Some(Duration::ZERO));
+        assert_eq!(retry_after("-1", date), None);
+        assert_eq!(retry_after("soon", date), None);
     }
 }

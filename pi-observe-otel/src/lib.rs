@@ -17,9 +17,11 @@ pub mod logs;
 pub mod metrics;
 pub mod names;
 mod pipeline;
+mod probe;
 mod spool;
 
 pub use config::{ConfigError, OtlpConfig, Protocol, check_header, check_url, url_without_secrets};
 pub use convert::Conventions;
 pub use pipeline::{ExportStats, OtelSubscriber};
+pub use probe::{PROBE_SPAN, probe};
 pub use spool::deliver_spooled;

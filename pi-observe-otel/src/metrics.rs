@@ -36,6 +36,8 @@ pub mod metric_names {
     pub const COMPACTIONS: &str = "pi.compactions";
     /// The exporter's own span counts, by `outcome` (sum).
     pub const PIPELINE_SPANS: &str = "pi.observe.spans";
+    /// One point sent by `pi observe test` (sum).
+    pub const PROBE: &str = "pi.observe.probe";
 }
 
 /// `gen_ai.token.type`.

@@ -28,9 +28,14 @@ const MAX_OPEN_SPANS: usize = 100_000;
 /// With a spool, how long shutdown gives the receiver before spooling what is left.
 const DEFAULT_EXIT_PATIENCE: Duration = Duration::from_millis(200);
 
+/// With a spool, retries per batch (100 + 200 ms of backoff) before it is spooled.
+const SPOOLED_MAX_RETRIES: u32 = 2;
+
 /// After a batch failed for good, later batches go straight to the spool for this long instead
-/// of each waiting out its retries against a receiver that is down.
+/// of each waiting out its retries against a receiver that is down; doubled after each failure
+/// in a row, up to `MAX_DEGRADED_FOR`.
 const DEGRADED_FOR: Duration = Duration::from_secs(30);
+const MAX_DEGRADED_FOR: Duration = Duration::from_secs(300);
 
 /// Requests to the worker other than records.
 enum Control {
@@ -76,7 +81,11 @@ pub(crate) struct Counters {
     diagnostics: Mutex<Vec<String>>,
     /// Set by `shutdown`: no export may run past it, including one already in flight.
     shutdown_deadline: Mutex<Option<Instant>>,
-    shutdown_started: tokio::sync::Notify,
+    /// With a spool, set by `flush`: an export still running then is cut and spooled, so a
+    /// stalled receiver cannot hold the caller (cleared when the flush is done).
+    flush_by: Mutex<Option<Instant>>,
+    /// Woken when `shutdown_deadline` or `flush_by` is set.
+    hurry: tokio::sync::Notify,
     /// The exporter's view of its receiver (shared with it).
     pub(crate) link: Arc<crate::export::LinkState>,
 }
@@ -209,6 +218,10 @@ impl OtelSubscriber {
             let mut exporter = Exporter::new(&config, &resource(&config))?;
             exporter.sdk = sdk;
             exporter.link = counters.link.clone();
+            if spool.is_some() {
+                // What is not delivered is kept, so a batch does not wait out long retries.
+                exporter.max_retries = exporter.max_retries.min(SPOOLED_MAX_RETRIES);
+            }
             if let Some(spool) = &spool {
                 crate::spool::drain_in_background(&config, spool.clone(), counters.clone())?;
             }
@@ -242,6 +255,7 @@ impl OtelSubscriber {
                 stopped: false,
                 spool: spool.clone(),
                 degraded_until: None,
+                degraded_for: DEGRADED_FOR,
             };
             let handle =
                 std::thread::Builder::new().name("pi-observe-otlp".into()).spawn(move || state.run()).map_err(|e| {
@@ -352,6 +366,11 @@ impl Subscriber for OtelSubscriber {
 
     fn flush(&self, timeout: Duration) -> Result<(), SubscriberError> {
         let deadline = Instant::now() + timeout;
+        if self.spool.is_some() {
+            let by = deadline - (timeout / 10).min(Duration::from_millis(50));
+            *self.counters.flush_by.lock().unwrap_or_else(|e| e.into_inner()) = Some(by);
+            self.counters.hurry.notify_waiters();
+        }
         let (ack, done) = mpsc::sync_channel(1);
         if !self.control(Control::Flush(ack)) {
             return Ok(());
@@ -373,7 +392,7 @@ impl Subscriber for OtelSubscriber {
         }
         *self.counters.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner()) = Some(worker_deadline);
         self.counters.link.closing.store(true, Relaxed);
-        self.counters.shutdown_started.notify_waiters();
+        self.counters.hurry.notify_waiters();
         let (ack, done) = mpsc::sync_channel(1);
         if !self.control(Control::Shutdown(worker_deadline, ack)) {
             return Ok(());
@@ -418,6 +437,8 @@ struct Worker {
     spool: Option<Arc<Spool>>,
     /// Until when batches are spooled without trying (the receiver failed recently).
     degraded_until: Option<Instant>,
+    /// How long the next failure keeps the receiver from being tried.
+    degraded_for: Duration,
 }
 
 /// What became of one payload.
@@ -482,6 +503,7 @@ impl Worker {
                     Control::Flush(ack) => {
                         self.export(&runtime, Instant::now() + self.timeout);
                         let _ = ack.send(());
+                        *self.counters.flush_by.lock().unwrap_or_else(|e| e.into_inner()) = None;
                     }
                     Control::Shutdown(deadline, ack) => {
                         self.finish(&runtime, deadline);
@@ -621,8 +643,9 @@ impl Worker {
         cut_off.map_or(deadline, |d| deadline.min(d))
     }
 
-    /// Runs one export, cut short when shutdown begins and its deadline passes (at once when the
-    /// receiver refuses connections: it will not come back before the exit).
+    /// Runs one export, cut short when shutdown's deadline (or, with a spool, a flush's) passes
+    /// — at once when shutting down and the receiver refuses connections: it will not come back
+    /// before the exit.
     fn attempt(
         &self,
         runtime: &tokio::runtime::Runtime,
@@ -632,12 +655,21 @@ impl Worker {
         let counters = &self.counters;
         runtime.block_on(async {
             let cut = async {
-                counters.shutdown_started.notified().await;
-                if counters.link.unreachable.load(Relaxed) {
-                    return;
+                loop {
+                    let hurry = counters.hurry.notified();
+                    tokio::pin!(hurry);
+                    hurry.as_mut().enable();
+                    let shutdown = *counters.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner());
+                    if shutdown.is_some() && counters.link.unreachable.load(Relaxed) {
+                        return;
+                    }
+                    let flush_by = *counters.flush_by.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some(by) = shutdown.into_iter().chain(flush_by).min() {
+                        tokio::time::sleep_until(by.min(deadline).into()).await;
+                        return;
+                    }
+                    hurry.await;
                 }
-                let d = counters.shutdown_deadline.lock().map(|g| *g).ok().flatten().unwrap_or(deadline);
-                tokio::time::sleep_until(d.min(deadline).into()).await;
             };
             tokio::select! {
                 delivery = export => delivery,
@@ -663,12 +695,14 @@ impl Worker {
         match delivery {
             Delivery::Exported => {
                 self.degraded_until = None;
+                self.degraded_for = DEGRADED_FOR;
                 Shipped::Delivered
             }
             Delivery::Failed(why) => {
                 let Some(spool) = &self.spool else { return Shipped::Lost(Delivery::Failed(why)) };
                 if !skip && !link.closing.load(Relaxed) {
-                    self.degraded_until = Some(Instant::now() + DEGRADED_FOR);
+                    self.degraded_until = Some(Instant::now() + self.degraded_for);
+                    self.degraded_for = (self.degraded_for * 2).min(MAX_DEGRADED_FOR);
                 }
                 let (meta, body) = self.exporter.spool_batch(payload);
                 match spool.write(&meta, &body) {

@@ -401,3 +401,51 @@ fn unreadable_or_malformed_tls_files_are_start_up_errors_naming_the_setting() {
     assert!(key_as_cert.starts_with("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"), "{key_as_cert}");
     assert!(!missing.contains('\n') && !not_a_cert.contains('\n') && !key_as_cert.contains('\n'));
 }
+
+#[test]
+fn a_retry_after_http_date_is_waited_for() {
+    // HTTP-dates have whole seconds: two seconds ahead is at least one second of wait.
+    let at = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(2));
+    let receiver = Receiver::start(vec![Answer::RetryAt(503, at), Answer::Status(200, None)]);
+    let run = run(config(&receiver.endpoint), Duration::from_secs(10));
+    assert_eq!(run.stats.spans_exported, 8, "{:?}", run.stats);
+    let arrivals = receiver.arrivals.lock().unwrap().clone();
+    assert_eq!(arrivals.len(), 2);
+    // Without the date the backoff would be 100 ms.
+    assert!(arrivals[1] - arrivals[0] >= Duration::from_millis(900), "{:?}", arrivals[1] - arrivals[0]);
+}
+
+#[test]
+fn a_full_queue_drops_and_counts_every_record_it_could_not_take() {
+    let stall = Receiver::start(vec![Answer::Stall; 4]);
+    let hub = Observability::new();
+    let cfg = OtlpConfig {
+        max_queue_size: Some(8),
+        max_export_batch_size: Some(1),
+        metrics: Some(false),
+        timeout: Some(Duration::from_secs(30)),
+        ..config(&stall.endpoint)
+    };
+    let otel = OtelSubscriber::new(cfg).unwrap();
+    let _o = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let span = || trace_operation(names::AGENT_TOOL_CALL, Payload::new(), async { Res::Ok(()) });
+    // One span puts the worker into an export the receiver never answers ...
+    runtime.block_on(hub.scope(span())).unwrap();
+    let polled = Instant::now();
+    while *stall.attempts.lock().unwrap() == 0 {
+        assert!(polled.elapsed() < Duration::from_secs(10), "the export never started");
+        std::thread::yield_now();
+    }
+    // ... so the queue (8 records) takes four more spans and drops the rest.
+    for _ in 0..200 {
+        runtime.block_on(hub.scope(span())).unwrap();
+    }
+    let _ = pi_observe_core::Subscriber::shutdown(otel.as_ref(), Duration::from_millis(300));
+    let stats = otel.stats();
+    assert_eq!(stats.spans_started, 201);
+    assert_eq!(stats.dropped_queue_full, 196, "{stats:?}");
+    assert_eq!(hub.stats().dropped(pi_observe_core::DropReason::QueueFull), 2 * 196, "starts and ends");
+    let accounted = stats.spans_exported + stats.spans_spooled + stats.spans_dropped() + stats.spans_sampled_out;
+    assert_eq!(accounted, stats.spans_started, "{stats:?}");
+}

@@ -115,6 +115,15 @@ impl SentryConfig {
         Some(dsn.envelope_api_url().to_string())
     }
 
+    /// The checked DSN.
+    fn parsed_dsn(&self) -> Result<sentry::types::Dsn, ConfigError> {
+        self.validate()?;
+        self.dsn
+            .as_deref()
+            .and_then(|d| d.parse::<sentry::types::Dsn>().ok())
+            .ok_or_else(|| ConfigError { setting: self.dsn_setting(), message: "not a Sentry DSN".into() })
+    }
+
     /// The per-envelope timeout.
     pub(crate) fn timeout(&self) -> Duration {
         self.request_timeout.unwrap_or(Duration::from_secs(10))
@@ -166,6 +175,15 @@ pub fn deliver_spooled(
         .and_then(|d| d.parse::<sentry::types::Dsn>().ok())
         .ok_or_else(|| ConfigError { setting: config.dsn_setting(), message: "not a Sentry DSN".into() })?;
     Ok(crate::transport::deliver_spooled(&dsn, config.timeout(), spool, deadline))
+}
+
+/// Sends one probe transaction (`pi.observe.probe`, in `trace_id`) to `config`'s project, once
+/// (`pi observe test`).
+pub fn probe(
+    config: &SentryConfig,
+    trace_id: pi_observe_core::TraceId,
+) -> Result<pi_observe_core::ProbeOutcome, ConfigError> {
+    Ok(crate::transport::probe(&config.parsed_dsn()?, config.timeout(), trace_id))
 }
 
 fn parse_rate(name: &str, value: &str) -> Result<f64, ConfigError> {

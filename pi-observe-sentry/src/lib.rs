@@ -17,5 +17,5 @@ mod subscriber;
 pub mod testing;
 mod transport;
 
-pub use config::{ConfigError, SentryConfig, deliver_spooled};
+pub use config::{ConfigError, SentryConfig, deliver_spooled, probe};
 pub use subscriber::{SentryStats, SentrySubscriber};

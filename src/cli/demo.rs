@@ -163,7 +163,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
         .map(|e| e.trace_id)
         .collect();
     traces.dedup();
-    sinks.finish(&traces);
+    sinks.finish("demo", &traces);
     if let Some(signal) = interrupted.get() {
         return Ok(signals::exit(*signal));
     }

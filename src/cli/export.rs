@@ -80,7 +80,7 @@ pub fn run(args: &ExportArgs) -> Result<ExitCode, CliError> {
     let spans = hub.stats().emitted / 2;
     output::error(format_args!("pi: export: {sessions} sessions, {} traces, {spans} spans", traces.len()));
     // Trace ids (and links) only for a small backfill; totals always.
-    sinks.finish(if traces.len() <= 20 { &traces } else { &[] });
+    sinks.finish("export", if traces.len() <= 20 { &traces } else { &[] });
     if let Some(signal) = interrupted.get() {
         return Ok(signals::exit(*signal));
     }

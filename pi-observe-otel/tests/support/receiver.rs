@@ -20,6 +20,8 @@ use tokio::net::TcpListener;
 pub enum Answer {
     /// This status (200 = accept), with optional `Retry-After` seconds.
     Status(u16, Option<u32>),
+    /// This status with this raw `Retry-After` value (e.g. an HTTP-date).
+    RetryAt(u16, String),
     /// Read the request, then never answer (until the client gives up).
     Stall,
     /// Close the connection without answering.
@@ -46,6 +48,8 @@ pub struct Receiver {
     /// Logs requests (always answered 200).
     pub logs: Arc<Mutex<Vec<ExportLogsServiceRequest>>>,
     pub attempts: Arc<Mutex<usize>>,
+    /// When each traces request arrived.
+    pub arrivals: Arc<Mutex<Vec<std::time::Instant>>>,
     answers: Arc<Mutex<VecDeque<Answer>>>,
     _runtime: Option<tokio::runtime::Runtime>,
 }
@@ -91,8 +95,14 @@ impl Receiver {
         let metrics = Arc::new(Mutex::new(Vec::new()));
         let logs = Arc::new(Mutex::new(Vec::new()));
         let attempts = Arc::new(Mutex::new(0));
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
         let answers = Arc::new(Mutex::new(VecDeque::from(answers)));
-        let sinks = Sinks { traces: received.clone(), metrics: metrics.clone(), logs: logs.clone() };
+        let sinks = Sinks {
+            traces: received.clone(),
+            metrics: metrics.clone(),
+            logs: logs.clone(),
+            arrivals: arrivals.clone(),
+        };
         let (a, q) = (attempts.clone(), answers.clone());
         runtime.spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
@@ -110,7 +120,7 @@ impl Receiver {
                 });
             }
         });
-        Receiver { endpoint, received, metrics, logs, attempts, answers, _runtime: Some(runtime) }
+        Receiver { endpoint, received, metrics, logs, attempts, arrivals, answers, _runtime: Some(runtime) }
     }
 
     /// An endpoint where nothing listens.
@@ -156,6 +166,7 @@ impl Drop for Receiver {
 
 #[derive(Clone)]
 struct Sinks {
+    arrivals: Arc<Mutex<Vec<std::time::Instant>>>,
     traces: Arc<Mutex<Vec<Received>>>,
     metrics: Arc<Mutex<Vec<ExportMetricsServiceRequest>>>,
     logs: Arc<Mutex<Vec<ExportLogsServiceRequest>>>,
@@ -200,10 +211,15 @@ async fn serve<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
             Answer::Status(200, None)
         } else {
             *attempts.lock().unwrap() += 1;
+            sinks.arrivals.lock().unwrap().push(std::time::Instant::now());
             answers.lock().unwrap().pop_front().unwrap_or(Answer::Status(200, None))
         };
+        let (answer, retry_at) = match answer {
+            Answer::RetryAt(status, date) => (Answer::Status(status, None), Some(date)),
+            other => (other, None),
+        };
         match answer {
-            Answer::Reset => return,
+            Answer::Reset | Answer::RetryAt(..) => return,
             Answer::Stall => {
                 let mut sink = [0u8; 64];
                 while let Ok(n) = socket.read(&mut sink).await {
@@ -247,6 +263,9 @@ async fn serve<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
                 let mut response = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\n");
                 if let Some(secs) = retry_after {
                     response.push_str(&format!("retry-after: {secs}\r\n"));
+                }
+                if let Some(date) = retry_at {
+                    response.push_str(&format!("retry-after: {date}\r\n"));
                 }
                 response.push_str("\r\n");
                 if socket.write_all(response.as_bytes()).await.is_err() {

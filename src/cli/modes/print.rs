@@ -60,7 +60,7 @@ pub async fn run(agent: &AgentArgs, observe: &ObserveArgs, mode: Mode, prompt: &
     let cancel = CancellationToken::new();
     let interrupted = signals::abort_on(&cancel)?;
     let result = prompt_once(&hub, plan, prompt, mode, &cancel).await;
-    sinks.finish(&trace.get().copied().into_iter().collect::<Vec<TraceId>>());
+    sinks.finish("print", &trace.get().copied().into_iter().collect::<Vec<TraceId>>());
     let result = result.map_err(|e| CliError::Failure(format!("session: {e}")))?;
     if let Some(signal) = interrupted.get() {
         return Ok(signals::exit(*signal));

@@ -1,7 +1,11 @@
-//! `pi observe`: the telemetry pipeline's own controls — deliver the spool now (`flush`),
-//! and (next) its status, a probe through each sink, and the canary kit.
+//! `pi observe`: the telemetry pipeline's own controls — its status and the last run's
+//! counters (`status`), a probe through each sink (`test`), and delivering the spool now
+//! (`flush`).
 
 mod flush;
+mod probe;
+pub mod state;
+mod status;
 
 use std::process::ExitCode;
 
@@ -21,11 +25,21 @@ enum Action {
     /// Deliver what earlier runs spooled (undelivered OTLP / Sentry batches) now, to the sinks
     /// configured by these flags and the environment, and say what went where.
     Flush(flush::FlushArgs),
+    /// The resolved telemetry pipeline (each sink, endpoint without secrets, protocol, capture,
+    /// sampler, metric dimensions, and where each value came from), the last run's counters,
+    /// and the spool.
+    Status(status::StatusArgs),
+    /// Send one probe trace (and a metric point) through each configured remote sink and say,
+    /// per sink, whether it was reachable, its status, latency and whether the credentials were
+    /// accepted. Exit 1 when any sink failed.
+    Test(probe::TestArgs),
 }
 
 /// Runs the chosen action.
 pub fn run(command: &ObserveCommand) -> Result<ExitCode, CliError> {
     match &command.action {
         Action::Flush(args) => flush::run(args),
+        Action::Status(args) => status::run(args),
+        Action::Test(args) => probe::run(args),
     }
 }

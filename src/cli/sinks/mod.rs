@@ -13,7 +13,7 @@ use pi_observe::otel::{OtelSubscriber, OtlpConfig};
 use pi_observe::sentry::{SentryConfig, SentrySubscriber};
 
 mod capture;
-mod config;
+pub mod config;
 
 pub use capture::SinkPolicies;
 
@@ -180,8 +180,9 @@ impl Sinks {
 
     /// Shuts the hub down within the flush deadline, then says on stderr what each remote sink
     /// delivered and did not (and what the events file could not write), with each trace id in
-    /// `traces` (linked through `PI_TRACE_URL_TEMPLATE`) when OTLP is on.
-    pub fn finish(self, traces: &[TraceId]) {
+    /// `traces` (linked through `PI_TRACE_URL_TEMPLATE`) when OTLP is on; then records the
+    /// counters of `command` for `pi observe status`.
+    pub fn finish(mut self, command: &str, traces: &[TraceId]) {
         let _ = self.hub.shutdown(self.flush_deadline);
         if let Some(events) = &self.events {
             let (written, not_written) = events.counts();
@@ -192,13 +193,44 @@ impl Sinks {
                 ));
             }
         }
-        drop(self.subscriptions);
-        drop(self.log_guard);
+        drop(std::mem::take(&mut self.subscriptions));
+        drop(self.log_guard.take());
         if let Some(otel) = &self.otel {
             report_otlp(otel, traces);
         }
         if let Some(sentry) = &self.sentry {
             report_sentry(sentry);
+        }
+        self.save_state(command);
+    }
+
+    /// Writes this run's counters to the state file (a failure is one warning).
+    fn save_state(&self, command: &str) {
+        use crate::cli::observe::state::{HubCounters, OtlpCounters, RunState, SentryCounters, SpoolCounters};
+        let Some(path) = crate::cli::observe::state::state_path() else { return };
+        let otlp = self.otel.as_ref().map(|o| o.stats());
+        let sentry = self.sentry.as_ref().map(|s| s.stats());
+        let spool_stats: Vec<_> =
+            [self.otel.as_ref().and_then(|o| o.spool_stats()), self.sentry.as_ref().and_then(|s| s.spool_stats())]
+                .into_iter()
+                .flatten()
+                .collect();
+        let deliveries: Vec<_> =
+            otlp.iter().map(|o| &o.from_spool).chain(sentry.iter().map(|s| &s.from_spool)).collect();
+        let state = RunState {
+            version: RunState::VERSION,
+            finished_at: pi_observe::agent::time::iso8601(pi_observe::agent::time::now_millis()),
+            command: command.to_owned(),
+            hub: HubCounters::of(&self.hub.stats()),
+            otlp: otlp.as_ref().map(OtlpCounters::of),
+            sentry: sentry.as_ref().map(SentryCounters::of),
+            spool: SpoolCounters::of(&spool_stats, &deliveries),
+        };
+        if let Err(e) = state.save(&path) {
+            output::error(format_args!(
+                "pi: warning: cannot record the run for `pi observe status` ({}: {e})",
+                path.display()
+            ));
         }
     }
 }

@@ -1,0 +1,192 @@
+//! `pi observe status` and `pi observe test` against a healthy, a 401 and a down receiver.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
+
+#[path = "../pi-observe-otel/tests/support/receiver.rs"]
+mod receiver;
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use receiver::{Answer, Receiver};
+use serde_json::Value;
+use support::{pi, scratch};
+
+fn pi_in(dir: &Path) -> Command {
+    let mut cmd = pi();
+    cmd.env("PI_CODING_AGENT_DIR", dir.join("agent"));
+    cmd
+}
+
+fn json(out: &Output) -> Value {
+    assert!(!out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn prompt(dir: &Path, endpoint: &str) -> Output {
+    pi_in(dir)
+        .args(["-p", "hi", "--no-session", "--tools", "none", "--otlp", endpoint, "--otlp-header"])
+        .arg("authorization=Bearer sekrit-token")
+        .output()
+        .unwrap()
+}
+
+fn status(dir: &Path, endpoint: &str) -> Value {
+    let out = pi_in(dir)
+        .args(["observe", "status", "--json", "--otlp", endpoint, "--otlp-header"])
+        .arg("authorization=Bearer sekrit-token")
+        .env("OTEL_TRACES_SAMPLER", "traceidratio")
+        .env("OTEL_TRACES_SAMPLER_ARG", "0.5")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(!text.contains("sekrit"), "no credential in the status: {text}");
+    json(&out)
+}
+
+#[test]
+fn status_shows_the_pipeline_with_sources_and_the_last_runs_counters_for_a_healthy_receiver() {
+    let d = scratch("status-ok");
+    let receiver = Receiver::start(vec![]);
+    assert!(prompt(&d, &receiver.endpoint).status.success());
+    let doc = status(&d, &receiver.endpoint);
+    let otlp = &doc["pipeline"]["sinks"][0];
+    assert_eq!(otlp["sink"], "otlp");
+    assert_eq!(otlp["endpoint"], receiver.endpoint.as_str());
+    assert_eq!(otlp["headers"], serde_json::json!(["authorization"]), "names only");
+    assert_eq!(otlp["sources"]["endpoint"], "flag --otlp");
+    assert_eq!(otlp["sources"]["protocol"], "default");
+    assert_eq!(otlp["sources"]["sampler"], "env OTEL_TRACES_SAMPLER");
+    assert_eq!(otlp["sampleRatio"], 0.5);
+    assert_eq!(otlp["capture"], serde_json::json!([]));
+    assert_eq!(doc["pipeline"]["spool"]["sources"]["dir"], "default");
+    let run = &doc["lastRun"];
+    assert_eq!(run["command"], "print");
+    assert_eq!(run["otlp"]["delivered"], receiver.spans().len());
+    assert_eq!(run["otlp"]["spooled"], 0);
+    assert!(run["hub"]["emitted"].as_u64().unwrap() > 0);
+    assert!(run["hub"]["fieldsWithheld"].as_u64().unwrap() > 0, "the prompt was withheld");
+    assert_eq!(doc["spool"]["batches"], 0);
+}
+
+#[test]
+fn status_after_a_401_counts_the_unauthorized_drops() {
+    let d = scratch("status-401");
+    let receiver = Receiver::start(vec![Answer::Status(401, None); 8]);
+    let out = prompt(&d, &receiver.endpoint);
+    assert!(out.status.success());
+    let run = &status(&d, &receiver.endpoint)["lastRun"];
+    assert!(run["otlp"]["dropped"]["unauthorized"].as_u64().unwrap() > 0, "{run}");
+    assert!(run["otlp"]["lastError"].as_str().unwrap().contains("401"), "{run}");
+}
+
+#[test]
+fn status_after_a_down_receiver_shows_the_spooled_batches() {
+    let d = scratch("status-down");
+    let endpoint = Receiver::down_endpoint();
+    assert!(prompt(&d, &endpoint).status.success());
+    let doc = status(&d, &endpoint);
+    assert!(doc["lastRun"]["otlp"]["spooled"].as_u64().unwrap() > 0);
+    assert!(doc["lastRun"]["spool"]["spooled"].as_u64().unwrap() > 0);
+    assert!(doc["spool"]["batches"].as_u64().unwrap() > 0);
+    assert!(doc["spool"]["oldest"].as_str().unwrap().starts_with("20"));
+    // The human form says the same.
+    let out = pi_in(&d).args(["observe", "status", "--otlp", &endpoint]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("spool contents") && text.contains("last run (print at "), "{text}");
+}
+
+#[test]
+fn a_malformed_state_file_is_named() {
+    let d = scratch("status-bad");
+    std::fs::create_dir_all(d.join("agent")).unwrap();
+    std::fs::write(d.join("agent/observe-state.json"), "{not json").unwrap();
+    let out = pi_in(&d).args(["observe", "status"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("observe-state.json: not a pi state file"), "{err}");
+}
+
+fn probe(dir: &Path, args: &[&str]) -> (Output, Value) {
+    let out = pi_in(dir)
+        .args(["observe", "test", "--json"])
+        .args(args)
+        .env("PI_TRACE_URL_TEMPLATE", "http://ui.example/trace/{trace_id}")
+        .output()
+        .unwrap();
+    let doc = json(&out);
+    (out, doc)
+}
+
+#[test]
+fn test_probes_a_healthy_receiver_with_one_span_and_one_metric_point() {
+    let d = scratch("probe-ok");
+    let receiver = Receiver::start(vec![]);
+    let (out, doc) = probe(&d, &["--otlp", &receiver.endpoint]);
+    assert!(out.status.success(), "{out:?}");
+    let trace = doc["traceId"].as_str().unwrap();
+    assert_eq!(doc["traceUrl"], format!("http://ui.example/trace/{trace}"));
+    let sinks = doc["sinks"].as_array().unwrap();
+    assert_eq!(sinks.len(), 2);
+    for sink in sinks {
+        assert_eq!(sink["ok"], true, "{sink}");
+        assert_eq!(sink["reachable"], true);
+        assert_eq!(sink["status"], "HTTP 200");
+        assert_eq!(sink["authAccepted"], true);
+        assert!(sink["latencyMs"].as_f64().unwrap() >= 0.0);
+    }
+    let spans = receiver.spans();
+    assert_eq!(spans.len(), 1);
+    assert_eq!(spans[0].name, "pi.observe.probe");
+    assert_eq!(spans[0].trace_id.iter().map(|b| format!("{b:02x}")).collect::<String>(), trace);
+    assert_eq!(receiver.metrics.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn test_reports_refused_credentials_and_exits_non_zero() {
+    let d = scratch("probe-401");
+    let receiver = Receiver::start(vec![Answer::Status(401, None)]);
+    let (out, doc) = probe(&d, &["--otlp", &receiver.endpoint]);
+    assert_eq!(out.status.code(), Some(1));
+    let traces = &doc["sinks"][0];
+    assert_eq!(traces["signal"], "traces");
+    assert_eq!(traces["reachable"], true);
+    assert_eq!(traces["status"], "HTTP 401");
+    assert_eq!(traces["authAccepted"], false);
+    assert_eq!(traces["ok"], false);
+}
+
+#[test]
+fn test_reports_a_down_receiver_and_exits_non_zero() {
+    let d = scratch("probe-down");
+    let (out, doc) = probe(&d, &["--otlp", &Receiver::down_endpoint()]);
+    assert_eq!(out.status.code(), Some(1));
+    for sink in doc["sinks"].as_array().unwrap() {
+        assert_eq!(sink["reachable"], false);
+        assert_eq!(sink["status"], Value::Null);
+        assert!(sink["error"].as_str().unwrap().contains("Connection refused"), "{sink}");
+    }
+}
+
+#[test]
+fn test_probes_sentry_with_one_transaction() {
+    use pi_observe::sentry::testing::EnvelopeEndpoint;
+    let d = scratch("probe-sentry");
+    let endpoint = EnvelopeEndpoint::start();
+    let (out, doc) = probe(&d, &["--sentry", &endpoint.dsn()]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(doc["sinks"][0]["sink"], "sentry");
+    let transactions: Vec<_> = endpoint.items().into_iter().filter(|(k, _)| k == "transaction").collect();
+    assert_eq!(transactions.len(), 1);
+    assert_eq!(transactions[0].1["contexts"]["trace"]["trace_id"], doc["traceId"]);
+}
+
+#[test]
+fn test_without_a_remote_sink_is_a_usage_error() {
+    let d = scratch("probe-none");
+    let out = pi_in(&d).args(["observe", "test"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no remote sink to test"));
+}
