@@ -190,3 +190,60 @@ fn test_without_a_remote_sink_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no remote sink to test"));
 }
+
+fn canary(dir: &Path, args: &[&str]) -> (Output, Value) {
+    let out = pi_in(dir).args(["observe", "canary", "--json"]).args(args).output().unwrap();
+    let doc = json(&out);
+    (out, doc)
+}
+
+fn sink<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["sinks"].as_array().unwrap().iter().find(|s| s["sink"] == name).unwrap_or_else(|| panic!("{name}: {doc}"))
+}
+
+fn found(sink: &Value) -> Vec<String> {
+    sink["content"].as_array().unwrap().iter().map(|c| c["canary"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn canary_with_the_default_configuration_finds_nothing_leaving_any_sink() {
+    let d = scratch("canary-default");
+    let (out, doc) =
+        canary(&d, &["--otlp", &Receiver::down_endpoint(), "--sentry", "http://k@127.0.0.1:9/1", "--log-json"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(doc["ok"], true);
+    for name in ["events", "json", "log", "otlp", "sentry"] {
+        let s = sink(&doc, name);
+        assert!(found(s).is_empty(), "{s}");
+        assert_eq!(s["secrets"], serde_json::json!([]), "{s}");
+        assert!(s["bytes"].as_u64().unwrap() > 0, "{name} carried the run's telemetry: {s}");
+    }
+    assert_eq!(doc["planted"]["secretFormats"].as_array().unwrap().len(), 26);
+}
+
+#[test]
+fn canary_reports_the_prompt_for_otlp_when_it_opted_in_and_no_secret() {
+    let d = scratch("canary-prompt");
+    let receiver = Receiver::start(vec![]);
+    let (out, doc) = canary(&d, &["--otlp", &receiver.endpoint, "--capture", "otlp=prompt"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let otlp = sink(&doc, "otlp");
+    assert!(found(otlp).contains(&"prompt".to_owned()), "{otlp}");
+    assert!(otlp["content"].as_array().unwrap().iter().all(|c| c["optedIn"] == true), "{otlp}");
+    assert_eq!(otlp["secrets"], serde_json::json!([]));
+    assert!(found(sink(&doc, "events")).is_empty());
+    assert!(receiver.requests().is_empty(), "the real transport was not used");
+}
+
+#[test]
+fn canary_plants_every_kind_it_names() {
+    // With everything captured locally, every planted marker shows up — and still no secret.
+    let d = scratch("canary-all");
+    let (out, doc) = canary(&d, &["--capture", "events=all"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let planted: Vec<String> =
+        doc["planted"]["content"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().to_owned()).collect();
+    assert_eq!(found(sink(&doc, "events")), planted);
+    assert_eq!(sink(&doc, "events")["secrets"], serde_json::json!([]));
+    assert!(found(sink(&doc, "json")).is_empty());
+}

@@ -111,6 +111,48 @@ pub struct OtlpConfig {
     /// With a spool, how long shutdown waits for the receiver before spooling what is left
     /// (default 200 ms); without one, shutdown waits its whole deadline.
     pub exit_patience: Option<Duration>,
+    /// Replaces the transport with a local capture of what would be sent (`pi observe canary`):
+    /// nothing leaves the process, every request is kept and counted as delivered.
+    pub capture: Option<WireCapture>,
+}
+
+/// Requests the OTLP exporter would have sent, kept instead of sent (see
+/// [`OtlpConfig::capture`]). Clones share one list.
+#[derive(Clone, Default)]
+pub struct WireCapture(std::sync::Arc<std::sync::Mutex<Vec<CapturedRequest>>>);
+
+/// One request kept by a [`WireCapture`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapturedRequest {
+    /// `traces`, `metrics` or `logs`.
+    pub signal: &'static str,
+    /// Where it would have gone (without credentials).
+    pub url: String,
+    /// The encoded request (OTLP protobuf, or JSON for `http/json`), before any compression.
+    pub body: Vec<u8>,
+}
+
+impl WireCapture {
+    /// Every request kept so far.
+    pub fn requests(&self) -> Vec<CapturedRequest> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn keep(&self, request: CapturedRequest) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(request);
+    }
+}
+
+impl PartialEq for WireCapture {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for WireCapture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WireCapture").field("requests", &self.0.lock().map(|r| r.len()).unwrap_or(0)).finish()
+    }
 }
 
 /// TLS material read from the configured files (at start-up).
@@ -152,6 +194,7 @@ impl Default for OtlpConfig {
             client_certificate: None,
             spool: None,
             exit_patience: None,
+            capture: None,
         }
     }
 }

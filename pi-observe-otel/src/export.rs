@@ -27,7 +27,7 @@ use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
 use pi_observe_spool::BatchMeta;
 
-use crate::config::{ConfigError, OtlpConfig, Protocol, url_without_secrets};
+use crate::config::{CapturedRequest, ConfigError, OtlpConfig, Protocol, WireCapture, url_without_secrets};
 
 /// What happened to one batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,6 +186,8 @@ pub(crate) struct Exporter {
     resource: ResourceAttributesWithSchema,
     /// Shared with the pipeline (set when it starts shutting down).
     pub(crate) link: Arc<LinkState>,
+    /// Keep requests here instead of sending them.
+    capture: Option<WireCapture>,
 }
 
 /// A `Retry-After` value — delay-seconds or an HTTP-date (RFC 9110) — as a delay from `now`
@@ -259,6 +261,7 @@ impl Exporter {
             max_retries: config.max_retries,
             resource: resource.into(),
             link: Arc::default(),
+            capture: config.capture.clone(),
         })
     }
 
@@ -328,6 +331,10 @@ impl Exporter {
 
     /// Sends `payload`, retrying until `deadline`.
     pub(crate) async fn send(&self, payload: &Payload, deadline: Instant) -> Delivery {
+        if let Some(capture) = &self.capture {
+            capture.keep(self.captured(payload));
+            return Delivery::Exported;
+        }
         let mut attempt = 0u32;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -392,6 +399,20 @@ impl Exporter {
             (Wire::Grpc(_), None) => (Attempt::Reject("gRPC payload without a gRPC endpoint".into()), None),
         };
         (attempt, status, started.elapsed())
+    }
+
+    /// `payload` as a [`CapturedRequest`]: its encoded body before compression.
+    fn captured(&self, payload: &Payload) -> CapturedRequest {
+        let body = match &payload.wire {
+            Wire::Grpc(body) => body.to_protobuf(),
+            Wire::Http(bytes) if self.gzip => {
+                let mut raw = Vec::new();
+                let _ = std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut raw);
+                raw
+            }
+            Wire::Http(bytes) => bytes.clone(),
+        };
+        CapturedRequest { signal: payload.signal.name(), url: self.url_of(payload), body }
     }
 
     /// The URL `payload` goes to, without credentials.

@@ -20,7 +20,9 @@ mod pipeline;
 mod probe;
 mod spool;
 
-pub use config::{ConfigError, OtlpConfig, Protocol, check_header, check_url, url_without_secrets};
+pub use config::{
+    CapturedRequest, ConfigError, OtlpConfig, Protocol, WireCapture, check_header, check_url, url_without_secrets,
+};
 pub use convert::Conventions;
 pub use pipeline::{ExportStats, OtelSubscriber};
 pub use probe::{PROBE_SPAN, probe};

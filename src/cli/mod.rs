@@ -91,7 +91,7 @@ pub fn main() -> ExitCode {
             Some(Command::Demo(args)) => demo::run(args).await,
             Some(Command::Report(args)) => report::run(&args),
             Some(Command::Export(args)) => export::run(&args),
-            Some(Command::Observe(command)) => observe::run(&command),
+            Some(Command::Observe(command)) => observe::run(&command).await,
             None => match cli.print.as_deref() {
                 Some(prompt) => modes::print::run(&cli.agent, &cli.observe, cli.mode, prompt).await,
                 None => Err(CliError::Usage("nothing to do: give -p PROMPT, or run `pi demo` (see pi --help)".into())),

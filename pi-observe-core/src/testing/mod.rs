@@ -9,7 +9,8 @@ mod tree;
 
 use std::sync::{Arc, Mutex};
 
-pub use secrets::{SecretSample, placements, secret_samples};
+pub use crate::canary::{SecretSample, secret_samples};
+pub use secrets::placements;
 pub use tree::{
     RecordedEvent, RecordedSpan, assert_paired, assert_paired_allowing_remote, span_named, spans_from_events,
 };

@@ -1,7 +1,8 @@
 //! `pi observe`: the telemetry pipeline's own controls — its status and the last run's
 //! counters (`status`), a probe through each sink (`test`), and delivering the spool now
-//! (`flush`).
+//! (`flush`), and the canary kit (`canary`).
 
+mod canary;
 mod flush;
 mod probe;
 pub mod state;
@@ -33,11 +34,17 @@ enum Action {
     /// per sink, whether it was reachable, its status, latency and whether the credentials were
     /// accepted. Exit 1 when any sink failed.
     Test(probe::TestArgs),
+    /// Plant canaries (every built-in secret format, and a marker per kind of content) in a
+    /// scripted faux session run through this configuration, with every remote sink's
+    /// transport replaced by a local capture; report per sink what would leave. Exit 1 when a
+    /// secret would, or content would reach a sink not opted in to it.
+    Canary(canary::CanaryArgs),
 }
 
 /// Runs the chosen action.
-pub fn run(command: &ObserveCommand) -> Result<ExitCode, CliError> {
+pub async fn run(command: &ObserveCommand) -> Result<ExitCode, CliError> {
     match &command.action {
+        Action::Canary(args) => canary::run(args).await,
         Action::Flush(args) => flush::run(args),
         Action::Status(args) => status::run(args),
         Action::Test(args) => probe::run(args),

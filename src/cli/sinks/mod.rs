@@ -64,6 +64,35 @@ impl SinkSetup {
         self.sentry.as_ref()
     }
 
+    /// For `pi observe canary`: every remote sink's transport becomes a local capture of what
+    /// it would send, `--log-json` writes to `log` instead, and the spool is off. Everything
+    /// else — which sinks, capture per sink, redaction, conventions — stays the user's.
+    pub fn into_canary(mut self, log: &Path) -> (SinkSetup, Captures) {
+        let mut captures = Captures::default();
+        if let Some(otlp) = &mut self.otlp {
+            let capture = pi_observe::otel::WireCapture::default();
+            otlp.capture = Some(capture.clone());
+            otlp.spool = None;
+            captures.otlp = Some(capture);
+        }
+        if let Some(sentry) = &mut self.sentry {
+            let capture = pi_observe::sentry::EnvelopeCapture::default();
+            sentry.transport = Some(Arc::new(capture.clone()));
+            sentry.spool = None;
+            captures.sentry = Some(capture);
+        }
+        if self.log_json.is_some() {
+            self.log_json = Some(log.display().to_string());
+        }
+        self.spool = None;
+        (self, captures)
+    }
+
+    /// True when `--log-json` is on.
+    pub fn has_log(&self) -> bool {
+        self.log_json.is_some()
+    }
+
     /// Turns OTLP metrics off (a backfill exports spans only unless asked).
     pub fn without_metrics(&mut self) {
         if let Some(otlp) = &mut self.otlp {
@@ -144,6 +173,15 @@ fn attach_log_json(
     let bridge = TracingSubscriber::new().span_level(SpanLevel::Info);
     subscriptions.push(hub.subscribe_arc(Arc::new(bridge), Arc::new(policy.clone())));
     Ok(guard)
+}
+
+/// What the remote sinks would have sent, kept locally ([`SinkSetup::into_canary`]).
+#[derive(Debug, Default)]
+pub struct Captures {
+    /// OTLP requests.
+    pub otlp: Option<pi_observe::otel::WireCapture>,
+    /// Sentry envelopes.
+    pub sentry: Option<pi_observe::sentry::EnvelopeCapture>,
 }
 
 /// The attached sinks of one command.
