@@ -247,3 +247,45 @@ fn canary_plants_every_kind_it_names() {
     assert_eq!(sink(&doc, "events")["secrets"], serde_json::json!([]));
     assert!(found(sink(&doc, "json")).is_empty());
 }
+
+/// The value of the sum `name` with `outcome` (when given) in the last metrics request.
+fn metric(receiver: &Receiver, name: &str, outcome: Option<&str>) -> Option<f64> {
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+    use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as Number;
+    let requests = receiver.metrics.lock().unwrap().clone();
+    let last = requests.last()?;
+    let metrics = last.resource_metrics.iter().flat_map(|r| &r.scope_metrics).flat_map(|s| &s.metrics);
+    let metric = metrics.into_iter().find(|m| m.name == name)?;
+    let Some(Data::Sum(sum)) = &metric.data else { return None };
+    sum.data_points
+        .iter()
+        .find(|p| {
+            outcome.is_none_or(|o| {
+                p.attributes
+                    .iter()
+                    .any(|kv| kv.key == "outcome" && format!("{:?}", kv.value).contains(&format!("\"{o}\"")))
+            })
+        })
+        .and_then(|p| match p.value {
+            Some(Number::AsDouble(v)) => Some(v),
+            Some(Number::AsInt(v)) => Some(v as f64),
+            None => None,
+        })
+}
+
+#[test]
+fn self_telemetry_metrics_arrive_even_when_every_trace_is_sampled_out() {
+    let d = scratch("self-metrics");
+    let receiver = Receiver::start(vec![]);
+    let out = pi_in(&d)
+        .args(["-p", "hi", "--no-session", "--tools", "none", "--otlp", &receiver.endpoint])
+        .env("OTEL_TRACES_SAMPLER", "traceidratio")
+        .env("OTEL_TRACES_SAMPLER_ARG", "0")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(receiver.spans().is_empty(), "every trace sampled out");
+    assert!(metric(&receiver, "pi.observe.records", Some("emitted")).unwrap() > 0.0);
+    assert!(metric(&receiver, "pi.observe.fields", Some("withheld")).unwrap() > 0.0, "the prompt was withheld");
+    assert!(metric(&receiver, "pi.observe.records", Some("dropped.queue_full")).is_none(), "zero is not sent");
+}

@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod names;
 mod pipeline;
 mod probe;
+mod self_metrics;
 mod spool;
 
 pub use config::{

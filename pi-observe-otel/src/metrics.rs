@@ -36,6 +36,18 @@ pub mod metric_names {
     pub const COMPACTIONS: &str = "pi.compactions";
     /// The exporter's own span counts, by `outcome` (sum).
     pub const PIPELINE_SPANS: &str = "pi.observe.spans";
+    /// Contract records through the hub, by `outcome` (`emitted`, `dropped.<reason>`) (sum).
+    pub const OBSERVE_RECORDS: &str = "pi.observe.records";
+    /// Fields the content policy changed, by `outcome` (`withheld`, `redacted`, `dropped`,
+    /// `truncated`) (sum).
+    pub const OBSERVE_FIELDS: &str = "pi.observe.fields";
+    /// Subscriber calls that panicked (sum).
+    pub const OBSERVE_SUBSCRIBER_PANICS: &str = "pi.observe.subscriber.panics";
+    /// Redactor calls that failed (sum).
+    pub const OBSERVE_REDACTOR_FAILURES: &str = "pi.observe.redactor.failures";
+    /// Spool batches, by `outcome` (`spooled`, `delivered`, `rejected`, `dropped.full`,
+    /// `dropped.expired`, `unreadable`, `write_failed`) (sum).
+    pub const OBSERVE_SPOOL_BATCHES: &str = "pi.observe.spool.batches";
     /// One point sent by `pi observe test` (sum).
     pub const PROBE: &str = "pi.observe.probe";
 }

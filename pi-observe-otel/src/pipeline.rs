@@ -719,23 +719,21 @@ impl Worker {
             return;
         }
         let c = &self.counters;
+        let spans = [
+            ("exported", c.exported.load(Relaxed)),
+            ("spooled", c.spooled.load(Relaxed)),
+            ("dropped.queue_full", c.dropped_queue_full.load(Relaxed)),
+            ("dropped.export_failed", c.dropped_failed.load(Relaxed)),
+            ("dropped.rejected", c.dropped_rejected.load(Relaxed)),
+            ("dropped.unauthorized", c.dropped_unauthorized.load(Relaxed)),
+            ("dropped.shutdown", c.dropped_shutdown.load(Relaxed)),
+        ];
+        let hub = self.hub.hub().map(|h| h.stats());
+        let spool = self.spool.as_ref().map(|s| s.stats());
+        let from_spool = c.from_spool.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let Some(metrics) = &mut self.metrics else { return };
-        for (outcome, counter) in [
-            ("exported", &c.exported),
-            ("dropped.queue_full", &c.dropped_queue_full),
-            ("dropped.export_failed", &c.dropped_failed),
-            ("dropped.rejected", &c.dropped_rejected),
-            ("dropped.unauthorized", &c.dropped_unauthorized),
-            ("dropped.shutdown", &c.dropped_shutdown),
-        ] {
-            let value = counter.load(Relaxed);
-            if value > 0 {
-                metrics.set(
-                    crate::metrics::metric_names::PIPELINE_SPANS,
-                    vec![("outcome".into(), outcome.into())],
-                    value as f64,
-                );
-            }
+        for (name, attrs, value) in crate::self_metrics::points(hub.as_ref(), &spans, spool.as_ref(), &from_spool) {
+            metrics.set(name, attrs, value);
         }
         let Some(request) = metrics.request(&self.exporter.proto_resource(), SystemTime::now()) else { return };
         let payload = self.exporter.metrics_payload(request);
