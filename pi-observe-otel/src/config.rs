@@ -111,9 +111,45 @@ pub struct OtlpConfig {
     /// With a spool, how long shutdown waits for the receiver before spooling what is left
     /// (default 200 ms); without one, shutdown waits its whole deadline.
     pub exit_patience: Option<Duration>,
+    /// Metric temporality (`OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`; default
+    /// cumulative).
+    pub metric_temporality: Option<crate::metrics::Temporality>,
+    /// Where spans go (`OTEL_TRACES_EXPORTER`; default OTLP). Metrics and logs are unaffected.
+    pub traces_exporter: Option<TracesExporter>,
+    /// Metrics-only settings (`OTEL_EXPORTER_OTLP_METRICS_*`), over the traces ones.
+    pub metrics_signal: SignalSettings,
+    /// Logs-only settings (`OTEL_EXPORTER_OTLP_LOGS_*`), over the traces ones.
+    pub logs_signal: SignalSettings,
     /// Replaces the transport with a local capture of what would be sent (`pi observe canary`):
     /// nothing leaves the process, every request is kept and counted as delivered.
     pub capture: Option<WireCapture>,
+}
+
+/// `OTEL_TRACES_EXPORTER`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TracesExporter {
+    /// OTLP (the default).
+    Otlp,
+    /// No spans are exported (counted as sampled out); metrics and logs still are.
+    None,
+    /// Each batch as one OTLP/JSON line on stderr instead of the network.
+    Console,
+}
+
+/// Settings of one signal (metrics or logs) that differ from the traces ones; unset fields
+/// take the traces value. Headers are added to (and override by name) the traces headers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SignalSettings {
+    /// Extra or replacing headers.
+    pub headers: Vec<(String, String)>,
+    /// HTTP flavour (`http/protobuf` or `http/json`); gRPC only when traces use gRPC too.
+    pub protocol: Option<Protocol>,
+    /// Per-request timeout.
+    pub timeout: Option<Duration>,
+    /// Gzip request bodies.
+    pub gzip: Option<bool>,
+    /// CA certificate file trusted for this signal's collector.
+    pub certificate: Option<PathBuf>,
 }
 
 /// Requests the OTLP exporter would have sent, kept instead of sent (see
@@ -194,9 +230,24 @@ impl Default for OtlpConfig {
             client_certificate: None,
             spool: None,
             exit_patience: None,
+            metric_temporality: None,
+            traces_exporter: None,
+            metrics_signal: SignalSettings::default(),
+            logs_signal: SignalSettings::default(),
             capture: None,
         }
     }
+}
+
+/// Reads a PEM file that must hold a `block` (e.g. `CERTIFICATE-----`); errors name `setting`.
+pub(crate) fn read_pem(setting: &str, path: &Path, block: &str) -> Result<Vec<u8>, ConfigError> {
+    let bytes =
+        std::fs::read(path).map_err(|e| ConfigError::new(setting, format!("cannot read {}: {e}", path.display())))?;
+    let text = String::from_utf8_lossy(&bytes);
+    if !text.contains("-----BEGIN ") || !text.contains(block) {
+        return Err(ConfigError::new(setting, format!("{} has no PEM {block}", path.display())));
+    }
+    Ok(bytes)
 }
 
 /// Parses `key=value,key2=value2` (values percent-decoded, as the OTel spec requires).
@@ -262,6 +313,14 @@ fn millis(setting: &str, raw: &str) -> Result<Duration, ConfigError> {
         .parse::<u64>()
         .map(Duration::from_millis)
         .map_err(|_| ConfigError::new(setting, format!("{raw:?} is not a whole number of milliseconds")))
+}
+
+fn gzip(setting: &str, raw: &str) -> Result<bool, ConfigError> {
+    match raw.trim() {
+        "gzip" => Ok(true),
+        "none" => Ok(false),
+        other => Err(ConfigError::new(setting, format!("{other:?} is not gzip or none"))),
+    }
 }
 
 fn count(setting: &str, raw: &str) -> Result<usize, ConfigError> {
@@ -330,6 +389,29 @@ impl OtlpConfig {
                 }
             }
         }
+        let mut insecure = None;
+        for var in [env::TRACES_INSECURE, env::INSECURE] {
+            if let Some(raw) = get(var) {
+                insecure = Some(match raw.trim().to_ascii_lowercase().as_str() {
+                    "true" => true,
+                    "false" => false,
+                    other => return Err(ConfigError::new(var, format!("{other:?} is not true or false"))),
+                });
+                break;
+            }
+        }
+        // gRPC collectors are often given as `host:port`: the scheme follows `…_INSECURE`.
+        let grpc = self.protocol == Some(Protocol::Grpc);
+        let get = |name: &str| {
+            get(name).map(|raw| {
+                let is_endpoint = name.ends_with("_ENDPOINT");
+                if grpc && is_endpoint && !raw.contains("://") {
+                    format!("{}://{}", if insecure == Some(true) { "http" } else { "https" }, raw.trim())
+                } else {
+                    raw
+                }
+            })
+        };
         if self.traces_endpoint.is_none() {
             if let Some(raw) = get(env::TRACES_ENDPOINT) {
                 self.traces_endpoint = Some(url(env::TRACES_ENDPOINT, &raw)?);
@@ -362,11 +444,7 @@ impl OtlpConfig {
         if self.gzip.is_none() {
             for var in [env::TRACES_COMPRESSION, env::COMPRESSION] {
                 if let Some(raw) = get(var) {
-                    self.gzip = Some(match raw.trim() {
-                        "gzip" => true,
-                        "none" => false,
-                        other => return Err(ConfigError::new(var, format!("{other:?} is not gzip or none"))),
-                    });
+                    self.gzip = Some(gzip(var, &raw)?);
                     break;
                 }
             }
@@ -437,6 +515,88 @@ impl OtlpConfig {
             self.metric_interval =
                 get(env::METRIC_EXPORT_INTERVAL).map(|r| millis(env::METRIC_EXPORT_INTERVAL, &r)).transpose()?;
         }
+        if self.metric_temporality.is_none()
+            && let Some(raw) = get(env::METRICS_TEMPORALITY_PREFERENCE)
+        {
+            self.metric_temporality = Some(crate::metrics::Temporality::parse(&raw).ok_or_else(|| {
+                ConfigError::new(
+                    env::METRICS_TEMPORALITY_PREFERENCE,
+                    format!("{raw:?} is not cumulative, delta or lowmemory"),
+                )
+            })?);
+        }
+        if self.traces_exporter.is_none()
+            && let Some(raw) = get(env::TRACES_EXPORTER)
+        {
+            self.traces_exporter = Some(match raw.trim() {
+                "otlp" => TracesExporter::Otlp,
+                "none" => TracesExporter::None,
+                "console" => TracesExporter::Console,
+                other => {
+                    return Err(ConfigError::new(
+                        env::TRACES_EXPORTER,
+                        format!("{other:?} is not otlp, none or console"),
+                    ));
+                }
+            });
+        }
+        for (settings, [headers, protocol, timeout, compression, certificate]) in [
+            (
+                &mut self.metrics_signal,
+                [
+                    env::METRICS_HEADERS,
+                    env::METRICS_PROTOCOL,
+                    env::METRICS_TIMEOUT,
+                    env::METRICS_COMPRESSION,
+                    env::METRICS_CERTIFICATE,
+                ],
+            ),
+            (
+                &mut self.logs_signal,
+                [
+                    env::LOGS_HEADERS,
+                    env::LOGS_PROTOCOL,
+                    env::LOGS_TIMEOUT,
+                    env::LOGS_COMPRESSION,
+                    env::LOGS_CERTIFICATE,
+                ],
+            ),
+        ] {
+            if let Some(raw) = get(headers) {
+                for (k, v) in parse_pairs(headers, &raw)? {
+                    check_header(&k, &v).map_err(|why| ConfigError::new(headers, why))?;
+                    if !settings.headers.iter().any(|(existing, _)| existing.eq_ignore_ascii_case(&k)) {
+                        settings.headers.push((k, v));
+                    }
+                }
+            }
+            if settings.protocol.is_none()
+                && let Some(raw) = get(protocol)
+            {
+                settings.protocol = Some(Protocol::parse(&raw).ok_or_else(|| {
+                    ConfigError::new(protocol, format!("{raw:?} is not grpc, http/protobuf or http/json"))
+                })?);
+            }
+            if settings.timeout.is_none() {
+                settings.timeout = get(timeout).map(|r| millis(timeout, &r)).transpose()?;
+            }
+            if settings.gzip.is_none() {
+                settings.gzip = get(compression).map(|r| gzip(compression, &r)).transpose()?;
+            }
+            if settings.certificate.is_none() {
+                settings.certificate = get(certificate).map(|p| PathBuf::from(p.trim()));
+            }
+        }
+        let grpc = self.protocol == Some(Protocol::Grpc);
+        for (settings, var) in [(&self.metrics_signal, env::METRICS_PROTOCOL), (&self.logs_signal, env::LOGS_PROTOCOL)]
+        {
+            if settings.protocol.is_some_and(|p| (p == Protocol::Grpc) != grpc) {
+                return Err(ConfigError::new(
+                    var,
+                    "must be gRPC exactly when traces use gRPC (one transport per exporter)".to_owned(),
+                ));
+            }
+        }
         let path = |vars: [&'static str; 2]| vars.iter().find_map(|v| get(v).map(|p| (*v, PathBuf::from(p.trim()))));
         if self.certificate.is_none() {
             self.certificate = path([env::TRACES_CERTIFICATE, env::CERTIFICATE]).map(|(_, p)| p);
@@ -460,15 +620,7 @@ impl OtlpConfig {
     /// Reads the configured certificate files; a missing file or one without the expected PEM
     /// block is an error naming the setting.
     pub(crate) fn tls_files(&self) -> Result<TlsFiles, ConfigError> {
-        fn read(setting: &str, path: &Path, block: &str) -> Result<Vec<u8>, ConfigError> {
-            let bytes = std::fs::read(path)
-                .map_err(|e| ConfigError::new(setting, format!("cannot read {}: {e}", path.display())))?;
-            let text = String::from_utf8_lossy(&bytes);
-            if !text.contains("-----BEGIN ") || !text.contains(block) {
-                return Err(ConfigError::new(setting, format!("{} has no PEM {block}", path.display())));
-            }
-            Ok(bytes)
-        }
+        let read = read_pem;
         Ok(TlsFiles {
             ca: self.certificate.as_deref().map(|p| read(env::CERTIFICATE, p, "CERTIFICATE-----")).transpose()?,
             identity: self
@@ -636,5 +788,47 @@ mod tests {
         assert_eq!(c.certificate, Some(PathBuf::from("/traces/ca.pem")));
         assert_eq!(c.client_certificate, Some((PathBuf::from("/c.pem"), PathBuf::from("/c.key"))));
         assert_eq!(with(&[]).unwrap().certificate, None);
+    }
+
+    #[test]
+    fn per_signal_settings_temporality_traces_exporter_and_insecure_are_read_and_checked() {
+        let c = with(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            ("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "x-m=1"),
+            ("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "http/json"),
+            ("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "250"),
+            ("OTEL_EXPORTER_OTLP_LOGS_COMPRESSION", "gzip"),
+            ("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "Delta"),
+            ("OTEL_TRACES_EXPORTER", "none"),
+        ])
+        .unwrap();
+        assert_eq!(c.metrics_signal.headers, vec![("x-m".to_owned(), "1".to_owned())]);
+        assert!(c.headers.is_empty(), "metrics headers stay with metrics");
+        assert_eq!(c.logs_signal.protocol, Some(Protocol::HttpJson));
+        assert_eq!(c.metrics_signal.timeout, Some(Duration::from_millis(250)));
+        assert_eq!(c.logs_signal.gzip, Some(true));
+        assert_eq!(c.metric_temporality, Some(crate::metrics::Temporality::Delta));
+        assert_eq!(c.traces_exporter, Some(TracesExporter::None));
+        for (var, value, said) in [
+            ("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "sometimes", "cumulative, delta or lowmemory"),
+            ("OTEL_TRACES_EXPORTER", "zipkin", "otlp, none or console"),
+            ("OTEL_EXPORTER_OTLP_INSECURE", "yes", "true or false"),
+            ("OTEL_EXPORTER_OTLP_LOGS_COMPRESSION", "zstd", "gzip or none"),
+            ("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "grpc", "gRPC exactly when traces use gRPC"),
+        ] {
+            let err = with(&[(var, value)]).unwrap_err().to_string();
+            assert!(err.starts_with(var) && err.contains(said), "{err}");
+        }
+        let grpc = |insecure: &str| {
+            with(&[
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4317"),
+                ("OTEL_EXPORTER_OTLP_INSECURE", insecure),
+            ])
+            .unwrap()
+            .endpoint()
+        };
+        assert_eq!(grpc("true"), "http://collector:4317");
+        assert_eq!(grpc("false"), "https://collector:4317");
     }
 }

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::io::Write;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -52,6 +52,9 @@ pub(crate) struct LinkState {
     pub(crate) unreachable: AtomicBool,
     /// Why the last batch that failed for good failed, for the exit summary.
     pub(crate) last_error: Mutex<Option<String>>,
+    /// Spans receivers accepted a request for but rejected (OTLP `partial_success`), not yet
+    /// taken by the pipeline's counts.
+    pub(crate) partially_rejected: AtomicU64,
 }
 
 impl LinkState {
@@ -174,14 +177,13 @@ impl<E: SpanExporter + Send + Sync> SdkSpanExporter for E {
 pub(crate) struct Exporter {
     /// Spans go to this SDK exporter instead of OTLP (metrics and logs still use OTLP).
     pub(crate) sdk: Option<Box<dyn SdkSpanExporter>>,
-    http: reqwest::Client,
     grpc: Option<Endpoint>,
     channel: OnceLock<Channel>,
     endpoints: [String; 3],
-    headers: Vec<(String, String)>,
-    json: bool,
-    gzip: bool,
-    timeout: Duration,
+    /// How each signal (traces, metrics, logs) is sent.
+    lanes: [Lane; 3],
+    /// Spans are written to stderr as OTLP/JSON instead of sent (`OTEL_TRACES_EXPORTER=console`).
+    console: bool,
     pub(crate) max_retries: u32,
     resource: ResourceAttributesWithSchema,
     /// Shared with the pipeline (set when it starts shutting down).
@@ -201,6 +203,37 @@ pub(crate) fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Dur
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
+/// How one signal is sent: its headers, body encoding, timeout and HTTP client.
+struct Lane {
+    headers: Vec<(String, String)>,
+    json: bool,
+    gzip: bool,
+    timeout: Duration,
+    http: reqwest::Client,
+}
+
+/// An HTTP client trusting `ca` (else the system roots) and presenting `identity`.
+fn http_client(
+    ca: Option<&[u8]>,
+    identity: Option<&(Vec<u8>, Vec<u8>)>,
+    ca_setting: &str,
+) -> Result<reqwest::Client, ConfigError> {
+    use crate::names::env;
+    let mut http = reqwest::Client::builder().connect_timeout(Duration::from_secs(5));
+    if let Some(ca) = ca {
+        let certs = reqwest::Certificate::from_pem_bundle(ca)
+            .map_err(|e| ConfigError::new(ca_setting, format!("not a PEM certificate bundle: {e}")))?;
+        http = http.tls_certs_only(certs);
+    }
+    if let Some((cert, key)) = identity {
+        let pem = [key.as_slice(), b"\n", cert.as_slice()].concat();
+        let identity = reqwest::Identity::from_pem(&pem)
+            .map_err(|e| ConfigError::new(env::CLIENT_CERTIFICATE, format!("not a PEM certificate and key: {e}")))?;
+        http = http.identity(identity);
+    }
+    http.build().map_err(|e| ConfigError::new("OTLP exporter", format!("cannot build HTTP client: {e}")))
+}
+
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -209,21 +242,38 @@ impl Exporter {
     pub(crate) fn new(config: &OtlpConfig, resource: &opentelemetry_sdk::Resource) -> Result<Self, ConfigError> {
         use crate::names::env;
         let tls = config.tls_files()?;
-        let mut http = reqwest::Client::builder().connect_timeout(Duration::from_secs(5));
-        if let Some(ca) = &tls.ca {
-            let certs = reqwest::Certificate::from_pem_bundle(ca)
-                .map_err(|e| ConfigError::new(env::CERTIFICATE, format!("not a PEM certificate bundle: {e}")))?;
-            http = http.tls_certs_only(certs);
-        }
-        if let Some((cert, key)) = &tls.identity {
-            let pem = [key.as_slice(), b"\n", cert.as_slice()].concat();
-            let identity = reqwest::Identity::from_pem(&pem).map_err(|e| {
-                ConfigError::new(env::CLIENT_CERTIFICATE, format!("not a PEM certificate and key: {e}"))
-            })?;
-            http = http.identity(identity);
-        }
-        let http =
-            http.build().map_err(|e| ConfigError::new("OTLP exporter", format!("cannot build HTTP client: {e}")))?;
+        let http = http_client(tls.ca.as_deref(), tls.identity.as_ref(), env::CERTIFICATE)?;
+        let traces = Lane {
+            headers: config.headers.clone(),
+            json: config.protocol == Some(Protocol::HttpJson),
+            gzip: config.gzip.unwrap_or(false),
+            timeout: config.timeout.unwrap_or(Duration::from_secs(10)),
+            http: http.clone(),
+        };
+        let lane = |signal: &crate::config::SignalSettings, ca_setting: &str| -> Result<Lane, ConfigError> {
+            let mut headers = signal.headers.clone();
+            for (k, v) in &traces.headers {
+                if !headers.iter().any(|(existing, _)| existing.eq_ignore_ascii_case(k)) {
+                    headers.push((k.clone(), v.clone()));
+                }
+            }
+            let http = match &signal.certificate {
+                Some(path) => {
+                    let ca = crate::config::read_pem(ca_setting, path, "CERTIFICATE-----")?;
+                    http_client(Some(&ca), tls.identity.as_ref(), ca_setting)?
+                }
+                None => http.clone(),
+            };
+            Ok(Lane {
+                headers,
+                json: signal.protocol.map_or(traces.json, |p| p == Protocol::HttpJson),
+                gzip: signal.gzip.unwrap_or(traces.gzip),
+                timeout: signal.timeout.unwrap_or(traces.timeout),
+                http,
+            })
+        };
+        let metrics = lane(&config.metrics_signal, env::METRICS_CERTIFICATE)?;
+        let logs = lane(&config.logs_signal, env::LOGS_CERTIFICATE)?;
         let grpc = match config.protocol {
             Some(Protocol::Grpc) => {
                 let url = config.endpoint();
@@ -250,14 +300,11 @@ impl Exporter {
         };
         Ok(Exporter {
             sdk: None,
-            http,
             grpc,
             channel: OnceLock::new(),
             endpoints: [config.endpoint(), config.metrics_endpoint(), config.logs_endpoint()],
-            headers: config.headers.clone(),
-            json: config.protocol == Some(Protocol::HttpJson),
-            gzip: config.gzip.unwrap_or(false),
-            timeout: config.timeout.unwrap_or(Duration::from_secs(10)),
+            lanes: [traces, metrics, logs],
+            console: config.traces_exporter == Some(crate::config::TracesExporter::Console),
             max_retries: config.max_retries,
             resource: resource.into(),
             link: Arc::default(),
@@ -265,9 +312,13 @@ impl Exporter {
         })
     }
 
-    /// The per-request timeout.
+    /// The per-request timeout of traces.
     pub(crate) fn timeout(&self) -> Duration {
-        self.timeout
+        self.lanes[0].timeout
+    }
+
+    fn lane(&self, signal: Signal) -> &Lane {
+        &self.lanes[signal as usize]
     }
 
     /// The resource, as OTLP metrics and logs want it.
@@ -325,7 +376,7 @@ impl Exporter {
     }
 
     fn payload(&self, signal: Signal, items: u64, body: Body) -> Payload {
-        let wire = if self.grpc.is_some() { Wire::Grpc(body) } else { Wire::Http(self.encode(&body)) };
+        let wire = if self.grpc.is_some() { Wire::Grpc(body) } else { Wire::Http(self.encode(signal, &body)) };
         Payload { signal, items, wire }
     }
 
@@ -335,6 +386,10 @@ impl Exporter {
             capture.keep(self.captured(payload));
             return Delivery::Exported;
         }
+        if self.console && matches!(payload.signal, Signal::Traces) {
+            return self.to_console(payload);
+        }
+        let lane = self.lane(payload.signal);
         let mut attempt = 0u32;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -342,12 +397,12 @@ impl Exporter {
                 self.link.failed("deadline passed");
                 return Delivery::Failed("deadline passed".into());
             }
-            let limit = self.timeout.min(left);
+            let limit = lane.timeout.min(left);
             let result = match (&payload.wire, &self.grpc) {
                 (Wire::Grpc(body), Some(endpoint)) => self.grpc_attempt(endpoint, body, limit).await.0,
                 (Wire::Http(bytes), _) => {
                     let url = &self.endpoints[payload.signal as usize];
-                    self.http_attempt(url, bytes, self.json, self.gzip, limit).await.0
+                    self.http_attempt(lane, url, bytes, lane.json, lane.gzip, limit).await.0
                 }
                 (Wire::Grpc(_), None) => Attempt::Reject("gRPC payload without a gRPC endpoint".into()),
             };
@@ -386,15 +441,34 @@ impl Exporter {
         }
     }
 
+    /// `OTEL_TRACES_EXPORTER=console`: the batch as one OTLP/JSON line on stderr.
+    fn to_console(&self, payload: &Payload) -> Delivery {
+        let json = match &payload.wire {
+            Wire::Grpc(body) => body.to_json(),
+            Wire::Http(_) => match self.captured(payload).body {
+                body if self.lane(payload.signal).json => body,
+                body => {
+                    ExportTraceServiceRequest::decode(&body[..]).map(|r| Body::Traces(r).to_json()).unwrap_or_default()
+                }
+            },
+        };
+        let mut err = std::io::stderr().lock();
+        match err.write_all(&json).and_then(|()| err.write_all(b"\n")) {
+            Ok(()) => Delivery::Exported,
+            Err(e) => Delivery::Failed(format!("console: {e}")),
+        }
+    }
+
     /// One try at sending `payload`, without retries: what came of it, the receiver's status
     /// when it answered, and how long it took (`pi observe test`).
     pub(crate) async fn probe(&self, payload: &Payload) -> (Attempt, Option<String>, Duration) {
         let started = Instant::now();
+        let lane = self.lane(payload.signal);
         let (attempt, status) = match (&payload.wire, &self.grpc) {
-            (Wire::Grpc(body), Some(endpoint)) => self.grpc_attempt(endpoint, body, self.timeout).await,
+            (Wire::Grpc(body), Some(endpoint)) => self.grpc_attempt(endpoint, body, lane.timeout).await,
             (Wire::Http(bytes), _) => {
                 let url = &self.endpoints[payload.signal as usize];
-                self.http_attempt(url, bytes, self.json, self.gzip, self.timeout).await
+                self.http_attempt(lane, url, bytes, lane.json, lane.gzip, lane.timeout).await
             }
             (Wire::Grpc(_), None) => (Attempt::Reject("gRPC payload without a gRPC endpoint".into()), None),
         };
@@ -405,7 +479,7 @@ impl Exporter {
     fn captured(&self, payload: &Payload) -> CapturedRequest {
         let body = match &payload.wire {
             Wire::Grpc(body) => body.to_protobuf(),
-            Wire::Http(bytes) if self.gzip => {
+            Wire::Http(bytes) if self.lane(payload.signal).gzip => {
                 let mut raw = Vec::new();
                 let _ = std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut raw);
                 raw
@@ -420,9 +494,14 @@ impl Exporter {
         url_without_secrets(&self.endpoints[payload.signal as usize])
     }
 
-    /// The protocol name spooled batches record.
-    pub(crate) fn protocol_name(&self) -> &'static str {
-        match (self.grpc.is_some(), self.json) {
+    /// The protocol `payload` goes over.
+    pub(crate) fn protocol_of(&self, payload: &Payload) -> &'static str {
+        self.protocol_name(payload.signal)
+    }
+
+    /// The protocol name of `signal` (recorded by spooled batches).
+    fn protocol_name(&self, signal: Signal) -> &'static str {
+        match (self.grpc.is_some(), self.lane(signal).json) {
             (true, _) => "grpc",
             (false, true) => "http/json",
             (false, false) => "http/protobuf",
@@ -433,9 +512,12 @@ impl Exporter {
     /// the protobuf message the call carries).
     pub(crate) fn spool_batch(&self, payload: &Payload) -> (BatchMeta, Vec<u8>) {
         let url = url_without_secrets(&self.endpoints[payload.signal as usize]);
-        let meta = BatchMeta::new(SPOOL_SINK, payload.signal.name(), &url, self.protocol_name(), payload.items);
+        let protocol = self.protocol_name(payload.signal);
+        let meta = BatchMeta::new(SPOOL_SINK, payload.signal.name(), &url, protocol, payload.items);
         match &payload.wire {
-            Wire::Http(bytes) => (meta.with_content_encoding(self.gzip.then_some("gzip")), bytes.clone()),
+            Wire::Http(bytes) => {
+                (meta.with_content_encoding(self.lane(payload.signal).gzip.then_some("gzip")), bytes.clone())
+            }
             Wire::Grpc(body) => (meta, body.to_protobuf()),
         }
     }
@@ -462,7 +544,7 @@ impl Exporter {
 
     /// The fingerprint of the configured headers (the credentials spooled batches are sent with).
     pub(crate) fn credentials(&self) -> String {
-        pi_observe_spool::fingerprint(self.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        pi_observe_spool::fingerprint(self.lanes[0].headers.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 
     /// One try at delivering a spooled batch (it stays spooled unless this says `Exported`).
@@ -478,7 +560,7 @@ impl Exporter {
             None => {
                 let json = meta.protocol == "http/json";
                 let gzip = meta.content_encoding.as_deref() == Some("gzip");
-                self.http_attempt(&self.endpoints[signal as usize], body, json, gzip, limit).await.0
+                self.http_attempt(self.lane(signal), &self.endpoints[signal as usize], body, json, gzip, limit).await.0
             }
         };
         match attempt {
@@ -489,9 +571,10 @@ impl Exporter {
         }
     }
 
-    fn encode(&self, body: &Body) -> Vec<u8> {
-        let raw = if self.json { body.to_json() } else { body.to_protobuf() };
-        if !self.gzip {
+    fn encode(&self, signal: Signal, body: &Body) -> Vec<u8> {
+        let lane = self.lane(signal);
+        let raw = if lane.json { body.to_json() } else { body.to_protobuf() };
+        if !lane.gzip {
             return raw;
         }
         let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -502,13 +585,14 @@ impl Exporter {
     /// One POST: what came of it, and the status line (`HTTP 200`) when there was an answer.
     async fn http_attempt(
         &self,
+        lane: &Lane,
         endpoint: &str,
         body: &[u8],
         json: bool,
         gzip: bool,
         limit: Duration,
     ) -> (Attempt, Option<String>) {
-        let mut request = self
+        let mut request = lane
             .http
             .post(endpoint)
             .timeout(limit)
@@ -517,7 +601,7 @@ impl Exporter {
         if gzip {
             request = request.header("content-encoding", "gzip");
         }
-        for (k, v) in &self.headers {
+        for (k, v) in &lane.headers {
             request = request.header(k.as_str(), v.as_str());
         }
         match request.send().await {
@@ -525,6 +609,15 @@ impl Exporter {
                 let status = response.status().as_u16();
                 let line = Some(format!("HTTP {status}"));
                 if response.status().is_success() {
+                    if endpoint == self.endpoints[Signal::Traces as usize] {
+                        let json = response
+                            .headers()
+                            .get("content-type")
+                            .and_then(|v| v.to_str().ok())
+                            .is_some_and(|v| v.starts_with("application/json"));
+                        let answer = response.bytes().await.unwrap_or_default();
+                        self.note_partial_success(&answer, json);
+                    }
                     return (Attempt::Done, line);
                 }
                 let after = response
@@ -552,30 +645,49 @@ impl Exporter {
         }
     }
 
+    /// Counts the spans an OTLP/HTTP traces answer says were rejected (`partial_success`). An
+    /// empty or unparsable body is full success, as the specification says.
+    fn note_partial_success(&self, answer: &[u8], json: bool) {
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
+        if answer.is_empty() {
+            return;
+        }
+        let parsed = if json {
+            serde_json::from_slice::<ExportTraceServiceResponse>(answer).ok()
+        } else {
+            ExportTraceServiceResponse::decode(answer).ok()
+        };
+        let rejected = parsed.and_then(|r| r.partial_success).map_or(0, |p| p.rejected_spans);
+        self.link.partially_rejected.fetch_add(u64::try_from(rejected).unwrap_or(0), Relaxed);
+    }
+
     /// One call: what came of it, and the status (`gRPC Ok`) when the server answered.
     async fn grpc_attempt(&self, endpoint: &Endpoint, body: &Body, limit: Duration) -> (Attempt, Option<String>) {
         let channel = self.channel.get_or_init(|| endpoint.connect_lazy()).clone();
         let result = match body {
             Body::Traces(r) => {
                 let mut client = TraceServiceClient::new(channel);
-                if self.gzip {
+                if self.lanes[0].gzip {
                     client = client.send_compressed(CompressionEncoding::Gzip);
                 }
-                client.export(self.grpc_request(r.clone(), limit)).await.map(|_| ())
+                client.export(self.grpc_request(&self.lanes[0], r.clone(), limit)).await.map(|answer| {
+                    let rejected = answer.into_inner().partial_success.map_or(0, |p| p.rejected_spans);
+                    self.link.partially_rejected.fetch_add(u64::try_from(rejected).unwrap_or(0), Relaxed);
+                })
             }
             Body::Metrics(r) => {
                 let mut client = MetricsServiceClient::new(channel);
-                if self.gzip {
+                if self.lanes[1].gzip {
                     client = client.send_compressed(CompressionEncoding::Gzip);
                 }
-                client.export(self.grpc_request(r.clone(), limit)).await.map(|_| ())
+                client.export(self.grpc_request(&self.lanes[1], r.clone(), limit)).await.map(|_| ())
             }
             Body::Logs(r) => {
                 let mut client = LogsServiceClient::new(channel);
-                if self.gzip {
+                if self.lanes[2].gzip {
                     client = client.send_compressed(CompressionEncoding::Gzip);
                 }
-                client.export(self.grpc_request(r.clone(), limit)).await.map(|_| ())
+                client.export(self.grpc_request(&self.lanes[2], r.clone(), limit)).await.map(|_| ())
             }
         };
         match result {
@@ -608,10 +720,10 @@ impl Exporter {
         }
     }
 
-    fn grpc_request<T>(&self, message: T, limit: Duration) -> tonic::Request<T> {
+    fn grpc_request<T>(&self, lane: &Lane, message: T, limit: Duration) -> tonic::Request<T> {
         let mut request = tonic::Request::new(message);
         request.set_timeout(limit);
-        for (k, v) in &self.headers {
+        for (k, v) in &lane.headers {
             if let (Ok(key), Ok(value)) = (
                 tonic::metadata::MetadataKey::from_bytes(k.to_ascii_lowercase().as_bytes()),
                 tonic::metadata::MetadataValue::try_from(v.as_str()),

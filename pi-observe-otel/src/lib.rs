@@ -22,7 +22,8 @@ mod self_metrics;
 mod spool;
 
 pub use config::{
-    CapturedRequest, ConfigError, OtlpConfig, Protocol, WireCapture, check_header, check_url, url_without_secrets,
+    CapturedRequest, ConfigError, OtlpConfig, Protocol, SignalSettings, TracesExporter, WireCapture, check_header,
+    check_url, url_without_secrets,
 };
 pub use convert::Conventions;
 pub use pipeline::{ExportStats, OtelSubscriber};

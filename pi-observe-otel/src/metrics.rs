@@ -77,6 +77,23 @@ struct Hist {
 }
 
 impl Hist {
+    /// The observations since `before` (an earlier copy of this histogram), or `None` when
+    /// there were none. Its min and max are unknown (NaN: not exported).
+    fn since(&self, before: Option<&Hist>) -> Option<Hist> {
+        let Some(before) = before else { return (self.count > 0).then(|| self.clone()) };
+        if self.count == before.count {
+            return None;
+        }
+        Some(Hist {
+            bounds: self.bounds,
+            counts: self.counts.iter().zip(&before.counts).map(|(now, then)| now - then).collect(),
+            count: self.count - before.count,
+            sum: self.sum - before.sum,
+            min: f64::NAN,
+            max: f64::NAN,
+        })
+    }
+
     fn new(bounds: &'static [f64]) -> Self {
         Hist {
             bounds,
@@ -104,16 +121,49 @@ pub const DEFAULT_CARDINALITY_LIMIT: usize = 2000;
 /// The attribute set that takes what no longer fits under the cap (OpenTelemetry SDK spec).
 pub const OVERFLOW_ATTRIBUTE: &str = "otel.metric.overflow";
 
-/// Cumulative aggregates since the exporter started.
+/// Aggregates since the exporter started; exported cumulative (default) or as deltas since the
+/// last export.
 #[derive(Debug)]
 pub(crate) struct Aggregator {
     start: SystemTime,
+    /// Delta temporality: what the last request reported, and when.
+    delta: Option<Sent>,
     dims: Vec<String>,
     sums: BTreeMap<(&'static str, Attrs), f64>,
     histograms: BTreeMap<(&'static str, Attrs), Hist>,
     /// Distinct attribute sets per metric, and the cap on them.
     series: BTreeMap<&'static str, usize>,
     limit: usize,
+}
+
+/// What the last delta request covered.
+#[derive(Debug, Default)]
+struct Sent {
+    at: Option<SystemTime>,
+    sums: BTreeMap<(&'static str, Attrs), f64>,
+    histograms: BTreeMap<(&'static str, Attrs), Hist>,
+}
+
+/// `OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`: every pi metric is a counter or a
+/// histogram, so `delta` and `lowmemory` both mean deltas.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Temporality {
+    /// Totals since start (the default).
+    #[default]
+    Cumulative,
+    /// Changes since the previous export.
+    Delta,
+}
+
+impl Temporality {
+    /// Parses `cumulative`, `delta` or `lowmemory` (any case).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "cumulative" => Some(Temporality::Cumulative),
+            "delta" | "lowmemory" => Some(Temporality::Delta),
+            _ => None,
+        }
+    }
 }
 
 fn text(record: &ObsEvent, key: &str) -> Option<String> {
@@ -129,12 +179,19 @@ impl Aggregator {
     pub(crate) fn with_limit(dims: Vec<String>, limit: usize) -> Self {
         Aggregator {
             start: SystemTime::now(),
+            delta: None,
             dims,
             sums: BTreeMap::new(),
             histograms: BTreeMap::new(),
             series: BTreeMap::new(),
             limit: limit.max(1),
         }
+    }
+
+    /// Reports changes since the previous request instead of totals.
+    pub(crate) fn delta(mut self, temporality: Temporality) -> Self {
+        self.delta = (temporality == Temporality::Delta).then(Sent::default);
+        self
     }
 
     /// `attrs`, or the overflow set when `name` already has its limit of attribute sets and
@@ -259,13 +316,36 @@ impl Aggregator {
         }
     }
 
-    /// Everything as one OTLP request (cumulative temporality), or `None` before any data.
-    pub(crate) fn request(&self, resource: &Resource, now: SystemTime) -> Option<ExportMetricsServiceRequest> {
-        if self.sums.is_empty() && self.histograms.is_empty() {
+    /// Everything as one OTLP request — totals, or with delta temporality the changes since
+    /// the previous request — or `None` when there is nothing to report.
+    pub(crate) fn request(&mut self, resource: &Resource, now: SystemTime) -> Option<ExportMetricsServiceRequest> {
+        let temporality =
+            if self.delta.is_some() { AggregationTemporality::Delta } else { AggregationTemporality::Cumulative }
+                as i32;
+        let (window_start, sums, histograms) = match &mut self.delta {
+            None => (self.start, self.sums.clone(), self.histograms.clone()),
+            Some(sent) => {
+                let sums: BTreeMap<_, _> = self
+                    .sums
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v - sent.sums.get(k).copied().unwrap_or(0.0)))
+                    .filter(|(_, d)| *d != 0.0)
+                    .collect();
+                let histograms: BTreeMap<_, _> = self
+                    .histograms
+                    .iter()
+                    .filter_map(|(k, h)| h.since(sent.histograms.get(k)).map(|d| (k.clone(), d)))
+                    .collect();
+                let start = sent.at.unwrap_or(self.start);
+                *sent = Sent { at: Some(now), sums: self.sums.clone(), histograms: self.histograms.clone() };
+                (start, sums, histograms)
+            }
+        };
+        if sums.is_empty() && histograms.is_empty() {
             return None;
         }
         let nanos = |t: SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
-        let (start, now) = (nanos(self.start), nanos(now));
+        let (start, now) = (nanos(window_start), nanos(now));
         let kv = |attrs: &Attrs| -> Vec<KeyValue> {
             attrs
                 .iter()
@@ -277,13 +357,13 @@ impl Aggregator {
                 .collect()
         };
         let mut metrics: BTreeMap<&'static str, Metric> = BTreeMap::new();
-        for ((name, attrs), value) in &self.sums {
+        for ((name, attrs), value) in &sums {
             let metric = metrics.entry(name).or_insert_with(|| Metric {
                 name: (*name).to_owned(),
                 unit: unit(name).to_owned(),
                 data: Some(metric::Data::Sum(Sum {
                     data_points: vec![],
-                    aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                    aggregation_temporality: temporality,
                     is_monotonic: true,
                 })),
                 ..Default::default()
@@ -298,13 +378,13 @@ impl Aggregator {
                 });
             }
         }
-        for ((name, attrs), h) in &self.histograms {
+        for ((name, attrs), h) in &histograms {
             let metric = metrics.entry(name).or_insert_with(|| Metric {
                 name: (*name).to_owned(),
                 unit: unit(name).to_owned(),
                 data: Some(metric::Data::Histogram(Histogram {
                     data_points: vec![],
-                    aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                    aggregation_temporality: temporality,
                 })),
                 ..Default::default()
             });
@@ -317,8 +397,8 @@ impl Aggregator {
                     sum: Some(h.sum),
                     bucket_counts: h.counts.clone(),
                     explicit_bounds: h.bounds.to_vec(),
-                    min: Some(h.min),
-                    max: Some(h.max),
+                    min: h.min.is_finite().then_some(h.min),
+                    max: h.max.is_finite().then_some(h.max),
                     ..Default::default()
                 });
             }
@@ -506,7 +586,7 @@ mod tests {
 
     #[test]
     fn user_dimension_is_opt_in_and_nothing_is_sent_before_data() {
-        let agg = Aggregator::with_limit(vec![], DEFAULT_CARDINALITY_LIMIT);
+        let mut agg = Aggregator::with_limit(vec![], DEFAULT_CARDINALITY_LIMIT);
         assert!(agg.request(&Resource::default(), SystemTime::now()).is_none());
         let mut agg = Aggregator::with_limit(vec!["orgId".into(), "userId".into()], DEFAULT_CARDINALITY_LIMIT);
         agg.record_span(&end(pi::AGENT_PROMPT, Payload::new(), &[("orgId", "acme"), ("userId", "u1")]));
@@ -525,5 +605,31 @@ mod tests {
         assert_eq!(h.counts[0], 2, "values equal to a bound fall in that bucket");
         assert_eq!(*h.counts.last().unwrap(), 1);
         assert_eq!((h.min, h.max), (0.0, 1000.0));
+    }
+
+    #[test]
+    fn delta_temporality_reports_changes_since_the_previous_request() {
+        let sum_of = |req: &ExportMetricsServiceRequest, name: &str| -> Option<(f64, i32)> {
+            let m = req.resource_metrics[0].scope_metrics[0].metrics.iter().find(|m| m.name == name)?;
+            match &m.data {
+                Some(metric::Data::Sum(s)) => match s.data_points[0].value {
+                    Some(number_data_point::Value::AsDouble(v)) => Some((v, s.aggregation_temporality)),
+                    _ => None,
+                },
+                _ => None,
+            }
+        };
+        let mut agg = Aggregator::with_limit(vec![], 10).delta(Temporality::Delta);
+        agg.set(metric_names::PROMPTS, vec![], 2.0);
+        let first = agg.request(&Resource::default(), SystemTime::now()).unwrap();
+        assert_eq!(sum_of(&first, metric_names::PROMPTS), Some((2.0, AggregationTemporality::Delta as i32)));
+        assert!(agg.request(&Resource::default(), SystemTime::now()).is_none(), "no change, no request");
+        agg.set(metric_names::PROMPTS, vec![], 5.0);
+        let third = agg.request(&Resource::default(), SystemTime::now()).unwrap();
+        assert_eq!(sum_of(&third, metric_names::PROMPTS).unwrap().0, 3.0);
+        let mut cumulative = Aggregator::with_limit(vec![], 10);
+        cumulative.set(metric_names::PROMPTS, vec![], 2.0);
+        let req = cumulative.request(&Resource::default(), SystemTime::now()).unwrap();
+        assert_eq!(sum_of(&req, metric_names::PROMPTS), Some((2.0, AggregationTemporality::Cumulative as i32)));
     }
 }

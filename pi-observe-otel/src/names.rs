@@ -187,4 +187,32 @@ pub mod env {
     pub const LOGS_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT";
     /// Metric export interval in milliseconds.
     pub const METRIC_EXPORT_INTERVAL: &str = "OTEL_METRIC_EXPORT_INTERVAL";
+    /// `cumulative` (default), `delta` or `lowmemory`.
+    pub const METRICS_TEMPORALITY_PREFERENCE: &str = "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE";
+    /// `otlp` (default), `none` or `console`.
+    pub const TRACES_EXPORTER: &str = "OTEL_TRACES_EXPORTER";
+    /// `true`: a gRPC endpoint given without a scheme is plain text (default: TLS).
+    pub const INSECURE: &str = "OTEL_EXPORTER_OTLP_INSECURE";
+    /// Traces-only [`INSECURE`].
+    pub const TRACES_INSECURE: &str = "OTEL_EXPORTER_OTLP_TRACES_INSECURE";
+    /// Metrics-only headers.
+    pub const METRICS_HEADERS: &str = "OTEL_EXPORTER_OTLP_METRICS_HEADERS";
+    /// Logs-only headers.
+    pub const LOGS_HEADERS: &str = "OTEL_EXPORTER_OTLP_LOGS_HEADERS";
+    /// Metrics-only protocol (must be HTTP when traces are, gRPC when traces are).
+    pub const METRICS_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL";
+    /// Logs-only protocol (same rule).
+    pub const LOGS_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL";
+    /// Metrics-only timeout (ms).
+    pub const METRICS_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT";
+    /// Logs-only timeout (ms).
+    pub const LOGS_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT";
+    /// Metrics-only compression.
+    pub const METRICS_COMPRESSION: &str = "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION";
+    /// Logs-only compression.
+    pub const LOGS_COMPRESSION: &str = "OTEL_EXPORTER_OTLP_LOGS_COMPRESSION";
+    /// Metrics-only CA certificate file.
+    pub const METRICS_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE";
+    /// Logs-only CA certificate file.
+    pub const LOGS_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE";
 }

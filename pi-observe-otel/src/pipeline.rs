@@ -98,7 +98,7 @@ pub struct ExportStats {
     pub spans_started: u64,
     /// Spans accepted by the receiver.
     pub spans_exported: u64,
-    /// Spans not kept by the sampler.
+    /// Spans not kept by the sampler (or not exported at all: `OTEL_TRACES_EXPORTER=none`).
     pub spans_sampled_out: u64,
     /// Dropped because the queue was full.
     pub dropped_queue_full: u64,
@@ -243,7 +243,7 @@ impl OtelSubscriber {
                 parent_decisions: HashMap::new(),
                 metrics: config.metrics.unwrap_or(true).then(|| {
                     let limit = config.metric_cardinality_limit.unwrap_or(crate::metrics::DEFAULT_CARDINALITY_LIMIT);
-                    Aggregator::with_limit(config.dims(), limit)
+                    Aggregator::with_limit(config.dims(), limit).delta(config.metric_temporality.unwrap_or_default())
                 }),
                 metric_interval: config.metric_interval.unwrap_or(Duration::from_secs(10)),
                 metrics_stopped: false,
@@ -254,6 +254,7 @@ impl OtelSubscriber {
                 batch: Vec::new(),
                 stopped: false,
                 spool: spool.clone(),
+                traces_off: config.traces_exporter == Some(crate::config::TracesExporter::None),
                 degraded_until: None,
                 degraded_for: DEGRADED_FOR,
             };
@@ -435,6 +436,8 @@ struct Worker {
     logs: Option<Vec<opentelemetry_proto::tonic::logs::v1::LogRecord>>,
     logs_stopped: bool,
     spool: Option<Arc<Spool>>,
+    /// `OTEL_TRACES_EXPORTER=none`: spans are not built (counted as sampled out).
+    traces_off: bool,
     /// Until when batches are spooled without trying (the receiver failed recently).
     degraded_until: Option<Instant>,
     /// How long the next failure keeps the receiver from being tried.
@@ -587,7 +590,7 @@ impl Worker {
         let Some(span) = event.span_id else { return };
         match event.kind {
             EventKind::Start => {
-                if !self.sampled(&event) {
+                if self.traces_off || !self.sampled(&event) {
                     self.counters.sampled_out.fetch_add(1, Relaxed);
                 } else if self.open.len() >= MAX_OPEN_SPANS {
                     self.counters.dropped_queue_full.fetch_add(1, Relaxed);
@@ -791,7 +794,13 @@ impl Worker {
         };
         match delivery {
             Delivery::Exported => {
-                self.counters.exported.fetch_add(n, Relaxed);
+                // A receiver may take the request but reject some spans (`partial_success`).
+                let rejected = self.counters.link.partially_rejected.swap(0, Relaxed).min(n);
+                self.counters.exported.fetch_add(n - rejected, Relaxed);
+                if rejected > 0 {
+                    self.counters.dropped_rejected.fetch_add(rejected, Relaxed);
+                    self.hub.record_dropped(DropReason::Rejected, rejected);
+                }
             }
             Delivery::Failed(_) if Instant::now() >= deadline => {
                 self.counters.dropped_shutdown.fetch_add(n, Relaxed);

@@ -68,7 +68,7 @@ fn outcome(exporter: &Exporter, payload: &Payload, runtime: &tokio::runtime::Run
         sink: "otlp".into(),
         signal: payload.signal_name().into(),
         endpoint: exporter.url_of(payload),
-        protocol: exporter.protocol_name().into(),
+        protocol: exporter.protocol_of(payload).into(),
         reachable: answered,
         status,
         latency,

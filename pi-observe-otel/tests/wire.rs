@@ -449,3 +449,12 @@ fn a_full_queue_drops_and_counts_every_record_it_could_not_take() {
     let accounted = stats.spans_exported + stats.spans_spooled + stats.spans_dropped() + stats.spans_sampled_out;
     assert_eq!(accounted, stats.spans_started, "{stats:?}");
 }
+
+#[test]
+fn spans_a_receiver_rejects_in_a_partial_success_are_counted_as_rejected() {
+    let receiver = Receiver::start(vec![Answer::Partial(3)]);
+    let run = run(config(&receiver.endpoint), Duration::from_secs(5));
+    assert_eq!(run.stats.spans_started, 8);
+    assert_eq!(run.stats.spans_exported, 5, "{:?}", run.stats);
+    assert_eq!(run.stats.dropped_rejected, 3);
+}

@@ -20,6 +20,8 @@ use tokio::net::TcpListener;
 pub enum Answer {
     /// This status (200 = accept), with optional `Retry-After` seconds.
     Status(u16, Option<u32>),
+    /// 200 with an OTLP `partial_success` saying this many spans were rejected.
+    Partial(i64),
     /// This status with this raw `Retry-After` value (e.g. an HTTP-date).
     RetryAt(u16, String),
     /// Read the request, then never answer (until the client gives up).
@@ -27,6 +29,9 @@ pub enum Answer {
     /// Close the connection without answering.
     Reset,
 }
+
+/// A request's path and headers.
+pub type Head = (String, Vec<(String, String)>);
 
 #[derive(Clone, Debug)]
 pub struct Received {
@@ -50,6 +55,8 @@ pub struct Receiver {
     pub attempts: Arc<Mutex<usize>>,
     /// When each traces request arrived.
     pub arrivals: Arc<Mutex<Vec<std::time::Instant>>>,
+    /// Every request's path and headers (traces, metrics and logs).
+    pub heads: Arc<Mutex<Vec<Head>>>,
     answers: Arc<Mutex<VecDeque<Answer>>>,
     _runtime: Option<tokio::runtime::Runtime>,
 }
@@ -96,12 +103,14 @@ impl Receiver {
         let logs = Arc::new(Mutex::new(Vec::new()));
         let attempts = Arc::new(Mutex::new(0));
         let arrivals = Arc::new(Mutex::new(Vec::new()));
+        let heads = Arc::new(Mutex::new(Vec::new()));
         let answers = Arc::new(Mutex::new(VecDeque::from(answers)));
         let sinks = Sinks {
             traces: received.clone(),
             metrics: metrics.clone(),
             logs: logs.clone(),
             arrivals: arrivals.clone(),
+            heads: heads.clone(),
         };
         let (a, q) = (attempts.clone(), answers.clone());
         runtime.spawn(async move {
@@ -120,7 +129,7 @@ impl Receiver {
                 });
             }
         });
-        Receiver { endpoint, received, metrics, logs, attempts, arrivals, answers, _runtime: Some(runtime) }
+        Receiver { endpoint, received, metrics, logs, attempts, arrivals, heads, answers, _runtime: Some(runtime) }
     }
 
     /// An endpoint where nothing listens.
@@ -167,6 +176,7 @@ impl Drop for Receiver {
 #[derive(Clone)]
 struct Sinks {
     arrivals: Arc<Mutex<Vec<std::time::Instant>>>,
+    heads: Arc<Mutex<Vec<Head>>>,
     traces: Arc<Mutex<Vec<Received>>>,
     metrics: Arc<Mutex<Vec<ExportMetricsServiceRequest>>>,
     logs: Arc<Mutex<Vec<ExportLogsServiceRequest>>>,
@@ -206,6 +216,7 @@ async fn serve<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
             }
         }
         let path = head.split_whitespace().nth(1).unwrap_or_default().to_owned();
+        sinks.heads.lock().unwrap().push((path.clone(), headers.clone()));
         let is_traces = path != "/v1/metrics" && path != "/v1/logs";
         let answer = if !is_traces {
             Answer::Status(200, None)
@@ -214,12 +225,13 @@ async fn serve<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
             sinks.arrivals.lock().unwrap().push(std::time::Instant::now());
             answers.lock().unwrap().pop_front().unwrap_or(Answer::Status(200, None))
         };
-        let (answer, retry_at) = match answer {
-            Answer::RetryAt(status, date) => (Answer::Status(status, None), Some(date)),
-            other => (other, None),
+        let (answer, retry_at, partial) = match answer {
+            Answer::RetryAt(status, date) => (Answer::Status(status, None), Some(date), None),
+            Answer::Partial(rejected) => (Answer::Status(200, None), None, Some(rejected)),
+            other => (other, None, None),
         };
         match answer {
-            Answer::Reset | Answer::RetryAt(..) => return,
+            Answer::Reset | Answer::RetryAt(..) | Answer::Partial(_) => return,
             Answer::Stall => {
                 let mut sink = [0u8; 64];
                 while let Ok(n) = socket.read(&mut sink).await {
@@ -260,7 +272,24 @@ async fn serve<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
                         sinks.traces.lock().unwrap().push(Received { headers: headers.clone(), request });
                     }
                 }
-                let mut response = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\n");
+                let body = partial
+                    .map(|rejected| {
+                        use opentelemetry_proto::tonic::collector::trace::v1::{
+                            ExportTracePartialSuccess, ExportTraceServiceResponse,
+                        };
+                        ExportTraceServiceResponse {
+                            partial_success: Some(ExportTracePartialSuccess {
+                                rejected_spans: rejected,
+                                error_message: "too old".into(),
+                            }),
+                        }
+                        .encode_to_vec()
+                    })
+                    .unwrap_or_default();
+                let mut response = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\n", body.len());
+                if !body.is_empty() {
+                    response.push_str("content-type: application/x-protobuf\r\n");
+                }
                 if let Some(secs) = retry_after {
                     response.push_str(&format!("retry-after: {secs}\r\n"));
                 }
@@ -268,7 +297,9 @@ async fn serve<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
                     response.push_str(&format!("retry-after: {date}\r\n"));
                 }
                 response.push_str("\r\n");
-                if socket.write_all(response.as_bytes()).await.is_err() {
+                let mut bytes = response.into_bytes();
+                bytes.extend_from_slice(&body);
+                if socket.write_all(&bytes).await.is_err() {
                     return;
                 }
             }
