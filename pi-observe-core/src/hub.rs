@@ -324,6 +324,12 @@ impl Observability {
         self.inner.subscribers.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// True when some subscriber's policy captures `kind`, so content of that kind that is
+    /// costly to build is only built when it can leave ([`crate::Payload::content_with`]).
+    pub fn captures(&self, kind: crate::ContentKind) -> bool {
+        self.snapshot().iter().any(|entry| entry.policy.captures(kind))
+    }
+
     /// Builds the event with `make` and delivers it, only if someone listens.
     #[inline]
     pub fn emit_with(&self, make: impl FnOnce() -> ObsEvent) {
@@ -420,29 +426,53 @@ impl Observability {
         self.for_each_until(timeout, |sub, left| sub.shutdown(left))
     }
 
+    /// Calls `call` on every subscriber with the time left until `timeout`. Several
+    /// subscribers are flushed or shut down side by side (one short-lived thread each), so one
+    /// slow exporter neither delays the others nor eats their share of the deadline.
     fn for_each_until(
         &self,
         timeout: Duration,
-        call: impl Fn(&dyn Subscriber, Duration) -> Result<(), SubscriberError>,
+        call: impl Fn(&dyn Subscriber, Duration) -> Result<(), SubscriberError> + Sync,
     ) -> Result<(), SubscriberError> {
         let deadline = Instant::now() + timeout;
         let stats = &self.inner.stats;
-        let mut first_error = None;
-        for entry in self.snapshot().iter() {
+        let one = |entry: &Entry| {
             let left = deadline.saturating_duration_since(Instant::now());
             let result =
                 catch_unwind(AssertUnwindSafe(|| call(entry.subscriber.as_ref(), left))).unwrap_or_else(|_| {
                     stats.subscriber_panics.fetch_add(1, Relaxed);
                     Err(SubscriberError::Panicked)
                 });
-            if let Err(error) = result {
-                if error != SubscriberError::Panicked {
-                    stats.subscriber_errors.fetch_add(1, Relaxed);
-                }
-                first_error.get_or_insert(error);
+            if let Err(error) = &result
+                && *error != SubscriberError::Panicked
+            {
+                stats.subscriber_errors.fetch_add(1, Relaxed);
             }
-        }
-        first_error.map_or(Ok(()), Err)
+            result
+        };
+        let snapshot = self.snapshot();
+        let results: Vec<Result<(), SubscriberError>> = match &snapshot[..] {
+            [] => Vec::new(),
+            [only] => vec![one(only)],
+            many => std::thread::scope(|scope| {
+                let handles: Vec<_> = many
+                    .iter()
+                    .map(|entry| {
+                        std::thread::Builder::new().name("pi-observe-finish".into()).spawn_scoped(scope, || one(entry))
+                    })
+                    .collect();
+                // A thread that could not start: that subscriber is called here instead.
+                handles
+                    .into_iter()
+                    .zip(many)
+                    .map(|(handle, entry)| match handle {
+                        Ok(handle) => handle.join().unwrap_or(Err(SubscriberError::Panicked)),
+                        Err(_) => one(entry),
+                    })
+                    .collect()
+            }),
+        };
+        results.into_iter().find_map(Result::err).map_or(Ok(()), Err)
     }
 }
 

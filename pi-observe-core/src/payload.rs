@@ -305,6 +305,18 @@ impl Payload {
         self
     }
 
+    /// Like [`Payload::content`], for content that is costly to build (a whole conversation,
+    /// tool schemas): `make` runs only when a subscriber of the current hub captures `kind`.
+    /// Otherwise the field is left out — it would have been withheld from every sink anyway.
+    pub fn content_with<V: Into<Value>>(
+        self,
+        kind: ContentKind,
+        key: impl Into<Cow<'static, str>>,
+        make: impl FnOnce() -> V,
+    ) -> Self {
+        if crate::Observability::current().captures(kind) { self.content(kind, key, make()) } else { self }
+    }
+
     /// Adds a [`Class::Secret`] field (never exported; useful so the type system knows it exists).
     pub fn secret(mut self, key: impl Into<Cow<'static, str>>, value: impl Into<Value>) -> Self {
         self.insert(key, value, Class::Secret);

@@ -238,3 +238,33 @@ fn a_subscriber_learns_its_hub_on_subscribe_and_does_not_keep_it_alive() {
     assert!(weak.upgrade().is_none(), "the subscriber did not keep the hub alive");
     assert!(slot.hub().is_none());
 }
+
+#[test]
+fn costly_content_is_built_only_when_a_subscriber_captures_its_kind() {
+    use pi_observe_core::{ContentKind, ContentPolicy};
+    let run = |policy: ContentPolicy| {
+        let hub = Observability::new();
+        let (capture, _sub) = CaptureSubscriber::attach_with(&hub, policy);
+        let builds = Arc::new(AtomicUsize::new(0));
+        let counter = builds.clone();
+        let payload = move || {
+            Payload::new().content_with(ContentKind::ProviderPayload, "conversation", || {
+                counter.fetch_add(1, Ordering::SeqCst);
+                "the whole conversation"
+            })
+        };
+        block_on(hub.scope(trace_operation("req", payload, async { Ok::<_, std::io::Error>(()) }))).unwrap();
+        let fields: Vec<String> = capture
+            .take()
+            .iter()
+            .flat_map(|e| e.payload.iter().map(|f| f.key.to_string()).collect::<Vec<_>>())
+            .collect();
+        (builds.load(Ordering::SeqCst), fields)
+    };
+    let (built, fields) = run(ContentPolicy::default());
+    assert_eq!(built, 0, "nobody captures provider payloads");
+    assert!(!fields.contains(&"conversation".to_owned()));
+    let (built, fields) = run(ContentPolicy::default().capture(ContentKind::ProviderPayload));
+    assert_eq!(built, 1);
+    assert!(fields.contains(&"conversation".to_owned()));
+}

@@ -11,12 +11,15 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod batched;
 mod bridge;
 mod jsonl;
 mod setup;
 
+pub use batched::{BATCH_BYTES, BatchedWriter, INTERVAL, LineCounts, Pushed};
 pub use bridge::{SpanLevel, TARGET, TracingSubscriber};
 pub use jsonl::JsonlFileSink;
 pub use setup::{
-    JsonLogConfig, LogDestination, LogGuard, LogInitError, env_filter, init_json_logging, json_subscriber, non_blocking,
+    JsonLogConfig, LogDestination, LogGuard, LogInitError, LogWriter, env_filter, init_json_logging, json_subscriber,
+    non_blocking,
 };

@@ -1,12 +1,15 @@
 //! JSON-lines logging setup: a `tracing-subscriber` that writes one JSON object per line, through
-//! a bounded non-blocking writer, to stderr or a file.
+//! a bounded batching writer ([`BatchedWriter`]), to stderr or a file.
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
-use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
+
+use crate::batched::BatchedWriter;
 
 /// Where the JSON lines go.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -25,13 +28,13 @@ pub struct JsonLogConfig {
     pub destination: LogDestination,
     /// Filter directives when neither `PI_LOG` nor `RUST_LOG` is set (`tracing` env-filter syntax).
     pub default_filter: String,
-    /// Lines buffered before new ones are dropped (the writer never blocks the caller).
-    pub buffered_lines: usize,
+    /// Bytes buffered before new lines are dropped (the writer never blocks the caller).
+    pub buffered_bytes: usize,
 }
 
 impl Default for JsonLogConfig {
     fn default() -> Self {
-        JsonLogConfig { destination: LogDestination::Stderr, default_filter: "info".into(), buffered_lines: 16_384 }
+        JsonLogConfig { destination: LogDestination::Stderr, default_filter: "info".into(), buffered_bytes: 8 << 20 }
     }
 }
 
@@ -61,11 +64,10 @@ pub enum LogInitError {
     AlreadyInstalled,
 }
 
-/// Keeps the writer thread alive; dropping it flushes what is buffered.
+/// Keeps the writer thread alive; dropping it writes what is buffered (for at most a second).
 #[must_use = "dropping the guard stops the log writer"]
 pub struct LogGuard {
-    _worker: WorkerGuard,
-    writer: NonBlocking,
+    writer: LogWriter,
 }
 
 impl std::fmt::Debug for LogGuard {
@@ -76,8 +78,51 @@ impl std::fmt::Debug for LogGuard {
 
 impl LogGuard {
     /// Lines dropped because the buffer was full.
-    pub fn dropped_lines(&self) -> usize {
-        self.writer.error_counter().dropped_lines()
+    pub fn dropped_lines(&self) -> u64 {
+        self.writer.dropped_lines()
+    }
+}
+
+impl Drop for LogGuard {
+    fn drop(&mut self) {
+        self.writer.0.close(Duration::from_secs(1));
+    }
+}
+
+/// A [`MakeWriter`] over a [`BatchedWriter`]: each formatted event (one `write` call from the
+/// fmt layer) becomes one line in its buffer.
+#[derive(Clone, Debug)]
+pub struct LogWriter(Arc<BatchedWriter>);
+
+impl LogWriter {
+    /// Lines dropped because the buffer was full (or the writer closed).
+    pub fn dropped_lines(&self) -> u64 {
+        self.0.counts().dropped
+    }
+
+    /// Waits (at most `timeout`) until every line so far is written.
+    pub fn flush(&self, timeout: Duration) -> bool {
+        self.0.flush(timeout)
+    }
+}
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // A refused line is counted by the writer; the caller (a log statement) is never failed.
+        let _ = self.0.push_line(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for LogWriter {
+    type Writer = LogWriter;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
     }
 }
 
@@ -107,28 +152,29 @@ where
         .finish()
 }
 
-/// A bounded, non-blocking writer in front of `inner`: when `lines` are waiting, new lines are
-/// dropped (and counted) instead of blocking the caller.
-pub fn non_blocking(inner: impl Write + Send + 'static, lines: usize) -> (NonBlocking, WorkerGuard) {
-    NonBlockingBuilder::default().lossy(true).buffered_lines_limit(lines.max(1)).finish(inner)
+/// A bounded, non-blocking writer in front of `inner`: when `bytes` are waiting, new lines are
+/// dropped (and counted) instead of blocking the caller; a background thread writes in batches.
+pub fn non_blocking(inner: impl Write + Send + 'static, bytes: usize) -> std::io::Result<LogWriter> {
+    BatchedWriter::start(inner, bytes, "pi-observe-log").map(LogWriter)
 }
 
 /// Installs the global JSON-lines logger (filter from `PI_LOG` / `RUST_LOG`). Keep the guard
 /// until exit.
 pub fn init_json_logging(config: &JsonLogConfig) -> Result<LogGuard, LogInitError> {
     let filter = env_filter(&config.default_filter)?;
-    let (writer, worker) = match &config.destination {
-        LogDestination::Stderr => non_blocking(std::io::stderr(), config.buffered_lines),
+    let (writer, path) = match &config.destination {
+        LogDestination::Stderr => (non_blocking(std::io::stderr(), config.buffered_bytes), "stderr".to_owned()),
         LogDestination::File(path) => {
             let file_error = |source| LogInitError::File { path: path.display().to_string(), source };
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir).map_err(file_error)?;
             }
             let file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(file_error)?;
-            non_blocking(file, config.buffered_lines)
+            (non_blocking(file, config.buffered_bytes), path.display().to_string())
         }
     };
+    let writer = writer.map_err(|source| LogInitError::File { path, source })?;
     tracing::subscriber::set_global_default(json_subscriber(writer.clone(), filter))
         .map_err(|_| LogInitError::AlreadyInstalled)?;
-    Ok(LogGuard { _worker: worker, writer })
+    Ok(LogGuard { writer })
 }

@@ -212,14 +212,20 @@ struct Lane {
     http: reqwest::Client,
 }
 
-/// An HTTP client trusting `ca` (else the system roots) and presenting `identity`.
+/// An HTTP client trusting `ca` (else the system roots) and presenting `identity`. A client
+/// for plain `http://` endpoints only (`plain`) trusts nothing: loading the system's root
+/// certificates costs milliseconds at every start and would never be used.
 fn http_client(
     ca: Option<&[u8]>,
     identity: Option<&(Vec<u8>, Vec<u8>)>,
     ca_setting: &str,
+    plain: bool,
 ) -> Result<reqwest::Client, ConfigError> {
     use crate::names::env;
     let mut http = reqwest::Client::builder().connect_timeout(Duration::from_secs(5));
+    if plain && ca.is_none() {
+        http = http.tls_certs_only(Vec::new());
+    }
     if let Some(ca) = ca {
         let certs = reqwest::Certificate::from_pem_bundle(ca)
             .map_err(|e| ConfigError::new(ca_setting, format!("not a PEM certificate bundle: {e}")))?;
@@ -242,7 +248,9 @@ impl Exporter {
     pub(crate) fn new(config: &OtlpConfig, resource: &opentelemetry_sdk::Resource) -> Result<Self, ConfigError> {
         use crate::names::env;
         let tls = config.tls_files()?;
-        let http = http_client(tls.ca.as_deref(), tls.identity.as_ref(), env::CERTIFICATE)?;
+        let endpoints = [config.endpoint(), config.metrics_endpoint(), config.logs_endpoint()];
+        let plain = endpoints.iter().all(|e| e.starts_with("http://"));
+        let http = http_client(tls.ca.as_deref(), tls.identity.as_ref(), env::CERTIFICATE, plain)?;
         let traces = Lane {
             headers: config.headers.clone(),
             json: config.protocol == Some(Protocol::HttpJson),
@@ -260,7 +268,7 @@ impl Exporter {
             let http = match &signal.certificate {
                 Some(path) => {
                     let ca = crate::config::read_pem(ca_setting, path, "CERTIFICATE-----")?;
-                    http_client(Some(&ca), tls.identity.as_ref(), ca_setting)?
+                    http_client(Some(&ca), tls.identity.as_ref(), ca_setting, false)?
                 }
                 None => http.clone(),
             };
@@ -302,7 +310,7 @@ impl Exporter {
             sdk: None,
             grpc,
             channel: OnceLock::new(),
-            endpoints: [config.endpoint(), config.metrics_endpoint(), config.logs_endpoint()],
+            endpoints,
             lanes: [traces, metrics, logs],
             console: config.traces_exporter == Some(crate::config::TracesExporter::Console),
             max_retries: config.max_retries,

@@ -343,16 +343,18 @@ pub async fn request(
         }
         // Content, in the conventions' schemas: dropped unless a sink captures the kind.
         // The whole conversation (earlier answers and tool results too): the request payload.
-        p = p.content(ContentKind::ProviderPayload, names::INPUT_MESSAGES, semconv::input_messages(&request.messages));
+        // Built only when a sink captures them: the conversation grows with every turn.
+        p = p.content_with(ContentKind::ProviderPayload, names::INPUT_MESSAGES, || {
+            semconv::input_messages(&request.messages)
+        });
         if let Some(system) = &request.system_prompt {
-            p = p.content(ContentKind::Prompt, names::SYSTEM_INSTRUCTIONS, semconv::system_instructions(system));
+            p = p
+                .content_with(ContentKind::Prompt, names::SYSTEM_INSTRUCTIONS, || semconv::system_instructions(system));
         }
         if !request.tools.is_empty() {
-            p = p.content(
-                ContentKind::ProviderPayload,
-                names::TOOL_DEFINITIONS,
-                semconv::tool_definitions(&request.tools),
-            );
+            p = p.content_with(ContentKind::ProviderPayload, names::TOOL_DEFINITIONS, || {
+                semconv::tool_definitions(&request.tools)
+            });
         }
         p
     };
