@@ -4,7 +4,9 @@
 //!   hub → `OtelSubscriber` (pairing, conversion and export happen on the worker thread) vs a raw
 //!   `opentelemetry_sdk` span through a `BatchSpanProcessor` vs `tracing` + `tracing-opentelemetry`
 //!   on the same SDK pipeline. All three do the same export work: OTLP/HTTP protobuf to one
-//!   loopback sink.
+//!   loopback sink. Producers are free-running, so each side's queue may fill: the spans each
+//!   side dropped are printed next to the timings (a side that drops mostly times its
+//!   queue-full path).
 //! - `export/*`: throughput of the whole pipeline for a burst of operations, from the first
 //!   record to the last byte acknowledged by the loopback sink (`flush`): hub → `OtelSubscriber`
 //!   (our OTLP/HTTP exporter) vs the raw SDK (`BatchSpanProcessor` → `opentelemetry-otlp`'s
@@ -12,7 +14,7 @@
 //!   attributes and the CLIENT kind our converter produces), same sink, same batch size; both
 //!   pipelines must report zero drops or the numbers are void.
 
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::future::Future;
 use std::hint::black_box;
@@ -33,6 +35,8 @@ use tracing_subscriber::layer::SubscriberExt;
 /// the same loopback sink (on a runtime of its own, as the SDK's batch thread has none).
 #[derive(Debug)]
 struct OtlpHttpPeer {
+    /// Spans handed to this exporter (the rest were dropped by the batch processor).
+    exported: Arc<std::sync::atomic::AtomicU64>,
     endpoint: String,
     client: reqwest::Client,
     runtime: tokio::runtime::Runtime,
@@ -42,6 +46,7 @@ struct OtlpHttpPeer {
 impl OtlpHttpPeer {
     fn new(endpoint: &str) -> Self {
         OtlpHttpPeer {
+            exported: Arc::default(),
             endpoint: endpoint.to_owned(),
             client: reqwest::Client::new(),
             runtime: tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
@@ -53,6 +58,7 @@ impl OtlpHttpPeer {
 impl SpanExporter for OtlpHttpPeer {
     fn export(&self, batch: Vec<SpanData>) -> impl Future<Output = OTelSdkResult> + Send {
         use prost::Message;
+        self.exported.fetch_add(batch.len() as u64, std::sync::atomic::Ordering::Relaxed);
         let request = opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest {
             resource_spans: opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope(
                 batch,
@@ -136,13 +142,15 @@ fn spans(c: &mut Criterion) {
     });
     drop(subscription);
     let _ = pi_observe_core::Subscriber::shutdown(otel.as_ref(), std::time::Duration::from_secs(5));
+    let stats = otel.stats();
+    report_drops("span/pi_hub_to_otel_adapter", stats.spans_started, stats.spans_started - stats.spans_dropped());
 
-    let provider = SdkTracerProvider::builder()
-        .with_span_processor(BatchSpanProcessor::builder(OtlpHttpPeer::new(&endpoint)).build())
-        .build();
+    let (provider, exported) = peer_provider(&endpoint);
     let tracer = provider.tracer("bench");
+    let mut created = 0u64;
     group.bench_function("raw_sdk_batch_processor", |b| {
         b.iter(|| {
+            created += 1;
             tracer.in_span("pi.ai.provider.request", |cx| {
                 use opentelemetry::trace::TraceContextExt;
                 cx.span().set_attributes([
@@ -154,11 +162,17 @@ fn spans(c: &mut Criterion) {
         })
     });
 
+    let _ = provider.shutdown();
+    report_drops("span/raw_sdk_batch_processor", created, exported.load(std::sync::atomic::Ordering::Relaxed));
+
+    let (provider, exported) = peer_provider(&endpoint);
     let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("bench-tracing"));
     let subscriber = tracing_subscriber::registry().with(layer);
+    let mut created = 0u64;
     tracing::subscriber::with_default(subscriber, || {
         group.bench_function("tracing_opentelemetry", |b| {
             b.iter(|| {
+                created += 1;
                 tracing::info_span!("pi.ai.provider.request", provider = "faux", model = "faux-1", turn_index = 3)
                     .in_scope(|| {
                         black_box(());
@@ -167,7 +181,22 @@ fn spans(c: &mut Criterion) {
         });
     });
     let _ = provider.shutdown();
+    report_drops("span/tracing_opentelemetry", created, exported.load(std::sync::atomic::Ordering::Relaxed));
     group.finish();
+}
+
+/// An SDK pipeline (batch processor → [`OtlpHttpPeer`]) and the count of spans it exported.
+fn peer_provider(endpoint: &str) -> (SdkTracerProvider, Arc<std::sync::atomic::AtomicU64>) {
+    let peer = OtlpHttpPeer::new(endpoint);
+    let exported = peer.exported.clone();
+    (SdkTracerProvider::builder().with_span_processor(BatchSpanProcessor::builder(peer).build()).build(), exported)
+}
+
+/// Prints how many of the `created` spans a side did not export (its queue was full).
+fn report_drops(bench: &str, created: u64, exported: u64) {
+    let dropped = created.saturating_sub(exported);
+    let share = if created == 0 { 0.0 } else { dropped as f64 * 100.0 / created as f64 };
+    eprintln!("{bench}: {dropped} of {created} spans dropped ({share:.1} %)");
 }
 
 /// Operations per measured burst: below both queues' capacity (ours 8192 records = 4096 spans,
