@@ -356,3 +356,56 @@ fn a_spooling_process_killed_midway_leaves_only_whole_batches() {
     assert_eq!(store.stats().unreadable, 0, "{:?}", store.stats().diagnostics);
     assert_eq!(store.status().unreadable, 0);
 }
+
+#[test]
+fn the_spool_cap_removes_the_oldest_batches_and_counts_them() {
+    let d = scratch("spool-cap");
+    let endpoint = Receiver::down_endpoint();
+    for i in 0..4 {
+        let out = pi_in(&d)
+            .args(["-p", "hi", "--no-session", "--tools", "none", "--otlp", &endpoint, "--events-jsonl"])
+            .arg(d.join(format!("e{i}.jsonl")))
+            .env("PI_SPOOL_MAX_BYTES", "6000")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let total: u64 = batches(&d).iter().map(|p| std::fs::metadata(p).unwrap().len()).sum();
+    assert!(total <= 6000, "{total} bytes kept");
+    let out = pi_in(&d)
+        .args(["observe", "status", "--json", "--otlp", &endpoint])
+        .env("PI_SPOOL_MAX_BYTES", "6000")
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["lastRun"]["spool"]["droppedFull"].as_u64().unwrap() > 0, "{doc}");
+    assert_eq!(doc["pipeline"]["spool"]["maxBytes"], 6000);
+    assert_eq!(doc["pipeline"]["spool"]["sources"]["maxBytes"], "env PI_SPOOL_MAX_BYTES");
+    // A malformed cap is named.
+    let out = pi_in(&d).args(["-p", "hi", "--otlp", &endpoint]).env("PI_SPOOL_MAX_BYTES", "lots").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("PI_SPOOL_MAX_BYTES: \"lots\""), "{}", stderr(&out));
+}
+
+#[test]
+fn a_torn_spool_file_is_skipped_counted_and_named_once() {
+    let d = scratch("spool-torn");
+    let endpoint = Receiver::down_endpoint();
+    assert!(run(&d, &endpoint, &d.join("e.jsonl"), &[]).status.success());
+    let files = batches(&d);
+    let torn = &files[0];
+    let bytes = std::fs::read(torn).unwrap();
+    std::fs::write(torn, &bytes[..bytes.len() - 3]).unwrap();
+    let receiver = Receiver::start_at(&endpoint, vec![]);
+    let first = flush(&d, &endpoint);
+    assert!(first.status.success(), "{first:?}");
+    let named = stderr(&first);
+    assert!(named.contains(&torn.display().to_string()) && named.contains("torn"), "{named}");
+    assert_eq!(batches(&d).len(), 0, "the rest delivered, the torn one set aside");
+    assert!(!receiver.requests().is_empty() || !receiver.metrics.lock().unwrap().is_empty());
+    let second = flush(&d, &endpoint);
+    assert!(!stderr(&second).contains("torn"), "named once: {}", stderr(&second));
+    let status = pi_in(&d).args(["observe", "status", "--json", "--otlp", &endpoint]).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(doc["spool"]["unreadable"], 1, "{doc}");
+}

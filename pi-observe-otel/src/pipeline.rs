@@ -151,6 +151,8 @@ pub struct OtelSubscriber {
     disabled: bool,
     spool: Option<Arc<Spool>>,
     exit_patience: Duration,
+    /// Says when the background delivery of earlier runs' batches is done.
+    draining: Mutex<Option<mpsc::Receiver<()>>>,
 }
 
 impl std::fmt::Debug for OtelSubscriber {
@@ -212,6 +214,7 @@ impl OtelSubscriber {
         });
         let disabled = config.disabled;
         let spool = config.spool.clone().map(|c| Arc::new(Spool::new(c)));
+        let mut draining = None;
         let worker = if disabled {
             None
         } else {
@@ -223,7 +226,7 @@ impl OtelSubscriber {
                 exporter.max_retries = exporter.max_retries.min(SPOOLED_MAX_RETRIES);
             }
             if let Some(spool) = &spool {
-                crate::spool::drain_in_background(&config, spool.clone(), counters.clone())?;
+                draining = crate::spool::drain_in_background(&config, spool.clone(), counters.clone())?;
             }
             let state = Worker {
                 queue: queue.clone(),
@@ -273,6 +276,7 @@ impl OtelSubscriber {
             disabled,
             spool,
             exit_patience,
+            draining: Mutex::new(draining),
         }))
     }
 
@@ -403,6 +407,12 @@ impl Subscriber for OtelSubscriber {
             && let Some(worker) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take()
         {
             let _ = worker.join();
+        }
+        // The background delivery stops after its current batch: let it finish that one (within
+        // the patience), so a batch the receiver took is also removed from the spool.
+        if let Some(draining) = self.draining.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let left = deadline.saturating_duration_since(Instant::now()).min(self.exit_patience);
+            let _ = draining.recv_timeout(left);
         }
         // On timeout the worker is left to finish on its own; the caller is not held.
         result.map_err(|_| SubscriberError::Timeout)

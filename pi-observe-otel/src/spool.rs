@@ -1,8 +1,8 @@
 //! Delivering what earlier runs spooled: in the background when a subscriber starts, or now
 //! ([`deliver_spooled`], behind `pi observe flush`).
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use pi_observe_spool::{Attempt, Spool, SpoolDelivery};
@@ -37,28 +37,29 @@ fn runtime() -> Result<tokio::runtime::Runtime, ConfigError> {
 }
 
 /// Starts a thread that delivers earlier runs' batches for `config`, when there are any; it
-/// stops when the subscriber shuts down (what it has not delivered stays spooled) and records
-/// what it did in `counters`.
+/// stops after its current batch when the subscriber shuts down (what it has not delivered stays
+/// spooled), records what it did in `counters`, and says so on the returned channel.
 pub(crate) fn drain_in_background(
     config: &OtlpConfig,
     spool: Arc<Spool>,
     counters: Arc<Counters>,
-) -> Result<(), ConfigError> {
+) -> Result<Option<mpsc::Receiver<()>>, ConfigError> {
     // Listing is cheap; the client is only built when there is something to send.
     if spool.pending(|m| m.sink == crate::export::SPOOL_SINK).is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let exporter = Exporter::new(config, &resource(config))?;
+    let (done, finished) = mpsc::channel();
     let spawned = std::thread::Builder::new().name("pi-observe-otlp-spool".into()).spawn(move || {
         let Ok(runtime) = runtime() else { return };
         let stop = || counters.link.closing.load(Relaxed);
         let far = Instant::now() + Duration::from_secs(24 * 3600);
         let result = drain(&exporter, &spool, &runtime, far, &stop);
         *counters.from_spool.lock().unwrap_or_else(|e| e.into_inner()) = result;
+        let _ = done.send(());
     });
     // Without the thread the batches simply wait for the next run.
-    drop(spawned);
-    Ok(())
+    Ok(spawned.ok().map(|_| finished))
 }
 
 fn drain(
