@@ -7,6 +7,8 @@
 //!   loopback sink. Producers are free-running, so each side's queue may fill: the spans each
 //!   side dropped are printed next to the timings (a side that drops mostly times its
 //!   queue-full path).
+//! - `span_paced/*`: the same operations in bursts of [`PACE`], each followed by an untimed
+//!   flush, so neither side ever drops: the cost of an operation that is kept.
 //! - `export/*`: throughput of the whole pipeline for a burst of operations, from the first
 //!   record to the last byte acknowledged by the loopback sink (`flush`): hub → `OtelSubscriber`
 //!   (our OTLP/HTTP exporter) vs the raw SDK (`BatchSpanProcessor` → `opentelemetry-otlp`'s
@@ -290,5 +292,82 @@ impl SpanExporter for CountingExporter {
     }
 }
 
-criterion_group!(benches, spans, export);
+/// Operations per timed burst in `span_paced/*`: well below both queues (ours 4,096 spans, the
+/// SDK's 2,048), so nothing is dropped.
+const PACE: u64 = 1_000;
+
+/// Times `iters` operations in bursts of at most [`PACE`], calling `flush` (untimed) after each.
+fn paced(
+    iters: u64,
+    mut burst: impl FnMut(u64) -> std::time::Duration,
+    mut flush: impl FnMut(),
+) -> std::time::Duration {
+    let (mut left, mut total) = (iters, std::time::Duration::ZERO);
+    while left > 0 {
+        let n = left.min(PACE);
+        total += burst(n);
+        flush();
+        left -= n;
+    }
+    total
+}
+
+fn spans_paced(c: &mut Criterion) {
+    let mut group = c.benchmark_group("span_paced");
+    let endpoint = sink();
+    let hub = Observability::new();
+    let otel =
+        OtelSubscriber::new(OtlpConfig { traces_endpoint: Some(endpoint.clone()), ..Default::default() }).unwrap();
+    let subscription = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
+    let payload =
+        || Payload::new().safe(names::PROVIDER, "faux").safe(names::MODEL, "faux-1").safe(names::TURN_INDEX, 3);
+    group.bench_function("pi_hub_to_otel_adapter", |b| {
+        b.iter_custom(|iters| {
+            paced(
+                iters,
+                |n| {
+                    pi_observe_core::testing::time_operations(&hub, n, || {
+                        trace_operation(names::PROVIDER_REQUEST, payload, async { Ok::<_, std::fmt::Error>(1) })
+                    })
+                },
+                || pi_observe_core::Subscriber::flush(otel.as_ref(), std::time::Duration::from_secs(30)).unwrap(),
+            )
+        })
+    });
+    drop(subscription);
+    let _ = pi_observe_core::Subscriber::shutdown(otel.as_ref(), std::time::Duration::from_secs(5));
+    let stats = otel.stats();
+    report_drops("span_paced/pi_hub_to_otel_adapter", stats.spans_started, stats.spans_started - stats.spans_dropped());
+
+    let (provider, exported) = peer_provider(&endpoint);
+    let tracer = provider.tracer("bench");
+    let mut created = 0u64;
+    group.bench_function("raw_sdk_batch_processor", |b| {
+        b.iter_custom(|iters| {
+            created += iters;
+            paced(
+                iters,
+                |n| {
+                    let started = std::time::Instant::now();
+                    for _ in 0..n {
+                        tracer.in_span("pi.ai.provider.request", |cx| {
+                            cx.span().set_attributes([
+                                KeyValue::new("pi.provider", "faux"),
+                                KeyValue::new("pi.model", "faux-1"),
+                                KeyValue::new("pi.turnIndex", 3),
+                            ]);
+                        })
+                    }
+                    started.elapsed()
+                },
+                || provider.force_flush().unwrap(),
+            )
+        })
+    });
+    let _ = provider.shutdown();
+    report_drops("span_paced/raw_sdk_batch_processor", created, exported.load(std::sync::atomic::Ordering::Relaxed));
+    group.finish();
+}
+
+criterion_group!(benches, spans, spans_paced, export);
 criterion_main!(benches);
