@@ -389,7 +389,7 @@ impl Spool {
         status
     }
 
-    /// This process's counts so far, with the diagnostics noted since the last call.
+    /// This process's counts so far, with every diagnostic noted (each problem once).
     pub fn stats(&self) -> SpoolStats {
         let c = &self.counters;
         SpoolStats {

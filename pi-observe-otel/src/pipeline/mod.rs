@@ -1,0 +1,421 @@
+//! The OTel subscriber: a bounded queue in front of a worker thread that pairs records into
+//! spans, batches them and exports them. `on_event` never blocks and never does I/O.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use opentelemetry::{InstrumentationScope, KeyValue};
+use opentelemetry_sdk::Resource;
+use pi_observe_core::{DropReason, EventKind, HubSlot, ObsEvent, Observability, Subscriber, SubscriberError};
+use pi_observe_spool::Spool;
+
+use crate::config::{ConfigError, OtlpConfig};
+use crate::export::Exporter;
+use crate::metrics::Aggregator;
+use crate::names;
+
+mod worker;
+
+use worker::Worker;
+
+/// Most spans kept open at once; starts beyond it are dropped (a runaway would otherwise grow
+/// without bound).
+const MAX_OPEN_SPANS: usize = 100_000;
+
+/// With a spool, how long shutdown gives the receiver before spooling what is left.
+const DEFAULT_EXIT_PATIENCE: Duration = Duration::from_millis(200);
+
+/// With a spool, retries per batch (100 + 200 ms of backoff) before it is spooled.
+const SPOOLED_MAX_RETRIES: u32 = 2;
+
+/// After a batch failed for good, later batches go straight to the spool for this long instead
+/// of each waiting out its retries against a receiver that is down; doubled after each failure
+/// in a row, up to `MAX_DEGRADED_FOR`.
+const DEGRADED_FOR: Duration = Duration::from_secs(30);
+const MAX_DEGRADED_FOR: Duration = Duration::from_secs(300);
+
+/// Requests to the worker other than records.
+enum Control {
+    Flush(SyncSender<()>),
+    Shutdown(Instant, SyncSender<()>),
+}
+
+/// The queue between `on_event` and the worker: a plain locked `Vec` that only wakes the worker
+/// when a batch is full or a control request arrives (no syscall per record).
+struct Queue {
+    state: Mutex<QueueState>,
+    wake: Condvar,
+    capacity: usize,
+    wake_at: usize,
+}
+
+#[derive(Default)]
+struct QueueState {
+    records: Vec<ObsEvent>,
+    control: Vec<Control>,
+    closed: bool,
+}
+
+impl Queue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    started: AtomicU64,
+    exported: AtomicU64,
+    sampled_out: AtomicU64,
+    dropped_queue_full: AtomicU64,
+    dropped_failed: AtomicU64,
+    dropped_rejected: AtomicU64,
+    dropped_unauthorized: AtomicU64,
+    dropped_shutdown: AtomicU64,
+    spooled: AtomicU64,
+    /// Batches and spans of earlier runs delivered from the spool by this process.
+    pub(crate) from_spool: Mutex<pi_observe_spool::SpoolDelivery>,
+    diagnostics: Mutex<Vec<String>>,
+    /// Set by `shutdown`: no export may run past it, including one already in flight.
+    shutdown_deadline: Mutex<Option<Instant>>,
+    /// With a spool, set by `flush`: an export still running then is cut and spooled, so a
+    /// stalled receiver cannot hold the caller (cleared when the flush is done).
+    flush_by: Mutex<Option<Instant>>,
+    /// Woken when `shutdown_deadline` or `flush_by` is set.
+    hurry: tokio::sync::Notify,
+    /// The exporter's view of its receiver (shared with it).
+    pub(crate) link: Arc<crate::export::LinkState>,
+}
+
+/// What the exporter did, in spans. `spans_started = spans_exported + spans_spooled +
+/// spans_dropped() + spans_sampled_out + spans still open`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportStats {
+    /// Start records received.
+    pub spans_started: u64,
+    /// Spans accepted by the receiver.
+    pub spans_exported: u64,
+    /// Spans not kept by the sampler (or not exported at all: `OTEL_TRACES_EXPORTER=none`).
+    pub spans_sampled_out: u64,
+    /// Dropped because the queue was full.
+    pub dropped_queue_full: u64,
+    /// Dropped after retries failed (network, 5xx, 429, timeouts).
+    pub dropped_failed: u64,
+    /// Dropped because the receiver refused them (4xx).
+    pub dropped_rejected: u64,
+    /// Dropped because the receiver said 401/403 (export stopped).
+    pub dropped_unauthorized: u64,
+    /// Dropped because shutdown's deadline passed.
+    pub dropped_shutdown: u64,
+    /// Not delivered now but written to the spool, for a later run to deliver.
+    pub spans_spooled: u64,
+    /// What this process delivered from the spool (batches earlier runs could not deliver).
+    pub from_spool: pi_observe_spool::SpoolDelivery,
+    /// One line per distinct problem worth telling the user (e.g. 401 once).
+    pub diagnostics: Vec<String>,
+    /// Why the last batch that could not be delivered failed (e.g. connection refused).
+    pub last_error: Option<String>,
+}
+
+impl Counters {
+    /// Records that `signal` export stopped for good (401/403): one diagnostic line.
+    fn stopped(&self, signal: &str, why: &str) {
+        self.diagnostics
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(format!("OTLP {signal} export stopped: {why} (check the credentials in the OTLP headers)"));
+    }
+}
+
+impl ExportStats {
+    /// All drops.
+    pub fn spans_dropped(&self) -> u64 {
+        self.dropped_queue_full
+            + self.dropped_failed
+            + self.dropped_rejected
+            + self.dropped_unauthorized
+            + self.dropped_shutdown
+    }
+}
+
+/// Exports contract events as OTLP spans. Subscribe it to a hub; call [`Subscriber::shutdown`]
+/// (or the hub's) before exit to flush within a deadline.
+pub struct OtelSubscriber {
+    queue: Arc<Queue>,
+    worker: Mutex<Option<JoinHandle<()>>>,
+    counters: Arc<Counters>,
+    hub: HubSlot,
+    disabled: bool,
+    spool: Option<Arc<Spool>>,
+    exit_patience: Duration,
+    /// Says when the background delivery of earlier runs' batches is done.
+    draining: Mutex<Option<mpsc::Receiver<()>>>,
+}
+
+impl std::fmt::Debug for OtelSubscriber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OtelSubscriber").field("stats", &self.stats()).finish()
+    }
+}
+
+/// The resource: `service.name` plus configured attributes.
+pub(crate) fn resource(config: &OtlpConfig) -> Resource {
+    let mut attributes = vec![KeyValue::new(names::SERVICE_NAME, config.service())];
+    attributes.extend(
+        config
+            .resource_attributes
+            .iter()
+            .filter(|(k, _)| k != names::SERVICE_NAME)
+            .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
+    );
+    Resource::builder_empty().with_schema_url(attributes, config.schema_url()).build()
+}
+
+impl OtelSubscriber {
+    /// Starts the worker. Drops and export failures are also counted on the hub it is
+    /// subscribed to.
+    pub fn new(config: OtlpConfig) -> Result<Arc<Self>, ConfigError> {
+        Self::start(config, None)
+    }
+
+    /// Like [`OtelSubscriber::new`], but spans go to an `opentelemetry_sdk` span exporter (the
+    /// SDK's in-memory or stdout exporter, `opentelemetry-otlp`, a vendor exporter) instead of
+    /// this crate's OTLP client. Pairing, conversion, batching, sampling, drop counting and the
+    /// shutdown deadline are the same; metrics and logs, when on, still go over OTLP. The
+    /// exporter gets the resource (`service.name`, `OTEL_RESOURCE_ATTRIBUTES`) through
+    /// `set_resource`.
+    pub fn with_span_exporter<E>(config: OtlpConfig, mut exporter: E) -> Result<Arc<Self>, ConfigError>
+    where
+        E: opentelemetry_sdk::trace::SpanExporter + Send + Sync + 'static,
+    {
+        exporter.set_resource(&resource(&config));
+        Self::start(config, Some(Box::new(exporter)))
+    }
+
+    fn start(
+        config: OtlpConfig,
+        sdk: Option<Box<dyn crate::export::SdkSpanExporter>>,
+    ) -> Result<Arc<Self>, ConfigError> {
+        let hub = HubSlot::new();
+        let counters = Arc::new(Counters::default());
+        let capacity = config.max_queue_size.unwrap_or(8192);
+        let batch_size = config.max_export_batch_size.unwrap_or(512);
+        let queue = Arc::new(Queue {
+            state: Mutex::new(QueueState {
+                records: Vec::with_capacity(batch_size.min(capacity)),
+                ..QueueState::default()
+            }),
+            wake: Condvar::new(),
+            capacity,
+            wake_at: batch_size.min(capacity).max(1),
+        });
+        let disabled = config.disabled;
+        let spool = config.spool.clone().map(|c| Arc::new(Spool::new(c)));
+        let mut draining = None;
+        let worker = if disabled {
+            None
+        } else {
+            let mut exporter = Exporter::new(&config, &resource(&config))?;
+            exporter.sdk = sdk;
+            exporter.link = counters.link.clone();
+            if spool.is_some() {
+                // What is not delivered is kept, so a batch does not wait out long retries.
+                exporter.max_retries = exporter.max_retries.min(SPOOLED_MAX_RETRIES);
+            }
+            if let Some(spool) = &spool {
+                draining = crate::spool::drain_in_background(&config, spool.clone(), counters.clone())?;
+            }
+            let state = Worker {
+                queue: queue.clone(),
+                exporter,
+                counters: counters.clone(),
+                hub: hub.clone(),
+                conventions: config.conventions,
+                scope: InstrumentationScope::builder("pi-observe")
+                    .with_version(env!("CARGO_PKG_VERSION"))
+                    .with_schema_url(config.schema_url())
+                    .build(),
+                batch_size,
+                delay: config.schedule_delay.unwrap_or(Duration::from_secs(1)),
+                timeout: config.timeout.unwrap_or(Duration::from_secs(10)),
+                sample_ratio: config.sample_ratio.unwrap_or(1.0),
+                parent_based: config.parent_based.unwrap_or(false),
+                parent_decisions: HashMap::new(),
+                metrics: config.metrics.unwrap_or(true).then(|| {
+                    let limit = config.metric_cardinality_limit.unwrap_or(crate::metrics::DEFAULT_CARDINALITY_LIMIT);
+                    Aggregator::with_limit(config.dims(), limit).delta(config.metric_temporality.unwrap_or_default())
+                }),
+                metric_interval: config.metric_interval.unwrap_or(Duration::from_secs(10)),
+                metrics_stopped: false,
+                logs: config.logs.unwrap_or(false).then(Vec::new),
+                logs_stopped: false,
+                open: HashMap::default(),
+                conversations: HashMap::new(),
+                batch: Vec::new(),
+                stopped: false,
+                spool: spool.clone(),
+                traces_off: config.traces_exporter == Some(crate::config::TracesExporter::None),
+                degraded_until: None,
+                degraded_for: DEGRADED_FOR,
+            };
+            let handle =
+                std::thread::Builder::new().name("pi-observe-otlp".into()).spawn(move || state.run()).map_err(|e| {
+                    ConfigError { setting: "OTLP exporter".into(), message: format!("cannot start worker: {e}") }
+                })?;
+            Some(handle)
+        };
+        let exit_patience = config.exit_patience.unwrap_or(DEFAULT_EXIT_PATIENCE);
+        Ok(Arc::new(OtelSubscriber {
+            queue,
+            worker: Mutex::new(worker),
+            counters,
+            hub,
+            disabled,
+            spool,
+            exit_patience,
+            draining: Mutex::new(draining),
+        }))
+    }
+
+    /// A snapshot of the export counters.
+    pub fn stats(&self) -> ExportStats {
+        let c = &self.counters;
+        ExportStats {
+            spans_started: c.started.load(Relaxed),
+            spans_exported: c.exported.load(Relaxed),
+            spans_sampled_out: c.sampled_out.load(Relaxed),
+            dropped_queue_full: c.dropped_queue_full.load(Relaxed),
+            dropped_failed: c.dropped_failed.load(Relaxed),
+            dropped_rejected: c.dropped_rejected.load(Relaxed),
+            dropped_unauthorized: c.dropped_unauthorized.load(Relaxed),
+            dropped_shutdown: c.dropped_shutdown.load(Relaxed),
+            spans_spooled: c.spooled.load(Relaxed),
+            from_spool: c.from_spool.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            diagnostics: c.diagnostics.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            last_error: c.link.last_error(),
+        }
+    }
+
+    /// What this process did with the spool (`None` without one): batches written, delivered
+    /// from earlier runs, removed by the limits, files found unreadable.
+    pub fn spool_stats(&self) -> Option<pi_observe_spool::SpoolStats> {
+        self.spool.as_ref().map(|s| s.stats())
+    }
+
+    /// Hands a control request to the worker. After shutdown it is a no-op.
+    fn control(&self, message: Control) -> bool {
+        let mut state = self.queue.lock();
+        if state.closed {
+            return false;
+        }
+        if matches!(message, Control::Shutdown(..)) {
+            state.closed = true;
+        }
+        state.control.push(message);
+        self.queue.wake.notify_one();
+        true
+    }
+}
+
+impl Drop for OtelSubscriber {
+    fn drop(&mut self) {
+        // Without an explicit shutdown the worker still ends: it exports what it has and exits.
+        self.queue.lock().closed = true;
+        self.queue.wake.notify_one();
+    }
+}
+
+impl Subscriber for OtelSubscriber {
+    fn on_subscribe(&self, hub: &Observability) {
+        self.hub.set(hub);
+    }
+
+    fn on_event(&self, event: &ObsEvent) {
+        self.on_owned_event(event.clone());
+    }
+
+    fn on_owned_event(&self, event: ObsEvent) {
+        if self.disabled {
+            return;
+        }
+        let is_start = event.kind == EventKind::Start;
+        if is_start {
+            self.counters.started.fetch_add(1, Relaxed);
+        }
+        let mut state = self.queue.lock();
+        if state.closed {
+            drop(state);
+            if is_start {
+                self.counters.dropped_shutdown.fetch_add(1, Relaxed);
+            }
+            self.hub.record_dropped(DropReason::Shutdown, 1);
+            return;
+        }
+        if state.records.len() >= self.queue.capacity {
+            drop(state);
+            // A lost start loses its span; a lost end leaves the span to be exported as incomplete.
+            if is_start {
+                self.counters.dropped_queue_full.fetch_add(1, Relaxed);
+            }
+            self.hub.record_dropped(DropReason::QueueFull, 1);
+            return;
+        }
+        state.records.push(event);
+        if state.records.len() == self.queue.wake_at {
+            self.queue.wake.notify_one();
+        }
+    }
+
+    fn flush(&self, timeout: Duration) -> Result<(), SubscriberError> {
+        let deadline = Instant::now() + timeout;
+        if self.spool.is_some() {
+            let by = deadline - (timeout / 10).min(Duration::from_millis(50));
+            *self.counters.flush_by.lock().unwrap_or_else(|e| e.into_inner()) = Some(by);
+            self.counters.hurry.notify_waiters();
+        }
+        let (ack, done) = mpsc::sync_channel(1);
+        if !self.control(Control::Flush(ack)) {
+            return Ok(());
+        }
+        done.recv_timeout(deadline.saturating_duration_since(Instant::now())).map_err(|e| match e {
+            RecvTimeoutError::Timeout => SubscriberError::Timeout,
+            RecvTimeoutError::Disconnected => SubscriberError::Other("OTLP worker stopped".into()),
+        })
+    }
+
+    fn shutdown(&self, timeout: Duration) -> Result<(), SubscriberError> {
+        let deadline = Instant::now() + timeout;
+        // The worker stops exporting a little before the caller stops waiting, so its counts are
+        // final when this returns.
+        let mut worker_deadline = deadline - (timeout / 10).min(Duration::from_millis(50));
+        if self.spool.is_some() {
+            // What the receiver has not taken by then is spooled, not waited for.
+            worker_deadline = worker_deadline.min(Instant::now() + self.exit_patience);
+        }
+        *self.counters.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner()) = Some(worker_deadline);
+        self.counters.link.closing.store(true, Relaxed);
+        self.counters.hurry.notify_waiters();
+        let (ack, done) = mpsc::sync_channel(1);
+        if !self.control(Control::Shutdown(worker_deadline, ack)) {
+            return Ok(());
+        }
+        let result = done.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        if result.is_ok()
+            && let Some(worker) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take()
+        {
+            let _ = worker.join();
+        }
+        // The background delivery stops after its current batch: let it finish that one (within
+        // the patience), so a batch the receiver took is also removed from the spool.
+        if let Some(draining) = self.draining.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let left = deadline.saturating_duration_since(Instant::now()).min(self.exit_patience);
+            let _ = draining.recv_timeout(left);
+        }
+        // On timeout the worker is left to finish on its own; the caller is not held.
+        result.map_err(|_| SubscriberError::Timeout)
+    }
+}
