@@ -319,19 +319,22 @@ fn span_id(id: pi_observe_core::SpanId) -> opentelemetry::trace::SpanId {
     opentelemetry::trace::SpanId::from_bytes(id.to_bytes())
 }
 
-/// One span from its `start`, its `end`/`error` record (or `None` if it never ended, then it
-/// ends at `shutdown_time` with `pi.incomplete=true`), and its point events.
-pub fn span_data(
+/// What a span is made of, whichever form it leaves in.
+struct Parts {
+    name: std::borrow::Cow<'static, str>,
+    attributes: Vec<KeyValue>,
+    status: Status,
+    events: Vec<opentelemetry::trace::Event>,
+}
+
+fn parts(
     start: &ObsEvent,
     end: Option<&ObsEvent>,
     events: &[ObsEvent],
-    shutdown_time: std::time::SystemTime,
     conventions: Conventions,
-    scope: &InstrumentationScope,
-) -> Option<SpanData> {
-    let own_span = start.span_id?;
+    latest: bool,
+) -> Parts {
     let record = end.unwrap_or(start);
-    let latest = scope.schema_url() == Some(SCHEMA_URL_LATEST);
     let mut attributes = span_attributes(&start.name, record, conventions, latest);
     let name = span_name(record, conventions);
     if name != start.name {
@@ -352,7 +355,7 @@ pub fn span_data(
         }
         _ => Status::Unset,
     };
-    let span_events: Vec<opentelemetry::trace::Event> = events
+    let events = events
         .iter()
         .map(|e| {
             let attrs: Vec<KeyValue> =
@@ -360,6 +363,22 @@ pub fn span_data(
             opentelemetry::trace::Event::new(e.name.clone(), e.timestamp.to_system_time(), attrs, 0)
         })
         .collect();
+    Parts { name, attributes, status, events }
+}
+
+/// One span from its `start`, its `end`/`error` record (or `None` if it never ended, then it
+/// ends at `shutdown_time` with `pi.incomplete=true`), and its point events.
+pub fn span_data(
+    start: &ObsEvent,
+    end: Option<&ObsEvent>,
+    events: &[ObsEvent],
+    shutdown_time: std::time::SystemTime,
+    conventions: Conventions,
+    scope: &InstrumentationScope,
+) -> Option<SpanData> {
+    let own_span = start.span_id?;
+    let latest = scope.schema_url() == Some(SCHEMA_URL_LATEST);
+    let Parts { name, attributes, status, events: span_events } = parts(start, end, events, conventions, latest);
     let mut events = SpanEvents::default();
     events.events = span_events;
     Some(SpanData {
@@ -382,6 +401,61 @@ pub fn span_data(
         links: SpanLinks::default(),
         status,
         instrumentation_scope: scope.clone(),
+    })
+}
+
+/// The same span as [`span_data`], straight in its OTLP protobuf form (what the exporter
+/// sends), without building `SpanData` and converting it again.
+pub(crate) fn proto_span(
+    start: &ObsEvent,
+    end: Option<&ObsEvent>,
+    events: &[ObsEvent],
+    shutdown_time: std::time::SystemTime,
+    conventions: Conventions,
+    latest: bool,
+) -> Option<opentelemetry_proto::tonic::trace::v1::Span> {
+    use opentelemetry_proto::tonic::trace::v1::{Span, Status as ProtoStatus, span, status::StatusCode};
+    use opentelemetry_proto::transform::common::tonic::Attributes;
+    let own_span = start.span_id?;
+    let Parts { name, attributes, status, events } = parts(start, end, events, conventions, latest);
+    let nanos = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    };
+    let (code, message) = match status {
+        Status::Error { description } => (StatusCode::Error, description.into_owned()),
+        Status::Ok => (StatusCode::Ok, String::new()),
+        Status::Unset => (StatusCode::Unset, String::new()),
+    };
+    let kind = match span_kind(&start.name) {
+        SpanKind::Client => span::SpanKind::Client,
+        _ => span::SpanKind::Internal,
+    };
+    Some(Span {
+        trace_id: start.trace_id.to_bytes().to_vec(),
+        span_id: own_span.to_bytes().to_vec(),
+        trace_state: String::new(),
+        parent_span_id: start.parent_span_id.map(|p| p.to_bytes().to_vec()).unwrap_or_default(),
+        // Sampled, and "is the parent remote" known (not remote): what the SDK's conversion sets.
+        flags: 0x101,
+        name: name.into_owned(),
+        kind: kind as i32,
+        start_time_unix_nano: start.timestamp.unix_nanos(),
+        end_time_unix_nano: end.map_or_else(|| nanos(shutdown_time), |e| e.timestamp.unix_nanos()),
+        attributes: Attributes::from(attributes).0,
+        dropped_attributes_count: 0,
+        events: events
+            .into_iter()
+            .map(|e| span::Event {
+                time_unix_nano: nanos(e.timestamp),
+                name: e.name.into_owned(),
+                attributes: Attributes::from(e.attributes).0,
+                dropped_attributes_count: 0,
+            })
+            .collect(),
+        dropped_events_count: 0,
+        links: Vec::new(),
+        dropped_links_count: 0,
+        status: Some(ProtoStatus { message, code: code as i32 }),
     })
 }
 

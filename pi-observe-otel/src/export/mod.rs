@@ -230,6 +230,28 @@ impl Exporter {
         self.payload(Signal::Traces, items, Body::Traces(request))
     }
 
+    /// Spans already in OTLP form (one resource, one scope), encoded for the wire.
+    pub(crate) fn traces_payload_wire(
+        &self,
+        spans: Vec<opentelemetry_proto::tonic::trace::v1::Span>,
+        scope: &opentelemetry::InstrumentationScope,
+    ) -> Payload {
+        use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans};
+        let items = spans.len() as u64;
+        let request = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                resource: Some(self.proto_resource()),
+                scope_spans: vec![ScopeSpans {
+                    scope: Some((scope, None).into()),
+                    spans,
+                    schema_url: scope.schema_url().unwrap_or_default().to_owned(),
+                }],
+                schema_url: self.resource.schema_url.clone().unwrap_or_default(),
+            }],
+        };
+        self.payload(Signal::Traces, items, Body::Traces(request))
+    }
+
     /// One metrics request, encoded for the wire.
     pub(crate) fn metrics_payload(&self, request: ExportMetricsServiceRequest) -> Payload {
         self.payload(Signal::Metrics, 1, Body::Metrics(request))

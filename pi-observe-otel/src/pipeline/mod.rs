@@ -20,7 +20,7 @@ use crate::names;
 
 mod worker;
 
-use worker::Worker;
+use worker::{Batch, Worker};
 
 /// Most spans kept open at once; starts beyond it are dropped (a runaway would otherwise grow
 /// without bound).
@@ -221,6 +221,7 @@ impl OtelSubscriber {
         } else {
             let mut exporter = Exporter::new(&config, &resource(&config))?;
             exporter.sdk = sdk;
+            let exporter_is_sdk = exporter.sdk.is_some();
             exporter.link = counters.link.clone();
             if spool.is_some() {
                 // What is not delivered is kept, so a batch does not wait out long retries.
@@ -255,7 +256,7 @@ impl OtelSubscriber {
                 logs_stopped: false,
                 open: HashMap::default(),
                 conversations: HashMap::new(),
-                batch: Vec::new(),
+                batch: if exporter_is_sdk { Batch::Sdk(Vec::new()) } else { Batch::Wire(Vec::new()) },
                 stopped: false,
                 spool: spool.clone(),
                 traces_off: config.traces_exporter == Some(crate::config::TracesExporter::None),

@@ -13,9 +13,10 @@ use pi_observe_core::{DropReason, EventKind, HubSlot, ObsEvent, SpanId};
 use pi_observe_spool::Spool;
 
 use super::{Control, Counters, DEGRADED_FOR, MAX_DEGRADED_FOR, MAX_OPEN_SPANS, Queue};
-use crate::convert::{Conventions, span_data};
+use crate::convert::{Conventions, proto_span, span_data};
 use crate::export::{Delivery, Exporter, Payload};
 use crate::metrics::Aggregator;
+use opentelemetry_proto::tonic::trace::v1::Span as ProtoSpan;
 
 pub(super) struct Worker {
     pub(super) queue: Arc<Queue>,
@@ -35,7 +36,7 @@ pub(super) struct Worker {
     /// The session id of each open prompt trace, put on every span of the trace
     /// (`gen_ai.conversation.id`: backends group sessions by it on every span, not the root).
     pub(super) conversations: HashMap<pi_observe_core::TraceId, pi_observe_core::Value>,
-    pub(super) batch: Vec<SpanData>,
+    pub(super) batch: Batch,
     pub(super) stopped: bool,
     pub(super) metrics: Option<Aggregator>,
     pub(super) metric_interval: Duration,
@@ -50,6 +51,53 @@ pub(super) struct Worker {
     pub(super) degraded_until: Option<Instant>,
     /// How long the next failure keeps the receiver from being tried.
     pub(super) degraded_for: Duration,
+}
+
+/// Finished spans waiting for the next export, in the form their exporter takes: `SpanData`
+/// for an SDK exporter, OTLP protobuf spans for ours (built once, not converted twice).
+pub(super) enum Batch {
+    Sdk(Vec<SpanData>),
+    Wire(Vec<ProtoSpan>),
+}
+
+impl Batch {
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Batch::Sdk(spans) => spans.len(),
+            Batch::Wire(spans) => spans.len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds the span of `start` (settled by `end`, or incomplete at `now`).
+    fn push(
+        &mut self,
+        start: &ObsEvent,
+        end: Option<&ObsEvent>,
+        events: &[ObsEvent],
+        now: SystemTime,
+        conventions: Conventions,
+        scope: &InstrumentationScope,
+    ) {
+        match self {
+            Batch::Sdk(spans) => spans.extend(span_data(start, end, events, now, conventions, scope)),
+            Batch::Wire(spans) => {
+                let latest = scope.schema_url() == Some(crate::names::SCHEMA_URL_LATEST);
+                spans.extend(proto_span(start, end, events, now, conventions, latest));
+            }
+        }
+    }
+
+    /// The spans so far, leaving an empty batch of the same form.
+    fn take(&mut self) -> Batch {
+        match self {
+            Batch::Sdk(spans) => Batch::Sdk(std::mem::take(spans)),
+            Batch::Wire(spans) => Batch::Wire(std::mem::take(spans)),
+        }
+    }
 }
 
 /// What became of one payload.
@@ -142,9 +190,7 @@ impl Worker {
         }
         let now = SystemTime::now();
         for (_, (start, events)) in std::mem::take(&mut self.open) {
-            if let Some(span) = span_data(&start, None, &events, now, self.conventions, &self.scope) {
-                self.batch.push(span);
-            }
+            self.batch.push(&start, None, &events, now, self.conventions, &self.scope);
         }
         self.export(runtime, deadline);
         self.export_metrics(runtime, deadline);
@@ -219,11 +265,8 @@ impl Worker {
                 }
                 let mut event = event;
                 self.carry_conversation(&mut event);
-                if let Some((start, events)) = self.open.remove(&span)
-                    && let Some(data) =
-                        span_data(&start, Some(&event), &events, SystemTime::now(), self.conventions, &self.scope)
-                {
-                    self.batch.push(data);
+                if let Some((start, events)) = self.open.remove(&span) {
+                    self.batch.push(&start, Some(&event), &events, SystemTime::now(), self.conventions, &self.scope);
                 }
             }
             EventKind::Event => {
@@ -379,7 +422,7 @@ impl Worker {
         if self.batch.is_empty() {
             return;
         }
-        let spans = std::mem::take(&mut self.batch);
+        let spans = self.batch.take();
         let n = spans.len() as u64;
         if self.stopped {
             self.counters.dropped_unauthorized.fetch_add(n, Relaxed);
@@ -387,17 +430,18 @@ impl Worker {
             return;
         }
         let deadline = self.cut_off(deadline);
-        let delivery = if self.exporter.sdk.is_some() {
-            self.attempt(runtime, deadline, self.exporter.export_sdk(spans, deadline))
-        } else {
-            let payload = self.exporter.traces_payload(spans);
-            match self.ship(runtime, &payload, deadline) {
-                Shipped::Delivered => Delivery::Exported,
-                Shipped::Spooled => {
-                    self.counters.spooled.fetch_add(n, Relaxed);
-                    return;
+        let delivery = match spans {
+            Batch::Sdk(spans) => self.attempt(runtime, deadline, self.exporter.export_sdk(spans, deadline)),
+            Batch::Wire(spans) => {
+                let payload = self.exporter.traces_payload_wire(spans, &self.scope);
+                match self.ship(runtime, &payload, deadline) {
+                    Shipped::Delivered => Delivery::Exported,
+                    Shipped::Spooled => {
+                        self.counters.spooled.fetch_add(n, Relaxed);
+                        return;
+                    }
+                    Shipped::Lost(delivery) => delivery,
                 }
-                Shipped::Lost(delivery) => delivery,
             }
         };
         match delivery {
