@@ -409,3 +409,42 @@ fn a_torn_spool_file_is_skipped_counted_and_named_once() {
     let doc: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(doc["spool"]["unreadable"], 1, "{doc}");
 }
+
+#[test]
+fn the_next_run_delivers_earlier_sentry_envelopes_in_the_background() {
+    use pi_observe::sentry::testing::EnvelopeEndpoint;
+    let d = scratch("spool-sentry-next");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dsn = format!("http://public@127.0.0.1:{port}/1");
+    let prompt = |events: &str| {
+        pi_in(&d)
+            .args(["-p", "hi", "--no-session", "--tools", "none", "--sentry", &dsn, "--events-jsonl"])
+            .arg(d.join(events))
+            .output()
+            .unwrap()
+    };
+    assert!(prompt("first.jsonl").status.success());
+    assert_eq!(batches(&d).len(), 1);
+    let endpoint = EnvelopeEndpoint::start_at(port);
+    let out = prompt("second.jsonl");
+    assert!(out.status.success(), "{}", stderr(&out));
+    if !batches(&d).is_empty() {
+        // Still in flight when the second run exited: the flush finishes the job.
+        assert!(pi_in(&d).args(["observe", "flush", "--sentry", &dsn]).output().unwrap().status.success());
+    }
+    let traces: BTreeSet<String> = endpoint
+        .items()
+        .into_iter()
+        .filter(|(kind, _)| kind == "transaction")
+        .map(|(_, t)| t["contexts"]["trace"]["trace_id"].as_str().unwrap().to_owned())
+        .collect();
+    let want: BTreeSet<String> =
+        ["first.jsonl", "second.jsonl"].iter().map(|f| events(&d.join(f))[0].trace_id.to_string()).collect();
+    assert_eq!(traces, want);
+    assert_eq!(
+        endpoint.items().iter().filter(|(kind, _)| kind == "transaction").count(),
+        2,
+        "each transaction exactly once"
+    );
+    assert!(batches(&d).is_empty());
+}

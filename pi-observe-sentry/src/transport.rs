@@ -135,6 +135,8 @@ struct HttpTransport {
     closing: Arc<Closing>,
     spooling: bool,
     exit_patience: Duration,
+    /// Says when the background delivery of earlier runs' envelopes is done.
+    draining: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
 }
 
 /// Where envelopes go and how.
@@ -173,9 +175,10 @@ impl HttpTransport {
         let pending = Arc::new(Pending::default());
         let closing = Arc::new(Closing::default());
         let target = Target::new(&options.dsn, Some(&options.user_agent), factory.timeout);
-        if let Some(spool) = &factory.spool {
-            drain_in_background(Target::new(&options.dsn, None, factory.timeout), spool.clone(), &factory.counters);
-        }
+        let draining = factory.spool.as_ref().and_then(|spool| {
+            let target = Target::new(&options.dsn, None, factory.timeout);
+            drain_in_background(target, spool.clone(), &factory.counters, closing.clone())
+        });
         let sender = Sender {
             target,
             pending: pending.clone(),
@@ -193,6 +196,7 @@ impl HttpTransport {
             counters: factory.counters.clone(),
             closing,
             spooling: factory.spool.is_some(),
+            draining: Mutex::new(draining),
             exit_patience: factory.exit_patience,
         }
     }
@@ -224,7 +228,14 @@ impl Transport for HttpTransport {
             // What the server has not taken by then is spooled, not waited for.
             self.closing.begin(Instant::now() + self.exit_patience.min(timeout));
         }
+        let started = Instant::now();
         let flushed = self.pending.wait_zero(timeout);
+        // The background delivery stops after its current envelope: let it finish that one
+        // (within the patience), so an envelope the server took is also removed from the spool.
+        if let Some(draining) = self.draining.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let left = timeout.saturating_sub(started.elapsed()).min(self.exit_patience);
+            let _ = draining.recv_timeout(left);
+        }
         // Closing the queue ends the sender thread once it is idle.
         self.queue.lock().unwrap_or_else(|e| e.into_inner()).take();
         flushed
@@ -348,18 +359,27 @@ fn drain(target: &Target, spool: &Spool, deadline: Instant, stop: &dyn Fn() -> b
     })
 }
 
-/// Starts a thread delivering earlier runs' envelopes for `target`, when there are any.
-fn drain_in_background(target: Target, spool: Arc<Spool>, counters: &Arc<DeliveryCounters>) {
+/// Starts a thread delivering earlier runs' envelopes for `target`, when there are any; it stops
+/// after its current envelope once shutdown begins, and says when it is done.
+fn drain_in_background(
+    target: Target,
+    spool: Arc<Spool>,
+    counters: &Arc<DeliveryCounters>,
+    closing: Arc<Closing>,
+) -> Option<std::sync::mpsc::Receiver<()>> {
     if spool.pending(|m| m.sink == SPOOL_SINK && m.url == target.url).is_empty() {
-        return;
+        return None;
     }
     let counters = counters.clone();
+    let (done, finished) = std::sync::mpsc::channel();
     // Without the thread the envelopes simply wait for the next run.
-    let _ = std::thread::Builder::new().name("pi-observe-sentry-spool".into()).spawn(move || {
+    let spawned = std::thread::Builder::new().name("pi-observe-sentry-spool".into()).spawn(move || {
         let far = Instant::now() + Duration::from_secs(24 * 3600);
-        let result = drain(&target, &spool, far, &|| false);
+        let result = drain(&target, &spool, far, &|| closing.deadline().is_some());
         *counters.from_spool.lock().unwrap_or_else(|e| e.into_inner()) = result;
+        let _ = done.send(());
     });
+    spawned.ok().map(|_| finished)
 }
 
 /// Delivers what earlier runs spooled for `dsn`'s project now (`pi observe flush`), until
