@@ -120,7 +120,19 @@ impl SinkSetup {
 
     /// Subscribes every configured sink to `hub`, each under its own policy.
     pub fn attach(self, hub: &Observability, events_jsonl: Option<&Path>, json_mode: bool) -> Result<Sinks, CliError> {
-        let policy = |p: &ContentPolicy| Arc::new(p.clone());
+        // Sinks whose policies capture the same kinds share one policy instance: the hub then
+        // redacts (and copies) each record once for all of them instead of once per sink. The
+        // per-sink policies differ only in what they capture (same scrubber, limits, redactors).
+        let mut shared: Vec<(Vec<bool>, Arc<ContentPolicy>)> = Vec::new();
+        let mut policy = |p: &ContentPolicy| {
+            let key: Vec<bool> = pi_observe::core::ContentKind::ALL.iter().map(|k| p.captures(*k)).collect();
+            if let Some((_, arc)) = shared.iter().find(|(k, _)| *k == key) {
+                return arc.clone();
+            }
+            let arc = Arc::new(p.clone());
+            shared.push((key, arc.clone()));
+            arc
+        };
         let mut sinks = Sinks {
             hub: hub.clone(),
             subscriptions: Vec::new(),
@@ -140,18 +152,21 @@ impl SinkSetup {
             let print = Arc::new(|e: &ObsEvent| output::contract_event_line(e));
             sinks.subscriptions.push(hub.subscribe_arc(print, policy(&self.policies.json)));
         }
-        if let Some(config) = self.otlp {
-            let otel = OtelSubscriber::new(config).map_err(|e| CliError::Usage(e.to_string()))?;
-            sinks.subscriptions.push(hub.subscribe_arc(otel.clone(), policy(&self.policies.otlp)));
-            sinks.otel = Some(otel);
+        if let Some(target) = &self.log_json {
+            let log = policy(&self.policies.log);
+            sinks.log_guard = Some(attach_log_json(hub, log, target, &mut sinks.subscriptions)?);
         }
         if let Some(config) = self.sentry {
             let sentry = SentrySubscriber::new(config).map_err(|e| CliError::Usage(e.to_string()))?;
             sinks.subscriptions.push(hub.subscribe_arc(sentry.clone(), policy(&self.policies.sentry)));
             sinks.sentry = Some(sentry);
         }
-        if let Some(target) = &self.log_json {
-            sinks.log_guard = Some(attach_log_json(hub, &self.policies.log, target, &mut sinks.subscriptions)?);
+        // Last: of the sinks sharing a policy, the last one subscribed is handed each record to
+        // keep, and the OTLP queue is the one that keeps records.
+        if let Some(config) = self.otlp {
+            let otel = OtelSubscriber::new(config).map_err(|e| CliError::Usage(e.to_string()))?;
+            sinks.subscriptions.push(hub.subscribe_arc(otel.clone(), policy(&self.policies.otlp)));
+            sinks.otel = Some(otel);
         }
         Ok(sinks)
     }
@@ -161,7 +176,7 @@ impl SinkSetup {
 /// `tracing` bridge to `hub`.
 fn attach_log_json(
     hub: &Observability,
-    policy: &ContentPolicy,
+    policy: Arc<ContentPolicy>,
     target: &str,
     subscriptions: &mut Vec<Subscription>,
 ) -> Result<LogGuard, CliError> {
@@ -171,7 +186,7 @@ fn attach_log_json(
     let guard = pi_observe::log::init_json_logging(&JsonLogConfig { destination, ..JsonLogConfig::default() })
         .map_err(|e| CliError::Usage(format!("--log-json: {e}")))?;
     let bridge = TracingSubscriber::new().span_level(SpanLevel::Info);
-    subscriptions.push(hub.subscribe_arc(Arc::new(bridge), Arc::new(policy.clone())));
+    subscriptions.push(hub.subscribe_arc(Arc::new(bridge), policy));
     Ok(guard)
 }
 
