@@ -238,30 +238,94 @@ struct EventJson<'a> {
     error: Option<ErrorInfo>,
 }
 
+/// The JSON form written straight from the event's borrowed fields (same fields, order and
+/// values as [`EventJson`]): no intermediate `serde_json::Value` or copied strings per record.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EventOut<'a> {
+    #[serde(rename = "type")]
+    kind: EventKind,
+    name: &'a str,
+    trace_id: TraceId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    span_id: Option<SpanId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_span_id: Option<SpanId>,
+    timestamp: f64,
+    time_unix_nano: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duration_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duration_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Attribution::is_empty", serialize_with = "context_out")]
+    context: &'a Attribution,
+    #[serde(skip_serializing_if = "Payload::is_empty", serialize_with = "payload_out")]
+    payload: &'a Payload,
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "classes_out")]
+    payload_classes: Vec<(&'a str, Cow<'a, str>)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorInfo>,
+}
+
+fn context_out<S: serde::Serializer>(context: &&Attribution, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(context.iter())
+}
+
+fn payload_out<S: serde::Serializer>(payload: &&Payload, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(payload.iter().map(|f| (f.key.as_ref(), ValueOut(&f.value))))
+}
+
+fn classes_out<S: serde::Serializer>(classes: &Vec<(&str, Cow<'_, str>)>, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(classes.iter().map(|(k, v)| (k, v)))
+}
+
+/// A payload value as JSON, exactly as [`value_to_json`] writes it (non-finite floats as
+/// strings).
+struct ValueOut<'a>(&'a Value);
+
+struct F64Out(f64);
+
+impl Serialize for F64Out {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.is_finite() { s.serialize_f64(self.0) } else { s.serialize_str(&self.0.to_string()) }
+    }
+}
+
+impl Serialize for ValueOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Str(v) => s.serialize_str(v),
+            Value::I64(v) => s.serialize_i64(*v),
+            Value::F64(v) => F64Out(*v).serialize(s),
+            Value::Bool(v) => s.serialize_bool(*v),
+            Value::StrArray(v) => s.collect_seq(v),
+            Value::I64Array(v) => s.collect_seq(v),
+            Value::F64Array(v) => s.collect_seq(v.iter().map(|x| F64Out(*x))),
+            Value::BoolArray(v) => s.collect_seq(v),
+        }
+    }
+}
+
 impl Serialize for ObsEvent {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut payload = OrderedMap::default();
-        let mut payload_classes = BTreeMap::new();
-        for field in &self.payload {
-            payload.0.push((field.key.to_string(), value_to_json(&field.value)));
-            if field.class != Class::Safe {
-                payload_classes.insert(field.key.to_string(), field.class.label().into_owned());
-            }
-        }
-        EventJson {
+        let mut payload_classes: Vec<(&str, Cow<'_, str>)> =
+            self.payload.iter().filter(|f| f.class != Class::Safe).map(|f| (f.key.as_ref(), f.class.label())).collect();
+        // Key order, as the parsed form (a sorted map) has it.
+        payload_classes.sort_by(|a, b| a.0.cmp(b.0));
+        EventOut {
             kind: self.kind,
-            name: Cow::Borrowed(&self.name),
+            name: &self.name,
             trace_id: self.trace_id,
             span_id: self.span_id,
             parent_span_id: self.parent_span_id,
             timestamp: self.timestamp.unix_millis_f64(),
-            time_unix_nano: Some(self.timestamp.unix_nanos()),
+            time_unix_nano: self.timestamp.unix_nanos(),
             duration_ms: self.duration.map(|d| d.as_nanos() as f64 / 1e6),
             duration_ns: self.duration.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
-            context: self.context.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
-            payload,
+            context: &self.context,
+            payload: &self.payload,
             payload_classes,
-            error: self.error.clone(),
+            error: self.error.as_ref(),
         }
         .serialize(s)
     }
@@ -464,5 +528,35 @@ mod tests {
             assert!(now >= last);
             last = now;
         }
+    }
+
+    #[test]
+    fn the_direct_json_form_equals_the_value_based_one_for_every_value_kind() {
+        let mut event = ObsEvent::new(EventKind::Error, "op", TraceId::random());
+        event.span_id = Some(SpanId::random());
+        event.context = [("zeta", "1"), ("alpha", "2")].into_iter().collect();
+        event.payload = Payload::new()
+            .safe("s", "text \"quoted\"\n")
+            .safe("i", -3)
+            .safe("f", 0.1)
+            .safe("nan", f64::NAN)
+            .safe("inf", f64::INFINITY)
+            .safe("b", true)
+            .safe("sa", vec!["a".to_owned(), "b".to_owned()])
+            .safe("fa", vec![1.5f64, f64::NEG_INFINITY])
+            .safe("ba", vec![true, false])
+            .content(ContentKind::Prompt, "zz", "p")
+            .secret("aa", "k");
+        event.error = Some(ErrorInfo::new("Boom", "bad"));
+        let direct: serde_json::Value = serde_json::from_str(&event.to_json()).unwrap();
+        let payload: serde_json::Map<String, serde_json::Value> =
+            event.payload.iter().map(|f| (f.key.to_string(), value_to_json(&f.value))).collect();
+        assert_eq!(direct["payload"], serde_json::Value::Object(payload));
+        assert_eq!(direct["payload"]["nan"], "NaN");
+        assert_eq!(direct["payloadClasses"], serde_json::json!({"aa": "secret", "zz": "content:prompt"}));
+        assert_eq!(direct["context"], serde_json::json!({"alpha": "2", "zeta": "1"}));
+        // Keys in payload order, classes in key order: the text itself is stable.
+        let text = event.to_json();
+        assert!(text.find("\"s\"").unwrap() < text.find("\"ba\"").unwrap());
     }
 }
