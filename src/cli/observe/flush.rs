@@ -51,6 +51,12 @@ pub fn run(args: &FlushArgs) -> Result<ExitCode, CliError> {
         let result = pi_observe::sentry::deliver_spooled(sentry, &spool, deadline)?;
         report("sentry", sentry.envelope_url().unwrap_or_default(), result);
     }
+    if setup.otlp().is_none() && setup.sentry().is_none() {
+        output::error(format_args!(
+            "pi: observe flush: no sink to deliver to (give --otlp or --sentry, or their variables); \
+             listing what is spooled"
+        ));
+    }
     let mut others: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
     for batch in spool.pending(|_| true) {
         let entry = others.entry((batch.meta.sink.clone(), batch.meta.url.clone())).or_default();
