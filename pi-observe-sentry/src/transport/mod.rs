@@ -15,6 +15,15 @@ use pi_observe_spool::{Attempt, BatchMeta, Spool, SpoolDelivery};
 use sentry::types::Dsn;
 use sentry::{Envelope, Transport, TransportFactory, TransportOptions};
 
+mod capture;
+mod probe;
+mod spooled;
+
+pub use capture::EnvelopeCapture;
+pub(crate) use probe::probe;
+pub(crate) use spooled::deliver_spooled;
+use spooled::drain_in_background;
+
 /// The sink name spooled envelopes carry.
 const SPOOL_SINK: &str = "sentry";
 
@@ -337,157 +346,5 @@ async fn post(client: &reqwest::Client, target: &Target, body: Vec<u8>) -> Attem
         401 | 403 => Attempt::Unauthorized(why),
         408 | 429 | 500..=599 => Attempt::Failed(why),
         _ => Attempt::Rejected(why),
-    }
-}
-
-/// Delivers the envelopes `spool` holds for `target`, oldest first, until `deadline` or until
-/// `stop` says so.
-fn drain(target: &Target, spool: &Spool, deadline: Instant, stop: &dyn Fn() -> bool) -> SpoolDelivery {
-    let (Ok(runtime), Ok(client)) =
-        (tokio::runtime::Builder::new_current_thread().enable_all().build(), client(&target.url, target.timeout))
-    else {
-        return SpoolDelivery { last_error: Some("cannot start the HTTP client".into()), ..SpoolDelivery::default() };
-    };
-    let ours = |m: &BatchMeta| m.sink == SPOOL_SINK && m.url == target.url;
-    spool.deliver(ours, &target.credentials, deadline, stop, |claimed, left| {
-        runtime.block_on(async {
-            match tokio::time::timeout(left, post(&client, target, claimed.body.clone())).await {
-                Ok(attempt) => attempt,
-                Err(_) => Attempt::Failed(format!("{}: deadline passed", target.url)),
-            }
-        })
-    })
-}
-
-/// Starts a thread delivering earlier runs' envelopes for `target`, when there are any; it stops
-/// after its current envelope once shutdown begins, and says when it is done.
-fn drain_in_background(
-    target: Target,
-    spool: Arc<Spool>,
-    counters: &Arc<DeliveryCounters>,
-    closing: Arc<Closing>,
-) -> Option<std::sync::mpsc::Receiver<()>> {
-    if spool.pending(|m| m.sink == SPOOL_SINK && m.url == target.url).is_empty() {
-        return None;
-    }
-    let counters = counters.clone();
-    let (done, finished) = std::sync::mpsc::channel();
-    // Without the thread the envelopes simply wait for the next run.
-    let spawned = std::thread::Builder::new().name("pi-observe-sentry-spool".into()).spawn(move || {
-        let far = Instant::now() + Duration::from_secs(24 * 3600);
-        let result = drain(&target, &spool, far, &|| closing.deadline().is_some());
-        *counters.from_spool.lock().unwrap_or_else(|e| e.into_inner()) = result;
-        let _ = done.send(());
-    });
-    spawned.ok().map(|_| finished)
-}
-
-/// Delivers what earlier runs spooled for `dsn`'s project now (`pi observe flush`), until
-/// `deadline`. Blocks the calling thread (which may be inside an async runtime).
-pub(crate) fn deliver_spooled(dsn: &Dsn, timeout: Duration, spool: &Spool, deadline: Instant) -> SpoolDelivery {
-    let target = Target::new(dsn, None, timeout);
-    std::thread::scope(|scope| {
-        scope.spawn(|| drain(&target, spool, deadline, &|| false)).join().unwrap_or_else(|_| SpoolDelivery {
-            last_error: Some("delivery thread failed".into()),
-            ..SpoolDelivery::default()
-        })
-    })
-}
-
-/// Sends one probe transaction (`pi.observe.probe`, in `trace_id`) to `dsn`'s project, once,
-/// and says what came back. Blocks the calling thread (which may be inside an async runtime).
-pub(crate) fn probe(dsn: &Dsn, timeout: Duration, trace_id: pi_observe_core::TraceId) -> pi_observe_core::ProbeOutcome {
-    use sentry::protocol::{Context, TraceContext, Transaction};
-    let target = Target::new(dsn, None, timeout);
-    let now = std::time::SystemTime::now();
-    let trace = TraceContext {
-        trace_id: crate::convert::trace_id(trace_id),
-        span_id: crate::convert::span_id(pi_observe_core::SpanId::random()),
-        op: Some(PROBE_NAME.into()),
-        ..Default::default()
-    };
-    let transaction = Transaction {
-        name: Some(PROBE_NAME.into()),
-        start_timestamp: now,
-        timestamp: Some(now),
-        contexts: [("trace".to_owned(), Context::Trace(Box::new(trace)))].into_iter().collect(),
-        ..Default::default()
-    };
-    let mut body = Vec::new();
-    let _ = Envelope::from(transaction).to_writer(&mut body);
-    let mut outcome = pi_observe_core::ProbeOutcome {
-        sink: SPOOL_SINK.into(),
-        signal: "envelope".into(),
-        endpoint: target.url.clone(),
-        protocol: "sentry".into(),
-        ..Default::default()
-    };
-    let started = Instant::now();
-    let answer = std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
-                let client = client(&target.url, timeout).ok()?;
-                Some(runtime.block_on(send(&client, &target, body)))
-            })
-            .join()
-            .ok()
-            .flatten()
-    });
-    outcome.latency = started.elapsed();
-    match answer {
-        Some(Ok(status)) => {
-            outcome.reachable = true;
-            outcome.status = Some(format!("HTTP {status}"));
-            outcome.accepted = (200..300).contains(&status);
-            outcome.auth_accepted = match status {
-                401 | 403 => Some(false),
-                200..=299 => Some(true),
-                _ => None,
-            };
-            if !outcome.accepted {
-                outcome.error = Some(format!("HTTP {status} from {}", target.url));
-            }
-        }
-        Some(Err(why)) => outcome.error = Some(why),
-        None => outcome.error = Some("cannot start the HTTP client".into()),
-    }
-    outcome
-}
-
-/// The probe transaction's name and op.
-pub(crate) const PROBE_NAME: &str = "pi.observe.probe";
-
-/// A transport that keeps each envelope's wire bytes instead of sending them (`pi observe
-/// canary`): set it as [`SentryConfig::transport`](crate::SentryConfig::transport). Clones
-/// share one list.
-#[derive(Clone, Default)]
-pub struct EnvelopeCapture(Arc<Mutex<Vec<Vec<u8>>>>);
-
-impl EnvelopeCapture {
-    /// The bodies the HTTP transport would have posted, in order.
-    pub fn bodies(&self) -> Vec<Vec<u8>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
-impl std::fmt::Debug for EnvelopeCapture {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EnvelopeCapture").field("envelopes", &self.0.lock().map(|b| b.len()).unwrap_or(0)).finish()
-    }
-}
-
-impl TransportFactory for EnvelopeCapture {
-    fn create_transport_with_options(&self, _: TransportOptions) -> Arc<dyn Transport> {
-        Arc::new(self.clone())
-    }
-}
-
-impl Transport for EnvelopeCapture {
-    fn send_envelope(&self, envelope: Envelope) {
-        let mut body = Vec::new();
-        if envelope.to_writer(&mut body).is_ok() {
-            self.0.lock().unwrap_or_else(|e| e.into_inner()).push(body);
-        }
     }
 }
