@@ -448,3 +448,61 @@ fn the_next_run_delivers_earlier_sentry_envelopes_in_the_background() {
     );
     assert!(batches(&d).is_empty());
 }
+
+#[test]
+fn batches_past_the_age_cap_are_not_delivered_but_removed_and_counted() {
+    let d = scratch("spool-age");
+    let endpoint = Receiver::down_endpoint();
+    assert!(run(&d, &endpoint, &d.join("e.jsonl"), &[]).status.success());
+    // Make every spooled batch look eight days old (the name carries its creation time).
+    for path in batches(&d) {
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        let (_, rest) = name.split_once('-').unwrap();
+        let old = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+            - 8 * 86_400_000;
+        std::fs::rename(&path, path.with_file_name(format!("{old:013}-{rest}"))).unwrap();
+    }
+    let receiver = Receiver::start_at(&endpoint, vec![]);
+    let out = flush(&d, &endpoint);
+    assert!(out.status.success(), "{out:?}");
+    assert!(receiver.spans().is_empty(), "expired batches are not delivered");
+    assert!(batches(&d).is_empty(), "they are removed");
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(report.contains("batches removed past the age cap, 0 over the size cap"), "{report}");
+}
+
+#[test]
+fn two_runs_started_together_deliver_the_earlier_batches_once() {
+    let d = scratch("spool-two-runs");
+    let endpoint = Receiver::down_endpoint();
+    let mut want = BTreeSet::new();
+    for i in 0..4 {
+        let ev = d.join(format!("down{i}.jsonl"));
+        assert!(run(&d, &endpoint, &ev, &[]).status.success());
+        want.extend(started(&ev));
+    }
+    let receiver = Receiver::start_at(&endpoint, vec![]);
+    let children: Vec<_> = (0..2)
+        .map(|i| {
+            pi_in(&d)
+                .args(["-p", "again", "--provider", "faux", "--no-session", "--tools", "none", "--otlp", &endpoint])
+                .arg("--events-jsonl")
+                .arg(d.join(format!("up{i}.jsonl")))
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        assert!(child.wait_with_output().unwrap().status.success());
+    }
+    for i in 0..2 {
+        want.extend(started(&d.join(format!("up{i}.jsonl"))));
+    }
+    if !batches(&d).is_empty() {
+        assert!(flush(&d, &endpoint).status.success());
+    }
+    let got = received_ids(&receiver);
+    assert_eq!(got.iter().cloned().collect::<BTreeSet<_>>(), want);
+    assert_eq!(got.len(), want.len(), "no span delivered twice");
+}

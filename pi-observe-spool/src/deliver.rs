@@ -49,6 +49,8 @@ impl Spool {
         stop: &dyn Fn() -> bool,
         mut send: impl FnMut(&Claimed, Duration) -> Attempt,
     ) -> SpoolDelivery {
+        // Nothing past the limits is delivered: expired batches go first.
+        self.enforce_limits();
         let pending = self.pending(accept);
         let mut result = SpoolDelivery { kept: pending.len() as u64, ..SpoolDelivery::default() };
         for batch in &pending {

@@ -66,7 +66,14 @@ pub fn run(args: &FlushArgs) -> Result<ExitCode, CliError> {
     for ((sink, url), (batches, items)) in others {
         output::line(format_args!("{sink} {url}: {batches} batches ({items} items) still spooled"));
     }
-    for diagnostic in spool.stats().diagnostics {
+    let stats = spool.stats();
+    if stats.dropped_expired_batches + stats.dropped_full_batches > 0 {
+        output::line(format_args!(
+            "spool: {} batches removed past the age cap, {} over the size cap",
+            stats.dropped_expired_batches, stats.dropped_full_batches
+        ));
+    }
+    for diagnostic in stats.diagnostics {
         output::error(format_args!("pi: warning: {diagnostic}"));
     }
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
