@@ -1,7 +1,8 @@
 //! Every sink a command can write to — the events file, `--mode json`, JSON logs, OTLP, Sentry —
-//! resolved from flags and environment before any work starts, attached to a hub, and finished
-//! (flushed within the deadline, then summarized on stderr) the same way by `pi -p`, `pi demo`
-//! and `pi export`.
+//! and the spool behind the remote ones, resolved from flags and environment before any work
+//! starts, attached to a hub, and finished (flushed within the deadline or spooled, summarized
+//! on stderr, counters recorded for `pi observe status`) the same way by `pi -p`, `pi demo` and
+//! `pi export`; `pi observe` resolves the same configuration.
 
 use std::path::Path;
 use std::sync::Arc;
