@@ -58,7 +58,8 @@ enum Command {
     /// prompt with turns, provider requests (usage, cost) and tool calls; ids derived from the
     /// session, so a replay is idempotent.
     Export(export::ExportArgs),
-    /// The telemetry pipeline itself: `flush` delivers what earlier runs spooled.
+    /// The telemetry pipeline itself: `status` (configuration, last run, spool), `test` (a probe
+    /// per sink), `flush` (deliver the spool now), `canary` (would this configuration leak?).
     Observe(observe::ObserveCommand),
 }
 
