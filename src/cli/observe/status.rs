@@ -164,7 +164,7 @@ fn print_human(document: &Value) {
         output::line(format_args!("  {}", sink["sink"].as_str().unwrap_or_default()));
         let sources = &sink["sources"];
         if let Some(fields) = sink.as_object() {
-            for (key, value) in fields.iter().filter(|(k, _)| *k != "sink" && *k != "sources") {
+            for (key, value) in in_order(fields).filter(|(k, _)| *k != "sink" && *k != "sources") {
                 let from = sources[key].as_str().map(|s| format!("  ({s})")).unwrap_or_default();
                 output::line(format_args!("    {key:<14}{}{from}", plain(value)));
             }
@@ -192,15 +192,40 @@ fn print_human(document: &Value) {
     }
 }
 
+/// The order a person reads a sink's settings in; other keys follow alphabetically.
+const READING_ORDER: [&str; 13] = [
+    "endpoint",
+    "protocol",
+    "headers",
+    "capture",
+    "conventions",
+    "sampler",
+    "sampleRatio",
+    "metrics",
+    "metricDims",
+    "logs",
+    "environment",
+    "release",
+    "dir",
+];
+
+/// `fields` with the keys of [`READING_ORDER`] first.
+fn in_order(fields: &serde_json::Map<String, Value>) -> impl Iterator<Item = (&String, &Value)> {
+    let rank = |key: &str| READING_ORDER.iter().position(|k| *k == key).unwrap_or(READING_ORDER.len());
+    let mut entries: Vec<(&String, &Value)> = fields.iter().collect();
+    entries.sort_by_key(|(k, _)| rank(k));
+    entries.into_iter()
+}
+
 fn section(title: &str, value: &Value) {
     output::line(title);
     match value.as_object() {
         None => output::line("  off"),
         Some(fields) => {
             let sources = &value["sources"];
-            for (key, value) in fields.iter().filter(|(k, _)| *k != "sources") {
+            for (key, value) in in_order(fields).filter(|(k, _)| *k != "sources") {
                 let from = sources[key].as_str().map(|s| format!("  ({s})")).unwrap_or_default();
-                output::line(format_args!("  {key:<18}{}{from}", plain(value)));
+                output::line(format_args!("  {key:<20}{}{from}", plain(value)));
             }
         }
     }
