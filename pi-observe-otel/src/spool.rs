@@ -43,23 +43,25 @@ pub(crate) fn drain_in_background(
     config: &OtlpConfig,
     spool: Arc<Spool>,
     counters: Arc<Counters>,
-) -> Result<Option<mpsc::Receiver<()>>, ConfigError> {
-    // Listing is cheap; the client is only built when there is something to send.
-    if spool.pending(|m| m.sink == crate::export::SPOOL_SINK).is_empty() {
-        return Ok(None);
+) -> Option<mpsc::Receiver<()>> {
+    // A look at the file names only: the start of every run pays nothing more.
+    if !spool.has_batches() {
+        return None;
     }
-    let exporter = Exporter::new(config, &resource(config))?;
+    let config = config.clone();
     let (done, finished) = mpsc::channel();
     let spawned = std::thread::Builder::new().name("pi-observe-otlp-spool".into()).spawn(move || {
-        let Ok(runtime) = runtime() else { return };
-        let stop = || counters.link.closing.load(Relaxed);
-        let far = Instant::now() + Duration::from_secs(24 * 3600);
-        let result = drain(&exporter, &spool, &runtime, far, &stop);
-        *counters.from_spool.lock().unwrap_or_else(|e| e.into_inner()) = result;
+        // The worker built the same exporter already: this cannot fail for a reason it did not.
+        if let (Ok(exporter), Ok(runtime)) = (Exporter::new(&config, &resource(&config)), runtime()) {
+            let stop = || counters.link.closing.load(Relaxed);
+            let far = Instant::now() + Duration::from_secs(24 * 3600);
+            let result = drain(&exporter, &spool, &runtime, far, &stop);
+            *counters.from_spool.lock().unwrap_or_else(|e| e.into_inner()) = result;
+        }
         let _ = done.send(());
     });
     // Without the thread the batches simply wait for the next run.
-    Ok(spawned.ok().map(|_| finished))
+    spawned.ok().map(|_| finished)
 }
 
 fn drain(

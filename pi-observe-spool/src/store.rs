@@ -5,7 +5,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::batch::{self, BatchMeta};
 
@@ -136,7 +136,14 @@ pub struct Spool {
     config: SpoolConfig,
     counters: Counters,
     diagnostics: Mutex<Vec<String>>,
+    /// The spool's size as of the last scan plus what this process wrote since, and when that
+    /// scan was: a write only rescans the directory when the cap may be passed or the scan is
+    /// old (other processes write too), not once per batch.
+    estimate: Mutex<Option<(u64, Instant)>>,
 }
+
+/// Longest time a write trusts the size estimate instead of rescanning the directory.
+const RESCAN: Duration = Duration::from_secs(60);
 
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
@@ -159,7 +166,7 @@ struct Entry {
 impl Spool {
     /// A spool with `config`'s directory and limits.
     pub fn new(config: SpoolConfig) -> Self {
-        Spool { config, counters: Counters::default(), diagnostics: Mutex::default() }
+        Spool { config, counters: Counters::default(), diagnostics: Mutex::default(), estimate: Mutex::default() }
     }
 
     /// Its configuration.
@@ -167,7 +174,8 @@ impl Spool {
         &self.config
     }
 
-    /// Writes one batch atomically (temporary file, sync, rename), then enforces the limits.
+    /// Writes one batch atomically (temporary file, sync, rename), then enforces the limits when
+    /// the spool may be past them.
     /// A failure is counted and returned; nothing half-written is left under a batch name.
     pub fn write(&self, meta: &BatchMeta, body: &[u8]) -> io::Result<()> {
         let result = self.write_file(meta, body);
@@ -176,7 +184,9 @@ impl Spool {
                 self.counters.spooled_batches.fetch_add(1, Relaxed);
                 self.counters.spooled_items.fetch_add(meta.items, Relaxed);
                 self.counters.spooled_bytes.fetch_add(*bytes, Relaxed);
-                self.enforce_limits();
+                if self.may_be_past_limits(*bytes) {
+                    self.enforce_limits();
+                }
             }
             Err(e) => {
                 if self.counters.write_failed.fetch_add(1, Relaxed) == 0 {
@@ -251,6 +261,18 @@ impl Spool {
         entries
     }
 
+    /// Adds `written` bytes to the estimate; true when the directory should be scanned.
+    fn may_be_past_limits(&self, written: u64) -> bool {
+        let mut estimate = self.estimate.lock().unwrap_or_else(|e| e.into_inner());
+        match estimate.as_mut() {
+            Some((total, at)) if at.elapsed() < RESCAN && *total + written <= self.config.max_bytes => {
+                *total += written;
+                false
+            }
+            _ => true,
+        }
+    }
+
     /// Removes batches past the age cap, then the oldest until the spool fits its size cap.
     /// Batches another process is delivering are left alone.
     pub fn enforce_limits(&self) {
@@ -283,6 +305,14 @@ impl Spool {
                 }
             }
         }
+        *self.estimate.lock().unwrap_or_else(|e| e.into_inner()) = Some((total, Instant::now()));
+    }
+
+    /// True when any batch waits, from the file names alone (no file is opened): the cheap
+    /// check a sink makes at start-up before it starts a delivery thread.
+    pub fn has_batches(&self) -> bool {
+        std::fs::read_dir(&self.config.dir)
+            .is_ok_and(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().ends_with(BATCH)))
     }
 
     /// The waiting batches `accept` wants, oldest first. Files that cannot be read are set

@@ -27,8 +27,8 @@ mod payload;
 mod spooled;
 mod wire;
 
+pub(crate) use payload::Payload;
 use payload::{Body, Signal, Wire};
-pub(crate) use payload::{Payload, SPOOL_SINK};
 use wire::{Lane, http_client};
 
 /// What happened to one batch.

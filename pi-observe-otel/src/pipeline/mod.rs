@@ -228,7 +228,7 @@ impl OtelSubscriber {
                 exporter.max_retries = exporter.max_retries.min(SPOOLED_MAX_RETRIES);
             }
             if let Some(spool) = &spool {
-                draining = crate::spool::drain_in_background(&config, spool.clone(), counters.clone())?;
+                draining = crate::spool::drain_in_background(&config, spool.clone(), counters.clone());
             }
             let state = Worker {
                 queue: queue.clone(),
