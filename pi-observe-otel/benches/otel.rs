@@ -123,25 +123,44 @@ fn sink() -> String {
     format!("http://{addr}/v1/traces")
 }
 
+/// A hub with an `OtelSubscriber` exporting to `endpoint`.
+fn pi_pipeline(endpoint: &str) -> (Observability, Arc<OtelSubscriber>, pi_observe_core::Subscription) {
+    let hub = Observability::new();
+    let config = OtlpConfig { traces_endpoint: Some(endpoint.to_owned()), ..Default::default() };
+    let otel = OtelSubscriber::new(config).unwrap();
+    let subscription = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
+    (hub, otel, subscription)
+}
+
+/// Times `n` traced provider requests (3 attributes) on `hub`, entered once: what is timed is
+/// the operation itself, as the peers' tracer is created once.
+fn time_pi_operations(hub: &Observability, n: u64) -> std::time::Duration {
+    let payload =
+        || Payload::new().safe(names::PROVIDER, "faux").safe(names::MODEL, "faux-1").safe(names::TURN_INDEX, 3);
+    pi_observe_core::testing::time_operations(hub, n, || {
+        trace_operation(names::PROVIDER_REQUEST, payload, async { Ok::<_, std::fmt::Error>(1) })
+    })
+}
+
+/// The same operation on the raw SDK: a span with the same 3 attributes.
+fn sdk_operation(tracer: &opentelemetry_sdk::trace::SdkTracer) {
+    tracer.in_span("pi.ai.provider.request", |cx| {
+        cx.span().set_attributes([
+            KeyValue::new("pi.provider", "faux"),
+            KeyValue::new("pi.model", "faux-1"),
+            KeyValue::new("pi.turnIndex", 3),
+        ]);
+    })
+}
+
 fn spans(c: &mut Criterion) {
     let mut group = c.benchmark_group("span");
     let endpoint = sink();
 
-    let hub = Observability::new();
-    let otel =
-        OtelSubscriber::new(OtlpConfig { traces_endpoint: Some(endpoint.clone()), ..Default::default() }).unwrap();
-    let subscription = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
-    let payload =
-        || Payload::new().safe(names::PROVIDER, "faux").safe(names::MODEL, "faux-1").safe(names::TURN_INDEX, 3);
+    let (hub, otel, subscription) = pi_pipeline(&endpoint);
     // The hub is entered once per sample, as an application enters it once per task, like the
     // peers' tracer that is created once: what is timed is the operation itself.
-    group.bench_function("pi_hub_to_otel_adapter", |b| {
-        b.iter_custom(|iters| {
-            pi_observe_core::testing::time_operations(&hub, iters, || {
-                trace_operation(names::PROVIDER_REQUEST, payload, async { Ok::<_, std::fmt::Error>(1) })
-            })
-        })
-    });
+    group.bench_function("pi_hub_to_otel_adapter", |b| b.iter_custom(|iters| time_pi_operations(&hub, iters)));
     drop(subscription);
     let _ = pi_observe_core::Subscriber::shutdown(otel.as_ref(), std::time::Duration::from_secs(5));
     let stats = otel.stats();
@@ -153,14 +172,7 @@ fn spans(c: &mut Criterion) {
     group.bench_function("raw_sdk_batch_processor", |b| {
         b.iter(|| {
             created += 1;
-            tracer.in_span("pi.ai.provider.request", |cx| {
-                use opentelemetry::trace::TraceContextExt;
-                cx.span().set_attributes([
-                    KeyValue::new("pi.provider", "faux"),
-                    KeyValue::new("pi.model", "faux-1"),
-                    KeyValue::new("pi.turnIndex", 3),
-                ]);
-            })
+            sdk_operation(&tracer)
         })
     });
 
@@ -315,21 +327,12 @@ fn paced(
 fn spans_paced(c: &mut Criterion) {
     let mut group = c.benchmark_group("span_paced");
     let endpoint = sink();
-    let hub = Observability::new();
-    let otel =
-        OtelSubscriber::new(OtlpConfig { traces_endpoint: Some(endpoint.clone()), ..Default::default() }).unwrap();
-    let subscription = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
-    let payload =
-        || Payload::new().safe(names::PROVIDER, "faux").safe(names::MODEL, "faux-1").safe(names::TURN_INDEX, 3);
+    let (hub, otel, subscription) = pi_pipeline(&endpoint);
     group.bench_function("pi_hub_to_otel_adapter", |b| {
         b.iter_custom(|iters| {
             paced(
                 iters,
-                |n| {
-                    pi_observe_core::testing::time_operations(&hub, n, || {
-                        trace_operation(names::PROVIDER_REQUEST, payload, async { Ok::<_, std::fmt::Error>(1) })
-                    })
-                },
+                |n| time_pi_operations(&hub, n),
                 || pi_observe_core::Subscriber::flush(otel.as_ref(), std::time::Duration::from_secs(30)).unwrap(),
             )
         })
@@ -350,13 +353,7 @@ fn spans_paced(c: &mut Criterion) {
                 |n| {
                     let started = std::time::Instant::now();
                     for _ in 0..n {
-                        tracer.in_span("pi.ai.provider.request", |cx| {
-                            cx.span().set_attributes([
-                                KeyValue::new("pi.provider", "faux"),
-                                KeyValue::new("pi.model", "faux-1"),
-                                KeyValue::new("pi.turnIndex", 3),
-                            ]);
-                        })
+                        sdk_operation(&tracer);
                     }
                     started.elapsed()
                 },
