@@ -1,366 +1,11 @@
-//! OTLP configuration: code settings win over the standard `OTEL_*` environment variables.
+//! `OtlpConfig::with_env`: the `OTEL_*` variables (per-signal ones over generic ones), each
+//! malformed value an error naming its variable.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::convert::Conventions;
-use crate::names::{self, env};
-
-/// OTLP wire protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    /// OTLP/HTTP with protobuf bodies.
-    HttpProtobuf,
-    /// OTLP/HTTP with JSON bodies.
-    HttpJson,
-    /// OTLP/gRPC.
-    Grpc,
-}
-
-impl Protocol {
-    /// Parses `http/protobuf`, `http/json` or `grpc`.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.trim() {
-            "http/protobuf" => Some(Protocol::HttpProtobuf),
-            "http/json" => Some(Protocol::HttpJson),
-            "grpc" => Some(Protocol::Grpc),
-            _ => None,
-        }
-    }
-}
-
-/// A setting that cannot be used; the message names the variable or flag.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{setting}: {message}")]
-pub struct ConfigError {
-    /// The variable or flag.
-    pub setting: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl ConfigError {
-    pub(crate) fn new(setting: &str, message: impl Into<String>) -> Self {
-        ConfigError { setting: setting.to_owned(), message: message.into() }
-    }
-}
-
-/// Everything the OTLP exporter needs. Build with [`OtlpConfig::default`] and fields, then
-/// [`OtlpConfig::with_env`] to fill what code left unset from the environment.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OtlpConfig {
-    /// Full traces URL (`…/v1/traces` for HTTP). `None` → env, else `http://localhost:4318/v1/traces`.
-    pub traces_endpoint: Option<String>,
-    /// Protocol (default `http/protobuf`).
-    pub protocol: Option<Protocol>,
-    /// Extra request headers (e.g. auth for a SaaS backend).
-    pub headers: Vec<(String, String)>,
-    /// Per-request timeout.
-    pub timeout: Option<Duration>,
-    /// Gzip request bodies.
-    pub gzip: Option<bool>,
-    /// `service.name`.
-    pub service_name: Option<String>,
-    /// Extra resource attributes.
-    pub resource_attributes: Vec<(String, String)>,
-    /// Attribute conventions.
-    pub conventions: Conventions,
-    /// The newest GenAI names (`OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`)
-    /// instead of the pinned [`GENAI_SEMCONV_VERSION`](crate::names::GENAI_SEMCONV_VERSION).
-    pub latest_genai: Option<bool>,
-    /// Most distinct attribute sets per metric (default 2,000); what does not fit is summed
-    /// into one series marked `otel.metric.overflow=true`.
-    pub metric_cardinality_limit: Option<usize>,
-    /// Queue capacity in records (default 8192).
-    pub max_queue_size: Option<usize>,
-    /// Spans per export request (default 512).
-    pub max_export_batch_size: Option<usize>,
-    /// Longest wait before a partial batch is sent (default 1 s).
-    pub schedule_delay: Option<Duration>,
-    /// Retries of a failed export (default 5).
-    pub max_retries: u32,
-    /// Fraction of traces kept (1.0 = all), from `OTEL_TRACES_SAMPLER`.
-    pub sample_ratio: Option<f64>,
-    /// `parentbased_*` samplers: a trace whose root has a remote parent (an adopted
-    /// `TRACEPARENT`) follows that parent's sampled flag; the ratio applies to local roots.
-    pub parent_based: Option<bool>,
-    /// Export metrics too (default on; `OTEL_METRICS_EXPORTER=none` turns them off).
-    pub metrics: Option<bool>,
-    /// Full metrics URL; default: the traces URL with `/v1/metrics`.
-    pub metrics_endpoint: Option<String>,
-    /// Attribution keys that become metric dimensions (default `orgId`).
-    pub metric_dims: Option<Vec<String>>,
-    /// How often metrics are exported (default 10 s; also at shutdown).
-    pub metric_interval: Option<Duration>,
-    /// Export every record as an OTLP log record too (default off).
-    pub logs: Option<bool>,
-    /// Full logs URL; default: the traces URL with `/v1/logs`.
-    pub logs_endpoint: Option<String>,
-    /// Export is off (`OTEL_SDK_DISABLED=true`).
-    pub disabled: bool,
-    /// PEM file of the CA certificate(s) that sign the collector's TLS certificate; when set,
-    /// only these are trusted (`OTEL_EXPORTER_OTLP_CERTIFICATE`). Default: the system roots.
-    pub certificate: Option<PathBuf>,
-    /// PEM files of the client certificate and its private key, for collectors that require
-    /// mutual TLS (`OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`, `OTEL_EXPORTER_OTLP_CLIENT_KEY`).
-    pub client_certificate: Option<(PathBuf, PathBuf)>,
-    /// Where batches that could not be delivered are kept for a later run (`None`: they are
-    /// dropped and counted). Batches spooled by earlier runs for this configuration's
-    /// endpoints are delivered in the background when the subscriber starts.
-    pub spool: Option<pi_observe_spool::SpoolConfig>,
-    /// With a spool, how long shutdown waits for the receiver before spooling what is left
-    /// (default 200 ms); without one, shutdown waits its whole deadline.
-    pub exit_patience: Option<Duration>,
-    /// Metric temporality (`OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`; default
-    /// cumulative).
-    pub metric_temporality: Option<crate::metrics::Temporality>,
-    /// Where spans go (`OTEL_TRACES_EXPORTER`; default OTLP). Metrics and logs are unaffected.
-    pub traces_exporter: Option<TracesExporter>,
-    /// Metrics-only settings (`OTEL_EXPORTER_OTLP_METRICS_*`), over the traces ones.
-    pub metrics_signal: SignalSettings,
-    /// Logs-only settings (`OTEL_EXPORTER_OTLP_LOGS_*`), over the traces ones.
-    pub logs_signal: SignalSettings,
-    /// Replaces the transport with a local capture of what would be sent (`pi observe canary`):
-    /// nothing leaves the process, every request is kept and counted as delivered.
-    pub capture: Option<WireCapture>,
-}
-
-/// `OTEL_TRACES_EXPORTER`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TracesExporter {
-    /// OTLP (the default).
-    Otlp,
-    /// No spans are exported (counted as sampled out); metrics and logs still are.
-    None,
-    /// Each batch as one OTLP/JSON line on stderr instead of the network.
-    Console,
-}
-
-/// Settings of one signal (metrics or logs) that differ from the traces ones; unset fields
-/// take the traces value. Headers are added to (and override by name) the traces headers.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SignalSettings {
-    /// Extra or replacing headers.
-    pub headers: Vec<(String, String)>,
-    /// HTTP flavour (`http/protobuf` or `http/json`); gRPC only when traces use gRPC too.
-    pub protocol: Option<Protocol>,
-    /// Per-request timeout.
-    pub timeout: Option<Duration>,
-    /// Gzip request bodies.
-    pub gzip: Option<bool>,
-    /// CA certificate file trusted for this signal's collector.
-    pub certificate: Option<PathBuf>,
-}
-
-/// Requests the OTLP exporter would have sent, kept instead of sent (see
-/// [`OtlpConfig::capture`]). Clones share one list.
-#[derive(Clone, Default)]
-pub struct WireCapture(std::sync::Arc<std::sync::Mutex<Vec<CapturedRequest>>>);
-
-/// One request kept by a [`WireCapture`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CapturedRequest {
-    /// `traces`, `metrics` or `logs`.
-    pub signal: &'static str,
-    /// Where it would have gone (without credentials).
-    pub url: String,
-    /// The encoded request (OTLP protobuf, or JSON for `http/json`), before any compression.
-    pub body: Vec<u8>,
-}
-
-impl WireCapture {
-    /// Every request kept so far.
-    pub fn requests(&self) -> Vec<CapturedRequest> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    pub(crate) fn keep(&self, request: CapturedRequest) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(request);
-    }
-}
-
-impl PartialEq for WireCapture {
-    fn eq(&self, other: &Self) -> bool {
-        std::sync::Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl std::fmt::Debug for WireCapture {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WireCapture").field("requests", &self.0.lock().map(|r| r.len()).unwrap_or(0)).finish()
-    }
-}
-
-/// TLS material read from the configured files (at start-up).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct TlsFiles {
-    /// Trusted CA certificates (PEM); `None` = system roots.
-    pub ca: Option<Vec<u8>>,
-    /// Client certificate and key (PEM).
-    pub identity: Option<(Vec<u8>, Vec<u8>)>,
-}
-
-impl Default for OtlpConfig {
-    fn default() -> Self {
-        OtlpConfig {
-            traces_endpoint: None,
-            protocol: None,
-            headers: Vec::new(),
-            timeout: None,
-            gzip: None,
-            service_name: None,
-            resource_attributes: Vec::new(),
-            conventions: Conventions::default(),
-            latest_genai: None,
-            metric_cardinality_limit: None,
-            max_queue_size: None,
-            max_export_batch_size: None,
-            schedule_delay: None,
-            max_retries: 5,
-            sample_ratio: None,
-            parent_based: None,
-            metrics: None,
-            metrics_endpoint: None,
-            metric_dims: None,
-            metric_interval: None,
-            logs: None,
-            logs_endpoint: None,
-            disabled: false,
-            certificate: None,
-            client_certificate: None,
-            spool: None,
-            exit_patience: None,
-            metric_temporality: None,
-            traces_exporter: None,
-            metrics_signal: SignalSettings::default(),
-            logs_signal: SignalSettings::default(),
-            capture: None,
-        }
-    }
-}
-
-/// Reads a PEM file that must hold a `block` (e.g. `CERTIFICATE-----`); errors name `setting`.
-pub(crate) fn read_pem(setting: &str, path: &Path, block: &str) -> Result<Vec<u8>, ConfigError> {
-    let bytes =
-        std::fs::read(path).map_err(|e| ConfigError::new(setting, format!("cannot read {}: {e}", path.display())))?;
-    let text = String::from_utf8_lossy(&bytes);
-    if !text.contains("-----BEGIN ") || !text.contains(block) {
-        return Err(ConfigError::new(setting, format!("{} has no PEM {block}", path.display())));
-    }
-    Ok(bytes)
-}
-
-/// Parses `key=value,key2=value2` (values percent-decoded, as the OTel spec requires).
-pub(crate) fn parse_pairs(setting: &str, raw: &str) -> Result<Vec<(String, String)>, ConfigError> {
-    raw.split(',')
-        .enumerate()
-        .filter(|(_, entry)| !entry.trim().is_empty())
-        .map(|(i, entry)| {
-            let (k, v) = entry
-                .split_once('=')
-                .ok_or_else(|| ConfigError::new(setting, format!("entry {} {:?} has no '='", i + 1, entry.trim())))?;
-            let key = k.trim();
-            if key.is_empty() {
-                return Err(ConfigError::new(setting, format!("entry {} has an empty key", i + 1)));
-            }
-            let value = percent_decode(v.trim())
-                .map_err(|why| ConfigError::new(setting, format!("entry {} ({key}): {why}", i + 1)))?;
-            Ok((key.to_owned(), value))
-        })
-        .collect()
-}
-
-/// Decodes `%XX` escapes; a `%` not followed by two hex digits, or bytes that are not UTF-8
-/// after decoding, are errors.
-fn percent_decode(s: &str) -> Result<String, String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = |b: Option<&u8>| b.and_then(|b| (*b as char).to_digit(16));
-            match (hex(bytes.get(i + 1)), hex(bytes.get(i + 2))) {
-                (Some(hi), Some(lo)) => {
-                    out.push((hi * 16 + lo) as u8);
-                    i += 3;
-                    continue;
-                }
-                _ => return Err(format!("bad %-escape at byte {} (expected %XX)", i + 1)),
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8(out).map_err(|_| "not UTF-8 after %-decoding".to_owned())
-}
-
-/// Checks that `name: value` can be sent as an HTTP header (a token name; a value without
-/// control characters such as a newline). The message does not repeat the value (it may be a
-/// credential).
-pub fn check_header(name: &str, value: &str) -> Result<(), String> {
-    reqwest::header::HeaderName::from_bytes(name.as_bytes())
-        .map_err(|_| format!("header name {name:?} is not a valid HTTP header name"))?;
-    if value.chars().any(|c| c.is_control() && c != '\t') {
-        return Err(format!("the value of header {name:?} contains a control character"));
-    }
-    reqwest::header::HeaderValue::from_str(value)
-        .map(|_| ())
-        .map_err(|_| format!("the value of header {name:?} is not a valid HTTP header value"))
-}
-
-fn millis(setting: &str, raw: &str) -> Result<Duration, ConfigError> {
-    raw.trim()
-        .parse::<u64>()
-        .map(Duration::from_millis)
-        .map_err(|_| ConfigError::new(setting, format!("{raw:?} is not a whole number of milliseconds")))
-}
-
-fn gzip(setting: &str, raw: &str) -> Result<bool, ConfigError> {
-    match raw.trim() {
-        "gzip" => Ok(true),
-        "none" => Ok(false),
-        other => Err(ConfigError::new(setting, format!("{other:?} is not gzip or none"))),
-    }
-}
-
-fn count(setting: &str, raw: &str) -> Result<usize, ConfigError> {
-    match raw.trim().parse::<usize>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(ConfigError::new(setting, format!("{raw:?} is not a positive whole number"))),
-    }
-}
-
-fn url(setting: &str, raw: &str) -> Result<String, ConfigError> {
-    let raw = raw.trim();
-    check_url(raw).map(|()| raw.to_owned()).map_err(|why| ConfigError::new(setting, why))
-}
-
-/// `url` without what may be a credential — user name, password and query string — for
-/// display and for the spool, which must not keep secrets.
-pub fn url_without_secrets(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut parsed) => {
-            let _ = parsed.set_username("");
-            let _ = parsed.set_password(None);
-            parsed.set_query(None);
-            parsed.set_fragment(None);
-            parsed.to_string()
-        }
-        Err(_) => "(invalid URL)".to_owned(),
-    }
-}
-
-/// Checks that `raw` is an http(s) URL with a host (and, if given, a valid port).
-pub fn check_url(raw: &str) -> Result<(), String> {
-    let parsed = reqwest::Url::parse(raw).map_err(|e| format!("{raw:?} is not a valid URL ({e})"))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(format!("{raw:?} is not an http(s) URL"));
-    }
-    if parsed.host_str().is_none_or(str::is_empty) {
-        return Err(format!("{raw:?} has no host"));
-    }
-    Ok(())
-}
+use super::*;
+use crate::names::env;
 
 impl OtlpConfig {
     /// Reads the process environment for everything code left unset.
@@ -616,66 +261,77 @@ impl OtlpConfig {
         }
         Ok(self)
     }
+}
 
-    /// Reads the configured certificate files; a missing file or one without the expected PEM
-    /// block is an error naming the setting.
-    pub(crate) fn tls_files(&self) -> Result<TlsFiles, ConfigError> {
-        let read = read_pem;
-        Ok(TlsFiles {
-            ca: self.certificate.as_deref().map(|p| read(env::CERTIFICATE, p, "CERTIFICATE-----")).transpose()?,
-            identity: self
-                .client_certificate
-                .as_ref()
-                .map(|(cert, key)| {
-                    Ok::<_, ConfigError>((
-                        read(env::CLIENT_CERTIFICATE, cert, "CERTIFICATE-----")?,
-                        read(env::CLIENT_KEY, key, "PRIVATE KEY-----")?,
-                    ))
-                })
-                .transpose()?,
+/// Parses `key=value,key2=value2` (values percent-decoded, as the OTel spec requires).
+pub(crate) fn parse_pairs(setting: &str, raw: &str) -> Result<Vec<(String, String)>, ConfigError> {
+    raw.split(',')
+        .enumerate()
+        .filter(|(_, entry)| !entry.trim().is_empty())
+        .map(|(i, entry)| {
+            let (k, v) = entry
+                .split_once('=')
+                .ok_or_else(|| ConfigError::new(setting, format!("entry {} {:?} has no '='", i + 1, entry.trim())))?;
+            let key = k.trim();
+            if key.is_empty() {
+                return Err(ConfigError::new(setting, format!("entry {} has an empty key", i + 1)));
+            }
+            let value = percent_decode(v.trim())
+                .map_err(|why| ConfigError::new(setting, format!("entry {} ({key}): {why}", i + 1)))?;
+            Ok((key.to_owned(), value))
         })
-    }
+        .collect()
+}
 
-    /// The traces URL in use (HTTP: the full `…/v1/traces` URL; gRPC: the collector address).
-    pub fn endpoint(&self) -> String {
-        match (&self.traces_endpoint, self.protocol) {
-            (Some(endpoint), _) => endpoint.clone(),
-            (None, Some(Protocol::Grpc)) => "http://localhost:4317".to_owned(),
-            (None, _) => "http://localhost:4318/v1/traces".to_owned(),
+/// Decodes `%XX` escapes; a `%` not followed by two hex digits, or bytes that are not UTF-8
+/// after decoding, are errors.
+fn percent_decode(s: &str) -> Result<String, String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = |b: Option<&u8>| b.and_then(|b| (*b as char).to_digit(16));
+            match (hex(bytes.get(i + 1)), hex(bytes.get(i + 2))) {
+                (Some(hi), Some(lo)) => {
+                    out.push((hi * 16 + lo) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => return Err(format!("bad %-escape at byte {} (expected %XX)", i + 1)),
+            }
         }
+        out.push(bytes[i]);
+        i += 1;
     }
+    String::from_utf8(out).map_err(|_| "not UTF-8 after %-decoding".to_owned())
+}
 
-    /// The `schema_url` of the names in use.
-    pub(crate) fn schema_url(&self) -> &'static str {
-        if self.latest_genai == Some(true) { crate::names::SCHEMA_URL_LATEST } else { crate::names::SCHEMA_URL }
-    }
+fn millis(setting: &str, raw: &str) -> Result<Duration, ConfigError> {
+    raw.trim()
+        .parse::<u64>()
+        .map(Duration::from_millis)
+        .map_err(|_| ConfigError::new(setting, format!("{raw:?} is not a whole number of milliseconds")))
+}
 
-    /// The metrics URL in use.
-    pub fn metrics_endpoint(&self) -> String {
-        self.metrics_endpoint.clone().unwrap_or_else(|| self.sibling("metrics"))
+fn gzip(setting: &str, raw: &str) -> Result<bool, ConfigError> {
+    match raw.trim() {
+        "gzip" => Ok(true),
+        "none" => Ok(false),
+        other => Err(ConfigError::new(setting, format!("{other:?} is not gzip or none"))),
     }
+}
 
-    /// The logs URL in use.
-    pub fn logs_endpoint(&self) -> String {
-        self.logs_endpoint.clone().unwrap_or_else(|| self.sibling("logs"))
+fn count(setting: &str, raw: &str) -> Result<usize, ConfigError> {
+    match raw.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(ConfigError::new(setting, format!("{raw:?} is not a positive whole number"))),
     }
+}
 
-    /// The traces URL with its `/v1/traces` replaced by `/v1/<signal>`.
-    fn sibling(&self, signal: &str) -> String {
-        let traces = self.endpoint();
-        match traces.strip_suffix("/v1/traces") {
-            Some(base) => format!("{base}/v1/{signal}"),
-            None => format!("{}/v1/{signal}", traces.trim_end_matches('/')),
-        }
-    }
-
-    pub(crate) fn dims(&self) -> Vec<String> {
-        self.metric_dims.clone().unwrap_or_else(|| vec![pi_observe_core::names::CTX_ORG_ID.to_owned()])
-    }
-
-    pub(crate) fn service(&self) -> String {
-        self.service_name.clone().unwrap_or_else(|| names::DEFAULT_SERVICE_NAME.to_owned())
-    }
+fn url(setting: &str, raw: &str) -> Result<String, ConfigError> {
+    let raw = raw.trim();
+    check_url(raw).map(|()| raw.to_owned()).map_err(|why| ConfigError::new(setting, why))
 }
 
 /// `OTEL_TRACES_SAMPLER` (+ `_ARG`) as a keep ratio. Contract traces are whole trees, so
