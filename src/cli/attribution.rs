@@ -1,9 +1,15 @@
-//! `--user`, `--org`, `--context` and `PI_USER_ID` / `PI_ORG_ID`, checked.
+//! Attribution: the managed policy, `--user` / `--org` / `--context`, `PI_USER_ID` /
+//! `PI_ORG_ID`, and `telemetry.attribution` in the settings files, checked.
 
+use std::path::Path;
+
+use pi_agent::settings::{Scope, SettingsFile};
 use pi_observe::core::{Attribution, names};
+use serde_json::Value;
 
 use super::CliError;
 use super::args::ObserveArgs;
+use super::config::Config;
 
 /// Longest attribution key or value, in bytes.
 pub const MAX_ATTRIBUTION_BYTES: usize = 256;
@@ -34,23 +40,153 @@ fn flag_or_env(flag: Option<&str>, flag_name: &str, var: &str) -> Result<Option<
     }
 }
 
-/// `--user`, `--org`, `--context` (flags win over `PI_USER_ID` / `PI_ORG_ID`). Keys and values
-/// are checked: at most 256 bytes, no control characters.
-pub fn attribution(args: &ObserveArgs) -> Result<Attribution, CliError> {
+/// How long an attribution command (`userIdCommand`, …) may run.
+pub const COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The attribution of a run. Per key: the managed policy's value (a flag it overrides is said
+/// once), else `--user` / `--org` / `--context`, else `PI_USER_ID` / `PI_ORG_ID`, else the
+/// settings files' `telemetry.attribution` (a value, or `KEYCommand`: a command run once in
+/// `cwd` whose trimmed output is the value). Keys and values are checked: at most 256 bytes,
+/// no control characters. A key in `attribution.required` (managed policy or settings) that
+/// ends up unset refuses the run.
+pub fn attribution(args: &ObserveArgs, cfg: &Config, cwd: &Path) -> Result<Attribution, CliError> {
     let mut attribution = Attribution::new();
+    let mut set = |key: &str, value: String, culprit: &str| -> Result<(), CliError> {
+        check_attribution(culprit, "the value", &value)?;
+        check_attribution(culprit, "the key", key)?;
+        attribution = std::mem::take(&mut attribution).with(key.to_owned(), value);
+        Ok(())
+    };
+    let mut given: Vec<(String, String, &str)> = Vec::new();
     for (key, flag, flag_name, var) in [
         (names::CTX_USER_ID, args.user.as_deref(), "--user", names::ENV_USER_ID),
         (names::CTX_ORG_ID, args.org.as_deref(), "--org", names::ENV_ORG_ID),
     ] {
         if let Some((value, culprit)) = flag_or_env(flag, flag_name, var)? {
-            check_attribution(&culprit, "the value", &value)?;
-            attribution = attribution.with(key, value);
+            given.push((key.to_owned(), value, if culprit == flag_name { flag_name } else { var }));
         }
     }
     for (key, value) in &args.context {
-        check_attribution("--context", "a key", key)?;
-        check_attribution("--context", &format!("the value of {key}"), value)?;
-        attribution = attribution.with(key.clone(), value.clone());
+        given.push((key.clone(), value.clone(), "--context"));
+    }
+    // The files' keys, most binding layer first: managed, then project, then global.
+    let layers: Vec<&SettingsFile> = cfg.managed.iter().chain(cfg.settings.files()).collect();
+    let mut keys: Vec<String> = Vec::new();
+    for file in &layers {
+        if let Some(object) = file.get(&SECTION).and_then(Value::as_object) {
+            for k in object.keys().filter(|k| k.as_str() != "required") {
+                let base = k.strip_suffix("Command").filter(|b| !b.is_empty()).unwrap_or(k);
+                if !keys.iter().any(|existing| existing == base) {
+                    keys.push(base.to_owned());
+                }
+            }
+        }
+    }
+    for (key, value, culprit) in &given {
+        if let Some(managed) = cfg.managed.as_ref().filter(|m| layer_sets(m, key)) {
+            cfg.notice(format!(
+                "the managed policy {} sets telemetry.attribution.{key}: {culprit} ignored",
+                managed.path.display()
+            ));
+            continue;
+        }
+        set(key, value.clone(), culprit)?;
+    }
+    for key in &keys {
+        let Some(file) = layers.iter().find(|f| layer_sets(f, key)) else { continue };
+        let flag_given = given.iter().any(|(k, _, _)| k == key);
+        if flag_given && file.scope != Scope::Managed {
+            continue;
+        }
+        let mut path = SECTION.to_vec();
+        path.push(key);
+        let culprit = format!("{}: telemetry.attribution.{key}", file.path.display());
+        if let Some(value) = file.get(&path).and_then(Value::as_str) {
+            set(key, value.to_owned(), &culprit)?;
+            continue;
+        }
+        let command_key = format!("{key}Command");
+        path[2] = &command_key;
+        let Some(command) = file.get(&path).and_then(Value::as_str) else { continue };
+        match run_command(command, cwd) {
+            Ok(value) => set(key, value, &format!("{culprit}Command"))?,
+            Err(why) => cfg.notice(format!(
+                "warning: {}: telemetry.attribution.{command_key}: `{command}` {why}; {key} not set",
+                file.path.display()
+            )),
+        }
+    }
+    let mut required: Vec<(String, String)> = Vec::new();
+    for file in &layers {
+        let mut path = SECTION.to_vec();
+        path.push("required");
+        for key in file.get(&path).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+            if !required.iter().any(|(k, _)| k == key) {
+                required.push((key.to_owned(), file.path.display().to_string()));
+            }
+        }
+        // A user's files replace each other's lists; the managed list always applies.
+        if file.scope != Scope::Managed && file.get(&path).is_some() {
+            break;
+        }
+    }
+    for (key, file) in required {
+        if attribution.get(&key).is_none() {
+            let hint = match key.as_str() {
+                names::CTX_USER_ID => format!("--user, {} or ", names::ENV_USER_ID),
+                names::CTX_ORG_ID => format!("--org, {} or ", names::ENV_ORG_ID),
+                _ => format!("--context {key}=… or "),
+            };
+            return Err(CliError::Usage(format!(
+                "attribution key {key} is required ({file}): give {hint}telemetry.attribution.{key}"
+            )));
+        }
     }
     Ok(attribution)
+}
+
+const SECTION: [&str; 2] = ["telemetry", "attribution"];
+
+/// True when `file` sets attribution `key` (as a value or a command).
+fn layer_sets(file: &SettingsFile, key: &str) -> bool {
+    let command = format!("{key}Command");
+    [key, command.as_str()].iter().any(|k| file.get(&["telemetry", "attribution", k]).is_some_and(|v| !v.is_null()))
+}
+
+/// Runs `command` with `sh -c` in `cwd` (no stdin, stderr discarded) and returns its trimmed
+/// output; a failure, an empty output or [`COMMAND_TIMEOUT`] is `Err(why)`.
+fn run_command(command: &str, cwd: &Path) -> Result<String, String> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("could not start ({e})"))?;
+    let deadline = std::time::Instant::now() + COMMAND_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if std::time::Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("took longer than {} s", COMMAND_TIMEOUT.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(5)),
+            Err(e) => return Err(format!("could not be waited for ({e})")),
+        }
+    };
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        use std::io::Read;
+        let _ = stdout.read_to_string(&mut out);
+    }
+    if !status.success() {
+        return Err(format!("failed ({status})"));
+    }
+    let value = out.trim().to_owned();
+    if value.is_empty() { Err("printed nothing".into()) } else { Ok(value) }
 }

@@ -16,6 +16,7 @@ use pi_observe::core::{Attribution, ObsEvent, Observability, names};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::config::Config;
 use super::sinks::SinkSetup;
 use super::{CliError, files, output, signals, tree};
 
@@ -131,20 +132,20 @@ async fn run_user(
         .map_err(|e| CliError::Failure(format!("session: {e}")))
 }
 
-pub async fn run(args: DemoArgs) -> Result<ExitCode, CliError> {
-    let sink_setup = SinkSetup::resolve(&args.sinks)?;
+pub async fn run(args: DemoArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     let dir = match args.dir {
         Some(dir) => dir,
         None => std::env::temp_dir().join(format!("pi-demo-{}", pi_observe::core::SpanId::random())),
     };
     let (workspace, sessions) = (dir.join("workspace"), dir.join("sessions"));
     let events_path = args.events_jsonl.unwrap_or_else(|| dir.join("events.jsonl"));
-    files::check_outputs(&[], &sink_setup.output_files(Some(&events_path)))?;
+    let sink_setup = SinkSetup::resolve(&args.sinks, Some(&events_path), cfg)?;
+    files::check_outputs(&[], &sink_setup.output_files())?;
     seed(&workspace).map_err(|e| CliError::Usage(format!("--dir {}: {e}", dir.display())))?;
     let hub = sink_setup.hub();
     // The span tree printed on the terminal: safe fields only.
     let terminal_policy = Arc::new(sink_setup.policies.base.clone());
-    let sinks = sink_setup.attach(&hub, Some(&events_path), false)?;
+    let sinks = sink_setup.attach(&hub, false)?;
     let collected = Arc::new(Mutex::new(Vec::new()));
     let sink = collected.clone();
     let collector = hub.subscribe_arc(

@@ -7,6 +7,7 @@ use clap::Args;
 use pi_agent::session::replay;
 use pi_observe::core::EventKind;
 
+use super::config::Config;
 use super::sinks::SinkSetup;
 use super::{CliError, files, output, report, signals};
 
@@ -34,8 +35,8 @@ const BATCH_RECORDS: usize = 2048;
 
 /// Replays every session (files or directories, as `pi report`) through the adapters given by
 /// the flags, with the same content policy as a live run, then flushes within the deadline.
-pub fn run(args: &ExportArgs) -> Result<ExitCode, CliError> {
-    let mut sink_setup = SinkSetup::resolve(&args.sinks)?;
+pub fn run(args: &ExportArgs, cfg: &Config) -> Result<ExitCode, CliError> {
+    let mut sink_setup = SinkSetup::resolve(&args.sinks, args.events_jsonl.as_deref(), cfg)?;
     if !args.export_metrics {
         // Spans have deterministic ids, so a second replay is idempotent; metric sums are not.
         sink_setup.without_metrics();
@@ -44,9 +45,9 @@ pub fn run(args: &ExportArgs) -> Result<ExitCode, CliError> {
     let files = report::session_files_of(&args.paths)?;
     let inputs: Vec<(&str, &Path)> =
         files.iter().map(|(path, _)| ("a session being exported", path.as_path())).collect();
-    files::check_outputs(&inputs, &sink_setup.output_files(args.events_jsonl.as_deref()))?;
+    files::check_outputs(&inputs, &sink_setup.output_files())?;
     let hub = sink_setup.hub();
-    let sinks = sink_setup.attach(&hub, args.events_jsonl.as_deref(), false)?;
+    let sinks = sink_setup.attach(&hub, false)?;
     if sinks.is_empty() {
         return Err(CliError::Usage(
             "export: nothing to export to: give --otlp, --sentry, --log-json or --events-jsonl".into(),

@@ -4,6 +4,7 @@
 
 mod args;
 mod attribution;
+pub mod config;
 mod demo;
 mod error;
 mod export;
@@ -61,6 +62,12 @@ enum Command {
     /// The telemetry pipeline itself: `status` (configuration, last run, spool), `test` (a probe
     /// per sink), `flush` (deliver the spool now), `canary` (would this configuration leak?).
     Observe(observe::ObserveCommand),
+    /// The effective configuration — settings files, flags, environment, managed policy —
+    /// with the source of each value and what the policy capped (no secret values).
+    Config(config::show::ConfigArgs),
+    /// Trust a project (default: the current directory) so its `.pi/` settings, skills,
+    /// prompt templates and extensions load; `--revoke` takes the trust back.
+    Trust(config::trust_cmd::TrustArgs),
 }
 
 /// Parses arguments (one-line errors), runs, and maps the outcome to an exit code
@@ -88,13 +95,23 @@ pub fn main() -> ExitCode {
         }
     };
     let outcome = runtime.block_on(async move {
+        // The project is the working directory (`--cwd` for a run); the managed policy and the
+        // settings are read before anything else, and a broken managed policy stops every command.
+        let project = match &cli.command {
+            None => setup::cwd(cli.agent.cwd.as_deref())?,
+            Some(Command::Config(args)) => setup::cwd(args.agent.cwd.as_deref())?,
+            _ => setup::cwd(None)?,
+        };
+        let cfg = config::Config::load(&project)?;
         match cli.command {
-            Some(Command::Demo(args)) => demo::run(args).await,
+            Some(Command::Demo(args)) => demo::run(args, &cfg).await,
             Some(Command::Report(args)) => report::run(&args),
-            Some(Command::Export(args)) => export::run(&args),
-            Some(Command::Observe(command)) => observe::run(&command).await,
+            Some(Command::Export(args)) => export::run(&args, &cfg),
+            Some(Command::Observe(command)) => observe::run(&command, &cfg).await,
+            Some(Command::Config(args)) => config::show::run(&args, &cfg),
+            Some(Command::Trust(args)) => config::trust_cmd::run(&args, &cfg),
             None => match cli.print.as_deref() {
-                Some(prompt) => modes::print::run(&cli.agent, &cli.observe, cli.mode, prompt).await,
+                Some(prompt) => modes::print::run(&cli.agent, &cli.observe, cli.mode, prompt, &cfg).await,
                 None => Err(CliError::Usage("nothing to do: give -p PROMPT, or run `pi demo` (see pi --help)".into())),
             },
         }

@@ -11,6 +11,7 @@ use pi_agent::tools::ToolRegistry;
 
 use super::CliError;
 use super::args::AgentArgs;
+use super::config::Config;
 use super::faux_script;
 
 /// The chosen model and its provider.
@@ -24,22 +25,47 @@ pub fn env_set(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|v| !v.is_empty())
 }
 
-/// Picks the provider and model: explicit flags first; otherwise a configured key or base URL
-/// selects a real provider, and with none of those the offline `faux` provider is used.
-pub fn select(args: &AgentArgs, prompt: &str) -> Result<Selected, CliError> {
+/// Picks the provider and model: the managed policy's `defaultProvider`/`defaultModel`, then
+/// explicit flags, then the settings files' defaults; otherwise a configured key or base URL
+/// selects a real provider, and with none of those the offline `faux` provider is used. The
+/// models come from the built-in table, `~/.pi/agent/models.json` and `--models`; the managed
+/// policy may restrict them.
+pub fn select(args: &AgentArgs, prompt: &str, cfg: &Config) -> Result<Selected, CliError> {
     let mut registry = Registry::builtin();
+    if let Some(path) = cfg.agent_dir.as_ref().map(|d| d.join("models.json")).filter(|p| p.exists()) {
+        registry = registry.with_overrides(&path).map_err(|e| CliError::Usage(e.to_string()))?;
+    }
     if let Some(path) = &args.models {
         registry = registry.with_overrides(path).map_err(|e| CliError::Usage(format!("--models: {e}")))?;
     }
-    let provider_name = match &args.provider {
+    let managed = |key: &str, flag: &Option<String>, flag_name: &str| {
+        let (value, file) = cfg.managed_get(&[key])?;
+        if flag.as_ref().is_some_and(|f| Some(f.as_str()) != value.as_str()) {
+            cfg.notice(format!("the managed policy {} sets {key}: {flag_name} ignored", file.path.display()));
+        }
+        value.as_str().map(str::to_owned)
+    };
+    let provider_flag = managed("defaultProvider", &args.provider, "--provider").or_else(|| args.provider.clone());
+    let model_flag = managed("defaultModel", &args.model, "--model").or_else(|| args.model.clone());
+    let provider_name = match &provider_flag {
         Some(p) => p.clone(),
         None if args.base_url.is_some() => "openai".to_owned(),
-        None if env_set("ANTHROPIC_API_KEY") => "anthropic".to_owned(),
-        None if env_set("OPENAI_API_KEY") => "openai".to_owned(),
-        None => "faux".to_owned(),
+        None => match cfg.settings.str(&["defaultProvider"]) {
+            Some(p) => p.to_owned(),
+            None if env_set("ANTHROPIC_API_KEY") => "anthropic".to_owned(),
+            None if env_set("OPENAI_API_KEY") => "openai".to_owned(),
+            None => "faux".to_owned(),
+        },
     };
+    // A default model from the settings applies only to the provider it was chosen with.
+    let model_flag = model_flag.or_else(|| {
+        let model = cfg.settings.str(&["defaultModel"])?;
+        (provider_flag.is_none() || cfg.settings.str(&["defaultProvider"]) == Some(provider_name.as_str()))
+            .then(|| model.to_owned())
+            .filter(|m| registry.find(&provider_name, m).is_some() || provider_name != "faux")
+    });
     let known_provider = registry.default_for(&provider_name).is_some();
-    let model = match &args.model {
+    let model = match &model_flag {
         Some(id) => match registry.find(&provider_name, id) {
             Some(model) => model.clone(),
             None if provider_name == "anthropic" => ModelInfo::unknown(&provider_name, id, Api::AnthropicMessages),
@@ -67,6 +93,7 @@ pub fn select(args: &AgentArgs, prompt: &str) -> Result<Selected, CliError> {
     if let Some(url) = &args.base_url {
         pi_observe::otel::check_url(url.trim()).map_err(|why| CliError::Usage(format!("--base-url: {why}")))?;
     }
+    cfg.policy().check_model(&model.provider, &model.id).map_err(CliError::Usage)?;
     let provider: Arc<dyn Provider> = if model.api == Api::Faux {
         let faux = FauxProvider::new().chunk_delay(std::time::Duration::from_millis(1));
         match &args.faux_script {
@@ -96,12 +123,12 @@ pub struct AgentParts {
 
 /// `--provider`/`--model`/`--base-url`/`--models`/`--faux-script`, `--tools`, `--skills` and
 /// `--prompt-templates`, checked.
-pub fn agent_parts(args: &AgentArgs, prompt: &str, cwd: &Path) -> Result<AgentParts, CliError> {
-    let Selected { model, provider } = select(args, prompt)?;
+pub fn agent_parts(args: &AgentArgs, prompt: &str, cwd: &Path, cfg: &Config) -> Result<AgentParts, CliError> {
+    let Selected { model, provider } = select(args, prompt, cfg)?;
     let tools = tools(args.tools.as_deref())?;
     check_dirs("--skills", &args.skills)?;
     check_dirs("--prompt-templates", &args.prompt_templates)?;
-    Ok(AgentParts { provider, model, tools, resources: resources(args, cwd) })
+    Ok(AgentParts { provider, model, tools, resources: resources(args, cwd, cfg) })
 }
 
 /// `--tools`.
@@ -128,20 +155,34 @@ pub fn cwd(arg: Option<&Path>) -> Result<PathBuf, CliError> {
     }
 }
 
-/// `--session PATH`, `--no-session`, or the default
-/// `~/.pi/agent/sessions/--<cwd with '/' as '-'>--/<UTC time with ':' and '.' as '-'>.jsonl`.
-/// An existing path must be a regular file (not a directory, FIFO or device).
-pub fn session_path(args: &AgentArgs, cwd: &Path) -> Result<Option<PathBuf>, CliError> {
+/// Variable that moves the session folder (upstream pi's name).
+pub const SESSION_DIR_VAR: &str = "PI_CODING_AGENT_SESSION_DIR";
+
+/// `--session PATH`, `--no-session`, or a new file
+/// `<sessions>/--<cwd with '/' as '-'>--/<UTC time with ':' and '.' as '-'>.jsonl`, where
+/// `<sessions>` is `PI_CODING_AGENT_SESSION_DIR`, else the `sessionDir` setting, else
+/// `~/.pi/agent/sessions`. An existing path must be a regular file (not a directory, FIFO or
+/// device).
+pub fn session_path(args: &AgentArgs, cwd: &Path, cfg: &Config) -> Result<Option<PathBuf>, CliError> {
     if args.no_session {
         return Ok(None);
     }
     let path = match &args.session {
         Some(path) => path.clone(),
         None => {
-            let agent = super::paths::agent_dir().unwrap_or_else(|| std::env::temp_dir().join(".pi/agent"));
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let sessions = match std::env::var_os(SESSION_DIR_VAR).filter(|v| !v.is_empty()) {
+                Some(dir) => super::paths::expand_home(dir.into(), home.as_ref()),
+                None => match cfg.path_setting(&["sessionDir"]) {
+                    Some((dir, _)) => dir,
+                    None => super::paths::agent_dir()
+                        .unwrap_or_else(|| std::env::temp_dir().join(".pi/agent"))
+                        .join("sessions"),
+                },
+            };
             let slug = cwd.display().to_string().replace('/', "-");
             let stamp = pi_agent::time::iso8601(pi_agent::time::now_millis()).replace([':', '.'], "-");
-            agent.join("sessions").join(format!("--{slug}--")).join(format!("{stamp}.jsonl"))
+            sessions.join(format!("--{slug}--")).join(format!("{stamp}.jsonl"))
         }
     };
     match std::fs::metadata(&path) {
@@ -178,24 +219,68 @@ pub fn check_dirs(flag: &str, dirs: &[PathBuf]) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Skills and prompt templates: the `--skills` / `--prompt-templates` directories, then the
-/// project's `.pi/` and the user's `~/.pi/agent/` ones. Skipped files are reported on stderr.
-pub fn resources(agent: &super::args::AgentArgs, cwd: &std::path::Path) -> pi_observe::agent::resources::Resources {
+/// Skills and prompt templates: the `--skills` / `--prompt-templates` directories, the
+/// settings files' `skills` / `prompts` lists (relative to the file's folder), then — for a
+/// trusted project only — the project's `.pi/skills` and `.pi/prompts`, then the user's
+/// `~/.pi/agent/` ones. Skipped files are reported on stderr.
+pub fn resources(agent: &AgentArgs, cwd: &Path, cfg: &Config) -> pi_observe::agent::resources::Resources {
     let agent_dir = super::paths::agent_dir();
-    let dirs = |extra: &[std::path::PathBuf], leaf: &str| {
+    let dirs = |extra: &[PathBuf], key: &str, leaf: &str| {
         let mut dirs = extra.to_vec();
-        dirs.push(cwd.join(".pi").join(leaf));
+        if let Some(found) = cfg.settings.get(&[key]) {
+            let listed = found.value.as_array().into_iter().flatten().filter_map(|v| v.as_str());
+            dirs.extend(listed.map(|raw| Config::path_of(found.file, raw)));
+        }
+        if cfg.trust.trusted {
+            dirs.push(cwd.join(".pi").join(leaf));
+        }
         if let Some(agent_dir) = &agent_dir {
             dirs.push(agent_dir.join(leaf));
         }
         dirs
     };
     let resources = pi_observe::agent::resources::Resources::load(
-        &dirs(&agent.skills, "skills"),
-        &dirs(&agent.prompt_templates, "prompts"),
+        &dirs(&agent.skills, "skills", "skills"),
+        &dirs(&agent.prompt_templates, "prompts", "prompts"),
     );
     for error in &resources.errors {
         super::output::error(format_args!("pi: skipped {error}"));
     }
     resources
+}
+
+/// The harness settings from the files (managed first): thinking level, compaction, retry, and
+/// whether child processes see `PI_*` (`--no-session-env` turns that off whatever they say).
+pub fn agent_config(agent: &AgentArgs, cfg: &Config) -> pi_agent::AgentConfig {
+    let mut config = pi_agent::AgentConfig::default();
+    let count = |key: &[&str]| cfg.value(key).and_then(serde_json::Value::as_u64);
+    let flag = |key: &[&str]| cfg.value(key).and_then(serde_json::Value::as_bool);
+    config.expose_session_environment = !agent.no_session_env && flag(&["exposeSessionEnvironment"]) != Some(false);
+    config.reasoning =
+        cfg.value(&["defaultThinkingLevel"]).and_then(|v| v.as_str()).filter(|l| *l != "off").map(str::to_owned);
+    if let Some(enabled) = flag(&["compaction", "enabled"]) {
+        config.compaction.enabled = enabled;
+    }
+    if let Some(tokens) = count(&["compaction", "reserveTokens"]) {
+        config.compaction.reserve_tokens = tokens;
+    }
+    if let Some(tokens) = count(&["compaction", "keepRecentTokens"]) {
+        config.compaction.keep_recent_tokens = tokens;
+    }
+    if let Some(n) = count(&["retry", "maxRetries"]) {
+        config.retry.max_retries = u32::try_from(n).unwrap_or(u32::MAX);
+    }
+    if flag(&["retry", "enabled"]) == Some(false) {
+        config.retry.max_retries = 0;
+    }
+    if let Some(ms) = count(&["retry", "baseDelayMs"]) {
+        config.retry.base_delay = std::time::Duration::from_millis(ms);
+    }
+    // Upstream: 0 disables the cap.
+    match count(&["retry", "maxDelayMs"]) {
+        Some(0) => config.retry.max_delay = std::time::Duration::MAX,
+        Some(ms) => config.retry.max_delay = std::time::Duration::from_millis(ms),
+        None => {}
+    }
+    config
 }

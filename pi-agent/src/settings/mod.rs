@@ -1,3 +1,193 @@
-//! Settings: upstream pi's `~/.pi/agent/settings.json` and `<project>/.pi/settings.json`, the
-//! `telemetry` section and the managed policy will be read here (issue 16). Nothing is read yet:
-//! every choice is a flag or an environment variable of the `pi` command.
+//! Settings files in upstream pi's places and shapes: `~/.pi/agent/settings.json` (global) and
+//! `<project>/.pi/settings.json` (project; read only for a trusted project, see [`trust`]),
+//! plus the administrator's managed policy file, which uses the same keys.
+//!
+//! Files are layered, not merged into one value: [`Settings::get`] looks a key path up in each
+//! file from the most binding down, so nested objects merge key by key (as upstream's deep
+//! merge) and every value knows which file it came from. Known keys are type-checked when a
+//! file is read ([`SettingsError::Value`] names the key path); unknown keys are kept as written
+//! and listed in [`SettingsFile::unknown`] for one warning each.
+//!
+//! ```
+//! use pi_agent::settings::{Scope, Settings, SettingsFile};
+//! use std::path::Path;
+//!
+//! let global = SettingsFile::parse(r#"{"compaction":{"enabled":true,"reserveTokens":16384}}"#,
+//!     Path::new("global.json"), Scope::Global)?;
+//! let project = SettingsFile::parse(r#"{"compaction":{"reserveTokens":8192}}"#,
+//!     Path::new("project.json"), Scope::Project)?;
+//! let settings = Settings::new(vec![global, project]);
+//! assert_eq!(settings.count(&["compaction", "reserveTokens"]), Some(8192));
+//! assert_eq!(settings.bool(&["compaction", "enabled"]), Some(true));
+//! assert_eq!(settings.get(&["compaction", "enabled"]).unwrap().file.scope, Scope::Global);
+//! # Ok::<(), pi_agent::settings::SettingsError>(())
+//! ```
+
+mod file;
+mod schema;
+pub mod trust;
+
+use serde_json::Value;
+
+pub use file::{Scope, SettingsError, SettingsFile, expand_vars, parse_object};
+
+/// The settings file name, in the agent directory and in a project's `.pi/`.
+pub const SETTINGS_FILE: &str = "settings.json";
+
+/// A value and the file it came from.
+#[derive(Debug, Clone, Copy)]
+pub struct Found<'a> {
+    /// The value as written.
+    pub value: &'a Value,
+    /// The file that set it.
+    pub file: &'a SettingsFile,
+}
+
+/// Settings files layered by [`Scope`]: a key is taken from the most binding file that has it.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    files: Vec<SettingsFile>,
+}
+
+impl Settings {
+    /// Layers `files` (any order; sorted by scope, most binding first).
+    pub fn new(mut files: Vec<SettingsFile>) -> Settings {
+        files.sort_by_key(|f| f.scope);
+        Settings { files }
+    }
+
+    /// The files, most binding first.
+    pub fn files(&self) -> &[SettingsFile] {
+        &self.files
+    }
+
+    /// The file of `scope`, if it was read.
+    pub fn file(&self, scope: Scope) -> Option<&SettingsFile> {
+        self.files.iter().find(|f| f.scope == scope)
+    }
+
+    /// The value at `key` from the most binding file that sets it (`null` counts as unset).
+    pub fn get(&self, key: &[&str]) -> Option<Found<'_>> {
+        self.files.iter().find_map(|file| file.get(key).filter(|v| !v.is_null()).map(|value| Found { value, file }))
+    }
+
+    /// A string setting.
+    pub fn str(&self, key: &[&str]) -> Option<&str> {
+        self.get(key)?.value.as_str()
+    }
+
+    /// A boolean setting.
+    pub fn bool(&self, key: &[&str]) -> Option<bool> {
+        self.get(key)?.value.as_bool()
+    }
+
+    /// A whole-number setting.
+    pub fn count(&self, key: &[&str]) -> Option<u64> {
+        self.get(key)?.value.as_u64()
+    }
+
+    /// A number setting.
+    pub fn number(&self, key: &[&str]) -> Option<f64> {
+        self.get(key)?.value.as_f64()
+    }
+
+    /// A list of strings from the most binding file that sets it (lists replace, they do not
+    /// concatenate, as upstream).
+    pub fn strings(&self, key: &[&str]) -> Option<Vec<String>> {
+        let list = self.get(key)?.value.as_array()?;
+        Some(list.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+    }
+
+    /// The keys of the object at `key` across all files (each once, most binding file's order
+    /// first).
+    pub fn keys(&self, key: &[&str]) -> Vec<String> {
+        let mut keys: Vec<String> = Vec::new();
+        for file in &self.files {
+            if let Some(object) = file.get(key).and_then(Value::as_object) {
+                for k in object.keys() {
+                    if !keys.contains(k) {
+                        keys.push(k.clone());
+                    }
+                }
+            }
+        }
+        keys
+    }
+
+    /// Every effective leaf (a value that is not an object), with its dotted path and the file
+    /// it came from, in key order: what `pi config` prints.
+    pub fn leaves(&self) -> Vec<(String, Found<'_>)> {
+        let mut out = Vec::new();
+        self.collect(&mut Vec::new(), &mut out);
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    fn collect<'a>(&'a self, path: &mut Vec<String>, out: &mut Vec<(String, Found<'a>)>) {
+        let key: Vec<&str> = path.iter().map(String::as_str).collect();
+        let keys = if path.is_empty() {
+            let mut keys: Vec<String> = Vec::new();
+            for file in &self.files {
+                keys.extend(file.value.keys().filter(|k| !keys.contains(k)).cloned().collect::<Vec<_>>());
+            }
+            keys
+        } else {
+            match self.get(&key) {
+                Some(found) if !found.value.is_object() => {
+                    out.push((key.join("."), found));
+                    return;
+                }
+                Some(_) => self.keys(&key),
+                None => return,
+            }
+        };
+        for k in keys {
+            path.push(k);
+            self.collect(path, out);
+            path.pop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn file(json: &str, scope: Scope) -> SettingsFile {
+        SettingsFile::parse(json, Path::new(scope.as_str()), scope).unwrap()
+    }
+
+    #[test]
+    fn the_most_binding_file_wins_key_by_key_and_lists_replace() {
+        let settings = Settings::new(vec![
+            file(
+                r#"{"skills":["g"],"telemetry":{"sinks":{"otlp":{"endpoint":"http://g","logs":true}}}}"#,
+                Scope::Global,
+            ),
+            file(r#"{"skills":["p"],"telemetry":{"sinks":{"otlp":{"endpoint":"http://p"}}}}"#, Scope::Project),
+        ]);
+        assert_eq!(settings.strings(&["skills"]).unwrap(), ["p"]);
+        assert_eq!(settings.str(&["telemetry", "sinks", "otlp", "endpoint"]), Some("http://p"));
+        assert_eq!(settings.bool(&["telemetry", "sinks", "otlp", "logs"]), Some(true));
+        let leaves: Vec<(String, Scope)> = settings.leaves().into_iter().map(|(k, f)| (k, f.file.scope)).collect();
+        assert_eq!(
+            leaves,
+            [
+                ("skills".to_owned(), Scope::Project),
+                ("telemetry.sinks.otlp.endpoint".to_owned(), Scope::Project),
+                ("telemetry.sinks.otlp.logs".to_owned(), Scope::Global),
+            ]
+        );
+    }
+
+    #[test]
+    fn null_means_unset() {
+        let settings = Settings::new(vec![
+            file(r#"{"defaultModel":"g"}"#, Scope::Global),
+            file(r#"{"defaultModel":null}"#, Scope::Project),
+        ]);
+        assert_eq!(settings.str(&["defaultModel"]), Some("g"));
+    }
+}

@@ -10,6 +10,7 @@ use pi_observe::core::{ObsEvent, Scope, TraceId, TraceParent, names};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::args::{AgentArgs, Mode, ObserveArgs};
+use crate::cli::config::Config;
 use crate::cli::sinks::SinkSetup;
 use crate::cli::{CliError, attribution, files, output, setup, signals};
 
@@ -20,20 +21,28 @@ struct Plan {
     traceparent: Option<String>,
 }
 
-pub async fn run(agent: &AgentArgs, observe: &ObserveArgs, mode: Mode, prompt: &str) -> Result<ExitCode, CliError> {
+pub async fn run(
+    agent: &AgentArgs,
+    observe: &ObserveArgs,
+    mode: Mode,
+    prompt: &str,
+    cfg: &Config,
+) -> Result<ExitCode, CliError> {
     if prompt.trim().is_empty() {
         return Err(CliError::Usage("-p: the prompt is empty".into()));
     }
-    let sink_setup = SinkSetup::resolve(&observe.sinks)?;
+    cfg.announce_trust();
+    let sink_setup = SinkSetup::resolve(&observe.sinks, observe.events_jsonl.as_deref(), cfg)?;
     let cwd = setup::cwd(agent.cwd.as_deref())?;
-    let session_path = setup::session_path(agent, &cwd)?;
+    let session_path = setup::session_path(agent, &cwd, cfg)?;
     let inputs: Vec<(&str, &std::path::Path)> = session_path.iter().map(|p| ("--session", p.as_path())).collect();
-    files::check_outputs(&inputs, &sink_setup.output_files(observe.events_jsonl.as_deref()))?;
-    let (attribution, agent_parts) = (attribution::attribution(observe)?, setup::agent_parts(agent, prompt, &cwd)?);
+    files::check_outputs(&inputs, &sink_setup.output_files())?;
+    let attribution = attribution::attribution(observe, cfg, &cwd)?;
+    let agent_parts = setup::agent_parts(agent, prompt, &cwd, cfg)?;
 
     // The sinks are attached before the session is opened, so its `pi.session.read` reaches them.
     let hub = sink_setup.hub();
-    let mut sinks = sink_setup.attach(&hub, observe.events_jsonl.as_deref(), mode == Mode::Json)?;
+    let mut sinks = sink_setup.attach(&hub, mode == Mode::Json)?;
     let session = match session_path.map(|path| hub.in_scope(|| setup::open_session(&path, &cwd))).transpose() {
         Ok(session) => session,
         Err(error) => {
@@ -48,11 +57,7 @@ pub async fn run(agent: &AgentArgs, observe: &ObserveArgs, mode: Mode, prompt: &
             let _ = root.set(e.trace_id);
         }
     }));
-    let config = AgentConfig {
-        source: PromptSource::Print,
-        expose_session_environment: !agent.no_session_env,
-        ..AgentConfig::default()
-    };
+    let config = AgentConfig { source: PromptSource::Print, ..setup::agent_config(agent, cfg) };
     let mut runner = Agent::new(agent_parts.provider, agent_parts.model, agent_parts.tools, session, config, cwd);
     runner.set_resources(agent_parts.resources);
     let plan = Plan { agent: runner, attribution, traceparent: incoming_traceparent() };

@@ -17,6 +17,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::args::SinkArgs;
+use crate::cli::config::Config;
 use crate::cli::sinks::{Captures, SinkPolicies, SinkSetup};
 use crate::cli::{CliError, output};
 
@@ -66,8 +67,8 @@ fn find<'a>(markers: &'a [Marker], name: &str) -> &'a str {
 }
 
 /// Runs the canary session and reports. Exit 0 when nothing would leak, 1 otherwise.
-pub async fn run(args: &CanaryArgs) -> Result<ExitCode, CliError> {
-    let setup = SinkSetup::resolve(&args.sinks)?;
+pub async fn run(args: &CanaryArgs, cfg: &Config) -> Result<ExitCode, CliError> {
+    let setup = SinkSetup::resolve(&args.sinks, None, cfg)?;
     let dir = std::env::temp_dir().join(format!("pi-canary-{}", SpanId::random()));
     std::fs::create_dir_all(&dir).map_err(|e| CliError::Failure(format!("canary: {}: {e}", dir.display())))?;
     let result = run_in(args, setup, &dir).await;
@@ -81,12 +82,12 @@ async fn run_in(args: &CanaryArgs, setup: SinkSetup, dir: &Path) -> Result<ExitC
     let workdir = dir.join("project");
     plant_files(&workdir, &markers, &secrets)?;
 
-    let (setup, captures) = setup.into_canary(&dir.join("log.jsonl"));
+    let events_path = dir.join("events.jsonl");
+    let (setup, captures) = setup.into_canary(&dir.join("log.jsonl"), &events_path);
     let policies = setup.policies.clone();
     let has_log = setup.has_log();
     let hub = setup.hub();
-    let events_path = dir.join("events.jsonl");
-    let mut sinks = setup.attach(&hub, Some(&events_path), false)?;
+    let mut sinks = setup.attach(&hub, false)?;
     let json_lines = Arc::new(Mutex::new(Vec::<String>::new()));
     let lines = json_lines.clone();
     sinks.keep(hub.subscribe_arc(

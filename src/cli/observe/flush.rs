@@ -8,6 +8,7 @@ use clap::Args;
 use pi_observe::spool::{Spool, SpoolDelivery};
 
 use crate::cli::args::SinkArgs;
+use crate::cli::config::Config;
 use crate::cli::sinks::SinkSetup;
 use crate::cli::{CliError, output};
 
@@ -23,8 +24,8 @@ pub struct FlushArgs {
 
 /// Delivers each configured sink's spooled batches, one line per sink on stdout, plus one per
 /// destination no configured sink delivers. Exit 1 when a receiver failed (its batches stay).
-pub fn run(args: &FlushArgs) -> Result<ExitCode, CliError> {
-    let setup = SinkSetup::resolve(&args.sinks)?;
+pub fn run(args: &FlushArgs, cfg: &Config) -> Result<ExitCode, CliError> {
+    let setup = SinkSetup::resolve(&args.sinks, None, cfg)?;
     let Some((config, _)) = &setup.spool else {
         return Err(CliError::Usage("no spool to flush (--no-spool, or no home directory)".into()));
     };

@@ -6,7 +6,7 @@ mod canary;
 mod flush;
 mod probe;
 pub mod state;
-mod status;
+pub mod status;
 
 use std::process::ExitCode;
 
@@ -42,11 +42,11 @@ enum Action {
 }
 
 /// Runs the chosen action.
-pub async fn run(command: &ObserveCommand) -> Result<ExitCode, CliError> {
+pub async fn run(command: &ObserveCommand, cfg: &crate::cli::config::Config) -> Result<ExitCode, CliError> {
     match &command.action {
-        Action::Canary(args) => canary::run(args).await,
-        Action::Flush(args) => flush::run(args),
-        Action::Status(args) => status::run(args),
-        Action::Test(args) => probe::run(args),
+        Action::Canary(args) => canary::run(args, cfg).await,
+        Action::Flush(args) => flush::run(args, cfg),
+        Action::Status(args) => status::run(args, cfg),
+        Action::Test(args) => probe::run(args, cfg),
     }
 }

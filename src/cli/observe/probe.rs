@@ -7,6 +7,7 @@ use pi_observe::core::{ProbeOutcome, TraceId};
 use serde_json::json;
 
 use crate::cli::args::SinkArgs;
+use crate::cli::config::Config;
 use crate::cli::sinks::SinkSetup;
 use crate::cli::sinks::config::trace_url_template;
 use crate::cli::{CliError, output};
@@ -23,8 +24,8 @@ pub struct TestArgs {
 
 /// Probes each remote sink once: one line per request on stdout, then the probe's trace id
 /// (linked through `PI_TRACE_URL_TEMPLATE`). Exit 1 when any sink did not take its probe.
-pub fn run(args: &TestArgs) -> Result<ExitCode, CliError> {
-    let setup = SinkSetup::resolve(&args.sinks)?;
+pub fn run(args: &TestArgs, cfg: &Config) -> Result<ExitCode, CliError> {
+    let setup = SinkSetup::resolve(&args.sinks, None, cfg)?;
     if setup.otlp().is_none() && setup.sentry().is_none() {
         return Err(CliError::Usage(
             "no remote sink to test: give --otlp or --sentry (or OTEL_EXPORTER_OTLP_ENDPOINT, SENTRY_DSN)".into(),

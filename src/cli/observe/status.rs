@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 
 use super::state::{RunState, state_path};
 use crate::cli::args::SinkArgs;
+use crate::cli::config::Config;
+use crate::cli::config::telemetry::sink_key;
 use crate::cli::sinks::SinkSetup;
 use crate::cli::sinks::config::{SPOOL_MAX_AGE_VAR, SPOOL_MAX_BYTES_VAR};
 use crate::cli::{CliError, output};
@@ -26,25 +28,27 @@ pub struct StatusArgs {
     sinks: SinkArgs,
 }
 
-/// Where a value came from: the first of `flag` (when given) and the set variables, else
-/// `default`.
-fn source(flag: Option<&str>, vars: &[&str]) -> String {
-    if let Some(flag) = flag {
-        return format!("flag {flag}");
-    }
-    vars.iter().find(|v| crate::cli::setup::env_set(v)).map_or_else(|| "default".to_owned(), |v| format!("env {v}"))
-}
-
 /// The content kinds `policy` captures.
 fn captured(policy: &ContentPolicy) -> Vec<&'static str> {
     ContentKind::ALL.iter().filter(|k| policy.captures(**k)).map(|k| k.as_str()).collect()
 }
 
-/// Prints the status (table or `--json`). Exit 0; a malformed state file is an error naming it.
-pub fn run(args: &StatusArgs) -> Result<ExitCode, CliError> {
-    let setup = SinkSetup::resolve(&args.sinks)?;
-    let a = &args.sinks;
-    let capture_source = source((!a.content.capture.is_empty()).then_some("--capture"), &[]);
+/// The resolved sinks and spool, each value with its source (managed, flag, env, project,
+/// global, default): `pi observe status` and `pi config` show this.
+pub fn pipeline(setup: &SinkSetup, a: &SinkArgs, events: Option<&std::path::Path>, cfg: &Config) -> Value {
+    let sink = |name, field| sink_key(name, field);
+    let source = |key: &[&str], flag: Option<&'static str>, vars: &[&str]| cfg.source(key, flag, vars).to_string();
+    let capture_source = |name| {
+        let flagged = a.content.capture.iter().any(|c| match c.split_once('=') {
+            Some((s, _)) => {
+                [name, "all"].contains(&s.trim()) || (s.trim() == "remote") == (name == "otlp" || name == "sentry")
+            }
+            None => name == "log" || name == "events",
+        });
+        let capped = cfg.capture_cap(name).ok().flatten().is_some();
+        let from = source(&sink(name, "capture"), flagged.then_some("--capture"), &[]);
+        if capped && !from.starts_with("managed") { format!("{from}, capped by the managed policy") } else { from }
+    };
     let mut sinks = Vec::new();
     if let Some(c) = setup.otlp() {
         let endpoint_flag = a.otlp.otlp.as_deref().filter(|e| !e.trim().is_empty()).map(|_| "--otlp");
@@ -72,15 +76,16 @@ pub fn run(args: &StatusArgs) -> Result<ExitCode, CliError> {
             "metrics": c.metrics.unwrap_or(true),
             "metricDims": dims,
             "logs": c.logs.unwrap_or(false),
+            "pinned": cfg.pinned("otlp").is_some(),
             "sources": {
-                "endpoint": source(endpoint_flag, &[env::TRACES_ENDPOINT, env::ENDPOINT]),
-                "protocol": source(a.otlp.otlp_protocol.as_ref().map(|_| "--otlp-protocol"), &[env::TRACES_PROTOCOL, env::PROTOCOL]),
-                "headers": source((!a.otlp.otlp_header.is_empty()).then_some("--otlp-header"), &[env::TRACES_HEADERS, env::HEADERS]),
-                "capture": capture_source,
-                "conventions": source(a.otlp.conventions.as_ref().map(|_| "--conventions"), &[]),
-                "sampler": source(None, &[env::TRACES_SAMPLER]),
-                "metricDims": source((!a.otlp.metric_dims.is_empty()).then_some("--metric-dims"), &[]),
-                "logs": source(a.otlp.otlp_logs.then_some("--otlp-logs"), &[env::LOGS_EXPORTER]),
+                "endpoint": source(&sink("otlp", "endpoint"), endpoint_flag, &[env::TRACES_ENDPOINT, env::ENDPOINT]),
+                "protocol": source(&sink("otlp", "protocol"), a.otlp.otlp_protocol.as_ref().map(|_| "--otlp-protocol"), &[env::TRACES_PROTOCOL, env::PROTOCOL]),
+                "headers": source(&sink("otlp", "headers"), (!a.otlp.otlp_header.is_empty()).then_some("--otlp-header"), &[env::TRACES_HEADERS, env::HEADERS]),
+                "capture": capture_source("otlp"),
+                "conventions": source(&sink("otlp", "conventions"), a.otlp.conventions.as_ref().map(|_| "--conventions"), &[]),
+                "sampler": source(&["telemetry", "sampler", "name"], None, &[env::TRACES_SAMPLER]),
+                "metricDims": source(&sink("otlp", "metricDims"), (!a.otlp.metric_dims.is_empty()).then_some("--metric-dims"), &[]),
+                "logs": source(&sink("otlp", "logs"), a.otlp.otlp_logs.then_some("--otlp-logs"), &[env::LOGS_EXPORTER]),
             },
         }));
     }
@@ -94,20 +99,32 @@ pub fn run(args: &StatusArgs) -> Result<ExitCode, CliError> {
             "environment": c.environment,
             "release": c.release,
             "sampleRatio": c.traces_sample_rate.unwrap_or(1.0),
+            "pinned": cfg.pinned("sentry").is_some(),
             "sources": {
-                "endpoint": source(dsn_flag, &["SENTRY_DSN"]),
-                "capture": capture_source,
-                "sampleRatio": source(None, &["SENTRY_TRACES_SAMPLE_RATE"]),
+                "endpoint": source(&sink("sentry", "dsn"), dsn_flag, &["SENTRY_DSN"]),
+                "capture": capture_source("sentry"),
+                "environment": source(&sink("sentry", "environment"), None, &["SENTRY_ENVIRONMENT"]),
+                "release": source(&sink("sentry", "release"), None, &["SENTRY_RELEASE"]),
+                "sampleRatio": source(&sink("sentry", "sampleRate"), None, &["SENTRY_TRACES_SAMPLE_RATE"]),
             },
         }));
     }
-    if let Some(target) = &a.log_json {
+    for (name, flag, target, policy) in [
+        ("log", "--log-json", setup.log_target(), &setup.policies.log),
+        ("events", "--events-jsonl", setup.events_target(), &setup.policies.events),
+    ] {
+        let Some(target) = target else { continue };
+        let flagged = if name == "log" { a.log_json.is_some() } else { events.is_some() };
         sinks.push(json!({
-            "sink": "log",
-            "endpoint": if target.is_empty() { "stderr".to_owned() } else { target.clone() },
+            "sink": name,
+            "endpoint": if target.is_empty() { "stderr".to_owned() } else { target },
             "protocol": "json lines",
-            "capture": captured(&setup.policies.log),
-            "sources": { "endpoint": "flag --log-json", "capture": capture_source },
+            "capture": captured(policy),
+            "pinned": cfg.pinned(name).is_some(),
+            "sources": {
+                "endpoint": source(&sink(name, "path"), flagged.then_some(flag), &[]),
+                "capture": capture_source(name),
+            },
         }));
     }
     let spool_config = setup.spool.as_ref().map(|(config, from)| {
@@ -116,12 +133,19 @@ pub fn run(args: &StatusArgs) -> Result<ExitCode, CliError> {
             "maxBytes": config.max_bytes,
             "maxAgeDays": config.max_age.as_secs_f64() / 86_400.0,
             "sources": {
-                "dir": from,
-                "maxBytes": source(None, &[SPOOL_MAX_BYTES_VAR]),
-                "maxAgeDays": source(None, &[SPOOL_MAX_AGE_VAR]),
+                "dir": from.to_string(),
+                "maxBytes": source(&["telemetry", "spool", "maxBytes"], None, &[SPOOL_MAX_BYTES_VAR]),
+                "maxAgeDays": source(&["telemetry", "spool", "maxAgeDays"], None, &[SPOOL_MAX_AGE_VAR]),
             },
         })
     });
+    json!({ "sinks": sinks, "spool": spool_config })
+}
+
+/// Prints the status (table or `--json`). Exit 0; a malformed state file is an error naming it.
+pub fn run(args: &StatusArgs, cfg: &Config) -> Result<ExitCode, CliError> {
+    let setup = SinkSetup::resolve(&args.sinks, None, cfg)?;
+    let pipeline = pipeline(&setup, &args.sinks, None, cfg);
     let state_file = state_path();
     let last_run = match &state_file {
         Some(path) => RunState::load(path).map_err(CliError::Usage)?,
@@ -140,7 +164,7 @@ pub fn run(args: &StatusArgs) -> Result<ExitCode, CliError> {
         })
     });
     let document = json!({
-        "pipeline": { "sinks": sinks, "spool": spool_config },
+        "pipeline": pipeline,
         "stateFile": state_file.map(|p| p.display().to_string()),
         "lastRun": last_run,
         "spool": spool,
@@ -155,22 +179,7 @@ pub fn run(args: &StatusArgs) -> Result<ExitCode, CliError> {
 
 /// The document as indented `key  value` lines, one section per part.
 fn print_human(document: &Value) {
-    output::line("telemetry pipeline");
-    let sinks = document["pipeline"]["sinks"].as_array().cloned().unwrap_or_default();
-    if sinks.is_empty() {
-        output::line("  no remote or log sink configured (give --otlp, --sentry, --log-json or their variables)");
-    }
-    for sink in &sinks {
-        output::line(format_args!("  {}", sink["sink"].as_str().unwrap_or_default()));
-        let sources = &sink["sources"];
-        if let Some(fields) = sink.as_object() {
-            for (key, value) in in_order(fields).filter(|(k, _)| *k != "sink" && *k != "sources") {
-                let from = sources[key].as_str().map(|s| format!("  ({s})")).unwrap_or_default();
-                output::line(format_args!("    {key:<14}{}{from}", plain(value)));
-            }
-        }
-    }
-    section("spool", &document["pipeline"]["spool"]);
+    print_pipeline(&document["pipeline"]);
     section("spool contents", &document["spool"]);
     match &document["lastRun"] {
         Value::Null => output::line("last run\n  none recorded yet"),
@@ -190,6 +199,28 @@ fn print_human(document: &Value) {
             }
         }
     }
+}
+
+/// The sinks and the spool of [`pipeline`], one indented block per sink.
+pub fn print_pipeline(pipeline: &Value) {
+    output::line("telemetry pipeline");
+    let sinks = pipeline["sinks"].as_array().cloned().unwrap_or_default();
+    if sinks.is_empty() {
+        output::line(
+            "  no remote or log sink configured (give --otlp, --sentry, --log-json, their variables or telemetry.sinks)",
+        );
+    }
+    for sink in &sinks {
+        output::line(format_args!("  {}", sink["sink"].as_str().unwrap_or_default()));
+        let sources = &sink["sources"];
+        if let Some(fields) = sink.as_object() {
+            for (key, value) in in_order(fields).filter(|(k, _)| *k != "sink" && *k != "sources") {
+                let from = sources[key].as_str().map(|s| format!("  ({s})")).unwrap_or_default();
+                output::line(format_args!("    {key:<14}{}{from}", plain(value)));
+            }
+        }
+    }
+    section("spool", &pipeline["spool"]);
 }
 
 /// The order a person reads a sink's settings in; other keys follow alphabetically.
@@ -217,7 +248,7 @@ fn in_order(fields: &serde_json::Map<String, Value>) -> impl Iterator<Item = (&S
     entries.into_iter()
 }
 
-fn section(title: &str, value: &Value) {
+pub fn section(title: &str, value: &Value) {
     output::line(title);
     match value.as_object() {
         None => output::line("  off"),
@@ -232,7 +263,7 @@ fn section(title: &str, value: &Value) {
 }
 
 /// A JSON value as plain text: strings unquoted, lists joined, `null` as `-`.
-fn plain(value: &Value) -> String {
+pub fn plain(value: &Value) -> String {
     match value {
         Value::Null => "-".into(),
         Value::String(s) => s.clone(),

@@ -1,9 +1,10 @@
-//! `--capture [SINK=]KIND[,KIND…]` and `--redact`: one content policy per sink.
+//! `--capture [SINK=]KIND[,KIND…]`, `--redact` and their settings: one content policy per sink.
 
 use pi_observe::core::{ContentKind, ContentPolicy, Scrubber};
 
 use crate::cli::CliError;
 use crate::cli::args::ContentArgs;
+use crate::cli::config::Config;
 
 /// A sink `--capture SINK=` can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,53 +54,81 @@ pub struct SinkPolicies {
     pub sentry: ContentPolicy,
 }
 
-impl SinkPolicies {
-    fn sink_mut(&mut self, sink: Sink) -> &mut ContentPolicy {
-        match sink {
-            Events => &mut self.events,
-            Log => &mut self.log,
-            Json => &mut self.json,
-            Otlp => &mut self.otlp,
-            Sentry => &mut self.sentry,
+impl Sink {
+    const ALL: [Sink; 5] = [Events, Log, Json, Otlp, Sentry];
+
+    /// The name `--capture SINK=` and `telemetry.sinks` use.
+    fn name(self) -> &'static str {
+        match self {
+            Events => "events",
+            Log => "log",
+            Json => "json",
+            Otlp => "otlp",
+            Sentry => "sentry",
         }
     }
 }
 
-/// `--capture` and `--redact` as one content policy per sink.
-pub fn policies(args: &ContentArgs) -> Result<SinkPolicies, CliError> {
+/// One content policy per sink. Per sink, the kinds are the settings files' `capture`, replaced
+/// by the `--capture` flags that name the sink, then cut to the managed policy's cap (what a cap
+/// removes is said once on stderr). Redaction rules add up: the built-in ones, every file's
+/// `telemetry.redact`, and `--redact`.
+pub fn policies(args: &ContentArgs, config: &Config) -> Result<SinkPolicies, CliError> {
     let mut scrubber = Scrubber::default();
+    for (pattern, source) in config.redact_rules() {
+        scrubber =
+            scrubber.with_pattern(&pattern).map_err(|e| CliError::Usage(format!("{source}: telemetry.redact: {e}")))?;
+    }
     for pattern in &args.redact {
         scrubber = scrubber.with_pattern(pattern).map_err(|e| CliError::Usage(format!("--redact: {e}")))?;
     }
-    let base = ContentPolicy::default().scrubber(scrubber);
-    let mut policies = SinkPolicies {
-        events: base.clone(),
-        log: base.clone(),
-        json: base.clone(),
-        otlp: base.clone(),
-        sentry: base.clone(),
-        base,
-    };
+    let mut kinds: [Vec<ContentKind>; 5] = Default::default();
+    for (i, sink) in Sink::ALL.iter().enumerate() {
+        if let Some((from_files, _)) = config.capture_in_files(sink.name())? {
+            kinds[i] = from_files;
+        }
+    }
+    let mut flagged = [false; 5];
     for value in &args.capture {
-        let (sinks, kinds) = match value.split_once('=') {
-            Some((sink, kinds)) => (
+        let (sinks, list) = match value.split_once('=') {
+            Some((sink, list)) => (
                 sink_group(sink.trim()).ok_or_else(|| {
                     CliError::Usage(format!(
                         "--capture: unknown sink {:?} (expected events, log, json, otlp, sentry, local, remote or all)",
                         sink.trim()
                     ))
                 })?,
-                kinds,
+                list,
             ),
             None => (LOCAL, value.as_str()),
         };
-        let kinds = capture_kinds(kinds)?;
+        let list = capture_kinds(list)?;
         for sink in sinks {
-            let policy = policies.sink_mut(*sink);
-            *policy = policy.clone().capture_kinds(kinds.iter().copied());
+            let i = Sink::ALL.iter().position(|s| s == sink).unwrap_or_default();
+            if !std::mem::replace(&mut flagged[i], true) {
+                kinds[i].clear();
+            }
+            kinds[i].extend(list.iter().copied());
         }
     }
-    Ok(policies)
+    for (i, sink) in Sink::ALL.iter().enumerate() {
+        if let Some(cap) = config.capture_cap(sink.name())? {
+            let removed: Vec<&str> = kinds[i].iter().filter(|k| !cap.contains(k)).map(|k| k.as_str()).collect();
+            if !removed.is_empty() {
+                let mut removed = removed;
+                removed.dedup();
+                config.notice(format!(
+                    "the managed policy caps what the {} sink may capture: {} not captured",
+                    sink.name(),
+                    removed.join(", ")
+                ));
+            }
+            kinds[i].retain(|k| cap.contains(k));
+        }
+    }
+    let base = ContentPolicy::default().scrubber(scrubber);
+    let policy = |i: usize| base.clone().capture_kinds(kinds[i].iter().copied());
+    Ok(SinkPolicies { events: policy(0), log: policy(1), json: policy(2), otlp: policy(3), sentry: policy(4), base })
 }
 
 /// `KIND[,KIND…]` or `all`; singular and plural spellings; an empty list is an error.

@@ -1,17 +1,43 @@
-//! OTLP and Sentry configuration from flags and the environment (flags win), checked.
+//! OTLP, Sentry and spool configuration from the managed policy, flags, the environment and
+//! the settings files (in that order of precedence), checked.
+
+use pi_observe::otel::names::env;
+use pi_observe::otel::{Conventions, OtlpConfig, Protocol};
 
 use crate::cli::CliError;
 use crate::cli::args::OtlpArgs;
-
+use crate::cli::config::telemetry::sink_key;
+use crate::cli::config::{Config, Source};
 use crate::cli::setup::env_set;
 
-/// The OTLP configuration, when export is asked for by `--otlp` or an `OTEL_*` endpoint variable.
-/// Flags win over the environment; malformed values are one-line errors naming the culprit.
-pub fn otlp(args: &OtlpArgs) -> Result<Option<pi_observe::otel::OtlpConfig>, CliError> {
-    use pi_observe::otel::{Conventions, OtlpConfig, Protocol, names::env};
+/// The OTLP variables a pinned sink ignores: its destination, protocol, headers and on/off
+/// switch belong to the managed policy.
+const PINNED_VARS: &[&str] = &[
+    env::SDK_DISABLED,
+    env::ENDPOINT,
+    env::TRACES_ENDPOINT,
+    env::METRICS_ENDPOINT,
+    env::LOGS_ENDPOINT,
+    env::PROTOCOL,
+    env::TRACES_PROTOCOL,
+    env::METRICS_PROTOCOL,
+    env::LOGS_PROTOCOL,
+    env::HEADERS,
+    env::TRACES_HEADERS,
+    env::METRICS_HEADERS,
+    env::LOGS_HEADERS,
+];
+
+/// The OTLP configuration, when export is asked for by `--otlp`, an `OTEL_*` endpoint variable,
+/// `telemetry.sinks.otlp` in a settings file, or the managed policy. Precedence per value:
+/// managed > flag > environment > project > global > default; a sink the managed policy pins
+/// keeps its destination, protocol and headers whatever the flags and variables say.
+/// Malformed values are one-line errors naming the flag, variable or key path.
+pub fn otlp(args: &OtlpArgs, cfg: &Config) -> Result<Option<OtlpConfig>, CliError> {
     trace_url_template()?;
-    let env_endpoint = [env::ENDPOINT, env::TRACES_ENDPOINT].iter().any(|v| env_set(v));
-    if args.otlp.is_none() && !env_endpoint {
+    let pinned = cfg.pinned("otlp");
+    let env_endpoint = pinned.is_none() && [env::ENDPOINT, env::TRACES_ENDPOINT].iter().any(|v| env_set(v));
+    if args.otlp.is_none() && !env_endpoint && !cfg.sink_in_files("otlp") {
         // Flags that only shape OTLP export would silently do nothing.
         let given = [
             ("--otlp-protocol", args.otlp_protocol.is_some()),
@@ -30,31 +56,55 @@ pub fn otlp(args: &OtlpArgs) -> Result<Option<pi_observe::otel::OtlpConfig>, Cli
         return Ok(None);
     }
     let mut config = OtlpConfig::default();
-    if let Some(p) = &args.otlp_protocol {
-        config.protocol = Some(Protocol::parse(p).ok_or_else(|| {
-            CliError::Usage(format!("--otlp-protocol: {p:?} is not grpc, http/protobuf or http/json"))
-        })?);
+    let flag_endpoint = args.otlp.as_deref().map(str::trim).filter(|e| !e.is_empty());
+    if let Some(managed) = pinned {
+        let overridden: Vec<&str> = [
+            ("--otlp", flag_endpoint.is_some()),
+            ("--otlp-protocol", args.otlp_protocol.is_some()),
+            ("--otlp-header", !args.otlp_header.is_empty()),
+        ]
+        .iter()
+        .filter(|(_, given)| *given)
+        .map(|(flag, _)| *flag)
+        .chain(PINNED_VARS.iter().copied().filter(|v| env_set(v)))
+        .collect();
+        if !overridden.is_empty() {
+            cfg.notice(format!(
+                "the managed policy {} pins the OTLP sink: {} ignored",
+                managed.path.display(),
+                overridden.join(", ")
+            ));
+        }
+        config.headers = cfg.headers(&sink_key("otlp", "headers"), true)?;
+    } else {
+        if let Some(p) = &args.otlp_protocol {
+            config.protocol = Some(Protocol::parse(p).ok_or_else(|| {
+                CliError::Usage(format!("--otlp-protocol: {p:?} is not grpc, http/protobuf or http/json"))
+            })?);
+        }
+        let grpc = config.protocol == Some(Protocol::Grpc)
+            || (config.protocol.is_none()
+                && [env::TRACES_PROTOCOL, env::PROTOCOL]
+                    .iter()
+                    .find_map(|v| std::env::var(v).ok().filter(|p| !p.trim().is_empty()))
+                    .or_else(|| cfg.settings.str(&sink_key("otlp", "protocol")).map(str::to_owned))
+                    .is_some_and(|p| p.trim() == "grpc"));
+        if let Some(endpoint) = flag_endpoint {
+            pi_observe::otel::check_url(endpoint).map_err(|why| CliError::Usage(format!("--otlp: {why}")))?;
+            // gRPC takes the collector address as it is; HTTP wants the signal path.
+            let full = if grpc || endpoint.trim_end_matches('/').ends_with("/v1/traces") {
+                endpoint.to_owned()
+            } else {
+                format!("{}/v1/traces", endpoint.trim_end_matches('/'))
+            };
+            config.traces_endpoint = Some(full);
+        }
+        for (name, value) in &args.otlp_header {
+            pi_observe::otel::check_header(name, value)
+                .map_err(|why| CliError::Usage(format!("--otlp-header: {why}")))?;
+        }
+        config.headers = args.otlp_header.clone();
     }
-    let grpc = config.protocol == Some(Protocol::Grpc)
-        || (config.protocol.is_none()
-            && [env::TRACES_PROTOCOL, env::PROTOCOL]
-                .iter()
-                .find_map(|v| std::env::var(v).ok().filter(|p| !p.trim().is_empty()))
-                .is_some_and(|p| p.trim() == "grpc"));
-    if let Some(endpoint) = args.otlp.as_deref().map(str::trim).filter(|e| !e.is_empty()) {
-        pi_observe::otel::check_url(endpoint).map_err(|why| CliError::Usage(format!("--otlp: {why}")))?;
-        // gRPC takes the collector address as it is; HTTP wants the signal path.
-        let full = if grpc || endpoint.trim_end_matches('/').ends_with("/v1/traces") {
-            endpoint.to_owned()
-        } else {
-            format!("{}/v1/traces", endpoint.trim_end_matches('/'))
-        };
-        config.traces_endpoint = Some(full);
-    }
-    for (name, value) in &args.otlp_header {
-        pi_observe::otel::check_header(name, value).map_err(|why| CliError::Usage(format!("--otlp-header: {why}")))?;
-    }
-    config.headers = args.otlp_header.clone();
     if let Some(name) = &args.service_name {
         if name.trim().is_empty() {
             return Err(CliError::Usage("--service-name: the name is empty".into()));
@@ -69,10 +119,124 @@ pub fn otlp(args: &OtlpArgs) -> Result<Option<pi_observe::otel::OtlpConfig>, Cli
         config.logs = Some(true);
     }
     if !args.metric_dims.is_empty() {
-        config.metric_dims = Some(metric_dims(&args.metric_dims)?);
+        config.metric_dims = Some(metric_dims("--metric-dims", &args.metric_dims)?);
     }
-    let config = config.with_process_env().map_err(|e| CliError::Usage(e.to_string()))?;
+    // The settings files (and the managed policy) sit below the environment: they answer for
+    // the variables that are not set, with errors naming their key path.
+    let from_files = files_as_env(cfg)?;
+    let lookup = |name: &str| {
+        let env = std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        match (pinned.is_some() && PINNED_VARS.contains(&name), env) {
+            (false, Some(value)) => Some(value),
+            _ => from_files.iter().find(|(var, _)| *var == name).map(|(_, value)| value.clone()),
+        }
+    };
+    let mut config = config.with_env(lookup).map_err(|e| CliError::Usage(e.to_string()))?;
+    if pinned.is_none() {
+        for (name, value) in cfg.headers(&sink_key("otlp", "headers"), false)? {
+            if !config.headers.iter().any(|(existing, _)| existing.eq_ignore_ascii_case(&name)) {
+                config.headers.push((name, value));
+            }
+        }
+    }
+    apply_sink_settings(&mut config, args, cfg)?;
     Ok((!config.disabled).then_some(config))
+}
+
+/// The settings that stand in for `OTEL_*` variables, as (variable, value): the endpoint (a
+/// base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT`), protocol, service name and sampler.
+fn files_as_env(cfg: &Config) -> Result<Vec<(&'static str, String)>, CliError> {
+    let mut vars = Vec::new();
+    if let Some((endpoint, source)) = cfg.text(&sink_key("otlp", "endpoint"))? {
+        pi_observe::otel::check_url(endpoint.trim())
+            .map_err(|why| CliError::Usage(format!("{}: telemetry.sinks.otlp.endpoint: {why}", file_of(&source))))?;
+        vars.push((env::ENDPOINT, endpoint));
+    }
+    for (key, var) in
+        [(sink_key("otlp", "protocol"), env::PROTOCOL), (sink_key("otlp", "serviceName"), env::SERVICE_NAME)]
+    {
+        if let Some((value, _)) = cfg.text(&key)? {
+            vars.push((var, value));
+        }
+    }
+    if let Some((name, source)) = cfg.text(&["telemetry", "sampler", "name"])? {
+        vars.push((env::TRACES_SAMPLER, name));
+        let arg = cfg
+            .managed_get(&["telemetry", "sampler", "arg"])
+            .map(|(v, _)| v)
+            .or_else(|| cfg.settings.get(&["telemetry", "sampler", "arg"]).map(|f| f.value));
+        if let Some(arg) = arg.and_then(serde_json::Value::as_f64) {
+            if arg > 1.0 {
+                return Err(CliError::Usage(format!(
+                    "{}: telemetry.sampler.arg: expected a ratio between 0 and 1, found {arg}",
+                    file_of(&source)
+                )));
+            }
+            vars.push((env::TRACES_SAMPLER_ARG, arg.to_string()));
+        }
+    }
+    Ok(vars)
+}
+
+/// The file a settings source names (for messages).
+fn file_of(source: &Source) -> String {
+    match source {
+        Source::Managed(p) | Source::Project(p) | Source::Global(p) => p.display().to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// `conventions`, `metrics`, `metricDims` and `logs` of `telemetry.sinks.otlp`: below flags
+/// and variables in the user's files, above them in the managed policy (reported once).
+fn apply_sink_settings(config: &mut OtlpConfig, args: &OtlpArgs, cfg: &Config) -> Result<(), CliError> {
+    fn key(field: &str) -> [&str; 4] {
+        sink_key("otlp", field)
+    }
+    let conventions = |value: &str| Conventions::parse(value).unwrap_or_default();
+    let dims = |value: &serde_json::Value| -> Result<Vec<String>, CliError> {
+        let items: Vec<String> =
+            value.as_array().into_iter().flatten().filter_map(|v| v.as_str().map(str::to_owned)).collect();
+        if items.is_empty() { Ok(Vec::new()) } else { metric_dims("telemetry.sinks.otlp.metricDims", &items) }
+    };
+    // Managed values win over everything; a flag they override is said once.
+    let managed = |field: &str, flag: Option<&str>| {
+        let (value, file) = cfg.managed_get(&key(field))?;
+        if let Some(flag) = flag {
+            cfg.notice(format!(
+                "the managed policy {} sets telemetry.sinks.otlp.{field}: {flag} ignored",
+                file.path.display()
+            ));
+        }
+        Some(value)
+    };
+    if let Some(v) = managed("conventions", args.conventions.as_ref().map(|_| "--conventions")) {
+        config.conventions = conventions(v.as_str().unwrap_or_default());
+    } else if args.conventions.is_none()
+        && let Some(v) = cfg.settings.str(&key("conventions"))
+    {
+        config.conventions = conventions(v);
+    }
+    if let Some(v) = managed("metricDims", (!args.metric_dims.is_empty()).then_some("--metric-dims")) {
+        config.metric_dims = Some(dims(v)?);
+    } else if config.metric_dims.is_none()
+        && let Some(found) = cfg.settings.get(&key("metricDims"))
+    {
+        config.metric_dims = Some(dims(found.value)?);
+    }
+    if let Some(v) = managed("logs", args.otlp_logs.then_some("--otlp-logs")) {
+        config.logs = v.as_bool();
+    } else if config.logs.is_none() {
+        config.logs = cfg.settings.bool(&key("logs"));
+    }
+    if let Some(v) = managed("metrics", None) {
+        config.metrics = v.as_bool();
+    } else if config.metrics.is_none() {
+        config.metrics = cfg.settings.bool(&key("metrics"));
+    }
+    if cfg.pinned("otlp").is_some() {
+        config.disabled = false;
+    }
+    Ok(())
 }
 
 /// Variable with a link template for printed trace ids, e.g. `http://localhost:16686/trace/{trace_id}`.
@@ -91,8 +255,9 @@ pub fn trace_url_template() -> Result<Option<String>, CliError> {
     }
 }
 
-/// `--metric-dims`: attribution keys (letters, digits, `_ . -`), or `none` alone.
-fn metric_dims(items: &[String]) -> Result<Vec<String>, CliError> {
+/// `--metric-dims` (or the setting `culprit`): attribution keys (letters, digits, `_ . -`), or
+/// `none` alone.
+fn metric_dims(culprit: &str, items: &[String]) -> Result<Vec<String>, CliError> {
     let given = items.join(",");
     if items.len() == 1 && items[0].trim() == "none" {
         return Ok(Vec::new());
@@ -101,14 +266,14 @@ fn metric_dims(items: &[String]) -> Result<Vec<String>, CliError> {
     for item in items {
         let key = item.trim();
         if key.is_empty() {
-            return Err(CliError::Usage(format!("--metric-dims: {given:?} has an empty key")));
+            return Err(CliError::Usage(format!("{culprit}: {given:?} has an empty key")));
         }
         if key == "none" {
-            return Err(CliError::Usage(format!("--metric-dims: {given:?}: `none` cannot be combined with keys")));
+            return Err(CliError::Usage(format!("{culprit}: {given:?}: `none` cannot be combined with keys")));
         }
         if !key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')) {
             return Err(CliError::Usage(format!(
-                "--metric-dims: {key:?} is not an attribution key (letters, digits, _ . -)"
+                "{culprit}: {key:?} is not an attribution key (letters, digits, _ . -)"
             )));
         }
         if !dims.iter().any(|d| d == key) {
@@ -118,18 +283,72 @@ fn metric_dims(items: &[String]) -> Result<Vec<String>, CliError> {
     Ok(dims)
 }
 
-/// The Sentry settings from `--sentry [DSN]` and `SENTRY_*`; `None` when neither asks for Sentry.
-pub fn sentry(flag: Option<&str>) -> Result<Option<pi_observe::sentry::SentryConfig>, CliError> {
+/// The Sentry settings from the managed policy, `--sentry [DSN]`, `SENTRY_*` and
+/// `telemetry.sinks.sentry`; `None` when none of them asks for Sentry. A DSN the managed policy
+/// sets pins the sink.
+pub fn sentry(flag: Option<&str>, cfg: &Config) -> Result<Option<pi_observe::sentry::SentryConfig>, CliError> {
     use pi_observe::sentry::SentryConfig;
-    if flag.is_none() && !env_set("SENTRY_DSN") {
+    const VARS: [&str; 4] = ["SENTRY_DSN", "SENTRY_ENVIRONMENT", "SENTRY_RELEASE", "SENTRY_TRACES_SAMPLE_RATE"];
+    if flag.is_none() && !env_set("SENTRY_DSN") && !cfg.sink_in_files("sentry") {
         return Ok(None);
     }
+    let key = |field| sink_key("sentry", field);
     let mut config = SentryConfig::default();
-    if let Some(dsn) = flag.map(str::trim).filter(|d| !d.is_empty()) {
+    let flag_dsn = flag.map(str::trim).filter(|d| !d.is_empty());
+    let from_file = |config: &mut SentryConfig| -> Result<(), CliError> {
+        if let Some((dsn, source)) = cfg.text(&key("dsn"))? {
+            config.dsn = Some(dsn.trim().to_owned());
+            config.dsn_source = Some(format!("{}: telemetry.sinks.sentry.dsn", file_of(&source)));
+        }
+        Ok(())
+    };
+    if let Some(managed) = cfg.pinned("sentry") {
+        if flag_dsn.is_some() || env_set("SENTRY_DSN") {
+            cfg.notice(format!(
+                "the managed policy {} pins the Sentry sink: {} ignored",
+                managed.path.display(),
+                if flag_dsn.is_some() { "--sentry DSN" } else { "SENTRY_DSN" }
+            ));
+        }
+        from_file(&mut config)?;
+    } else if let Some(dsn) = flag_dsn {
         config.dsn = Some(dsn.to_owned());
         config.dsn_source = Some("--sentry".into());
+    } else if !env_set("SENTRY_DSN") {
+        from_file(&mut config)?;
     }
-    config.from_env().map(Some).map_err(|e| CliError::Usage(e.to_string()))
+    // Managed values bind over the variables; the user's files sit below them.
+    if let Some((environment, _)) = cfg.managed_get(&key("environment")) {
+        config.environment = environment.as_str().map(str::to_owned);
+    }
+    if let Some((release, _)) = cfg.managed_get(&key("release")) {
+        config.release = release.as_str().map(str::to_owned);
+    }
+    if let Some((rate, _)) = cfg.managed_get(&key("sampleRate")) {
+        config.traces_sample_rate = rate.as_f64();
+    }
+    if let Some(found) = cfg.settings.get(&key("sampleRate"))
+        && found.value.as_f64().is_some_and(|r| r > 1.0)
+    {
+        return Err(super::super::config::telemetry::bad(
+            found.file,
+            &key("sampleRate"),
+            "expected a ratio between 0 and 1",
+        ));
+    }
+    let settings_value = |name: &str| match name {
+        "SENTRY_ENVIRONMENT" => cfg.settings.str(&key("environment")).map(str::to_owned),
+        "SENTRY_RELEASE" => cfg.settings.str(&key("release")).map(str::to_owned),
+        "SENTRY_TRACES_SAMPLE_RATE" => cfg.settings.number(&key("sampleRate")).map(|r| r.to_string()),
+        _ => None,
+    };
+    let lookup = |name: &str| {
+        let env = (VARS.contains(&name) && !(name == "SENTRY_DSN" && cfg.pinned("sentry").is_some()))
+            .then(|| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+            .flatten();
+        env.or_else(|| settings_value(name))
+    };
+    config.with_env(lookup).map(Some).map_err(|e| CliError::Usage(e.to_string()))
 }
 
 /// Variable that moves the spool.
@@ -139,38 +358,73 @@ pub const SPOOL_MAX_BYTES_VAR: &str = "PI_SPOOL_MAX_BYTES";
 /// Variable with the spool's age cap in days.
 pub const SPOOL_MAX_AGE_VAR: &str = "PI_SPOOL_MAX_AGE_DAYS";
 
-/// The spool and where its directory came from (`--spool-dir`, `PI_SPOOL_DIR`, default), or
-/// `None` with `--no-spool` (or when there is no home directory to put it in).
+/// The spool and where its directory came from — managed `telemetry.spool.dir`,
+/// `--spool-dir`, `PI_SPOOL_DIR`, the settings files, default — or `None` with `--no-spool`
+/// (or `telemetry.spool.enabled: false`, or no home directory to put it in).
 pub fn spool(
     dir: Option<&std::path::Path>,
     off: bool,
-) -> Result<Option<(pi_observe::spool::SpoolConfig, &'static str)>, CliError> {
+    cfg: &Config,
+) -> Result<Option<(pi_observe::spool::SpoolConfig, Source)>, CliError> {
     use pi_observe::spool::SpoolConfig;
-    if off {
+    fn key(field: &str) -> [&str; 3] {
+        ["telemetry", "spool", field]
+    }
+    if let Some((enabled, file)) = cfg.managed_get(&key("enabled")) {
+        if enabled.as_bool() == Some(false) {
+            return Ok(None);
+        }
+        if off {
+            cfg.notice(format!("the managed policy {} keeps the spool on: --no-spool ignored", file.path.display()));
+        }
+    } else if off || (dir.is_none() && cfg.settings.bool(&key("enabled")) == Some(false)) {
         return Ok(None);
     }
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let managed_dir = cfg.managed_get(&key("dir")).is_some();
+    if managed_dir && (dir.is_some() || env_set(SPOOL_DIR_VAR)) {
+        cfg.notice("the managed policy sets telemetry.spool.dir: --spool-dir / PI_SPOOL_DIR ignored".to_owned());
+    }
     let (dir, source) = match (dir, std::env::var_os(SPOOL_DIR_VAR).filter(|d| !d.is_empty())) {
+        _ if managed_dir => cfg.path_setting(&key("dir")).unwrap_or_default(),
         (Some(dir), _) if dir.as_os_str().is_empty() => {
             return Err(CliError::Usage("--spool-dir: the path is empty".into()));
         }
-        (Some(dir), _) => (dir.to_owned(), "flag --spool-dir"),
-        (None, Some(dir)) => (crate::cli::paths::expand_home(dir.into(), home.as_ref()), "env PI_SPOOL_DIR"),
-        (None, None) => match crate::cli::paths::agent_dir() {
-            Some(agent) => (agent.join("spool"), "default"),
-            None => return Ok(None),
+        (Some(dir), _) => (dir.to_owned(), Source::Flag("--spool-dir")),
+        (None, Some(dir)) => {
+            (crate::cli::paths::expand_home(dir.into(), home.as_ref()), Source::Env(SPOOL_DIR_VAR.into()))
+        }
+        (None, None) => match cfg.path_setting(&key("dir")) {
+            Some(found) => found,
+            None => match crate::cli::paths::agent_dir() {
+                Some(agent) => (agent.join("spool"), Source::Default),
+                None => return Ok(None),
+            },
         },
     };
     let mut config = SpoolConfig::new(dir);
-    if let Some(raw) = std::env::var(SPOOL_MAX_BYTES_VAR).ok().filter(|v| !v.trim().is_empty()) {
-        config.max_bytes = raw.trim().parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
-            CliError::Usage(format!("{SPOOL_MAX_BYTES_VAR}: {raw:?} is not a positive whole number of bytes"))
-        })?;
+    let env_or = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
+    // (value, what to name when it is wrong): managed, then the variable, then the files.
+    let layered = |field: &str, var: &str| -> Option<(String, String)> {
+        let setting =
+            |file: &pi_agent::settings::SettingsFile| format!("{}: telemetry.spool.{field}", file.path.display());
+        if let Some((value, file)) = cfg.managed_get(&key(field)) {
+            return Some((value.to_string(), setting(file)));
+        }
+        env_or(var)
+            .map(|v| (v, var.to_owned()))
+            .or_else(|| cfg.settings.get(&key(field)).map(|f| (f.value.to_string(), setting(f.file))))
+    };
+    if let Some((raw, culprit)) = layered("maxBytes", SPOOL_MAX_BYTES_VAR) {
+        config.max_bytes =
+            raw.trim().parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                CliError::Usage(format!("{culprit}: {raw:?} is not a positive whole number of bytes"))
+            })?;
     }
-    if let Some(raw) = std::env::var(SPOOL_MAX_AGE_VAR).ok().filter(|v| !v.trim().is_empty()) {
+    if let Some((raw, culprit)) = layered("maxAgeDays", SPOOL_MAX_AGE_VAR) {
         let days =
             raw.trim().parse::<f64>().ok().filter(|d| d.is_finite() && *d > 0.0 && *d <= 3650.0).ok_or_else(|| {
-                CliError::Usage(format!("{SPOOL_MAX_AGE_VAR}: {raw:?} is not a number of days between 0 and 3650"))
+                CliError::Usage(format!("{culprit}: {raw:?} is not a number of days between 0 and 3650"))
             })?;
         config.max_age = std::time::Duration::from_secs_f64(days * 86_400.0);
     }

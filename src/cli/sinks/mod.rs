@@ -19,6 +19,7 @@ pub mod config;
 pub use capture::SinkPolicies;
 
 use crate::cli::args::SinkArgs;
+use crate::cli::config::{Config, Source};
 use crate::cli::{CliError, output};
 
 /// How long the exit waits for sinks to write what they have (unless the OTLP timeout is set).
@@ -31,20 +32,25 @@ pub struct SinkSetup {
     otlp: Option<OtlpConfig>,
     sentry: Option<SentryConfig>,
     log_json: Option<String>,
+    events: Option<std::path::PathBuf>,
     /// Where undelivered batches go, and where that setting came from.
-    pub spool: Option<(pi_observe::spool::SpoolConfig, &'static str)>,
+    pub spool: Option<(pi_observe::spool::SpoolConfig, Source)>,
     /// How long the exit waits for the sinks.
     pub flush_deadline: Duration,
 }
 
 impl SinkSetup {
-    /// Reads `--capture`, `--redact`, `--otlp*`, `--sentry`, `--log-json` and their variables;
-    /// a bad value is a one-line error naming it.
-    pub fn resolve(args: &SinkArgs) -> Result<SinkSetup, CliError> {
-        let policies = capture::policies(&args.content)?;
-        let mut otlp = config::otlp(&args.otlp)?;
-        let mut sentry = config::sentry(args.sentry.as_deref())?;
-        let spool = config::spool(args.spool_dir.as_deref(), args.no_spool)?;
+    /// Reads `--capture`, `--redact`, `--otlp*`, `--sentry`, `--log-json`, `events` (the
+    /// command's `--events-jsonl`, when it has one), their variables and the `telemetry`
+    /// settings; a bad value is a one-line error naming it.
+    pub fn resolve(args: &SinkArgs, events: Option<&Path>, cfg: &Config) -> Result<SinkSetup, CliError> {
+        let policies = capture::policies(&args.content, cfg)?;
+        let mut otlp = config::otlp(&args.otlp, cfg)?;
+        let mut sentry = config::sentry(args.sentry.as_deref(), cfg)?;
+        let spool = config::spool(args.spool_dir.as_deref(), args.no_spool, cfg)?;
+        let log_json = file_sink(cfg, "log", "--log-json", args.log_json.clone().map(std::path::PathBuf::from))?
+            .map(|p| p.display().to_string());
+        let events = file_sink(cfg, "events", "--events-jsonl", events.map(Path::to_owned))?;
         if let Some(otlp) = &mut otlp {
             otlp.spool = spool.as_ref().map(|(c, _)| c.clone());
         }
@@ -52,7 +58,7 @@ impl SinkSetup {
             sentry.spool = spool.as_ref().map(|(c, _)| c.clone());
         }
         let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
-        Ok(SinkSetup { policies, otlp, sentry, log_json: args.log_json.clone(), spool, flush_deadline })
+        Ok(SinkSetup { policies, otlp, sentry, log_json, events, spool, flush_deadline })
     }
 
     /// The OTLP configuration, when OTLP export is on.
@@ -66,9 +72,10 @@ impl SinkSetup {
     }
 
     /// For `pi observe canary`: every remote sink's transport becomes a local capture of what
-    /// it would send, `--log-json` writes to `log` instead, and the spool is off. Everything
-    /// else — which sinks, capture per sink, redaction, conventions — stays the user's.
-    pub fn into_canary(mut self, log: &Path) -> (SinkSetup, Captures) {
+    /// it would send, `--log-json` writes to `log` and the events file to `events` instead,
+    /// and the spool is off. Everything else — which sinks, capture per sink, redaction,
+    /// conventions — stays the user's.
+    pub fn into_canary(mut self, log: &Path, events: &Path) -> (SinkSetup, Captures) {
         let mut captures = Captures::default();
         if let Some(otlp) = &mut self.otlp {
             let capture = pi_observe::otel::WireCapture::default();
@@ -85,8 +92,19 @@ impl SinkSetup {
         if self.log_json.is_some() {
             self.log_json = Some(log.display().to_string());
         }
+        self.events = Some(events.to_owned());
         self.spool = None;
         (self, captures)
+    }
+
+    /// Where the JSON log goes (`""` is stderr), when it is on.
+    pub fn log_target(&self) -> Option<String> {
+        self.log_json.clone()
+    }
+
+    /// The events file, when it is on.
+    pub fn events_target(&self) -> Option<String> {
+        self.events.as_ref().map(|p| p.display().to_string())
     }
 
     /// True when `--log-json` is on.
@@ -101,11 +119,11 @@ impl SinkSetup {
         }
     }
 
-    /// The files these sinks and `events_jsonl` would write, as (flag, path), for
+    /// The files these sinks would write, as (flag, path), for
     /// [`crate::cli::files::check_outputs`].
-    pub fn output_files<'a>(&'a self, events_jsonl: Option<&'a Path>) -> Vec<(&'static str, &'a Path)> {
+    pub fn output_files(&self) -> Vec<(&'static str, &Path)> {
         let mut outputs = Vec::new();
-        if let Some(path) = events_jsonl {
+        if let Some(path) = self.events.as_deref() {
             outputs.push(("--events-jsonl", path));
         }
         if let Some(path) = self.log_json.as_deref().filter(|p| !p.is_empty()) {
@@ -120,7 +138,7 @@ impl SinkSetup {
     }
 
     /// Subscribes every configured sink to `hub`, each under its own policy.
-    pub fn attach(self, hub: &Observability, events_jsonl: Option<&Path>, json_mode: bool) -> Result<Sinks, CliError> {
+    pub fn attach(self, hub: &Observability, json_mode: bool) -> Result<Sinks, CliError> {
         // Sinks whose policies capture the same kinds share one policy instance: the hub then
         // redacts (and copies) each record once for all of them instead of once per sink. The
         // per-sink policies differ only in what they capture (same scrubber, limits, redactors).
@@ -143,7 +161,7 @@ impl SinkSetup {
             log_guard: None,
             flush_deadline: self.flush_deadline,
         };
-        if let Some(path) = events_jsonl {
+        if let Some(path) = self.events.as_deref() {
             let file = JsonlFileSink::create(path, JsonlFileSink::DEFAULT_CAPACITY)
                 .map_err(|e| CliError::Usage(format!("--events-jsonl {}: {e}", path.display())))?;
             sinks.subscriptions.push(hub.subscribe_arc(file.clone(), policy(&self.policies.events)));
@@ -170,6 +188,43 @@ impl SinkSetup {
             sinks.otel = Some(otel);
         }
         Ok(sinks)
+    }
+}
+
+/// A local file sink (`log`, `events`): the managed policy's path (pinned: the flag is
+/// ignored, said once), else the flag (an empty `--log-json` value means stderr), else the
+/// settings files' path when the sink is on there.
+fn file_sink(
+    cfg: &Config,
+    name: &str,
+    flag_name: &str,
+    flag: Option<std::path::PathBuf>,
+) -> Result<Option<std::path::PathBuf>, CliError> {
+    let key = crate::cli::config::telemetry::sink_key(name, "path");
+    if let Some(managed) = cfg.pinned(name) {
+        if flag.is_some() {
+            cfg.notice(format!(
+                "the managed policy {} pins the {name} sink: {flag_name} ignored",
+                managed.path.display()
+            ));
+        }
+        return Ok(cfg.path_setting(&key).map(|(path, _)| path));
+    }
+    if flag.is_some() {
+        return Ok(flag);
+    }
+    if !cfg.sink_in_files(name) {
+        return Ok(None);
+    }
+    match cfg.path_setting(&key) {
+        Some((path, _)) => Ok(Some(path)),
+        None => {
+            let found = cfg.settings.get(&["telemetry", "sinks", name]).map(|f| f.file);
+            Err(match found {
+                Some(file) => crate::cli::config::telemetry::bad(file, &key, "expected a file path (the sink is on)"),
+                None => CliError::Usage(format!("telemetry.sinks.{name}.path: expected a file path")),
+            })
+        }
     }
 }
 

@@ -1,0 +1,204 @@
+//! The configuration layer: the managed policy, the global and (trusted) project settings files,
+//! and the precedence every command resolves a value with:
+//!
+//! **managed policy > flags > environment > project settings > global settings > defaults**
+//!
+//! [`Config::load`] reads the files once per command, before anything else happens: a
+//! malformed managed file stops `pi` (fail closed), a malformed settings file is a usage error
+//! naming `FILE:LINE:COL` or the key path, unknown keys are warned about once each. The
+//! project's `.pi/` resources are read only when [`trust::decide`] says so. Each value's
+//! origin is a [`Source`], shown by `pi config` and `pi observe status`.
+
+mod managed;
+pub mod show;
+pub mod telemetry;
+pub mod trust_cmd;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use pi_agent::settings::trust::{self, TrustDecision, TrustReason, TrustStore};
+use pi_agent::settings::{Scope, Settings, SettingsFile};
+
+pub use managed::Policy;
+
+use super::{CliError, output, paths};
+
+/// Where a value came from, in precedence order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Source {
+    /// The managed policy file.
+    Managed(PathBuf),
+    /// A command-line flag.
+    Flag(&'static str),
+    /// An environment variable.
+    Env(String),
+    /// The project's `.pi/settings.json`.
+    Project(PathBuf),
+    /// `~/.pi/agent/settings.json`.
+    Global(PathBuf),
+    /// Built in.
+    #[default]
+    Default,
+}
+
+impl Source {
+    /// The source of a value read from `file`.
+    pub fn of(file: &SettingsFile) -> Source {
+        match file.scope {
+            Scope::Managed => Source::Managed(file.path.clone()),
+            Scope::Project => Source::Project(file.path.clone()),
+            Scope::Global => Source::Global(file.path.clone()),
+        }
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Managed(p) => write!(f, "managed {}", p.display()),
+            Source::Flag(flag) => write!(f, "flag {flag}"),
+            Source::Env(var) => write!(f, "env {var}"),
+            Source::Project(p) => write!(f, "project {}", p.display()),
+            Source::Global(p) => write!(f, "global {}", p.display()),
+            Source::Default => f.write_str("default"),
+        }
+    }
+}
+
+/// The files a command runs with.
+#[derive(Debug)]
+pub struct Config {
+    /// `~/.pi/agent` (or `PI_CODING_AGENT_DIR`).
+    pub agent_dir: Option<PathBuf>,
+    /// The managed policy, when there is one.
+    pub managed: Option<SettingsFile>,
+    /// Global and (when trusted) project settings, project first.
+    pub settings: Settings,
+    /// Whether the project's own resources load.
+    pub trust: TrustDecision,
+    notices: Mutex<BTreeSet<String>>,
+}
+
+impl Config {
+    /// Reads the managed policy, the global settings, the trust store and — when the project
+    /// at `project` is trusted — its settings. Unknown keys are warned about here, once each.
+    pub fn load(project: &Path) -> Result<Config, CliError> {
+        let managed = managed::load()?;
+        let agent_dir = paths::agent_dir();
+        let read = |path: PathBuf, scope| SettingsFile::load(&path, scope).map_err(|e| CliError::Usage(e.to_string()));
+        let global = agent_dir
+            .as_ref()
+            .map(|d| read(d.join(pi_agent::settings::SETTINGS_FILE), Scope::Global))
+            .transpose()?
+            .flatten();
+        // Without a home there is no store: nothing is trusted.
+        let store_path = agent_dir.as_ref().map_or_else(PathBuf::new, |d| d.join(trust::TRUST_FILE));
+        let store = TrustStore::load(&store_path).map_err(|e| CliError::Usage(e.to_string()))?;
+        let policy_allows =
+            managed.as_ref().and_then(|m| m.get(&["policy", "allowProjectResources"])?.as_bool()) != Some(false);
+        // The one decision point: the extension host's `project_trust` event will answer here.
+        let trust = trust::decide(project, &store, policy_allows, None);
+        let project_file = if trust.trusted {
+            read(project.join(".pi").join(pi_agent::settings::SETTINGS_FILE), Scope::Project)?
+        } else {
+            None
+        };
+        let config = Config {
+            agent_dir,
+            managed,
+            settings: Settings::new(global.into_iter().chain(project_file).collect()),
+            trust,
+            notices: Mutex::new(BTreeSet::new()),
+        };
+        for file in config.managed.iter().chain(config.settings.files()) {
+            for key in &file.unknown {
+                config.notice(format!("warning: {}: unknown setting {key:?} (kept, not used)", file.path.display()));
+            }
+        }
+        Ok(config)
+    }
+
+    /// Says once on stderr that the project's resources were not loaded, when that is so.
+    pub fn announce_trust(&self) {
+        let shown: Vec<String> = self
+            .trust
+            .resources
+            .iter()
+            .map(|p| p.strip_prefix(&self.trust.project).unwrap_or(p).display().to_string())
+            .collect();
+        match self.trust.reason {
+            TrustReason::Untrusted => self.notice(format!(
+                "project {} is not trusted: running with global configuration only ({} not loaded; `pi trust` loads them)",
+                self.trust.project.display(),
+                shown.join(", ")
+            )),
+            TrustReason::Forbidden => self.notice(format!(
+                "the managed policy forbids project resources: {} not loaded",
+                shown.join(", ")
+            )),
+            _ => {}
+        }
+    }
+
+    /// Prints `pi: MESSAGE` on stderr, once per distinct message per run.
+    pub fn notice(&self, message: String) {
+        let mut seen = self.notices.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.insert(message.clone()) {
+            output::error(format_args!("pi: {message}"));
+        }
+    }
+
+    /// The managed policy's powers.
+    pub fn policy(&self) -> Policy<'_> {
+        Policy { file: self.managed.as_ref() }
+    }
+
+    /// A value from the managed file.
+    pub fn managed_get(&self, key: &[&str]) -> Option<(&serde_json::Value, &SettingsFile)> {
+        let file = self.managed.as_ref()?;
+        file.get(key).filter(|v| !v.is_null()).map(|v| (v, file))
+    }
+
+    /// A value from the managed policy, else from the settings files.
+    pub fn value(&self, key: &[&str]) -> Option<&serde_json::Value> {
+        self.managed_get(key).map(|(v, _)| v).or_else(|| self.settings.get(key).map(|f| f.value))
+    }
+
+    /// The source of a value resolved as managed > `flag` (when given) > the first set variable
+    /// of `vars` > project > global > default.
+    pub fn source(&self, key: &[&str], flag: Option<&'static str>, vars: &[&str]) -> Source {
+        if let Some((_, file)) = self.managed_get(key) {
+            return Source::of(file);
+        }
+        if let Some(flag) = flag {
+            return Source::Flag(flag);
+        }
+        if let Some(var) = vars.iter().find(|v| super::setup::env_set(v)) {
+            return Source::Env((*var).to_owned());
+        }
+        self.settings.get(key).map_or(Source::Default, |found| Source::of(found.file))
+    }
+
+    /// A path setting: `~/` is the home directory and a relative path is relative to the
+    /// folder of the file that set it (upstream: the agent directory for global settings, the
+    /// project's `.pi/` for project settings).
+    pub fn path_of(file: &SettingsFile, raw: &str) -> PathBuf {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let path = paths::expand_home(PathBuf::from(raw), home.as_ref());
+        match file.path.parent() {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path,
+        }
+    }
+
+    /// The path at `key` from the most binding settings file (managed first), resolved.
+    pub fn path_setting(&self, key: &[&str]) -> Option<(PathBuf, Source)> {
+        if let Some((value, file)) = self.managed_get(key) {
+            return value.as_str().map(|raw| (Config::path_of(file, raw), Source::of(file)));
+        }
+        let found = self.settings.get(key)?;
+        found.value.as_str().map(|raw| (Config::path_of(found.file, raw), Source::of(found.file)))
+    }
+}

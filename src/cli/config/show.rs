@@ -1,0 +1,151 @@
+//! `pi config [--json]`: the effective configuration — every setting with the file it came
+//! from, the model, session folder, attribution and telemetry pipeline as a run with the same
+//! flags would resolve them (with flag / env / default sources), and what the managed policy
+//! pins, caps, requires and forbids. Secret values (headers, DSN keys, URL credentials) are
+//! never printed.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use super::Config;
+use crate::cli::args::{AgentArgs, ObserveArgs};
+use crate::cli::observe::status;
+use crate::cli::sinks::SinkSetup;
+use crate::cli::{CliError, attribution, output, setup};
+
+/// `pi config` arguments: the flags of a run, so their effect can be seen.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// One JSON document on stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    #[command(flatten)]
+    pub observe: ObserveArgs,
+}
+
+/// Keys whose values are secrets (or may hold them): shown as `<set>`.
+fn secret(key: &str) -> bool {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    key.contains(".headers.") || matches!(last, "dsn" | "apiKey" | "token" | "password")
+}
+
+/// A setting's value for display: secrets masked, URLs without credentials.
+fn shown(key: &str, value: &Value) -> Value {
+    match value {
+        _ if secret(key) => json!("<set>"),
+        Value::String(s) if s.contains("://") => json!(pi_observe::otel::url_without_secrets(s)),
+        other => other.clone(),
+    }
+}
+
+/// Prints the effective configuration. Exit 0, or the error a run would stop with.
+pub fn run(args: &ConfigArgs, cfg: &Config) -> Result<ExitCode, CliError> {
+    let cwd = setup::cwd(args.agent.cwd.as_deref())?;
+    let files: Vec<Value> = cfg
+        .managed
+        .iter()
+        .chain(cfg.settings.files())
+        .map(|f| json!({ "scope": f.scope.as_str(), "path": f.path.display().to_string(), "unknownKeys": f.unknown }))
+        .collect();
+    let mut settings: Vec<Value> = Vec::new();
+    if let Some(managed) = &cfg.managed {
+        let layered = pi_agent::settings::Settings::new(vec![managed.clone()]);
+        for (key, found) in layered.leaves() {
+            settings.push(json!({ "key": key, "value": shown(&key, found.value), "source": super::Source::of(found.file).to_string() }));
+        }
+    }
+    for (key, found) in cfg.settings.leaves() {
+        let overridden = cfg.managed_get(&key.split('.').collect::<Vec<_>>()).is_some();
+        settings.push(json!({
+            "key": key,
+            "value": shown(&key, found.value),
+            "source": super::Source::of(found.file).to_string(),
+            "overriddenByManagedPolicy": overridden,
+        }));
+    }
+    let selected = setup::select(&args.agent, "", cfg)?;
+    let model_source = |key: &str, flag: Option<&'static str>| cfg.source(&[key], flag, &[]).to_string();
+    let attribution = attribution::attribution(&args.observe, cfg, &cwd)?;
+    let sink_setup = SinkSetup::resolve(&args.observe.sinks, args.observe.events_jsonl.as_deref(), cfg)?;
+    let pipeline = status::pipeline(&sink_setup, &args.observe.sinks, args.observe.events_jsonl.as_deref(), cfg);
+    let session_dir = setup::session_path(&args.agent, &cwd, cfg)?
+        .and_then(|p| p.parent().and_then(|d| d.parent()).map(|d| d.display().to_string()));
+    let policy = cfg.policy();
+    let document = json!({
+        "files": files,
+        "project": {
+            "path": cfg.trust.project.display().to_string(),
+            "trusted": cfg.trust.trusted,
+            "reason": format!("{:?}", cfg.trust.reason),
+            "resources": cfg.trust.resources.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+        },
+        "settings": settings,
+        "resolved": {
+            "provider": { "value": selected.model.provider, "source": model_source("defaultProvider", args.agent.provider.as_ref().map(|_| "--provider")) },
+            "model": { "value": selected.model.id, "source": model_source("defaultModel", args.agent.model.as_ref().map(|_| "--model")) },
+            "sessionDir": session_dir,
+            "attribution": attribution.iter().map(|(k, v)| (k.to_owned(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            "telemetry": pipeline,
+        },
+        "managedPolicy": cfg.managed.as_ref().map(|m| json!({
+            "path": m.path.display().to_string(),
+            "pinnedSinks": super::telemetry::SINKS.iter().filter(|(n, _)| cfg.pinned(n).is_some()).map(|(n, _)| *n).collect::<Vec<_>>(),
+            "captureCaps": super::telemetry::SINKS.iter().filter_map(|(n, _)| {
+                cfg.capture_cap(n).ok().flatten().map(|kinds| (n.to_string(), json!(kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>())))
+            }).collect::<serde_json::Map<_, _>>(),
+            "requiredAttribution": policy.required_attribution(),
+            "redactRules": cfg.redact_rules().iter().filter(|(_, s)| matches!(s, super::Source::Managed(_))).count(),
+            "allowedProviders": m.get(&["policy", "allowedProviders"]),
+            "allowedModels": m.get(&["policy", "allowedModels"]),
+            "allowNonManagedExtensions": policy.allows_non_managed_extensions(),
+            "allowProjectResources": m.get(&["policy", "allowProjectResources"]).and_then(Value::as_bool).unwrap_or(true),
+        })),
+    });
+    if args.json {
+        output::line(document);
+    } else {
+        print_human(&document);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_human(document: &Value) {
+    output::line("files");
+    for file in document["files"].as_array().into_iter().flatten() {
+        output::line(format_args!("  {:<8}{}", status::plain(&file["scope"]), status::plain(&file["path"])));
+    }
+    let project = &document["project"];
+    output::line(format_args!(
+        "project {} ({})",
+        status::plain(&project["path"]),
+        if project["trusted"] == json!(true) { "trusted" } else { "not trusted: its .pi/ resources are not loaded" }
+    ));
+    output::line("settings");
+    for setting in document["settings"].as_array().into_iter().flatten() {
+        let note =
+            if setting["overriddenByManagedPolicy"] == json!(true) { ", overridden by the managed policy" } else { "" };
+        output::line(format_args!(
+            "  {:<40}{}  ({}{note})",
+            status::plain(&setting["key"]),
+            status::plain(&setting["value"]),
+            status::plain(&setting["source"])
+        ));
+    }
+    let resolved = &document["resolved"];
+    output::line("resolved");
+    for key in ["provider", "model"] {
+        output::line(format_args!(
+            "  {key:<14}{}  ({})",
+            status::plain(&resolved[key]["value"]),
+            status::plain(&resolved[key]["source"])
+        ));
+    }
+    output::line(format_args!("  {:<14}{}", "sessionDir", status::plain(&resolved["sessionDir"])));
+    output::line(format_args!("  {:<14}{}", "attribution", status::plain(&resolved["attribution"])));
+    status::print_pipeline(&resolved["telemetry"]);
+    status::section("managed policy", &document["managedPolicy"]);
+}
