@@ -15,7 +15,10 @@ use pi_observe::core::ObsEvent;
 pub fn pi() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi"));
     let agent = std::env::temp_dir().join(format!("pi-test-agent-{}", pi_observe::core::SpanId::random()));
-    cmd.env("PI_CODING_AGENT_DIR", agent).env_remove("PI_SPOOL_DIR").env_remove("PI_MANAGED_SETTINGS").env_remove("PI_CODING_AGENT_SESSION_DIR");
+    cmd.env("PI_CODING_AGENT_DIR", agent)
+        .env_remove("PI_SPOOL_DIR")
+        .env_remove("PI_MANAGED_SETTINGS")
+        .env_remove("PI_CODING_AGENT_SESSION_DIR");
     for var in
         ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TRACEPARENT", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_SDK_DISABLED"]
     {

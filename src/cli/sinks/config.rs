@@ -150,7 +150,9 @@ fn files_as_env(cfg: &Config) -> Result<Vec<(&'static str, String)>, CliError> {
     if let Some((endpoint, source)) = cfg.text(&sink_key("otlp", "endpoint"))? {
         pi_observe::otel::check_url(endpoint.trim())
             .map_err(|why| CliError::Usage(format!("{}: telemetry.sinks.otlp.endpoint: {why}", file_of(&source))))?;
-        vars.push((env::ENDPOINT, endpoint));
+        // Like `--otlp`, a full traces URL is accepted: the base is what precedes `/v1/traces`.
+        let trimmed = endpoint.trim().trim_end_matches('/');
+        vars.push((env::ENDPOINT, trimmed.strip_suffix("/v1/traces").unwrap_or(trimmed).to_owned()));
     }
     for (key, var) in
         [(sink_key("otlp", "protocol"), env::PROTOCOL), (sink_key("otlp", "serviceName"), env::SERVICE_NAME)]
