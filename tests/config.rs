@@ -345,3 +345,39 @@ fn the_policy_restricts_models_and_redaction_rules_add_up() {
     assert!(text.contains("ticket"), "the prompt is captured");
     assert!(!text.contains("ACME-4411") && !text.contains("TEAM-blue"), "both files' rules apply");
 }
+
+#[test]
+fn upstream_models_json_adds_a_provider_with_its_credentials_and_prices() {
+    let (base, server) = support::one_shot_openai_server();
+    let user = User::new("models-json");
+    std::fs::write(
+        user.agent.join("models.json"),
+        json!({"providers": {"local": {
+            "baseUrl": base, "api": "openai-completions", "apiKey": "!echo sk-from-command-1234",
+            "headers": {"x-team": "TEAM_FOR_TEST"},
+            "models": [{"id": "llama-local", "name": "Llama", "cost": {"input": 1000000, "output": 0}}]}}})
+        .to_string(),
+    )
+    .unwrap();
+    user.global(json!({"defaultProvider": "local", "defaultModel": "llama-local"}));
+    let events = user.project.join("events.jsonl");
+    let out = user
+        .pi(&["-p", "hi", "--tools", "none", "--no-session", "--events-jsonl"])
+        .arg(&events)
+        .env("TEAM_FOR_TEST", "core")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let request = server.join().unwrap().to_ascii_lowercase();
+    assert!(request.contains("authorization: bearer sk-from-command-1234"), "{request}");
+    assert!(request.contains("x-team: core"), "the header named a variable: {request}");
+    let evs = support::events(&events);
+    let end = evs.iter().find(|e| e.name == "pi.ai.provider.request" && e.kind == pi_observe::core::EventKind::End);
+    let cost = end.and_then(|e| e.payload.get("costInput")).cloned();
+    assert_eq!(cost, Some(pi_observe::core::Value::F64(12.0)), "12 input tokens at $1 each");
+
+    std::fs::write(user.agent.join("models.json"), "{\"providers\": {\"x\": {\"api\": 7}}}").unwrap();
+    let out = user.pi(&["-p", "hi", "--no-session"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("models.json:providers.x.api: expected a string"), "{}", stderr(&out));
+}

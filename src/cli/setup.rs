@@ -106,7 +106,18 @@ pub fn select(args: &AgentArgs, prompt: &str, cfg: &Config) -> Result<Selected, 
         }
         Arc::new(faux)
     } else {
-        let http = HttpConfig { base_url: args.base_url.clone(), ..HttpConfig::default() };
+        let mut http = HttpConfig { base_url: args.base_url.clone(), ..HttpConfig::default() };
+        // models.json credentials: resolved (command, variable or literal) for this model only.
+        if let Some(auth) = &model.auth {
+            let resolve = |what: &str, raw: &str| {
+                pi_agent::model::resolve_value(raw)
+                    .map_err(|why| CliError::Usage(format!("models.json: providers.{provider_name}.{what}: {why}")))
+            };
+            http.api_key = auth.api_key.as_deref().map(|raw| resolve("apiKey", raw)).transpose()?;
+            for (name, raw) in &auth.headers {
+                http.headers.push((name.clone(), resolve(&format!("headers.{name}"), raw)?));
+            }
+        }
         provider::provider_for(&model, &http)
             .map_err(|e| CliError::Usage(format!("--provider {provider_name}: {e}")))?
     };

@@ -54,3 +54,48 @@ pub fn events(path: &Path) -> Vec<ObsEvent> {
 pub fn attr<'a>(span: &'a Span, key: &str) -> Option<&'a Any> {
     span.attributes.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.as_ref()).and_then(|v| v.value.as_ref())
 }
+
+/// Serves one OpenAI-compatible streaming response on 127.0.0.1:0 and returns what it received.
+pub fn one_shot_openai_server() -> (String, std::thread::JoinHandle<String>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut socket, _) = listener.accept().unwrap();
+        let mut request = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = socket.read(&mut buf).unwrap();
+            request.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&request).into_owned();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length: usize = text
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap())
+                    })
+                    .unwrap_or(0);
+                if request.len() >= end + 4 + length {
+                    break;
+                }
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        let chunks = [
+            r#"{"model":"llama-local","choices":[{"index":0,"delta":{"content":"Hello from"},"finish_reason":null}]}"#,
+            r#"{"model":"llama-local","choices":[{"index":0,"delta":{"content":" loopback"},"finish_reason":"stop"}]}"#,
+            r#"{"model":"llama-local","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3}}"#,
+            "[DONE]",
+        ];
+        let mut body = String::new();
+        for c in chunks {
+            body.push_str(&format!("data: {c}\n\n"));
+        }
+        let response = format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{body}");
+        socket.write_all(response.as_bytes()).unwrap();
+        String::from_utf8_lossy(&request).into_owned()
+    });
+    (base, handle)
+}

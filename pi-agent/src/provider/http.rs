@@ -17,6 +17,8 @@ pub struct HttpConfig {
     pub base_url: Option<String>,
     /// API key; `None` = from the provider's environment variable.
     pub api_key: Option<String>,
+    /// Extra request headers (a proxy's key, an organisation header: `models.json` `headers`).
+    pub headers: Vec<(String, String)>,
     /// Connection timeout.
     pub connect_timeout: Duration,
     /// Time allowed until response headers arrive.
@@ -30,6 +32,7 @@ impl std::fmt::Debug for HttpConfig {
         f.debug_struct("HttpConfig")
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("headers", &self.headers.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>())
             .field("connect_timeout", &self.connect_timeout)
             .field("response_timeout", &self.response_timeout)
             .field("idle_timeout", &self.idle_timeout)
@@ -42,6 +45,7 @@ impl Default for HttpConfig {
         HttpConfig {
             base_url: None,
             api_key: None,
+            headers: Vec::new(),
             connect_timeout: Duration::from_secs(10),
             response_timeout: Duration::from_secs(120),
             idle_timeout: Duration::from_secs(120),
@@ -145,6 +149,10 @@ impl HttpClient {
         let mut all: Vec<(String, String)> =
             vec![("content-type".into(), "application/json".into()), ("accept".into(), "text/event-stream".into())];
         all.extend(headers.iter().map(|(name, value)| (name.to_ascii_lowercase(), value.clone())));
+        for (name, value) in &self.config.headers {
+            all.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
+            all.push((name.to_ascii_lowercase(), value.clone()));
+        }
         if let Some(tp) = pi_observe_core::current().traceparent() {
             all.push(("traceparent".into(), tp.to_string()));
         }

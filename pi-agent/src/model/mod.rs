@@ -1,8 +1,12 @@
 //! The model registry: ids, providers, APIs, limits and prices, shipped as data
-//! (`data/models.json`) and overridable from a user JSON file of the same shape.
+//! (`data/models.json`) and extended by user files — upstream pi's `~/.pi/agent/models.json`
+//! (`{"providers": {NAME: {baseUrl, api, apiKey, headers, models, modelOverrides}}}`, see
+//! [`file`]) or a JSON array in the shipped table's shape (`--models`).
 //!
 //! Costs computed from these prices are **estimates**: providers bill from their own meters and
 //! change prices; the table is a snapshot. `faux-1` carries nominal prices so demos show costs.
+
+mod file;
 
 use std::path::Path;
 
@@ -70,7 +74,32 @@ pub struct ModelInfo {
     /// Base URL override for this model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+    /// How to authenticate, from a `models.json` provider entry (values unresolved).
+    #[serde(skip)]
+    pub auth: Option<ProviderAuth>,
 }
+
+/// A `models.json` provider's credentials as written: each value is a `!command` whose output
+/// is the value, the name of an environment variable, or the literal value (upstream's value
+/// resolution, done by [`resolve_value`] only for the model a run uses).
+#[derive(Clone, Default, PartialEq)]
+pub struct ProviderAuth {
+    /// `apiKey`.
+    pub api_key: Option<String>,
+    /// `headers`.
+    pub headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for ProviderAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderAuth")
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("headers", &self.headers.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+pub use file::resolve_value;
 
 impl ModelInfo {
     /// Fills in the cost of `usage` from this model's prices.
@@ -96,6 +125,7 @@ impl ModelInfo {
             max_tokens: 8192,
             cost: Pricing::default(),
             base_url: None,
+            auth: None,
         }
     }
 }
@@ -110,6 +140,16 @@ pub enum ModelsError {
         path: String,
         /// The I/O error.
         source: std::io::Error,
+    },
+    /// Not JSON, or a value of the wrong type; `at` is `LINE:COL` or a key path.
+    #[error("{path}:{at}: {message}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// `LINE:COL` of a syntax error, or the key path of a wrong value.
+        at: String,
+        /// What is wrong.
+        message: String,
     },
     /// The file is not a JSON array of models.
     #[error("{path}: not a model list ({source})")]
@@ -127,7 +167,7 @@ pub struct Registry {
     models: Vec<ModelInfo>,
 }
 
-const BUILTIN: &str = include_str!("../data/models.json");
+const BUILTIN: &str = include_str!("../../data/models.json");
 
 impl Registry {
     /// The built-in table.
@@ -136,20 +176,38 @@ impl Registry {
         Registry { models: serde_json::from_str(BUILTIN).unwrap_or_default() }
     }
 
-    /// The built-in table with the models of a user JSON file added or replaced (same `provider`
-    /// and `id` replaces).
+    /// The table with the models of a user file added or replaced (same `provider` and `id`
+    /// replaces): upstream's `{"providers": …}` object or an array of models in the shipped
+    /// table's shape. A malformed file is an error with `FILE:LINE:COL` or the key path.
     pub fn with_overrides(mut self, path: &Path) -> Result<Self, ModelsError> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ModelsError::Read { path: shown.clone(), source })?;
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            let message = e.to_string();
+            let message = message.split(" at line ").next().unwrap_or(&message).to_owned();
+            ModelsError::Invalid { path: shown.clone(), at: format!("{}:{}", e.line(), e.column()), message }
+        })?;
+        if value.is_object() {
+            return file::apply(self, &value).map_err(|(key, message)| ModelsError::Invalid {
+                path: shown,
+                at: key,
+                message,
+            });
+        }
         let extra: Vec<ModelInfo> =
-            serde_json::from_str(&text).map_err(|source| ModelsError::Parse { path: shown, source })?;
+            serde_json::from_value(value).map_err(|source| ModelsError::Parse { path: shown, source })?;
         for model in extra {
-            match self.models.iter_mut().find(|m| m.provider == model.provider && m.id == model.id) {
-                Some(existing) => *existing = model,
-                None => self.models.push(model),
-            }
+            self.upsert(model);
         }
         Ok(self)
+    }
+
+    /// Adds `model`, replacing one with the same provider and id.
+    fn upsert(&mut self, model: ModelInfo) {
+        match self.models.iter_mut().find(|m| m.provider == model.provider && m.id == model.id) {
+            Some(existing) => *existing = model,
+            None => self.models.push(model),
+        }
     }
 
     /// The model with this provider and id.
@@ -204,7 +262,10 @@ mod tests {
         let r = Registry::builtin().with_overrides(&file).unwrap();
         assert_eq!(r.find("openai", "gpt-4o").unwrap().cost.input, 9.0);
         assert_eq!(r.find("local", "llama").unwrap().base_url.as_deref(), Some("http://127.0.0.1:8080/v1"));
-        std::fs::write(&file, "{").unwrap();
+        std::fs::write(&file, "[").unwrap();
+        let err = Registry::builtin().with_overrides(&file).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{}:1:1: ", file.display())), "{err}");
+        std::fs::write(&file, "[{}]").unwrap();
         let err = Registry::builtin().with_overrides(&file).unwrap_err().to_string();
         assert!(err.starts_with(&file.display().to_string()) && err.contains("not a model list"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();

@@ -1,0 +1,244 @@
+//! Upstream pi's `models.json` (`packages/coding-agent/docs/models.md`):
+//!
+//! ```json
+//! { "providers": {
+//!     "ollama": { "baseUrl": "http://localhost:11434/v1", "api": "openai-completions",
+//!                 "apiKey": "OLLAMA_KEY", "headers": { "x-team": "!cat ~/.team" },
+//!                 "models": [ { "id": "llama3.1:8b", "contextWindow": 128000,
+//!                               "cost": { "input": 0, "output": 0 } } ] },
+//!     "anthropic": { "baseUrl": "https://proxy.example.com/v1",
+//!                    "modelOverrides": { "claude-sonnet-4-5": { "maxTokens": 32000 } } } } }
+//! ```
+//!
+//! A provider entry's `baseUrl`, `apiKey` and `headers` apply to all its models, the built-in
+//! ones included; `models` are upserted by id; `modelOverrides` change built-in models field by
+//! field (unknown ids ignored). Fields pi does not use (`name`, `reasoning`, `input`, `compat`,
+//! `authHeader`) are accepted and ignored. APIs pi cannot speak (`openai-responses`,
+//! `google-generative-ai`) are an error naming the key.
+
+use serde_json::{Map, Value};
+
+use super::{Api, ModelInfo, Pricing, ProviderAuth, Registry};
+
+/// A wrong value: (key path, what is wrong).
+type Wrong = (String, String);
+
+fn wrong(path: &[&str], message: impl Into<String>) -> Wrong {
+    (path.join("."), message.into())
+}
+
+/// Applies an upstream `models.json` object to `registry`.
+pub(super) fn apply(mut registry: Registry, value: &Value) -> Result<Registry, Wrong> {
+    let Some(providers) = value.get("providers") else {
+        return Err(wrong(&["providers"], "expected a \"providers\" object (upstream's models.json shape)"));
+    };
+    let providers = providers.as_object().ok_or_else(|| wrong(&["providers"], "expected an object"))?;
+    for (name, entry) in providers {
+        let at = ["providers", name.as_str()];
+        let entry = entry.as_object().ok_or_else(|| wrong(&at, "expected an object"))?;
+        let field = |key: &str| entry.get(key).filter(|v| !v.is_null());
+        let text = |key: &str| -> Result<Option<String>, Wrong> {
+            match field(key) {
+                None => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(wrong(&[at[0], at[1], key], "expected a string")),
+            }
+        };
+        let base_url = text("baseUrl")?;
+        let api = match text("api")? {
+            Some(api) => Some(parse_api(&api).ok_or_else(|| wrong(&[at[0], at[1], "api"], unsupported(&api)))?),
+            None => None,
+        };
+        let mut auth = ProviderAuth { api_key: text("apiKey")?, headers: Vec::new() };
+        if let Some(headers) = field("headers") {
+            let headers = headers.as_object().ok_or_else(|| wrong(&[at[0], at[1], "headers"], "expected an object"))?;
+            for (header, value) in headers {
+                let value = value
+                    .as_str()
+                    .ok_or_else(|| wrong(&[at[0], at[1], "headers", header.as_str()], "expected a string"))?;
+                auth.headers.push((header.clone(), value.to_owned()));
+            }
+        }
+        let auth = (auth.api_key.is_some() || !auth.headers.is_empty()).then_some(auth);
+        // Provider-wide settings reach the built-in models of this provider.
+        for model in registry.models.iter_mut().filter(|m| &m.provider == name) {
+            if base_url.is_some() {
+                model.base_url = base_url.clone();
+            }
+            if auth.is_some() {
+                model.auth = auth.clone();
+            }
+        }
+        if let Some(overrides) = field("modelOverrides") {
+            let key = [at[0], at[1], "modelOverrides"];
+            let overrides = overrides.as_object().ok_or_else(|| wrong(&key, "expected an object"))?;
+            for (id, o) in overrides {
+                let path = [key[0], key[1], key[2], id.as_str()];
+                let o = o.as_object().ok_or_else(|| wrong(&path, "expected an object"))?;
+                if let Some(model) = registry.models.iter_mut().find(|m| &m.provider == name && &m.id == id) {
+                    limits_and_cost(model, o, &path)?;
+                }
+            }
+        }
+        if let Some(models) = field("models") {
+            let key = [at[0], at[1], "models"];
+            let models = models.as_array().ok_or_else(|| wrong(&key, "expected a list"))?;
+            for (i, m) in models.iter().enumerate() {
+                let index = i.to_string();
+                let path = [key[0], key[1], key[2], index.as_str()];
+                let m = m.as_object().ok_or_else(|| wrong(&path, "expected an object"))?;
+                let id = match m.get("id") {
+                    Some(Value::String(id)) if !id.trim().is_empty() => id.clone(),
+                    _ => return Err(wrong(&[path[0], path[1], path[2], path[3], "id"], "expected a model id")),
+                };
+                let api = match m.get("api").and_then(Value::as_str) {
+                    Some(a) => parse_api(a)
+                        .ok_or_else(|| wrong(&[path[0], path[1], path[2], path[3], "api"], unsupported(a)))?,
+                    None => match api.or_else(|| registry.default_for(name).map(|d| d.api)) {
+                        Some(api) => api,
+                        None => {
+                            return Err(wrong(
+                                &[at[0], at[1], "api"],
+                                "expected the provider's api (e.g. openai-completions)",
+                            ));
+                        }
+                    },
+                };
+                let mut model = ModelInfo {
+                    id,
+                    provider: name.clone(),
+                    api,
+                    context_window: 128_000,
+                    max_tokens: 16_384,
+                    cost: Pricing::default(),
+                    base_url: base_url.clone(),
+                    auth: auth.clone(),
+                };
+                limits_and_cost(&mut model, m, &path)?;
+                registry.upsert(model);
+            }
+        }
+    }
+    Ok(registry)
+}
+
+fn parse_api(api: &str) -> Option<Api> {
+    match api {
+        "openai-completions" => Some(Api::OpenAiCompletions),
+        "anthropic-messages" => Some(Api::AnthropicMessages),
+        "faux" => Some(Api::Faux),
+        _ => None,
+    }
+}
+
+fn unsupported(api: &str) -> String {
+    format!("{api:?} is not an API pi speaks (openai-completions or anthropic-messages)")
+}
+
+/// `contextWindow`, `maxTokens` and `cost` (partial: missing prices stay as they are).
+fn limits_and_cost(model: &mut ModelInfo, fields: &Map<String, Value>, path: &[&str]) -> Result<(), Wrong> {
+    fn at<'a>(path: &[&'a str], key: &'a str) -> Vec<&'a str> {
+        let mut p = path.to_vec();
+        p.push(key);
+        p
+    }
+    for (key, slot) in [("contextWindow", &mut model.context_window), ("maxTokens", &mut model.max_tokens)] {
+        if let Some(v) = fields.get(key) {
+            *slot = v.as_u64().ok_or_else(|| wrong(&at(path, key), "expected a whole number ≥ 0"))?;
+        }
+    }
+    if let Some(cost) = fields.get("cost") {
+        let cost = cost.as_object().ok_or_else(|| wrong(&at(path, "cost"), "expected an object"))?;
+        for (key, slot) in [
+            ("input", &mut model.cost.input),
+            ("output", &mut model.cost.output),
+            ("cacheRead", &mut model.cost.cache_read),
+            ("cacheWrite", &mut model.cost.cache_write),
+        ] {
+            if let Some(v) = cost.get(key) {
+                let mut p = at(path, "cost");
+                p.push(key);
+                *slot = v.as_f64().filter(|n| *n >= 0.0).ok_or_else(|| wrong(&p, "expected a price ≥ 0"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Upstream's value resolution for `apiKey` and header values: `!command` runs the command
+/// (`sh -c`) and uses its trimmed output; otherwise the value names an environment variable
+/// when one by that name is set, else it is the literal value.
+pub fn resolve_value(raw: &str) -> Result<String, String> {
+    if let Some(command) = raw.strip_prefix('!') {
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("`{command}` could not start ({e})"))?;
+        if !output.status.success() {
+            return Err(format!("`{command}` failed ({})", output.status));
+        }
+        let value = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        return if value.is_empty() { Err(format!("`{command}` printed nothing")) } else { Ok(value) };
+    }
+    let is_name = !raw.is_empty() && raw.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    match std::env::var(raw) {
+        Ok(value) if is_name && !value.is_empty() => Ok(value),
+        _ => Ok(raw.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn apply_json(json: &str) -> Result<Registry, Wrong> {
+        apply(Registry::builtin(), &serde_json::from_str(json).unwrap())
+    }
+
+    #[test]
+    fn providers_add_models_reach_builtin_ones_and_override_fields() {
+        let r = apply_json(
+            r#"{"providers": {
+                "ollama": {"baseUrl": "http://localhost:11434/v1", "api": "openai-completions", "apiKey": "ollama",
+                           "models": [{"id": "llama3.1:8b", "name": "Llama", "reasoning": false, "cost": {"input": 0.5}}]},
+                "anthropic": {"baseUrl": "https://proxy.example/v1", "headers": {"x-team": "core"},
+                              "modelOverrides": {"claude-sonnet-4-5": {"maxTokens": 1000, "cost": {"output": 1}}, "nope": {}}}}}"#,
+        )
+        .unwrap();
+        let llama = r.find("ollama", "llama3.1:8b").unwrap();
+        assert_eq!((llama.api, llama.base_url.as_deref()), (Api::OpenAiCompletions, Some("http://localhost:11434/v1")));
+        assert_eq!(llama.cost.input, 0.5);
+        assert_eq!(llama.auth.as_ref().unwrap().api_key.as_deref(), Some("ollama"));
+        let sonnet = r.find("anthropic", "claude-sonnet-4-5").unwrap();
+        assert_eq!((sonnet.max_tokens, sonnet.cost.output, sonnet.cost.input), (1000, 1.0, 3.0));
+        assert_eq!(sonnet.base_url.as_deref(), Some("https://proxy.example/v1"));
+        let haiku = r.find("anthropic", "claude-haiku-4-5").unwrap();
+        assert_eq!(haiku.auth.as_ref().unwrap().headers, [("x-team".to_owned(), "core".to_owned())]);
+    }
+
+    #[test]
+    fn wrong_values_name_their_key_path() {
+        let err = apply_json(r#"{"providers": {"x": {"api": "google-generative-ai", "models": []}}}"#).unwrap_err();
+        assert_eq!(err.0, "providers.x.api");
+        let err = apply_json(
+            r#"{"providers": {"x": {"api": "openai-completions", "models": [{"id": "m", "maxTokens": "many"}]}}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err.0, "providers.x.models.0.maxTokens");
+        let err = apply_json(r#"{"providers": {"new": {"models": [{"id": "m"}]}}}"#).unwrap_err();
+        assert_eq!(err.0, "providers.new.api");
+        assert_eq!(apply_json(r#"{"models": []}"#).unwrap_err().0, "providers");
+    }
+
+    #[test]
+    fn values_resolve_from_commands_variables_or_literals() {
+        assert_eq!(resolve_value("!printf ' k-1 \\n'").unwrap(), "k-1");
+        assert!(resolve_value("!exit 3").is_err());
+        assert_eq!(resolve_value("PATH").unwrap(), std::env::var("PATH").unwrap());
+        assert_eq!(resolve_value("sk-literal-value").unwrap(), "sk-literal-value");
+        assert_eq!(resolve_value("PI_SURELY_UNSET_VARIABLE_42").unwrap(), "PI_SURELY_UNSET_VARIABLE_42");
+    }
+}
