@@ -123,6 +123,11 @@ pub fn serialize_conversation(messages: &[Message]) -> String {
                 };
                 out.push(format!("[Tool result]: {shown}{marker}"));
             }
+            other => {
+                if let Some(text) = other.context_text() {
+                    out.push(format!("[User]: {text}"));
+                }
+            }
         }
     }
     out.join("\n\n")
@@ -170,22 +175,33 @@ pub fn branch_summary_message(summary: &str) -> Message {
 /// assistant usage describes the current context.
 pub fn context_from<'a>(path: impl IntoIterator<Item = &'a crate::session::Entry>) -> (Vec<Message>, usize) {
     use crate::session::EntryKind;
-    let mut messages = Vec::new();
+    // Each message with the id of the entry it came from (a compaction written by upstream
+    // pi keeps the messages from its `firstKeptEntryId` on).
+    let mut messages: Vec<(Option<&str>, Message)> = Vec::new();
     let mut trust_usage_from = 0;
     for entry in path {
+        let id = Some(entry.id.as_str());
         match &entry.kind {
-            EntryKind::Message { message } => messages.push(message.clone()),
-            EntryKind::CustomMessage { content, .. } => messages.push(Message::user(content.text())),
-            EntryKind::BranchSummary { summary, .. } => messages.push(branch_summary_message(summary)),
-            EntryKind::Compaction { summary, retained_tail, .. } => {
-                messages = vec![summary_message(summary)];
-                messages.extend(retained_tail.iter().flatten().cloned());
+            EntryKind::Message { message } => messages.push((id, message.clone())),
+            EntryKind::CustomMessage { content, .. } => messages.push((id, Message::user(content.text()))),
+            EntryKind::BranchSummary { summary, .. } => messages.push((id, branch_summary_message(summary))),
+            EntryKind::Compaction { summary, retained_tail, first_kept_entry_id, .. } => {
+                let kept: Vec<(Option<&str>, Message)> = match (retained_tail, first_kept_entry_id) {
+                    (Some(tail), _) => tail.iter().map(|m| (None, m.clone())).collect(),
+                    (None, Some(first)) => match messages.iter().position(|(id, _)| *id == Some(first.as_str())) {
+                        Some(at) => messages.split_off(at),
+                        None => Vec::new(),
+                    },
+                    (None, None) => Vec::new(),
+                };
+                messages = vec![(None, summary_message(summary))];
+                messages.extend(kept);
                 trust_usage_from = messages.len();
             }
             _ => {}
         }
     }
-    (messages, trust_usage_from)
+    (messages.into_iter().map(|(_, m)| m).collect(), trust_usage_from)
 }
 
 /// The summary text inside a message made by [`summary_message`].

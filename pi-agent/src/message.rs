@@ -264,7 +264,82 @@ pub struct ToolResultMessage {
     pub timestamp: i64,
 }
 
-/// A message of the conversation.
+/// A shell command the user ran (`!cmd` in upstream's interactive mode).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BashExecutionMessage {
+    /// The command line.
+    pub command: String,
+    /// What it printed.
+    pub output: String,
+    /// Exit code (`None` when it did not finish).
+    #[serde(default)]
+    pub exit_code: Option<i64>,
+    /// Cancelled by the user.
+    #[serde(default)]
+    pub cancelled: bool,
+    /// The output was cut.
+    #[serde(default)]
+    pub truncated: bool,
+    /// Where the whole output was saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_output_path: Option<String>,
+    /// Not sent to the model (`!!cmd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude_from_context: Option<bool>,
+    /// Unix milliseconds.
+    #[serde(default)]
+    pub timestamp: i64,
+}
+
+/// A message an extension put into the conversation (role `custom`; `hookMessage` before v3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomMessage {
+    /// The extension's identifier.
+    pub custom_type: String,
+    /// The content.
+    pub content: UserContent,
+    /// Shown in a user interface.
+    #[serde(default)]
+    pub display: bool,
+    /// Extension metadata (not sent to the model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
+    /// Unix milliseconds.
+    #[serde(default)]
+    pub timestamp: i64,
+}
+
+/// The summary of a branch the conversation came back from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchSummaryMessage {
+    /// The summary.
+    pub summary: String,
+    /// The entry the branch left from.
+    #[serde(default)]
+    pub from_id: String,
+    /// Unix milliseconds.
+    #[serde(default)]
+    pub timestamp: i64,
+}
+
+/// The summary earlier context was compacted into.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionSummaryMessage {
+    /// The summary.
+    pub summary: String,
+    /// Context tokens before the compaction.
+    #[serde(default)]
+    pub tokens_before: u64,
+    /// Unix milliseconds.
+    #[serde(default)]
+    pub timestamp: i64,
+}
+
+/// A message of the conversation: upstream pi's `AgentMessage` union.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role")]
 pub enum Message {
@@ -277,6 +352,18 @@ pub enum Message {
     /// A tool's answer.
     #[serde(rename = "toolResult")]
     ToolResult(ToolResultMessage),
+    /// A shell command the user ran.
+    #[serde(rename = "bashExecution")]
+    BashExecution(BashExecutionMessage),
+    /// From an extension.
+    #[serde(rename = "custom")]
+    Custom(CustomMessage),
+    /// A branch summary.
+    #[serde(rename = "branchSummary")]
+    BranchSummary(BranchSummaryMessage),
+    /// A compaction summary.
+    #[serde(rename = "compactionSummary")]
+    CompactionSummary(CompactionSummaryMessage),
 }
 
 impl Message {
@@ -285,12 +372,62 @@ impl Message {
         Message::User(UserMessage { content: UserContent::Text(text.into()), timestamp: now_millis() })
     }
 
-    /// `user`, `assistant` or `toolResult`.
+    /// The role as written (`user`, `assistant`, `toolResult`, `bashExecution`, `custom`,
+    /// `branchSummary`, `compactionSummary`).
     pub fn role(&self) -> &'static str {
         match self {
             Message::User(_) => "user",
             Message::Assistant(_) => "assistant",
             Message::ToolResult(_) => "toolResult",
+            Message::BashExecution(_) => "bashExecution",
+            Message::Custom(_) => "custom",
+            Message::BranchSummary(_) => "branchSummary",
+            Message::CompactionSummary(_) => "compactionSummary",
+        }
+    }
+
+    /// Unix milliseconds.
+    pub fn timestamp(&self) -> i64 {
+        match self {
+            Message::User(m) => m.timestamp,
+            Message::Assistant(m) => m.timestamp,
+            Message::ToolResult(m) => m.timestamp,
+            Message::BashExecution(m) => m.timestamp,
+            Message::Custom(m) => m.timestamp,
+            Message::BranchSummary(m) => m.timestamp,
+            Message::CompactionSummary(m) => m.timestamp,
+        }
+    }
+
+    /// What the model reads of the roles it has no slot for — a user's shell command, an
+    /// extension's message, a summary — as the text of a user message (as upstream's
+    /// `convertToLlm`); `None` for `user`, `assistant` and `toolResult` (sent as themselves) and
+    /// for commands excluded from the context.
+    pub fn context_text(&self) -> Option<String> {
+        match self {
+            Message::User(_) | Message::Assistant(_) | Message::ToolResult(_) => None,
+            Message::BashExecution(m) if m.exclude_from_context == Some(true) => None,
+            Message::BashExecution(m) => {
+                let mut text = format!("Ran `{}`\n```\n{}\n```", m.command, m.output.trim_end());
+                if m.cancelled {
+                    text.push_str("\n(command cancelled)");
+                } else if let Some(code) = m.exit_code.filter(|c| *c != 0) {
+                    text.push_str(&format!("\nCommand exited with code {code}"));
+                }
+                if m.truncated {
+                    text.push_str("\n(output truncated)");
+                }
+                Some(text)
+            }
+            Message::Custom(m) => Some(m.content.text()),
+            Message::BranchSummary(m) => Some(format!(
+                "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n{}\n</summary>",
+                m.summary
+            )),
+            Message::CompactionSummary(m) => Some(format!(
+                "The conversation history before this point was compacted into the following summary:\n\n<summary>\n{}\n</summary>",
+                m.summary
+            )),
         }
     }
 
@@ -309,6 +446,7 @@ impl Message {
                 })
                 .sum(),
             Message::ToolResult(m) => joined_text(&m.content).len(),
+            other => other.context_text().map_or(0, |t| t.len()),
         }
     }
 }

@@ -545,6 +545,7 @@ fn text_of(message: &Message) -> String {
         Message::User(u) => u.content.text(),
         Message::Assistant(a) => a.text(),
         Message::ToolResult(r) => pi_agent::message::joined_text(&r.content),
+        other => other.context_text().unwrap_or_default(),
     }
 }
 

@@ -115,9 +115,15 @@ fn corrupt_lines_and_missing_headers_are_errors_naming_file_and_line() {
     assert!(message.starts_with(&format!("{}:4: not JSON", path.display())), "{message}");
     assert!(!message.contains('\n'));
 
+    // An object this version does not understand is kept as written and counted, not fatal.
     lines[3] = r#"{"type":"message","id":"x"}"#;
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    assert!(read_session(&path).unwrap_err().to_string().contains(":4: bad entry"));
+    let session = read_session(&path).unwrap();
+    assert_eq!(session.unknown_lines, [4]);
+    assert_eq!(serde_json::to_string(&session.entries[2]).unwrap(), lines[3]);
+    lines[3] = "[1, 2]";
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    assert!(read_session(&path).unwrap_err().to_string().contains(":4: not a JSON object"));
 
     std::fs::write(&path, "{\"type\":\"message\"}\n").unwrap();
     assert!(matches!(read_session(&path), Err(SessionError::NoHeader { .. })));

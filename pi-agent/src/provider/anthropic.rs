@@ -102,6 +102,11 @@ fn request_body(request: &ProviderRequest) -> Value {
                     _ => messages.push(json!({"role": "user", "content": [block]})),
                 }
             }
+            other => {
+                if let Some(text) = other.context_text() {
+                    messages.push(json!({"role": "user", "content": text}));
+                }
+            }
         }
     }
     let mut body = json!({

@@ -97,6 +97,11 @@ fn request_body(request: &ProviderRequest) -> Value {
                 "tool_call_id": m.tool_call_id,
                 "content": joined_text(&m.content),
             })),
+            other => {
+                if let Some(text) = other.context_text() {
+                    messages.push(json!({"role": "user", "content": text}));
+                }
+            }
         }
     }
     let mut body = json!({

@@ -25,6 +25,7 @@ fn part(block: &ContentBlock) -> Value {
 pub fn input_messages(messages: &[Message]) -> String {
     let messages: Vec<Value> = messages
         .iter()
+        .filter(|message| message.context_text().is_some() || matches!(message, Message::User(_) | Message::Assistant(_) | Message::ToolResult(_)))
         .map(|message| match message {
             Message::User(user) => {
                 let parts: Vec<Value> = match &user.content {
@@ -41,6 +42,7 @@ pub fn input_messages(messages: &[Message]) -> String {
                 "id": result.tool_call_id,
                 "response": crate::message::joined_text(&result.content),
             }]}),
+            other => json!({"role": "user", "parts": [{"type": "text", "content": other.context_text().unwrap_or_default()}]}),
         })
         .collect();
     Value::Array(messages).to_string()
@@ -124,6 +126,6 @@ mod tests {
             output,
             json!([{"role": "assistant", "parts": [{"type": "text", "content": "Let me look."}], "finish_reason": "stop"}])
         );
-        assert_eq!(system_instructions("be brief"), r#"[{"content":"be brief","type":"text"}]"#);
+        assert_eq!(system_instructions("be brief"), r#"[{"type":"text","content":"be brief"}]"#);
     }
 }

@@ -34,9 +34,10 @@ fn default_version() -> u32 {
     1
 }
 
-/// One entry: the tree links plus its kind-specific fields.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// One entry: the tree links plus its kind-specific fields. An entry this version does not
+/// understand (a newer type, an unknown message role, fields of the wrong shape) is kept as
+/// [`EntryKind::Unknown`] and written back exactly as it was read.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
     /// 8-hex id.
     pub id: String,
@@ -45,8 +46,65 @@ pub struct Entry {
     /// ISO-8601 time.
     pub timestamp: String,
     /// What the entry is.
-    #[serde(flatten)]
     pub kind: EntryKind,
+}
+
+/// The typed form of an entry, for (de)serializing the known types.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Typed<K> {
+    id: String,
+    parent_id: Option<String>,
+    timestamp: String,
+    #[serde(flatten)]
+    kind: K,
+}
+
+impl Serialize for Entry {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.kind {
+            EntryKind::Unknown(raw) => raw.serialize(serializer),
+            kind => Typed {
+                id: self.id.clone(),
+                parent_id: self.parent_id.clone(),
+                timestamp: self.timestamp.clone(),
+                kind,
+            }
+            .serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Entry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(Entry::from_value(serde_json::Value::deserialize(deserializer)?))
+    }
+}
+
+impl Entry {
+    /// The entry a JSON object stands for: typed when this version knows its type and shape,
+    /// else [`EntryKind::Unknown`] holding the object as it is.
+    pub fn from_value(value: serde_json::Value) -> Entry {
+        match serde_json::from_value::<Typed<EntryKind>>(value.clone()) {
+            Ok(Typed { id, parent_id, timestamp, kind }) if !matches!(kind, EntryKind::Unknown(_)) => {
+                Entry { id, parent_id, timestamp, kind }
+            }
+            _ => {
+                let text = |key: &str| value.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+                Entry {
+                    id: text("id").unwrap_or_default(),
+                    parent_id: text("parentId"),
+                    timestamp: text("timestamp").unwrap_or_default(),
+                    kind: EntryKind::Unknown(value),
+                }
+            }
+        }
+    }
+
+    /// True for an entry this version does not understand.
+    pub fn is_unknown(&self) -> bool {
+        matches!(self.kind, EntryKind::Unknown(_))
+    }
 }
 
 /// The entry types of format v3.
@@ -148,6 +206,10 @@ pub enum EntryKind {
         /// Display name.
         name: String,
     },
+    /// An entry this version does not understand: the whole object as read, written back
+    /// unchanged.
+    #[serde(skip)]
+    Unknown(serde_json::Value),
 }
 
 impl EntryKind {
@@ -163,6 +225,7 @@ impl EntryKind {
             EntryKind::CustomMessage { .. } => "custom_message",
             EntryKind::Label { .. } => "label",
             EntryKind::SessionInfo { .. } => "session_info",
+            EntryKind::Unknown(_) => "unknown",
         }
     }
 

@@ -79,7 +79,19 @@ pub struct Session {
     pub torn_tail: Option<TornTail>,
     /// The last (complete) line has no trailing newline; the next append must add one first.
     pub needs_newline: bool,
+    /// The format version the file was written in, when older than 3: its entries were
+    /// migrated in memory as upstream pi does (v1 → v2 gives each entry an id and links it to
+    /// the previous one; v2 → v3 renames the `hookMessage` role to `custom`). The file is
+    /// unchanged until [`Session::migrated_lines`] are written back (a resume does that).
+    pub migrated_from: Option<u32>,
+    /// Line numbers (1-based) of entries this version does not understand, kept as written.
+    pub unknown_lines: Vec<usize>,
+    /// The migrated objects, every field kept, when the file was migrated.
+    migrated: Option<Vec<serde_json::Value>>,
 }
+
+/// The current session format version.
+pub const SESSION_VERSION: u32 = 3;
 
 /// A torn last line: where it starts and its line number, so callers can say what was skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,7 +148,8 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Session, SessionError> {
     let shown = path.display().to_string();
     let corrupt = |line: usize, reason: String| SessionError::Corrupt { path: shown.clone(), line, reason };
     let mut header: Option<SessionHeader> = None;
-    let mut entries = Vec::new();
+    let mut values: Vec<(usize, serde_json::Value)> = Vec::new();
+    let mut raw_header = serde_json::Value::Null;
     let mut torn_tail = None;
     let mut offset = 0usize;
     let mut number = 0usize;
@@ -171,13 +184,89 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Session, SessionError> {
             if value.get("type").and_then(|t| t.as_str()) != Some("session") {
                 return Err(SessionError::NoHeader { path: shown });
             }
-            header = Some(serde_json::from_value(value).map_err(|e| corrupt(number, format!("bad header ({e})")))?);
+            header =
+                Some(serde_json::from_value(value.clone()).map_err(|e| corrupt(number, format!("bad header ({e})")))?);
+            raw_header = value;
             continue;
         }
-        let entry: Entry = serde_json::from_value(value).map_err(|e| corrupt(number, format!("bad entry ({e})")))?;
-        entries.push(entry);
+        if !value.is_object() {
+            return Err(corrupt(number, "not a JSON object".into()));
+        }
+        values.push((number, value));
     }
-    let header = header.ok_or(SessionError::NoHeader { path: shown })?;
+    let mut header = header.ok_or(SessionError::NoHeader { path: shown })?;
+    let migrated_from = (header.version < SESSION_VERSION).then_some(header.version);
+    if migrated_from.is_some() {
+        migrate(header.version, &mut values);
+        header.version = SESSION_VERSION;
+    }
+    let migrated = migrated_from.map(|_| {
+        raw_header["version"] = serde_json::Value::from(SESSION_VERSION);
+        std::iter::once(raw_header).chain(values.iter().map(|(_, v)| v.clone())).collect()
+    });
+    let mut unknown_lines = Vec::new();
+    let entries: Vec<Entry> = values
+        .into_iter()
+        .map(|(number, value)| {
+            let entry = Entry::from_value(value);
+            if entry.is_unknown() {
+                unknown_lines.push(number);
+            }
+            entry
+        })
+        .collect();
     let needs_newline = torn_tail.is_none() && bytes.last().is_some_and(|b| *b != b'\n');
-    Ok(Session { header, entries, torn_tail, needs_newline })
+    Ok(Session { header, entries, torn_tail, needs_newline, migrated_from, unknown_lines, migrated })
+}
+
+/// Upstream pi's migrations, on the JSON objects (so fields this version does not know are
+/// carried over untouched). v1 → v2: each entry gets an id (`00000001`, … in file order:
+/// deterministic, so replaying an old file twice gives the same trace ids) and the previous
+/// entry as parent; a compaction's `firstKeptEntryIndex` (a line index, the header being 0)
+/// becomes `firstKeptEntryId`. v2 → v3: the `hookMessage` role becomes `custom`.
+fn migrate(version: u32, values: &mut [(usize, serde_json::Value)]) {
+    use serde_json::Value;
+    if version < 2 {
+        let ids: Vec<String> = (1..=values.len()).map(|i| format!("{i:08x}")).collect();
+        for (i, (_, value)) in values.iter_mut().enumerate() {
+            let Some(object) = value.as_object_mut() else { continue };
+            object.insert("id".into(), Value::String(ids[i].clone()));
+            object.insert("parentId".into(), if i == 0 { Value::Null } else { Value::String(ids[i - 1].clone()) });
+            if object.get("type").and_then(Value::as_str) == Some("compaction")
+                && let Some(index) = object.remove("firstKeptEntryIndex").and_then(|v| v.as_u64())
+                && let Some(id) = usize::try_from(index).ok().and_then(|n| n.checked_sub(1)).and_then(|n| ids.get(n))
+            {
+                object.insert("firstKeptEntryId".into(), Value::String(id.clone()));
+            }
+        }
+    }
+    for (_, value) in values.iter_mut() {
+        if value.get("type").and_then(Value::as_str) == Some("message")
+            && let Some(message) = value.get_mut("message").and_then(Value::as_object_mut)
+            && message.get("role").and_then(Value::as_str) == Some("hookMessage")
+        {
+            message.insert("role".into(), Value::String("custom".into()));
+        }
+    }
+}
+
+impl Session {
+    /// A session made in memory (nothing migrated, nothing unknown).
+    pub fn from_parts(header: SessionHeader, entries: Vec<Entry>) -> Session {
+        Session {
+            header,
+            entries,
+            torn_tail: None,
+            needs_newline: false,
+            migrated_from: None,
+            unknown_lines: Vec::new(),
+            migrated: None,
+        }
+    }
+
+    /// A migrated file's lines as format v3 (header first, every field kept), for writing it
+    /// back; `None` when the file needed no migration.
+    pub fn migrated_lines(&self) -> Option<Vec<String>> {
+        Some(self.migrated.as_ref()?.iter().map(|v| v.to_string()).collect())
+    }
 }

@@ -269,9 +269,7 @@ fn usage_payload(mut payload: Payload, usage: &Usage) -> Payload {
 /// When the entry happened: its message's own time, else the entry timestamp.
 fn entry_millis(entry: &Entry) -> Option<i64> {
     match &entry.kind {
-        EntryKind::Message { message: Message::User(m) } => Some(m.timestamp),
-        EntryKind::Message { message: Message::Assistant(m) } => Some(m.timestamp),
-        EntryKind::Message { message: Message::ToolResult(m) } => Some(m.timestamp),
+        EntryKind::Message { message } => Some(message.timestamp()),
         _ => None,
     }
     .filter(|ms| *ms > 0)
@@ -338,7 +336,7 @@ mod tests {
         let header =
             serde_json::from_str(r#"{"type":"session","version":3,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z"}"#)
                 .unwrap();
-        let session = Session { header, entries, torn_tail: None, needs_newline: false };
+        let session = Session::from_parts(header, entries);
         let events = replay(&session);
         pi_observe_core::testing::assert_paired(&events);
         let starts: HashMap<SpanId, &ObsEvent> =

@@ -120,8 +120,8 @@ mod tests {
             details: None,
             from_hook: None,
         };
-        let session = Session {
-            header: SessionHeader {
+        let session = Session::from_parts(
+            SessionHeader {
                 kind: "session".into(),
                 version: 3,
                 id: "s".into(),
@@ -129,7 +129,7 @@ mod tests {
                 cwd: String::new(),
                 parent_session: None,
             },
-            entries: vec![
+            vec![
                 entry("m", None, "2024-12-03", EntryKind::ModelChange { provider: "p".into(), model_id: "one".into() }),
                 entry("a", Some("m"), "2024-12-03", attribution("alice", "acme")),
                 entry("a1", Some("a"), "2024-12-03", assistant("p", "two", 10)),
@@ -139,9 +139,7 @@ mod tests {
                 // Back on alice's branch: her attribution and the model of her last turn.
                 entry("c", Some("a1"), "2024-12-05", compaction),
             ],
-            torn_tail: None,
-            needs_newline: false,
-        };
+        );
         let rows: Vec<_> = attributed_usage(&session)
             .into_iter()
             .map(|r| {

@@ -62,15 +62,33 @@ impl SessionWriter {
             return Self::create(path, cwd);
         }
         let session = read_session(path)?;
-        let mut file = OpenOptions::new().append(true).open(path).map_err(|e| SessionError::io(path, e))?;
         let mut recovered = None;
         if let Some(torn) = session.torn_tail {
             let saved_to = save_torn_tail(path, torn.offset)?;
-            file.set_len(torn.offset).map_err(|e| SessionError::io(path, e))?;
             recovered = Some(RecoveredTail { line: torn.line, saved_to });
         }
-        if session.needs_newline {
-            file.write_all(b"\n").map_err(|e| SessionError::io(path, e))?;
+        // A file in an older format is written back as v3 first, as upstream pi does: every
+        // field kept, atomically (a crash leaves the old file or the new one, never half).
+        if let Some(lines) = session.migrated_lines() {
+            let tmp = path.with_extension(format!("jsonl.migrate-{}", std::process::id()));
+            let mut text = lines.join("\n");
+            text.push('\n');
+            let written = std::fs::write(&tmp, text)
+                .and_then(|()| File::open(&tmp)?.sync_all())
+                .and_then(|()| std::fs::rename(&tmp, path));
+            if let Err(e) = written {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(SessionError::io(path, e));
+            }
+        }
+        let mut file = OpenOptions::new().append(true).open(path).map_err(|e| SessionError::io(path, e))?;
+        if session.migrated_from.is_none() {
+            if let Some(torn) = session.torn_tail {
+                file.set_len(torn.offset).map_err(|e| SessionError::io(path, e))?;
+            }
+            if session.needs_newline {
+                file.write_all(b"\n").map_err(|e| SessionError::io(path, e))?;
+            }
         }
         let leaf = session.entries.last().map(|e| e.id.clone());
         Ok(SessionWriter {
