@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use pi_agent::message::{AssistantMessage, ContentBlock, Message, StopReason, ToolResultMessage, Usage};
 use pi_agent::session::{EntryKind, SessionError, SessionWriter, read_session};
@@ -178,4 +178,28 @@ fn streaming_the_usage_gives_the_same_rows_as_reading_the_whole_session() {
     let error = pi_agent::session::scan_usage(&path, |_| {}).unwrap_err().to_string();
     assert!(error.contains("s.jsonl:2"), "{error}");
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn an_upstream_compaction_keeps_the_messages_from_its_first_kept_entry_and_every_role_reaches_the_model() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/upstream/v3-full.jsonl");
+    let session = read_session(&path).unwrap();
+    assert_eq!(session.unknown_lines, [20, 21]);
+    let by_id: std::collections::HashMap<&str, &pi_agent::session::Entry> =
+        session.entries.iter().map(|e| (e.id.as_str(), e)).collect();
+    // The first branch, from the root to the refactoring answer.
+    let mut path_ids = vec!["1000000f"];
+    while let Some(parent) = by_id[path_ids.last().unwrap()].parent_id.as_deref() {
+        path_ids.push(parent);
+    }
+    path_ids.reverse();
+    let (messages, _) = pi_agent::compaction::context_from(path_ids.iter().map(|id| by_id[id]));
+    let roles: Vec<&str> = messages.iter().map(|m| m.role()).collect();
+    // Summary, then from firstKeptEntryId (10000006) on: assistant, bashExecution, custom,
+    // the custom_message entry (as a user message), then the messages after the compaction.
+    assert_eq!(roles, ["user", "assistant", "bashExecution", "custom", "user", "user", "assistant"]);
+    assert!(pi_agent::compaction::summary_of(&messages[0]).unwrap().contains("failing parser test"));
+    let bash = messages[2].context_text().unwrap();
+    assert!(bash.starts_with("Ran `git diff --stat`") && bash.contains("src/lexer.rs"), "{bash}");
+    assert_eq!(messages[3].context_text().unwrap(), "Open TODOs: 2");
 }

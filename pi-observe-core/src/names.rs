@@ -232,6 +232,10 @@ pub const QUEUE_LENGTH: &str = "queueLength";
 pub const BYTES: &str = "bytes";
 /// Number of entries read or written.
 pub const ENTRY_COUNT: &str = "entryCount";
+/// Number of entries read that this version does not understand (kept as written).
+pub const UNKNOWN_ENTRY_COUNT: &str = "unknownEntryCount";
+/// The session format version a file was migrated from.
+pub const MIGRATED_FROM_VERSION: &str = "migratedFromVersion";
 
 // ---- Content payload keys (Class::Content; exported only when captured) ----
 

@@ -134,6 +134,9 @@ pub fn for_each_session(paths: &[PathBuf], command: &str, mut each: impl FnMut(S
                         torn.line
                     ));
                 }
+                if let Some(note) = super::setup::unknown_note(&session.unknown_lines) {
+                    output::error(format_args!("pi: {command}: {}: {note}", file.display()));
+                }
                 each(session)
             }
             Err(SessionError::NoHeader { .. }) if scanned => {}

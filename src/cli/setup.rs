@@ -207,6 +207,15 @@ pub fn session_path(args: &AgentArgs, cwd: &Path, cfg: &Config) -> Result<Option
 /// Opens (or creates) the session at `path`; a torn last line is moved aside and named.
 pub fn open_session(path: &Path, cwd: &Path) -> Result<SessionWriter, CliError> {
     let writer = SessionWriter::open_or_create(path, cwd).map_err(|e| CliError::Usage(format!("--session: {e}")))?;
+    if let Some(version) = writer.migrated_from() {
+        super::output::error(format_args!(
+            "pi: {}: session format v{version} migrated to v3 (as upstream pi does; every field kept)",
+            path.display()
+        ));
+    }
+    if let Some(note) = unknown_note(writer.unknown_lines()) {
+        super::output::error(format_args!("pi: {}: {note}", path.display()));
+    }
     if let Some(tail) = writer.recovered_tail() {
         super::output::error(format_args!(
             "pi: {}:{}: torn last line moved to {}",
@@ -216,6 +225,18 @@ pub fn open_session(path: &Path, cwd: &Path) -> Result<SessionWriter, CliError> 
         ));
     }
     Ok(writer)
+}
+
+/// "kept N entries this version does not understand (lines …)", when there are any.
+pub fn unknown_note(lines: &[usize]) -> Option<String> {
+    let (first, more) = lines.split_first()?;
+    let mut shown: Vec<String> = std::iter::once(first).chain(more.iter().take(9)).map(|l| l.to_string()).collect();
+    if lines.len() > 10 {
+        shown.push("…".into());
+    }
+    let count = lines.len();
+    let noun = if count == 1 { "entry" } else { "entries" };
+    Some(format!("kept {count} {noun} this version does not understand, as written (line {})", shown.join(", ")))
 }
 
 /// Each directory given to `flag` exists and is a directory.

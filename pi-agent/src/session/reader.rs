@@ -139,7 +139,14 @@ pub fn read_session(path: &Path) -> Result<Session, SessionError> {
         }
         let bytes = std::fs::read(path).map_err(|e| SessionError::io(path, e))?;
         let session = parse(path, &bytes)?;
-        span.record(Payload::new().safe(names::BYTES, bytes.len()).safe(names::ENTRY_COUNT, session.entries.len()));
+        let mut payload = Payload::new()
+            .safe(names::BYTES, bytes.len())
+            .safe(names::ENTRY_COUNT, session.entries.len())
+            .safe(names::UNKNOWN_ENTRY_COUNT, session.unknown_lines.len());
+        if let Some(version) = session.migrated_from {
+            payload = payload.safe(names::MIGRATED_FROM_VERSION, version);
+        }
+        span.record(payload);
         Ok(session)
     })
 }

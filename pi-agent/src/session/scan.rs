@@ -44,6 +44,9 @@ struct Line<'a> {
     message: Option<MessageLine<'a>>,
     #[serde(default)]
     usage: Option<Usage>,
+    /// The header's format version.
+    #[serde(default)]
+    version: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -191,6 +194,8 @@ struct ParsedLine {
 /// What a non-blank line contributes, knowing nothing of the lines before it.
 struct Parsed {
     session_header: bool,
+    /// The header's format version (v1 entries have no ids: they chain in file order).
+    version: Option<u32>,
     /// The hashed id and parent id, if the line has an id.
     ids: Option<(u64, Option<u64>)>,
     change: Change,
@@ -228,15 +233,38 @@ fn parse_line(bytes: &[u8]) -> Result<Option<Parsed>, String> {
     if text.is_empty() {
         return Ok(None);
     }
-    let line: Line<'_> = serde_json::from_str(text).map_err(|e| format!("not a session entry ({e})"))?;
+    let line: Line<'_> = match serde_json::from_str(text) {
+        Ok(line) => line,
+        // An object of a shape this version does not know: kept in the tree, counts nothing.
+        Err(e) => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(serde_json::Value::Object(object)) => {
+                let id = |k: &str| object.get(k).and_then(|v| v.as_str()).map(key);
+                return Ok(Some(Parsed {
+                    session_header: false,
+                    version: None,
+                    ids: id("id").map(|i| (i, id("parentId"))),
+                    change: Change::Keep,
+                    usage: None,
+                    assistant: false,
+                    day: None,
+                }));
+            }
+            _ => return Err(format!("not a session entry ({e})")),
+        },
+    };
     let (change, usage, assistant) = change_of(&line);
     Ok(Some(Parsed {
         session_header: line.kind == "session",
+        version: line.version,
         ids: line.id.as_deref().map(|id| (key(id), line.parent_id.as_deref().map(key))),
         change,
-        day: usage
-            .is_some()
-            .then(|| line.timestamp.as_deref().and_then(|t| t.get(..10)).unwrap_or("unknown").to_owned()),
+        // The UTC day, also for a timestamp written with an offset.
+        day: usage.is_some().then(|| {
+            let stamp = line.timestamp.as_deref().unwrap_or_default();
+            crate::time::parse_iso8601(stamp)
+                .map(crate::time::date)
+                .unwrap_or_else(|| stamp.get(..10).unwrap_or("unknown").to_owned())
+        }),
         usage,
         assistant,
     }))
@@ -249,13 +277,25 @@ struct Fold<'p, F> {
     // Keyed by a 64-bit hash of the entry id (8 bytes an entry instead of a string).
     states: HashMap<u64, Rc<State>, BuildHasherDefault<PreHashed>>,
     header: bool,
+    /// A v1 file: entries have no ids and each one follows the previous.
+    linear: bool,
+    previous: Option<u64>,
     number: usize,
     offset: u64,
 }
 
 impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
     fn new(path: &'p Path, each: F) -> Self {
-        Fold { path, each, states: HashMap::default(), header: false, number: 0, offset: 0 }
+        Fold {
+            path,
+            each,
+            states: HashMap::default(),
+            header: false,
+            linear: false,
+            previous: None,
+            number: 0,
+            offset: 0,
+        }
     }
 
     fn block(&mut self, lines: Vec<ParsedLine>) -> Result<Option<TornTail>, SessionError> {
@@ -280,9 +320,15 @@ impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
                 return Err(SessionError::NoHeader { path: self.path.display().to_string() });
             }
             self.header = true;
+            self.linear = parsed.version.unwrap_or(1) < 2;
             return Ok(());
         }
-        let Some((id, parent)) = parsed.ids else { return Err(self.corrupt("bad entry (no id)".into())) };
+        let ids = match (self.linear, parsed.ids) {
+            (true, _) => Some((key(&format!("{:08x}", self.number)), self.previous)),
+            (false, ids) => ids,
+        };
+        let Some((id, parent)) = ids else { return Err(self.corrupt("bad entry (no id)".into())) };
+        self.previous = Some(id);
         let inherited = parent.and_then(|p| self.states.get(&p)).cloned().unwrap_or_default();
         let state = apply(parsed.change, inherited);
         if let Some(usage) = parsed.usage {

@@ -19,6 +19,8 @@ pub struct SessionWriter {
     leaf: Option<String>,
     entries: Vec<Entry>,
     recovered: Option<RecoveredTail>,
+    migrated_from: Option<u32>,
+    unknown_lines: Vec<usize>,
 }
 
 /// A torn last line found when a session was reopened: moved to a side file before appending.
@@ -46,8 +48,16 @@ impl SessionWriter {
         }
         let file =
             OpenOptions::new().append(true).create_new(true).open(path).map_err(|e| SessionError::io(path, e))?;
-        let mut writer =
-            SessionWriter { path: path.to_owned(), file, header, leaf: None, entries: Vec::new(), recovered: None };
+        let mut writer = SessionWriter {
+            path: path.to_owned(),
+            file,
+            header,
+            leaf: None,
+            entries: Vec::new(),
+            recovered: None,
+            migrated_from: None,
+            unknown_lines: Vec::new(),
+        };
         let line = serde_json::to_string(&writer.header).map_err(|e| SessionError::encode(path, e))?;
         writer.write_line(&line)?;
         Ok(writer)
@@ -98,7 +108,20 @@ impl SessionWriter {
             leaf,
             entries: session.entries,
             recovered,
+            migrated_from: session.migrated_from,
+            unknown_lines: session.unknown_lines,
         })
+    }
+
+    /// The format version the file had when it was opened, when older than 3 (it was then
+    /// written back as v3, every field kept).
+    pub fn migrated_from(&self) -> Option<u32> {
+        self.migrated_from
+    }
+
+    /// Line numbers of the entries this version does not understand (kept as written).
+    pub fn unknown_lines(&self) -> &[usize] {
+        &self.unknown_lines
     }
 
     /// The torn last line moved aside when this session was reopened, if there was one.
