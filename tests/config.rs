@@ -381,3 +381,32 @@ fn upstream_models_json_adds_a_provider_with_its_credentials_and_prices() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("models.json:providers.x.api: expected a string"), "{}", stderr(&out));
 }
+
+#[test]
+fn pi_config_shows_sources_but_no_secret_and_says_what_the_policy_overrides() {
+    let mut user = User::new("show");
+    user.global(json!({"defaultModel": "faux-1", "telemetry": {"sinks": {
+        "otlp": {"endpoint": "http://user:pw@collector:4318", "headers": {"authorization": "Bearer ${SHOW_TOKEN}"}},
+        "sentry": {"dsn": "http://k3y@127.0.0.1:9/1"}}}}));
+    user.managed(json!({"telemetry": {"sinks": {"otlp": {"endpoint": "http://managed:4318", "capture": ["prompt"]}}}}));
+    let mut cmd = user.pi(&["config", "--json"]);
+    let out = cmd.env("SHOW_TOKEN", "tok-s3cr3t-value").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for secret in ["tok-s3cr3t-value", "Bearer", "k3y", "pw@"] {
+        assert!(!text.contains(secret), "{secret} printed: {text}");
+    }
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The user's value of a key (the managed policy's own values are listed too).
+    let setting = |key: &str| {
+        let from_user = |s: &&Value| s["key"] == key && s["source"].as_str().unwrap().starts_with("global ");
+        c["settings"].as_array().unwrap().iter().find(from_user).cloned().unwrap()
+    };
+    assert_eq!(setting("telemetry.sinks.otlp.headers.authorization")["value"], "<set>");
+    assert_eq!(setting("telemetry.sinks.otlp.endpoint")["overriddenByManagedPolicy"], true);
+    assert_eq!(c["managedPolicy"]["pinnedSinks"], json!(["otlp"]));
+    assert_eq!(c["managedPolicy"]["captureCaps"]["otlp"], json!(["prompt"]));
+    assert_eq!(c["resolved"]["model"]["value"], "faux-1");
+    let err = stderr(&out);
+    assert_eq!(err.matches("sets telemetry.sinks.otlp.endpoint: the value in").count(), 1, "{err}");
+}

@@ -37,7 +37,8 @@ pub struct AgentArgs {
     /// Working directory for tools (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// Extra models / price overrides (JSON array, same shape as the built-in table).
+    /// Extra models / price overrides, added to `~/.pi/agent/models.json` (upstream's
+    /// `{"providers": …}` shape, or a JSON array in the built-in table's shape).
     #[arg(long, value_name = "PATH")]
     pub models: Option<PathBuf>,
     /// Scripted responses for the faux provider (JSON array; see README).
@@ -46,10 +47,12 @@ pub struct AgentArgs {
     /// Do not give child processes `PI_*` / `TRACEPARENT` (and strip inherited ones).
     #[arg(long)]
     pub no_session_env: bool,
-    /// Extra skills directory (repeatable; `.pi/skills` and `~/.pi/agent/skills` are always searched).
+    /// Extra skills directory (repeatable; also the settings' `skills`, `.pi/skills` of a trusted
+    /// project and `~/.pi/agent/skills`).
     #[arg(long = "skills", value_name = "DIR")]
     pub skills: Vec<PathBuf>,
-    /// Extra prompt-templates directory (repeatable; `.pi/prompts` and `~/.pi/agent/prompts` are always searched).
+    /// Extra prompt-templates directory (repeatable; also the settings' `prompts`, `.pi/prompts` of
+    /// a trusted project and `~/.pi/agent/prompts`).
     #[arg(long = "prompt-templates", value_name = "DIR")]
     pub prompt_templates: Vec<PathBuf>,
 }

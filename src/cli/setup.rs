@@ -182,7 +182,8 @@ pub fn session_path(args: &AgentArgs, cwd: &Path, cfg: &Config) -> Result<Option
         Some(path) => path.clone(),
         None => {
             let home = std::env::var_os("HOME").map(PathBuf::from);
-            let sessions = match std::env::var_os(SESSION_DIR_VAR).filter(|v| !v.is_empty()) {
+            let managed = cfg.managed_get(&["sessionDir"]).is_some();
+            let sessions = match std::env::var_os(SESSION_DIR_VAR).filter(|v| !v.is_empty() && !managed) {
                 Some(dir) => super::paths::expand_home(dir.into(), home.as_ref()),
                 None => match cfg.path_setting(&["sessionDir"]) {
                     Some((dir, _)) => dir,

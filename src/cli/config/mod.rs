@@ -117,7 +117,32 @@ impl Config {
                 config.notice(format!("warning: {}: unknown setting {key:?} (kept, not used)", file.path.display()));
             }
         }
+        config.announce_overrides();
         Ok(config)
+    }
+
+    /// Says once for each user setting the managed policy overrides. Lists the policy adds to
+    /// (`telemetry.redact`, `attribution.required`) and capture lists it caps are not
+    /// overridden: the capture cap is reported where it removes something.
+    fn announce_overrides(&self) {
+        let Some(managed) = &self.managed else { return };
+        for file in self.settings.files() {
+            for (key, found) in Settings::new(vec![file.clone()]).leaves() {
+                let path: Vec<&str> = key.split('.').collect();
+                let additive = key == "telemetry.redact"
+                    || key == "telemetry.attribution.required"
+                    || (path.len() == 4 && path[1] == "sinks" && path[3] == "capture");
+                // The policy's value at this key, or at any object above it that is not an object.
+                let overridden = (1..=path.len()).find_map(|n| managed.get(&path[..n]).filter(|v| n == path.len() || !v.is_object()));
+                if overridden.is_some_and(|v| !additive && v != found.value && !v.is_null()) {
+                    self.notice(format!(
+                        "the managed policy {} sets {key}: the value in {} is not used",
+                        managed.path.display(),
+                        file.path.display()
+                    ));
+                }
+            }
+        }
     }
 
     /// Says once on stderr that the project's resources were not loaded, when that is so.
