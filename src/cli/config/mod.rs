@@ -133,7 +133,8 @@ impl Config {
                     || key == "telemetry.attribution.required"
                     || (path.len() == 4 && path[1] == "sinks" && path[3] == "capture");
                 // The policy's value at this key, or at any object above it that is not an object.
-                let overridden = (1..=path.len()).find_map(|n| managed.get(&path[..n]).filter(|v| n == path.len() || !v.is_object()));
+                let overridden = (1..=path.len())
+                    .find_map(|n| managed.get(&path[..n]).filter(|v| n == path.len() || !v.is_object()));
                 if overridden.is_some_and(|v| !additive && v != found.value && !v.is_null()) {
                     self.notice(format!(
                         "the managed policy {} sets {key}: the value in {} is not used",
