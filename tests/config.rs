@@ -359,7 +359,7 @@ fn upstream_models_json_adds_a_provider_with_its_credentials_and_prices() {
         .to_string(),
     )
     .unwrap();
-    user.global(json!({"defaultProvider": "local", "defaultModel": "llama-local"}));
+    user.global(json!({"defaultProvider": "local", "defaultModel": "llama-local", "defaultThinkingLevel": "high"}));
     let events = user.project.join("events.jsonl");
     let out = user
         .pi(&["-p", "hi", "--tools", "none", "--no-session", "--events-jsonl"])
@@ -371,10 +371,24 @@ fn upstream_models_json_adds_a_provider_with_its_credentials_and_prices() {
     let request = server.join().unwrap().to_ascii_lowercase();
     assert!(request.contains("authorization: bearer sk-from-command-1234"), "{request}");
     assert!(request.contains("x-team: core"), "the header named a variable: {request}");
+    assert!(!request.contains("reasoning_effort"), "a thinking level only goes to a model that reasons");
     let evs = support::events(&events);
     let end = evs.iter().find(|e| e.name == "pi.ai.provider.request" && e.kind == pi_observe::core::EventKind::End);
     let cost = end.and_then(|e| e.payload.get("costInput")).cloned();
     assert_eq!(cost, Some(pi_observe::core::Value::F64(12.0)), "12 input tokens at $1 each");
+
+    // The same model marked as reasoning gets the level.
+    let (base, server) = support::one_shot_openai_server();
+    std::fs::write(
+        user.agent.join("models.json"),
+        json!({"providers": {"local": {"baseUrl": base, "api": "openai-completions", "apiKey": "k",
+            "models": [{"id": "llama-local", "reasoning": true}]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let out = user.pi(&["-p", "hi", "--tools", "none", "--no-session"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(server.join().unwrap().contains(r#""reasoning_effort":"high""#));
 
     std::fs::write(user.agent.join("models.json"), "{\"providers\": {\"x\": {\"api\": 7}}}").unwrap();
     let out = user.pi(&["-p", "hi", "--no-session"]).output().unwrap();

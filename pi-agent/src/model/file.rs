@@ -76,6 +76,9 @@ pub(super) fn apply(mut registry: Registry, value: &Value) -> Result<Registry, W
                 let path = [key[0], key[1], key[2], id.as_str()];
                 let o = o.as_object().ok_or_else(|| wrong(&path, "expected an object"))?;
                 if let Some(model) = registry.models.iter_mut().find(|m| &m.provider == name && &m.id == id) {
+                    if let Some(reasoning) = o.get("reasoning").and_then(Value::as_bool) {
+                        model.reasoning = reasoning;
+                    }
                     limits_and_cost(model, o, &path)?;
                 }
             }
@@ -112,6 +115,7 @@ pub(super) fn apply(mut registry: Registry, value: &Value) -> Result<Registry, W
                     max_tokens: 16_384,
                     cost: Pricing::default(),
                     base_url: base_url.clone(),
+                    reasoning: m.get("reasoning").and_then(Value::as_bool).unwrap_or(false),
                     auth: auth.clone(),
                 };
                 limits_and_cost(&mut model, m, &path)?;

@@ -74,6 +74,9 @@ pub struct ModelInfo {
     /// Base URL override for this model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+    /// The model reasons (takes a thinking level); a level is only sent to models that do.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reasoning: bool,
     /// How to authenticate, from a `models.json` provider entry (values unresolved).
     #[serde(skip)]
     pub auth: Option<ProviderAuth>,
@@ -125,6 +128,7 @@ impl ModelInfo {
             max_tokens: 8192,
             cost: Pricing::default(),
             base_url: None,
+            reasoning: false,
             auth: None,
         }
     }

@@ -57,7 +57,11 @@ pub async fn run(
             let _ = root.set(e.trace_id);
         }
     }));
-    let config = AgentConfig { source: PromptSource::Print, ..setup::agent_config(agent, cfg) };
+    let mut config = AgentConfig { source: PromptSource::Print, ..setup::agent_config(agent, cfg) };
+    if !agent_parts.model.reasoning {
+        // A thinking level is only for models that reason (others reject the parameter).
+        config.reasoning = None;
+    }
     let mut runner = Agent::new(agent_parts.provider, agent_parts.model, agent_parts.tools, session, config, cwd);
     runner.set_resources(agent_parts.resources);
     let plan = Plan { agent: runner, attribution, traceparent: incoming_traceparent() };
