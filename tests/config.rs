@@ -207,13 +207,15 @@ fn untrusted_project_resources_load_only_after_pi_trust() {
     let run = |prompt: &str| {
         let _ = std::fs::remove_file(&events);
         let out = user
-            .pi(&["-p", prompt, "--tools", "none", "--no-session", "--events-jsonl"])
+            .pi(&["-p", prompt, "--tools", "none", "--no-session", "--capture", "events=prompt", "--events-jsonl"])
             .arg(&events)
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", stderr(&out));
         (stderr(&out), support::events(&events))
     };
+    // The skills block of the system prompt (captured as prompt content in the events file).
+    let skill_offered = || std::fs::read_to_string(&events).unwrap().contains("Deploys the project.");
     let (err, evs) = run("/review main.rs");
     assert_eq!(err.matches("is not trusted").count(), 1, "{err}");
     assert!(err.contains(".pi/settings.json") && err.contains(".pi/skills"), "{err}");
@@ -221,12 +223,14 @@ fn untrusted_project_resources_load_only_after_pi_trust() {
     assert_eq!(org(&evs), None);
     let expanded = |evs: &[pi_observe::core::ObsEvent]| evs.iter().any(|e| e.name == "pi.agent.prompt_template");
     assert!(!expanded(&evs), "an untrusted template is not expanded");
+    assert!(!skill_offered(), "an untrusted skill is not offered to the model");
 
     user.trust();
     let (err, evs) = run("/review main.rs");
     assert!(!err.contains("not trusted"), "{err}");
     assert_eq!(org(&evs).as_deref(), Some("from-project"));
     assert!(expanded(&evs), "{:?}", evs.iter().map(|e| e.name.as_ref()).collect::<Vec<_>>());
+    assert!(skill_offered(), "the trusted project's skill is in the system prompt");
 
     let out = user.pi(&["trust", "--revoke"]).output().unwrap();
     assert!(out.status.success());
