@@ -47,6 +47,12 @@ pub struct AgentArgs {
     /// Do not give child processes `PI_*` / `TRACEPARENT` (and strip inherited ones).
     #[arg(long)]
     pub no_session_env: bool,
+    /// Load an extension: an executable speaking pi's extension protocol, a folder with a
+    /// `pi-extension.json` manifest, or a `.js`/`.mjs`/`.ts` file (repeatable; added to
+    /// `~/.pi/agent/extensions/`, a trusted project's `.pi/extensions/` and the settings'
+    /// `extensions`).
+    #[arg(short = 'e', long = "extension", value_name = "PATH")]
+    pub extensions: Vec<PathBuf>,
     /// Extra skills directory (repeatable; also the settings' `skills`, `.pi/skills` of a trusted
     /// project and `~/.pi/agent/skills`).
     #[arg(long = "skills", value_name = "DIR")]

@@ -8,6 +8,7 @@ pub mod config;
 mod demo;
 mod error;
 mod export;
+mod extensions;
 mod faux_script;
 mod files;
 mod modes;

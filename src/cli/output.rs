@@ -20,16 +20,24 @@ pub fn agent_event_line(event: &AgentEvent) {
 
 /// Prints streamed assistant text as it arrives, and extension failures on stderr.
 pub fn text_delta(event: &AgentEvent) {
-    match event {
-        AgentEvent::MessageUpdate { delta: Delta::Text { text } } => {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
-        }
-        AgentEvent::ExtensionError { extension, hook, error } => {
+    extension_failure(event);
+    if let AgentEvent::MessageUpdate { delta: Delta::Text { text } } = event {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+}
+
+/// An extension failure, on stderr once per extension and event (a broken extension fails
+/// every call the same way), whatever the output mode.
+pub fn extension_failure(event: &AgentEvent) {
+    if let AgentEvent::ExtensionError { extension, hook, error } = event {
+        static SAID: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+        let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+        if !said.iter().any(|(e, h)| e == extension && h == hook) {
+            said.push((extension.clone(), hook.clone()));
             self::error(format_args!("pi: extension {extension} failed in {hook}: {error}"));
         }
-        _ => {}
     }
 }
 

@@ -31,6 +31,7 @@
 mod dispatch;
 mod events;
 pub mod hooks;
+pub mod process;
 
 use std::any::Any;
 use std::fmt;

@@ -38,6 +38,7 @@ pub async fn run(
     let inputs: Vec<(&str, &std::path::Path)> = session_path.iter().map(|p| ("--session", p.as_path())).collect();
     files::check_outputs(&inputs, &sink_setup.output_files())?;
     let attribution = attribution::attribution(observe, cfg, &cwd)?;
+    let extension_candidates = crate::cli::extensions::discover(&agent.extensions, cfg, &cwd)?;
     let agent_parts = setup::agent_parts(agent, prompt, &cwd, cfg)?;
 
     // The sinks are attached before the session is opened, so its `pi.session.read` reaches them.
@@ -62,13 +63,21 @@ pub async fn run(
         // A thinking level is only for models that reason (others reject the parameter).
         config.reasoning = None;
     }
+    // Extensions start with the session and stop on `session_shutdown`.
+    let extensions = crate::cli::extensions::start(extension_candidates, cfg, &cwd).await;
     let mut runner = Agent::new(agent_parts.provider, agent_parts.model, agent_parts.tools, session, config, cwd);
     runner.set_resources(agent_parts.resources);
+    for extension in &extensions {
+        runner.add_extension(extension);
+    }
     let plan = Plan { agent: runner, attribution, traceparent: incoming_traceparent() };
 
     let cancel = CancellationToken::new();
     let interrupted = signals::abort_on(&cancel)?;
     let result = prompt_once(&hub, plan, prompt, mode, &cancel).await;
+    for extension in &extensions {
+        extension.shutdown().await;
+    }
     sinks.finish("print", &trace.get().copied().into_iter().collect::<Vec<TraceId>>());
     let result = result.map_err(|e| CliError::Failure(format!("session: {e}")))?;
     if let Some(signal) = interrupted.get() {
@@ -100,7 +109,10 @@ async fn prompt_once(
 ) -> Result<PromptResult, pi_agent::AgentError> {
     let Plan { mut agent, attribution, traceparent } = plan;
     let mut sink = move |event: AgentEvent| match mode {
-        Mode::Json => output::agent_event_line(&event),
+        Mode::Json => {
+            output::agent_event_line(&event);
+            output::extension_failure(&event);
+        }
         Mode::Text => output::text_delta(&event),
     };
     // One scope: this hub, the user's attribution, and the caller's trace as parent.

@@ -1,0 +1,205 @@
+//! One running extension process: the handshake, requests matched to replies by id, each with
+//! a deadline, and the end (EOF, crash, kill). Every failure is a one-line `String` naming what
+//! happened; the caller decides what it means for the hook.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::oneshot;
+
+use super::ProcessSpec;
+use super::protocol::{PROTOCOL_VERSION, Register};
+
+/// A reply: the handler's result, or the error it sent.
+type Reply = Result<Value, String>;
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Reply>>>>;
+
+/// A started, registered extension process.
+pub(super) struct Connection {
+    stdin: tokio::sync::Mutex<ChildStdin>,
+    pending: Pending,
+    next_id: AtomicU64,
+    child: Mutex<Child>,
+    closed: Arc<AtomicBool>,
+    /// What it registered in the handshake.
+    pub register: Register,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Connection {
+    /// Starts the process, sends `hello`, and waits (at most `spec.start_timeout`) for its
+    /// `register`.
+    pub async fn start(spec: &ProcessSpec, has_ui: bool) -> Result<Connection, String> {
+        let stderr = match &spec.stderr_log {
+            Some(path) => {
+                if let Some(dir) = path.parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|e| format!("cannot open its log {}: {e}", path.display()))?;
+                Stdio::from(file)
+            }
+            None => Stdio::null(),
+        };
+        let mut child = Command::new(&spec.program)
+            .args(&spec.args)
+            .current_dir(&spec.cwd)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", spec.program.display()))?;
+        let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err("no stdin/stdout".into());
+        };
+        let hello = json!({"type": "hello", "protocol": PROTOCOL_VERSION, "cwd": spec.cwd, "hasUI": has_ui});
+        let mut lines = BufReader::new(stdout).lines();
+        let handshake = async {
+            write_line(&mut stdin, &hello).await?;
+            let line = lines
+                .next_line()
+                .await
+                .map_err(|e| format!("reading its handshake: {e}"))?
+                .ok_or_else(|| "exited before registering".to_owned())?;
+            Register::parse(&line)
+        };
+        let register = match tokio::time::timeout(spec.start_timeout, handshake).await {
+            Ok(Ok(register)) => register,
+            Ok(Err(why)) => {
+                let _ = child.start_kill();
+                return Err(why);
+            }
+            Err(_) => {
+                let _ = child.start_kill();
+                return Err(format!("did not register within {} ms", spec.start_timeout.as_millis()));
+            }
+        };
+        let pending: Pending = Arc::default();
+        let closed = Arc::new(AtomicBool::new(false));
+        let (reader_pending, reader_closed) = (pending.clone(), closed.clone());
+        tokio::spawn(async move {
+            let end = loop {
+                match lines.next_line().await {
+                    Ok(Some(line)) if line.trim().is_empty() => continue,
+                    Ok(Some(line)) => match reply(&line) {
+                        Ok(Some((id, result))) => {
+                            if let Some(tx) = lock(&reader_pending).remove(&id) {
+                                let _ = tx.send(result);
+                            }
+                        }
+                        Ok(None) => {}
+                        Err(why) => break why,
+                    },
+                    Ok(None) => break "exited".to_owned(),
+                    Err(e) => break format!("its output could not be read: {e}"),
+                }
+            };
+            reader_closed.store(true, Ordering::SeqCst);
+            for (_, tx) in lock(&reader_pending).drain() {
+                let _ = tx.send(Err(end.clone()));
+            }
+        });
+        Ok(Connection {
+            stdin: tokio::sync::Mutex::new(stdin),
+            pending,
+            next_id: AtomicU64::new(1),
+            child: Mutex::new(child),
+            closed,
+            register,
+        })
+    }
+
+    /// True once its output ended (exit, crash, garbage).
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Sends `message` (an object; its `id` is added) and waits at most `timeout` for the reply.
+    pub async fn request(&self, mut message: Value, timeout: Duration) -> Result<Value, String> {
+        if self.is_closed() {
+            return Err("exited".into());
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        message["id"] = Value::from(id);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id, tx);
+        let exchange = async {
+            write_line(&mut *self.stdin.lock().await, &message).await?;
+            rx.await.map_err(|_| "exited".to_owned())?
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => {
+                lock(&self.pending).remove(&id);
+                Err(format!("no reply within {} ms", timeout.as_millis()))
+            }
+        }
+    }
+
+    /// Asks it to stop (`shutdown`, stdin closed), waits up to `grace`, then kills it.
+    pub async fn stop(&self, grace: Duration) {
+        {
+            let mut stdin = self.stdin.lock().await;
+            let _ = write_line(&mut stdin, &json!({"type": "shutdown"})).await;
+            let _ = stdin.shutdown().await;
+        }
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let exited = lock(&self.child).try_wait().map(|s| s.is_some()).unwrap_or(true);
+            if exited {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let _ = lock(&self.child).start_kill();
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// Kills it now (a handler that did not answer in time may be stuck).
+    pub fn kill(&self) {
+        let _ = lock(&self.child).start_kill();
+        self.closed.store(true, Ordering::SeqCst);
+    }
+}
+
+async fn write_line(stdin: &mut ChildStdin, message: &Value) -> Result<(), String> {
+    let mut line = message.to_string();
+    line.push('\n');
+    stdin.write_all(line.as_bytes()).await.map_err(|e| format!("cannot write to it: {e}"))?;
+    stdin.flush().await.map_err(|e| format!("cannot write to it: {e}"))
+}
+
+/// A line after the handshake: `Some((id, result))` for a reply, `None` for a message that needs
+/// no answer (`log`), `Err` for anything that is not a message of the protocol.
+fn reply(line: &str) -> Result<Option<(u64, Reply)>, String> {
+    let shown: String = line.chars().take(80).collect();
+    let value: Value = serde_json::from_str(line).map_err(|_| format!("wrote a line that is not JSON: {shown:?}"))?;
+    let id = value.get("id").and_then(Value::as_u64);
+    match (value.get("type").and_then(Value::as_str), id) {
+        (Some("result"), Some(id)) => Ok(Some((id, Ok(value.get("result").cloned().unwrap_or(Value::Null))))),
+        (Some("error"), Some(id)) => {
+            let message = value.get("message").and_then(Value::as_str).unwrap_or("failed").to_owned();
+            Ok(Some((id, Err(message))))
+        }
+        (Some("log"), _) => Ok(None),
+        _ => Err(format!("wrote a message that is not a reply: {shown:?}")),
+    }
+}

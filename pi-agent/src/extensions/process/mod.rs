@@ -1,0 +1,391 @@
+//! Process extensions: an extension in any language, run as a child process that speaks a
+//! versioned JSON-lines protocol on stdin/stdout (`docs/extension-protocol.md`).
+//!
+//! A [`ProcessExtension`] is started with [`ProcessExtension::start`] (the handshake tells pi its
+//! name and the events it handles) and then added to an agent like any Rust extension: its
+//! handlers follow the same chaining rules. Each call has a deadline ([`ProcessSpec::timeout`],
+//! default 5 s). A crash, a missed deadline or a reply of the wrong shape is a failing handler —
+//! `tool_call` then blocks the tool (fail closed), every other event goes on — and is counted;
+//! a process that died is started again on the next call, at most
+//! [`ProcessSpec::max_restarts`] times. It is stopped on `session_shutdown` (idempotent) or by
+//! [`ProcessExtension::shutdown`]. Its stderr goes to a log file, never to pi's output.
+
+mod child;
+pub mod protocol;
+pub mod wire;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::hooks::{self, Notify};
+use super::{Extension, ExtensionApi, HookContext, HookError};
+use child::Connection;
+pub use protocol::{CommandSpec, PROTOCOL_VERSION, Register, ToolSpec};
+
+/// The events an extension can register for: the hooks, then the notifications.
+pub const EVENTS: &[&str] = &[
+    "input",
+    "before_agent_start",
+    "context",
+    "before_provider_headers",
+    "before_provider_request",
+    "after_provider_response",
+    "tool_call",
+    "tool_result",
+    "message_end",
+    "session_before_compact",
+    "session_before_tree",
+    "session_start",
+    "agent_start",
+    "turn_start",
+    "turn_end",
+    "message_start",
+    "message_update",
+    "tool_execution_start",
+    "tool_execution_update",
+    "tool_execution_end",
+    "agent_end",
+    "agent_settled",
+    "session_compact",
+    "session_compact_failed",
+    "session_tree",
+    "session_shutdown",
+];
+
+const NOTIFICATIONS: &[Notify] = &[
+    Notify::SessionStart,
+    Notify::AgentStart,
+    Notify::TurnStart,
+    Notify::TurnEnd,
+    Notify::MessageStart,
+    Notify::MessageUpdate,
+    Notify::ToolExecutionStart,
+    Notify::ToolExecutionUpdate,
+    Notify::ToolExecutionEnd,
+    Notify::AgentEnd,
+    Notify::AgentSettled,
+    Notify::SessionCompact,
+    Notify::SessionCompactFailed,
+    Notify::SessionTree,
+];
+
+/// How to run one extension.
+#[derive(Debug, Clone)]
+pub struct ProcessSpec {
+    /// The program (an executable, or an interpreter such as `node`).
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Where it was loaded from (shown in spans and messages).
+    pub source: PathBuf,
+    /// Its working directory (the agent's).
+    pub cwd: PathBuf,
+    /// Extra environment.
+    pub env: Vec<(String, String)>,
+    /// Longest wait for each reply.
+    pub timeout: Duration,
+    /// Longest wait for the handshake (starting an interpreter can take a while on a busy
+    /// machine).
+    pub start_timeout: Duration,
+    /// How many times a process that died is started again.
+    pub max_restarts: u32,
+    /// Where its stderr goes (`None`: discarded).
+    pub stderr_log: Option<PathBuf>,
+    /// A user interface can answer questions (`ctx.hasUI`).
+    pub has_ui: bool,
+}
+
+impl ProcessSpec {
+    /// Default handler deadline.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+    /// Default handshake deadline.
+    pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(10);
+    /// Default restarts after a crash.
+    pub const DEFAULT_MAX_RESTARTS: u32 = 3;
+
+    /// Runs `program` from `source` in `cwd` with the defaults.
+    pub fn new(program: impl Into<PathBuf>, source: impl Into<PathBuf>, cwd: impl Into<PathBuf>) -> ProcessSpec {
+        ProcessSpec {
+            program: program.into(),
+            args: Vec::new(),
+            source: source.into(),
+            cwd: cwd.into(),
+            env: Vec::new(),
+            timeout: Self::DEFAULT_TIMEOUT,
+            start_timeout: Self::DEFAULT_START_TIMEOUT,
+            max_restarts: Self::DEFAULT_MAX_RESTARTS,
+            stderr_log: None,
+            has_ui: false,
+        }
+    }
+}
+
+/// Why an extension could not be started.
+#[derive(Debug, thiserror::Error)]
+#[error("extension {source_path}: {why}")]
+pub struct ProcessError {
+    /// Where it was loaded from.
+    pub source_path: String,
+    /// What went wrong.
+    pub why: String,
+}
+
+/// A running process extension (a cheap handle; clones share the process).
+#[derive(Clone)]
+pub struct ProcessExtension {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    spec: ProcessSpec,
+    register: Register,
+    connection: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    restarts: AtomicU32,
+    failures: AtomicU64,
+    stopped: AtomicBool,
+}
+
+impl std::fmt::Debug for ProcessExtension {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessExtension")
+            .field("name", &self.inner.register.name)
+            .field("source", &self.inner.spec.source)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProcessExtension {
+    /// Starts the process and completes the handshake.
+    pub async fn start(spec: ProcessSpec) -> Result<ProcessExtension, ProcessError> {
+        let connection = Connection::start(&spec, spec.has_ui)
+            .await
+            .map_err(|why| ProcessError { source_path: spec.source.display().to_string(), why })?;
+        let register = connection.register.clone();
+        Ok(ProcessExtension {
+            inner: Arc::new(Inner {
+                spec,
+                register,
+                connection: tokio::sync::Mutex::new(Some(Arc::new(connection))),
+                restarts: AtomicU32::new(0),
+                failures: AtomicU64::new(0),
+                stopped: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// What it registered.
+    pub fn registration(&self) -> &Register {
+        &self.inner.register
+    }
+
+    /// Where it was loaded from.
+    pub fn source(&self) -> &Path {
+        &self.inner.spec.source
+    }
+
+    /// Handler calls that failed (crash, timeout, malformed reply, error reply).
+    pub fn failures(&self) -> u64 {
+        self.inner.failures.load(Ordering::Relaxed)
+    }
+
+    /// Times the process was started again after dying.
+    pub fn restarts(&self) -> u32 {
+        self.inner.restarts.load(Ordering::Relaxed)
+    }
+
+    /// Stops the process (`shutdown`, then a kill after a grace period). Idempotent; later calls
+    /// fail at once.
+    pub async fn shutdown(&self) {
+        if self.inner.stopped.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if let Some(connection) = self.inner.connection.lock().await.take() {
+            connection.stop(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// Sends `message` and waits for the reply, starting the process again first if it died
+    /// (within the restart budget).
+    async fn request(&self, message: Value) -> Result<Value, HookError> {
+        let inner = &self.inner;
+        let fail = |why: String| -> HookError {
+            inner.failures.fetch_add(1, Ordering::Relaxed);
+            why.into()
+        };
+        if inner.stopped.load(Ordering::SeqCst) {
+            return Err(fail("stopped".into()));
+        }
+        let connection = {
+            let mut slot = inner.connection.lock().await;
+            match slot.as_ref().filter(|c| !c.is_closed()) {
+                Some(c) => c.clone(),
+                None => {
+                    let restarts = inner.restarts.load(Ordering::Relaxed);
+                    if restarts >= inner.spec.max_restarts {
+                        return Err(fail(format!("stopped after {restarts} restarts")));
+                    }
+                    inner.restarts.fetch_add(1, Ordering::Relaxed);
+                    let c = Arc::new(Connection::start(&inner.spec, inner.spec.has_ui).await.map_err(fail)?);
+                    *slot = Some(c.clone());
+                    c
+                }
+            }
+        };
+        match connection.request(message, inner.spec.timeout).await {
+            Ok(value) => Ok(value),
+            Err(why) => {
+                if why.starts_with("no reply") {
+                    // It may be stuck: the next call starts a fresh one.
+                    connection.kill();
+                }
+                Err(fail(why))
+            }
+        }
+    }
+
+    /// Calls the handler for `event`.
+    async fn call(&self, event: &str, payload: Value, ctx: &HookContext) -> Result<Value, HookError> {
+        let ctx = json!({
+            "hasUI": ctx.has_ui,
+            "cwd": ctx.cwd,
+            "sessionId": ctx.session.id(),
+            "sessionFile": ctx.session.file(),
+            "model": {"provider": ctx.model.provider, "id": ctx.model.id},
+        });
+        self.request(json!({"type": "event", "event": event, "payload": payload, "ctx": ctx})).await
+    }
+}
+
+/// Registers a handler that sends the event as `to_json` makes it and reads the reply with
+/// `from_json`.
+macro_rules! forward {
+    ($api:expr, $this:expr, $hook:expr, $name:literal, $to_json:path, $from_json:path) => {{
+        let this = $this.clone();
+        $api.on($hook, move |event, ctx| {
+            let this = this.clone();
+            async move {
+                let reply = this.call($name, $to_json(&event), &ctx).await?;
+                $from_json(&reply).map_err(|why| HookError::from(format!("reply to {}: {why}", $name)))
+            }
+        });
+    }};
+}
+
+impl Extension for ProcessExtension {
+    fn name(&self) -> &str {
+        &self.inner.register.name
+    }
+
+    fn register(&self, api: &mut ExtensionApi<'_>) {
+        let events = &self.inner.register.events;
+        let wants = |name: &str| events.iter().any(|e| e == name);
+        if wants("input") {
+            forward!(api, self, hooks::Input, "input", wire::input, wire::input_action);
+        }
+        if wants("before_agent_start") {
+            forward!(
+                api,
+                self,
+                hooks::BeforeAgentStart,
+                "before_agent_start",
+                wire::before_agent_start,
+                wire::before_agent_start_result
+            );
+        }
+        if wants("context") {
+            forward!(api, self, hooks::Context, "context", wire::context, wire::context_result);
+        }
+        if wants("before_provider_headers") {
+            forward!(
+                api,
+                self,
+                hooks::BeforeProviderHeaders,
+                "before_provider_headers",
+                wire::provider_headers,
+                wire::header_patch
+            );
+        }
+        if wants("before_provider_request") {
+            forward!(
+                api,
+                self,
+                hooks::BeforeProviderRequest,
+                "before_provider_request",
+                wire::provider_request,
+                wire::request_payload
+            );
+        }
+        if wants("after_provider_response") {
+            forward!(
+                api,
+                self,
+                hooks::AfterProviderResponse,
+                "after_provider_response",
+                wire::provider_response,
+                ignore
+            );
+        }
+        if wants("tool_call") {
+            forward!(api, self, hooks::ToolCall, "tool_call", wire::tool_call, wire::tool_call_result);
+        }
+        if wants("tool_result") {
+            forward!(api, self, hooks::ToolResult, "tool_result", wire::tool_result, wire::tool_result_patch);
+        }
+        if wants("message_end") {
+            forward!(api, self, hooks::MessageEnd, "message_end", wire::message_end, wire::message_replacement);
+        }
+        if wants("session_before_compact") {
+            forward!(
+                api,
+                self,
+                hooks::SessionBeforeCompact,
+                "session_before_compact",
+                wire::before_compact,
+                wire::before_result
+            );
+        }
+        if wants("session_before_tree") {
+            forward!(
+                api,
+                self,
+                hooks::SessionBeforeTree,
+                "session_before_tree",
+                wire::before_tree,
+                wire::before_result
+            );
+        }
+        for notify in NOTIFICATIONS.iter().copied().filter(|n| wants(super::Hook::name(*n))) {
+            let this = self.clone();
+            api.on(notify, move |event, ctx| {
+                let this = this.clone();
+                async move {
+                    this.call(super::Hook::name(notify), wire::notification(&event), &ctx).await?;
+                    Ok(None)
+                }
+            });
+        }
+        // Always: the process stops with the session (after its own handler, if it has one).
+        let this = self.clone();
+        let forward_shutdown = wants("session_shutdown");
+        api.on(Notify::SessionShutdown, move |event, ctx| {
+            let this = this.clone();
+            async move {
+                let result = if forward_shutdown {
+                    this.call("session_shutdown", wire::notification(&event), &ctx).await.map(|_| None)
+                } else {
+                    Ok(None)
+                };
+                this.shutdown().await;
+                result
+            }
+        });
+    }
+}
+
+fn ignore(_: &Value) -> Result<Option<()>, wire::WireError> {
+    Ok(None)
+}

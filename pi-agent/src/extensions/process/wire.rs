@@ -1,0 +1,299 @@
+//! Events as upstream pi's JSON payloads, and extensions' JSON replies as hook results — pure
+//! functions, the whole meaning of the process protocol's `event` / `result` messages
+//! (`docs/extension-protocol.md`). A reply of the wrong shape is an error naming what was
+//! expected; the caller treats it as a failing handler.
+
+use serde_json::{Value, json};
+
+use crate::events::AgentEvent;
+use crate::extensions::{
+    BeforeAgentStartEvent, BeforeAgentStartResult, BeforeCompactEvent, BeforeResult, BeforeTreeEvent, ContextEvent,
+    HeaderPatch, InjectedMessage, InputAction, InputEvent, MessageEndEvent, ProviderHeadersEvent, ProviderRequestEvent,
+    ProviderResponseEvent, ToolCallEvent, ToolCallResult, ToolResultEvent, ToolResultPatch,
+};
+use crate::message::{ContentBlock, Message};
+
+/// A reply that does not fit its event.
+pub type WireError = String;
+
+/// `input`.
+pub fn input(e: &InputEvent) -> Value {
+    json!({"type": "input", "text": e.text, "images": e.images, "source": e.source.as_str()})
+}
+
+/// `before_agent_start`.
+pub fn before_agent_start(e: &BeforeAgentStartEvent) -> Value {
+    json!({"type": "before_agent_start", "prompt": e.prompt, "systemPrompt": e.system_prompt})
+}
+
+/// `context`.
+pub fn context(e: &ContextEvent) -> Value {
+    json!({"type": "context", "messages": e.messages})
+}
+
+/// `before_provider_headers`.
+pub fn provider_headers(e: &ProviderHeadersEvent) -> Value {
+    json!({"type": "before_provider_headers", "provider": e.provider, "model": e.model, "headers": e.headers})
+}
+
+/// `before_provider_request`.
+pub fn provider_request(e: &ProviderRequestEvent) -> Value {
+    json!({"type": "before_provider_request", "payload": e.payload})
+}
+
+/// `after_provider_response`.
+pub fn provider_response(e: &ProviderResponseEvent) -> Value {
+    let headers: serde_json::Map<String, Value> =
+        e.headers.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+    json!({"type": "after_provider_response", "status": e.status, "headers": headers})
+}
+
+/// `tool_call`.
+pub fn tool_call(e: &ToolCallEvent) -> Value {
+    json!({"type": "tool_call", "toolCallId": e.tool_call_id, "toolName": e.tool_name, "input": e.input})
+}
+
+/// `tool_result`.
+pub fn tool_result(e: &ToolResultEvent) -> Value {
+    json!({"type": "tool_result", "toolCallId": e.tool_call_id, "toolName": e.tool_name, "input": e.input,
+           "content": e.content, "details": e.details, "isError": e.is_error})
+}
+
+/// `message_end`.
+pub fn message_end(e: &MessageEndEvent) -> Value {
+    json!({"type": "message_end", "message": e.message})
+}
+
+/// `session_before_compact`.
+pub fn before_compact(e: &BeforeCompactEvent) -> Value {
+    json!({"type": "session_before_compact", "reason": e.reason, "tokensBefore": e.tokens_before,
+           "messagesToSummarize": e.messages_to_summarize, "keptMessages": e.kept_messages})
+}
+
+/// `session_before_tree`.
+pub fn before_tree(e: &BeforeTreeEvent) -> Value {
+    json!({"type": "session_before_tree", "oldLeafId": e.old_leaf_id, "targetId": e.target_id,
+           "summarize": e.summarize})
+}
+
+/// A notification (`session_start`, `turn_end`, …): the agent event as `--mode json` prints it.
+pub fn notification(e: &AgentEvent) -> Value {
+    serde_json::to_value(e).unwrap_or(Value::Null)
+}
+
+fn object<'a>(reply: &'a Value, what: &str) -> Result<&'a serde_json::Map<String, Value>, WireError> {
+    reply.as_object().ok_or_else(|| format!("expected an object {what}, found {}", kind(reply)))
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn text_field(o: &serde_json::Map<String, Value>, key: &str) -> Result<Option<String>, WireError> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(format!("{key}: expected a string, found {}", kind(other))),
+    }
+}
+
+/// `{"action": "continue" | "transform" (+ "text") | "handled"}`.
+pub fn input_action(reply: &Value) -> Result<Option<InputAction>, WireError> {
+    if reply.is_null() {
+        return Ok(None);
+    }
+    let o = object(reply, r#"like {"action": "continue"}"#)?;
+    match o.get("action").and_then(Value::as_str) {
+        Some("continue") => Ok(Some(InputAction::Continue)),
+        Some("handled") => Ok(Some(InputAction::Handled)),
+        Some("transform") => match text_field(o, "text")? {
+            Some(text) => Ok(Some(InputAction::Transform { text })),
+            None => Err("transform: expected a \"text\"".into()),
+        },
+        _ => Err(r#"action: expected "continue", "transform" or "handled""#.into()),
+    }
+}
+
+/// `{"message"?: {customType, content, display}, "messages"?: […], "systemPrompt"?: "…"}`.
+pub fn before_agent_start_result(reply: &Value) -> Result<Option<BeforeAgentStartResult>, WireError> {
+    if reply.is_null() {
+        return Ok(None);
+    }
+    let o = object(reply, "with message(s) or systemPrompt")?;
+    let mut result = BeforeAgentStartResult { system_prompt: text_field(o, "systemPrompt")?, ..Default::default() };
+    let one = o.get("message").filter(|m| !m.is_null()).into_iter();
+    let many = o.get("messages").and_then(Value::as_array).into_iter().flatten();
+    for m in one.chain(many) {
+        let m = object(m, "as an injected message")?;
+        let content = match m.get("content") {
+            Some(Value::String(s)) => s.clone(),
+            Some(blocks @ Value::Array(_)) => serde_json::from_value::<Vec<ContentBlock>>(blocks.clone())
+                .map(|b| crate::message::joined_text(&b))
+                .map_err(|e| format!("message.content: {e}"))?,
+            _ => return Err("message.content: expected a string or content blocks".into()),
+        };
+        result.messages.push(InjectedMessage {
+            custom_type: text_field(m, "customType")?.unwrap_or_else(|| "extension".into()),
+            content,
+            display: m.get("display").and_then(Value::as_bool).unwrap_or(true),
+        });
+    }
+    Ok(Some(result))
+}
+
+/// `{"messages": […]}`: the replacement context.
+pub fn context_result(reply: &Value) -> Result<Option<Vec<Message>>, WireError> {
+    if reply.is_null() {
+        return Ok(None);
+    }
+    let messages = object(reply, r#"like {"messages": [...]}"#)?.get("messages").cloned().unwrap_or(Value::Null);
+    if messages.is_null() {
+        return Ok(None);
+    }
+    serde_json::from_value(messages).map(Some).map_err(|e| format!("messages: {e}"))
+}
+
+/// `{"headers": {name: value | null}}` (or the map itself).
+pub fn header_patch(reply: &Value) -> Result<Option<HeaderPatch>, WireError> {
+    if reply.is_null() {
+        return Ok(None);
+    }
+    let o = object(reply, "of headers")?;
+    let map = match o.get("headers") {
+        Some(Value::Object(inner)) => inner,
+        _ => o,
+    };
+    let mut patch = HeaderPatch::new();
+    for (name, value) in map {
+        match value {
+            Value::String(s) => patch.insert(name.clone(), Some(s.clone())),
+            Value::Null => patch.insert(name.clone(), None),
+            other => return Err(format!("headers.{name}: expected a string or null, found {}", kind(other))),
+        };
+    }
+    Ok(Some(patch))
+}
+
+/// `{"payload": …}`: the replacement request body.
+pub fn request_payload(reply: &Value) -> Result<Option<Value>, WireError> {
+    if reply.is_null() {
+        return Ok(None);
+    }
+    Ok(object(reply, r#"like {"payload": {...}}"#)?.get("payload").filter(|p| !p.is_null()).cloned())
+}
+
+/// `{"block"?: true, "reason"?: "…", "input"?: {…}}`.
+pub fn tool_call_result(reply: &Value) -> Result<Option<ToolCallResult>, WireError> {
+    if reply.is_null() {
+        return Ok(None);
+    }
+    let o = object(reply, "with block/reason/input")?;
+    let block = match o.get("block") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => return Err(format!("block: expected true or false, found {}", kind(other))),
+    };
+    let input = o.get("input").filter(|i| !i.is_null()).cloned();
+    if input.as_ref().is_some_and(|i| !i.is_object()) {
+        return Err("input: expected an object".into());
+    }
+    Ok(Some(ToolCallResult { block, reason: text_field(o, "reason")?, input }))
+}
+
+/// `{"content"?: […], "details"?: …, "isError"?: bool}`.
+pub fn tool_result_patch(reply: &Value) -> Result<Option<ToolResultPatch>, WireError> {
+    if reply.is_null() {
+        return Ok(None);
+    }
+    let o = object(reply, "with content/details/isError")?;
+    let content = match o.get("content") {
+        None | Some(Value::Null) => None,
+        Some(c) => Some(serde_json::from_value::<Vec<ContentBlock>>(c.clone()).map_err(|e| format!("content: {e}"))?),
+    };
+    let is_error = match o.get("isError") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(other) => return Err(format!("isError: expected true or false, found {}", kind(other))),
+    };
+    Ok(Some(ToolResultPatch { content, details: o.get("details").filter(|d| !d.is_null()).cloned(), is_error }))
+}
+
+/// `{"message": {…}}`: the replacement message.
+pub fn message_replacement(reply: &Value) -> Result<Option<Message>, WireError> {
+    if reply.is_null() {
+        return Ok(None);
+    }
+    match object(reply, r#"like {"message": {...}}"#)?.get("message") {
+        None | Some(Value::Null) => Ok(None),
+        Some(m) => serde_json::from_value(m.clone()).map(Some).map_err(|e| format!("message: {e}")),
+    }
+}
+
+/// `{"cancel"?: true, "summary"?: "…"}` (upstream's `compaction.summary` also accepted).
+pub fn before_result(reply: &Value) -> Result<Option<BeforeResult>, WireError> {
+    if reply.is_null() {
+        return Ok(None);
+    }
+    let o = object(reply, "with cancel or summary")?;
+    let cancel = o.get("cancel").and_then(Value::as_bool).unwrap_or(false);
+    let summary = match text_field(o, "summary")? {
+        Some(s) => Some(s),
+        None => o.get("compaction").and_then(|c| c.get("summary")).and_then(Value::as_str).map(str::to_owned),
+    };
+    Ok(Some(BeforeResult { cancel, summary }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extensions::PromptSource;
+
+    #[test]
+    fn replies_map_to_results_and_wrong_shapes_say_what_was_expected() {
+        assert_eq!(input_action(&json!(null)).unwrap(), None);
+        assert_eq!(
+            input_action(&json!({"action": "transform", "text": "x"})).unwrap(),
+            Some(InputAction::Transform { text: "x".into() })
+        );
+        assert!(input_action(&json!({"action": "nope"})).unwrap_err().contains("continue"));
+        assert!(input_action(&json!("continue")).unwrap_err().contains("found a string"));
+
+        let blocked = tool_call_result(&json!({"block": true, "reason": "no"})).unwrap().unwrap();
+        assert!(blocked.block && blocked.reason.as_deref() == Some("no"));
+        let mutated = tool_call_result(&json!({"input": {"command": "ls"}})).unwrap().unwrap();
+        assert_eq!(mutated.input, Some(json!({"command": "ls"})));
+        assert!(tool_call_result(&json!({"block": "yes"})).is_err());
+
+        let patch = tool_result_patch(&json!({"content": [{"type": "text", "text": "1: a"}], "isError": false}))
+            .unwrap()
+            .unwrap();
+        assert_eq!(patch.content, Some(vec![ContentBlock::text("1: a")]));
+        let headers = header_patch(&json!({"headers": {"x-trace": "1", "x-old": null}})).unwrap().unwrap();
+        assert_eq!(headers.get("x-old"), Some(&None));
+        let start =
+            before_agent_start_result(&json!({"message": {"customType": "t", "content": "hi"}, "systemPrompt": "s"}))
+                .unwrap()
+                .unwrap();
+        assert_eq!((start.messages.len(), start.system_prompt.as_deref()), (1, Some("s")));
+        assert_eq!(
+            before_result(&json!({"compaction": {"summary": "S"}})).unwrap().unwrap().summary.as_deref(),
+            Some("S")
+        );
+    }
+
+    #[test]
+    fn events_carry_upstream_field_names() {
+        let e = input(&InputEvent { text: "hi".into(), images: 0, source: PromptSource::Interactive });
+        assert_eq!(e, json!({"type": "input", "text": "hi", "images": 0, "source": "interactive"}));
+        let e = tool_call(&ToolCallEvent { tool_call_id: "c".into(), tool_name: "bash".into(), input: json!({}) });
+        assert_eq!(e["toolCallId"], "c");
+        assert_eq!(notification(&AgentEvent::AgentStart)["type"], "agent_start");
+    }
+}

@@ -1,0 +1,152 @@
+//! Finding and starting extensions as upstream pi does: `~/.pi/agent/extensions/` (global),
+//! `.pi/extensions/` (the project's — trusted projects only), the settings' `extensions` list,
+//! and `-e PATH` (repeatable). Each entry is an executable (a process extension), a folder with
+//! a `pi-extension.json` manifest (`{"command": ["python3", "main.py"], "timeoutMs": 5000,
+//! "maxRestarts": 3}`), or a `.js`/`.mjs`/`.ts` file (run by the JavaScript host, when `node` is
+//! on PATH). The managed policy can forbid every extension it does not list itself.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use pi_agent::extensions::process::{ProcessExtension, ProcessSpec};
+use serde_json::Value;
+
+use super::config::Config;
+use super::{CliError, output};
+
+/// The manifest file of a folder extension.
+pub const MANIFEST: &str = "pi-extension.json";
+
+/// One extension to start, and where it came from.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The file or folder.
+    pub path: PathBuf,
+    /// `-e`, `global`, `project`, `settings` or `managed`.
+    pub origin: &'static str,
+}
+
+/// Every extension this run would start, in upstream's order: global folder, project folder
+/// (trusted only), settings list, `-e` flags. Missing `-e` paths are usage errors; a policy that
+/// forbids non-managed extensions drops the others (said once).
+pub fn discover(flags: &[PathBuf], cfg: &Config, cwd: &Path) -> Result<Vec<Candidate>, CliError> {
+    let mut found = Vec::new();
+    let add_dir = |dir: PathBuf, origin: &'static str, found: &mut Vec<Candidate>| {
+        let Ok(entries) = std::fs::read_dir(&dir) else { return };
+        let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        paths.sort();
+        for path in paths.into_iter().filter(|p| is_extension(p)) {
+            found.push(Candidate { path, origin });
+        }
+    };
+    if let Some(agent) = &cfg.agent_dir {
+        add_dir(agent.join("extensions"), "global", &mut found);
+    }
+    if cfg.trust.trusted {
+        add_dir(cwd.join(".pi").join("extensions"), "project", &mut found);
+    }
+    for file in cfg.managed.iter().chain(cfg.settings.files()) {
+        let origin = if file.scope == pi_agent::settings::Scope::Managed { "managed" } else { "settings" };
+        for raw in file.get(&["extensions"]).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+            found.push(Candidate { path: Config::path_of(file, raw), origin });
+        }
+    }
+    for path in flags {
+        if !path.exists() {
+            return Err(CliError::Usage(format!("-e: {}: no such file or folder", path.display())));
+        }
+        found.push(Candidate { path: path.clone(), origin: "-e" });
+    }
+    if !cfg.policy().allows_non_managed_extensions() {
+        let refused: Vec<String> =
+            found.iter().filter(|c| c.origin != "managed").map(|c| c.path.display().to_string()).collect();
+        if !refused.is_empty() {
+            cfg.notice(format!("the managed policy allows only its own extensions: {} not loaded", refused.join(", ")));
+        }
+        found.retain(|c| c.origin == "managed");
+    }
+    let mut seen = std::collections::HashSet::new();
+    found.retain(|c| seen.insert(std::fs::canonicalize(&c.path).unwrap_or_else(|_| c.path.clone())));
+    Ok(found)
+}
+
+/// An entry of an extensions folder pi can run.
+fn is_extension(path: &Path) -> bool {
+    if path.is_dir() {
+        return path.join(MANIFEST).is_file();
+    }
+    is_script(path) || is_executable(path)
+}
+
+fn is_script(path: &Path) -> bool {
+    matches!(path.extension().and_then(|e| e.to_str()), Some("js" | "mjs" | "ts"))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// How to run `candidate`, or why it cannot be run.
+pub fn spec(candidate: &Candidate, cwd: &Path, cfg: &Config) -> Result<ProcessSpec, String> {
+    let path = &candidate.path;
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("extension").to_owned();
+    let log = cfg.agent_dir.as_ref().map(|d| d.join("logs").join("extensions").join(format!("{stem}.log")));
+    let mut spec = if path.is_dir() {
+        let manifest = path.join(MANIFEST);
+        let text = std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+        let value: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
+        let command: Vec<String> = value
+            .get("command")
+            .and_then(Value::as_array)
+            .map(|c| c.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .filter(|c: &Vec<String>| !c.is_empty())
+            .ok_or_else(|| format!("{}: command: expected a non-empty list of strings", manifest.display()))?;
+        let program = PathBuf::from(&command[0]);
+        // A relative program with a path (`./main.py`) is the folder's; a bare name is on PATH.
+        let program =
+            if program.components().count() > 1 && program.is_relative() { path.join(program) } else { program };
+        let mut spec = ProcessSpec::new(program, path, cwd);
+        spec.args = command[1..].to_vec();
+        spec.args = spec
+            .args
+            .iter()
+            .map(|a| if a.starts_with("./") { path.join(a).display().to_string() } else { a.clone() })
+            .collect();
+        if let Some(ms) = value.get("timeoutMs").and_then(Value::as_u64) {
+            spec.timeout = Duration::from_millis(ms.max(1));
+        }
+        if let Some(n) = value.get("maxRestarts").and_then(Value::as_u64) {
+            spec.max_restarts = u32::try_from(n).unwrap_or(u32::MAX);
+        }
+        spec
+    } else if is_script(path) {
+        return Err("JavaScript extensions need the JavaScript host, which this build does not have yet".into());
+    } else if is_executable(path) {
+        ProcessSpec::new(path, path, cwd)
+    } else {
+        return Err("not an executable, a folder with pi-extension.json, or a .js/.mjs/.ts file".into());
+    };
+    spec.stderr_log = log;
+    Ok(spec)
+}
+
+/// Starts every discovered extension; one that cannot start is said on stderr and skipped (the
+/// run goes on without it, as upstream).
+pub async fn start(candidates: Vec<Candidate>, cfg: &Config, cwd: &Path) -> Vec<ProcessExtension> {
+    let mut started = Vec::new();
+    for candidate in candidates {
+        let spec = match spec(&candidate, cwd, cfg) {
+            Ok(spec) => spec,
+            Err(why) => {
+                output::error(format_args!("pi: extension {}: {why}; not loaded", candidate.path.display()));
+                continue;
+            }
+        };
+        match ProcessExtension::start(spec).await {
+            Ok(extension) => started.push(extension),
+            Err(e) => output::error(format_args!("pi: {e}; not loaded")),
+        }
+    }
+    started
+}
