@@ -181,3 +181,51 @@ fn extensions_load_from_the_global_folder_and_a_trusted_project_only() {
     assert!(blocked(&go()), "after pi trust it does");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn an_extension_tool_is_offered_runs_and_its_usage_is_billed_once() {
+    let d = scratch("ext-tool");
+    let script = d.join("tool-script.json");
+    std::fs::write(
+        &script,
+        json!([{"text": "Asking.", "tools": [{"name": "answer", "arguments": {"question": "life"}}]}, {"text": "It is 42."}])
+            .to_string(),
+    )
+    .unwrap();
+    let session = d.join("s.jsonl");
+    let out = pi()
+        .args(["-p", "go", "--mode", "json", "--session"])
+        .arg(&session)
+        .arg("--faux-script")
+        .arg(&script)
+        .arg("-e")
+        .arg(fixture("gate.py"))
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "message_end" && e["message"]["role"] == "toolResult")
+        .unwrap();
+    assert_eq!(result["message"]["toolName"], "answer");
+    assert_eq!(result["message"]["content"][0]["text"], "[py] 42", "the tool ran, and tool_result patched it");
+    assert_eq!(result["message"]["usage"]["totalTokens"], 42, "the nested usage is on the tool result");
+    // The faux provider's two turns plus the tool's nested call, each counted once.
+    let report = pi().args(["report", "--format", "json"]).arg(&session).output().unwrap();
+    let rows: Vec<Value> = serde_json::from_slice(&report.stdout).unwrap();
+    let tool_tokens: u64 = rows.iter().map(|r| r["totalTokens"].as_u64().unwrap()).sum();
+    let turns: u64 = rows.iter().map(|r| r["turns"].as_u64().unwrap()).sum();
+    let faux_tokens: u64 = std::fs::read_to_string(&session)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["message"]["role"] == "assistant")
+        .map(|e| e["message"]["usage"]["totalTokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(turns, 2);
+    assert_eq!(tool_tokens, faux_tokens + 42);
+    std::fs::remove_dir_all(&d).unwrap();
+}

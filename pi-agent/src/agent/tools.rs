@@ -156,12 +156,17 @@ struct ToolJob {
 
 impl ToolJob {
     async fn run(self) -> Result<ToolResultMessage, AgentError> {
-        // The name the model asked for is safe only when it is a registered tool's.
-        let registered = self.tools.get(&self.name).map(|tool| (tool.name(), tool.output_kind()));
+        // The name the model asked for is safe only when it is a registered tool's (an
+        // extension's tool name is exported only when identifier-shaped).
+        let registered = self
+            .tools
+            .get(&self.name)
+            .map(|tool| (pi_observe_core::identifier_or_invalid(tool.name()), tool.output_kind()));
+        let registered = registered.as_ref().map(|(name, kind)| (name.as_str(), *kind));
         let (id, name, args) = (&self.id, &self.name, &self.args);
         let payload = || {
             let mut p = Payload::new()
-                .safe(names::TOOL_NAME, registered.map_or(UNKNOWN_TOOL, |(name, _)| name))
+                .safe(names::TOOL_NAME, registered.map_or(UNKNOWN_TOOL, |(name, _)| name).to_owned())
                 .safe(names::TOOL_CALL_ID, pi_observe_core::identifier_or_invalid(id))
                 .content(ContentKind::ToolArgs, names::TOOL_ARGS, args.to_string());
             if registered.is_none() {

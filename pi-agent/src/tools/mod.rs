@@ -142,9 +142,9 @@ pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolErr
 /// A tool the model can call.
 pub trait Tool: Send + Sync {
     /// Name the model uses.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
     /// What it does (sent to the model).
-    fn description(&self) -> &'static str;
+    fn description(&self) -> &str;
     /// JSON Schema of the arguments.
     fn parameters(&self) -> Value;
     /// Runs the tool.
@@ -212,6 +212,14 @@ impl ToolRegistry {
 
     /// Adds a tool.
     pub fn with(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds a tool, replacing one of the same name (an extension's tool overrides a built-in
+    /// one, as upstream).
+    pub fn with_override(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.retain(|t| t.name() != tool.name());
         self.tools.push(tool);
         self
     }

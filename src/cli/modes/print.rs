@@ -65,7 +65,9 @@ pub async fn run(
     }
     // Extensions start with the session and stop on `session_shutdown`.
     let extensions = crate::cli::extensions::start(extension_candidates, cfg, &cwd).await;
-    let mut runner = Agent::new(agent_parts.provider, agent_parts.model, agent_parts.tools, session, config, cwd);
+    let tools =
+        extensions.iter().flat_map(|e| e.tools()).fold(agent_parts.tools, |tools, tool| tools.with_override(tool));
+    let mut runner = Agent::new(agent_parts.provider, agent_parts.model, tools, session, config, cwd);
     runner.set_resources(agent_parts.resources);
     for extension in &extensions {
         runner.add_extension(extension);

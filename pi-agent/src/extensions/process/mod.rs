@@ -12,6 +12,7 @@
 
 mod child;
 pub mod protocol;
+mod tool;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ use super::hooks::{self, Notify};
 use super::{Extension, ExtensionApi, HookContext, HookError};
 use child::Connection;
 pub use protocol::{CommandSpec, PROTOCOL_VERSION, Register, ToolSpec};
+pub use tool::{ProcessTool, TOOL_TIMEOUT};
 
 /// The events an extension can register for: the hooks, then the notifications.
 pub const EVENTS: &[&str] = &[
@@ -208,9 +210,22 @@ impl ProcessExtension {
         }
     }
 
+    /// The tools it registered, ready for a [`ToolRegistry`](crate::tools::ToolRegistry).
+    pub fn tools(&self) -> Vec<std::sync::Arc<dyn crate::tools::Tool>> {
+        let tools = self.inner.register.tools.iter();
+        tools
+            .map(|spec| std::sync::Arc::new(ProcessTool { extension: self.clone(), spec: spec.clone() }) as _)
+            .collect()
+    }
+
     /// Sends `message` and waits for the reply, starting the process again first if it died
     /// (within the restart budget).
     async fn request(&self, message: Value) -> Result<Value, HookError> {
+        self.request_within(message, self.inner.spec.timeout).await
+    }
+
+    /// [`ProcessExtension::request`] with its own deadline.
+    pub(crate) async fn request_within(&self, message: Value, timeout: Duration) -> Result<Value, HookError> {
         let inner = &self.inner;
         let fail = |why: String| -> HookError {
             inner.failures.fetch_add(1, Ordering::Relaxed);
@@ -235,7 +250,7 @@ impl ProcessExtension {
                 }
             }
         };
-        match connection.request(message, inner.spec.timeout).await {
+        match connection.request(message, timeout).await {
             Ok(value) => Ok(value),
             Err(why) => {
                 if why.starts_with("no reply") {

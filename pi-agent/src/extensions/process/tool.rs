@@ -1,0 +1,89 @@
+//! A tool an extension registered: offered to the model with the extension's JSON schema, run by
+//! a `tool` request to the extension process.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::ProcessExtension;
+use super::protocol::ToolSpec;
+use crate::extensions::Extension;
+use crate::message::{ContentBlock, Usage, joined_text};
+use crate::tools::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
+
+/// Longest a tool of an extension may run (its own work, e.g. a nested agent, can be long).
+pub const TOOL_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// An extension's tool.
+#[derive(Debug, Clone)]
+pub struct ProcessTool {
+    pub(super) extension: ProcessExtension,
+    pub(super) spec: ToolSpec,
+}
+
+impl Tool for ProcessTool {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn description(&self) -> &str {
+        &self.spec.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.spec.parameters.clone()
+    }
+
+    fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let message = json!({"type": "tool", "name": self.spec.name, "params": args,
+                                 "ctx": {"cwd": ctx.cwd, "sessionId": ctx.env.session_id}});
+            let reply = tokio::select! {
+                reply = self.extension.request_within(message, TOOL_TIMEOUT) => reply,
+                () = ctx.cancel.cancelled() => return Err(ToolError::Aborted),
+            };
+            let reply = reply.map_err(|e| ToolError::Other(format!("extension {}: {e}", self.extension.name())))?;
+            output(&reply).map_err(|why| ToolError::Other(format!("extension {}: {why}", self.extension.name())))?
+        })
+    }
+}
+
+/// `{"content": [...] | "text", "details"?: …, "isError"?: bool, "usage"?: {…}}`; an error
+/// result is the tool failing with its text.
+fn output(reply: &Value) -> Result<Result<ToolOutput, ToolError>, String> {
+    let content = match reply.get("content") {
+        Some(Value::String(text)) => text.clone(),
+        Some(blocks @ Value::Array(_)) => {
+            let blocks: Vec<ContentBlock> =
+                serde_json::from_value(blocks.clone()).map_err(|e| format!("tool reply content: {e}"))?;
+            joined_text(&blocks)
+        }
+        None | Some(Value::Null) => String::new(),
+        Some(_) => return Err("tool reply content: expected a string or content blocks".into()),
+    };
+    let usage = match reply.get("usage") {
+        None | Some(Value::Null) => None,
+        Some(u) => Some(serde_json::from_value::<Usage>(u.clone()).map_err(|e| format!("tool reply usage: {e}"))?),
+    };
+    if reply.get("isError").and_then(Value::as_bool) == Some(true) {
+        return Ok(Err(ToolError::Other(content)));
+    }
+    Ok(Ok(ToolOutput { content, details: reply.get("details").filter(|d| !d.is_null()).cloned(), usage }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_become_outputs_with_usage_or_errors() {
+        let ok = output(&json!({"content": [{"type": "text", "text": "42"}], "usage": {"input": 3, "output": 2,
+            "cacheRead": 0, "cacheWrite": 0, "totalTokens": 5, "cost": {"input": 0, "output": 0, "cacheRead": 0,
+            "cacheWrite": 0, "total": 0.01}}}))
+        .unwrap()
+        .unwrap();
+        assert_eq!((ok.content.as_str(), ok.usage.map(|u| u.total_tokens)), ("42", Some(5)));
+        assert!(output(&json!({"content": "nope", "isError": true})).unwrap().is_err());
+        assert!(output(&json!({"content": 7})).is_err());
+    }
+}
