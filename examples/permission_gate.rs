@@ -69,7 +69,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         FauxResponse::text("Done (one command was refused)."),
     ]);
     let model = Registry::builtin().find("faux", "faux-1").ok_or("no faux model")?.clone();
-    let config = AgentConfig { source: PromptSource::Print, has_ui: false, ..AgentConfig::default() };
+    let config = AgentConfig { source: PromptSource::Interactive, has_ui: false, ..AgentConfig::default() };
     let mut agent = Agent::new(faux, model, ToolRegistry::all_builtin(), None, config, dir.clone());
     agent.add_extension(&PermissionGate { dangerous: vec!["rm -rf", "sudo ", "mkfs", "dd if="] });
 

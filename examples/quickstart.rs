@@ -55,7 +55,7 @@ async fn prompt(text: &'static str) -> Result<(), ToolError> {
             .safe(names::PROVIDER, "faux")
             .safe(names::MODEL, "faux-1")
             .safe(names::PROMPT_LENGTH, text.len())
-            .safe(names::SOURCE, "print")
+            .safe(names::SOURCE, "interactive")
             .content(ContentKind::Prompt, names::PROMPT_TEXT, text)
     };
     trace_operation(names::AGENT_PROMPT, payload, async move {

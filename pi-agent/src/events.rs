@@ -47,6 +47,12 @@ pub enum AgentEvent {
     SessionStart {
         /// Session id, when there is a session.
         session_id: Option<String>,
+        /// Why: `startup` (the process started), `reload`, `new`, `resume` or `fork` (upstream's
+        /// values).
+        reason: &'static str,
+        /// The session this one replaced (`new`, `resume`, `fork`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        previous_session_file: Option<String>,
     },
     /// A prompt began.
     AgentStart,

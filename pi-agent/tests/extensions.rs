@@ -608,6 +608,7 @@ fn session_before_hooks_the_first_cancel_wins_else_the_last_result() {
         tokens_before: 1000,
         messages_to_summarize: vec![Message::user("old")],
         kept_messages: 2,
+        will_retry: false,
     };
     runtime.block_on(async {
         let manual = hooks.session_before(hooks::SessionBeforeCompact, compact("manual"), &ctx).await;

@@ -57,6 +57,7 @@ impl Agent {
                 tokens_before,
                 messages_to_summarize: to_summarize.clone(),
                 kept_messages: kept.len(),
+                will_retry,
             };
             let decision = self.hooks.session_before(crate::extensions::hooks::SessionBeforeCompact, before, ctx).await;
             report_failures(&self.hooks, on_event);

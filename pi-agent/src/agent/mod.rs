@@ -232,14 +232,26 @@ impl Agent {
         message
     }
 
-    /// Emits `session_start` (once, before the first prompt).
+    /// Emits `session_start` with reason `startup` (once, before the first prompt).
     pub async fn start_session(&mut self, on_event: AgentSink<'_>) {
+        self.start_session_because("startup", None, on_event).await;
+    }
+
+    /// Emits `session_start` with upstream's `reason` (`startup`, `reload`, `new`, `resume`,
+    /// `fork`) and the session it replaced (once per agent).
+    pub async fn start_session_because(
+        &mut self,
+        reason: &'static str,
+        previous_session_file: Option<String>,
+        on_event: AgentSink<'_>,
+    ) {
         if self.session_started {
             return;
         }
         self.session_started = true;
         let ctx = self.hook_context(&CancellationToken::new());
-        self.emit(AgentEvent::SessionStart { session_id: self.session_id() }, &ctx, on_event).await;
+        let event = AgentEvent::SessionStart { session_id: self.session_id(), reason, previous_session_file };
+        self.emit(event, &ctx, on_event).await;
     }
 
     /// Emits `session_shutdown`; call once when the agent is done.

@@ -6,17 +6,16 @@ use serde_json::Value;
 
 use crate::message::{ContentBlock, Message};
 
-/// Where a prompt came from (the `source` attribute of `pi.agent.prompt`).
+/// Where a prompt came from (the `source` attribute of `pi.agent.prompt`, and `input.source`):
+/// upstream pi's three values, which extensions written for upstream compare against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PromptSource {
-    /// Typed by a user in an interactive UI.
+    /// A person typed it — in the interactive UI, and on the command line (`pi -p`), as upstream.
     Interactive,
     /// Sent over RPC.
     Rpc,
-    /// Injected by an extension.
+    /// Sent by an extension.
     Extension,
-    /// `pi -p`.
-    Print,
 }
 
 impl PromptSource {
@@ -26,7 +25,6 @@ impl PromptSource {
             PromptSource::Interactive => "interactive",
             PromptSource::Rpc => "rpc",
             PromptSource::Extension => "extension",
-            PromptSource::Print => "print",
         }
     }
 }
@@ -225,6 +223,8 @@ pub struct BeforeCompactEvent {
     pub messages_to_summarize: Vec<Message>,
     /// Messages kept verbatim.
     pub kept_messages: usize,
+    /// The turn that overflowed the context will be sent again after the compaction.
+    pub will_retry: bool,
 }
 
 /// `session_before_tree` event.

@@ -58,7 +58,7 @@ pub async fn run(
             let _ = root.set(e.trace_id);
         }
     }));
-    let mut config = AgentConfig { source: PromptSource::Print, ..setup::agent_config(agent, cfg) };
+    let mut config = AgentConfig { source: PromptSource::Interactive, ..setup::agent_config(agent, cfg) };
     if !agent_parts.model.reasoning {
         // A thinking level is only for models that reason (others reject the parameter).
         config.reasoning = None;

@@ -189,7 +189,7 @@ async fn run_agent(
     prompt: &str,
 ) {
     let config = AgentConfig {
-        source: PromptSource::Print,
+        source: PromptSource::Interactive,
         retry: RetryPolicy { max_retries: 0, ..RetryPolicy::default() },
         ..AgentConfig::default()
     };

@@ -67,7 +67,8 @@ pub fn message_end(e: &MessageEndEvent) -> Value {
 /// `session_before_compact`.
 pub fn before_compact(e: &BeforeCompactEvent) -> Value {
     json!({"type": "session_before_compact", "reason": e.reason, "tokensBefore": e.tokens_before,
-           "messagesToSummarize": e.messages_to_summarize, "keptMessages": e.kept_messages})
+           "messagesToSummarize": e.messages_to_summarize, "keptMessages": e.kept_messages,
+           "willRetry": e.will_retry})
 }
 
 /// `session_before_tree`.
