@@ -121,7 +121,11 @@ pub fn spec(candidate: &Candidate, cwd: &Path, cfg: &Config) -> Result<ProcessSp
         }
         spec
     } else if is_script(path) {
-        return Err("JavaScript extensions need the JavaScript host, which this build does not have yet".into());
+        let node = which("node").ok_or("JavaScript extensions need `node` on PATH")?;
+        let host = js_host(cfg).map_err(|e| format!("cannot write the JavaScript host: {e}"))?;
+        let mut spec = ProcessSpec::new(node, path, cwd);
+        spec.args = vec![host.display().to_string(), path.display().to_string()];
+        spec
     } else if is_executable(path) {
         ProcessSpec::new(path, path, cwd)
     } else {
@@ -129,6 +133,29 @@ pub fn spec(candidate: &Candidate, cwd: &Path, cfg: &Config) -> Result<ProcessSp
     };
     spec.stderr_log = log;
     Ok(spec)
+}
+
+/// The JavaScript host shipped with pi (`js/host.mjs`).
+const JS_HOST: &str = include_str!("../../js/host.mjs");
+
+/// Writes the JavaScript host to `<agent dir>/js/host-<version>.mjs` (once per version; a type
+/// stripper installed next to it by `scripts/setup-js` is found there) and returns its path.
+fn js_host(cfg: &Config) -> std::io::Result<PathBuf> {
+    let dir = cfg.agent_dir.clone().unwrap_or_else(std::env::temp_dir).join("js");
+    let path = dir.join(format!("host-{}.mjs", env!("CARGO_PKG_VERSION")));
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(JS_HOST) {
+        std::fs::create_dir_all(&dir)?;
+        let tmp = dir.join(format!(".host-{}.tmp", std::process::id()));
+        std::fs::write(&tmp, JS_HOST)?;
+        std::fs::rename(&tmp, &path)?;
+    }
+    Ok(path)
+}
+
+/// `name` on `PATH`.
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .and_then(|paths| std::env::split_paths(&paths).map(|dir| dir.join(name)).find(|p| is_executable(p)))
 }
 
 /// Starts every discovered extension; one that cannot start is said on stderr and skipped (the

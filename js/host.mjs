@@ -1,0 +1,233 @@
+// pi's JavaScript extension host. Runs one extension file written in upstream pi's shape —
+//
+//     export default function (pi) {
+//       pi.on("tool_call", async (event, ctx) => { … });
+//       pi.registerTool({ name, description, parameters, async execute(toolCallId, params, signal, onUpdate, ctx) { … } });
+//     }
+//
+// — and speaks pi's process protocol for it on stdin/stdout (docs/extension-protocol.md).
+// Usage: node host.mjs EXTENSION_FILE. The extension's console output goes to stderr (pi's
+// extension log), never into the protocol. `.ts` files are stripped of their types first, with
+// Node's own stripper (`amaro`, installed next to this host by scripts/setup-js).
+
+import { createInterface } from "node:readline";
+import { pathToFileURL } from "node:url";
+import { readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, basename } from "node:path";
+import { createRequire } from "node:module";
+
+const PROTOCOL = 1;
+const file = process.argv[2];
+const out = process.stdout;
+const send = (message) => out.write(JSON.stringify(message) + "\n");
+const log = (...args) => process.stderr.write(args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" ") + "\n");
+console.log = console.info = console.debug = console.warn = console.error = log;
+
+const handlers = new Map(); // event -> [handler]
+const tools = new Map(); // name -> definition
+const commands = new Map(); // name -> definition
+const shutdown = new AbortController();
+
+const pi = {
+  on(event, handler) {
+    if (!handlers.has(event)) handlers.set(event, []);
+    handlers.get(event).push(handler);
+  },
+  registerTool(definition) {
+    tools.set(definition.name, definition);
+  },
+  registerCommand(name, definition) {
+    commands.set(name, typeof definition === "function" ? { handler: definition } : definition);
+  },
+};
+
+/** The `ctx` handlers get: print mode has no UI, so questions resolve to "no answer". */
+function context(wire) {
+  return {
+    hasUI: Boolean(wire?.hasUI),
+    cwd: wire?.cwd,
+    signal: shutdown.signal,
+    model: wire?.model,
+    sessionManager: {
+      getSessionId: () => wire?.sessionId,
+      getSessionFile: () => wire?.sessionFile ?? undefined,
+    },
+    ui: {
+      notify: (message, level = "info") => log(`[${level}] ${message}`),
+      confirm: async () => false,
+      select: async () => undefined,
+      input: async () => undefined,
+      setStatus: () => {},
+      setWidget: () => {},
+    },
+  };
+}
+
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+/** Runs this extension's handlers of one event in order, with upstream's chaining rules. */
+async function dispatch(event, payload, ctx) {
+  const list = handlers.get(event) ?? [];
+  switch (event) {
+    case "tool_call": {
+      const before = structuredClone(payload.input);
+      for (const handler of list) {
+        const result = await handler(payload, ctx);
+        if (result?.input !== undefined) payload.input = result.input;
+        if (result?.block) return { block: true, reason: result.reason, input: same(before, payload.input) ? undefined : payload.input };
+      }
+      return same(before, payload.input) ? null : { input: payload.input };
+    }
+    case "tool_result": {
+      let patch = null;
+      for (const handler of list) {
+        const result = await handler(payload, ctx);
+        if (!result) continue;
+        patch = { ...(patch ?? {}), ...result };
+        Object.assign(payload, result);
+      }
+      return patch;
+    }
+    case "input": {
+      let transformed = false;
+      for (const handler of list) {
+        const result = await handler(payload, ctx);
+        if (result?.action === "handled") return { action: "handled" };
+        if (result?.action === "transform") {
+          payload.text = result.text;
+          transformed = true;
+        }
+      }
+      return transformed ? { action: "transform", text: payload.text } : null;
+    }
+    case "before_agent_start": {
+      const messages = [];
+      let systemPrompt;
+      for (const handler of list) {
+        const result = await handler(payload, ctx);
+        if (result?.message) messages.push(result.message);
+        if (result?.systemPrompt !== undefined) payload.systemPrompt = systemPrompt = result.systemPrompt;
+      }
+      return messages.length || systemPrompt !== undefined ? { messages, systemPrompt } : null;
+    }
+    case "context": {
+      let replaced = false;
+      for (const handler of list) {
+        const result = await handler(payload, ctx);
+        if (result?.messages) {
+          payload.messages = result.messages;
+          replaced = true;
+        }
+      }
+      return replaced ? { messages: payload.messages } : null;
+    }
+    case "session_before_compact":
+    case "session_before_tree": {
+      let last = null;
+      for (const handler of list) {
+        const result = await handler(payload, ctx);
+        if (result?.cancel) return { cancel: true };
+        if (result) last = result;
+      }
+      return last;
+    }
+    default: {
+      let last = null;
+      for (const handler of list) {
+        const result = await handler(payload, ctx);
+        if (result !== undefined && result !== null) last = result;
+      }
+      return last;
+    }
+  }
+}
+
+async function runTool(name, params, wire) {
+  const tool = tools.get(name);
+  if (!tool) throw new Error(`no tool ${name}`);
+  const updates = () => {};
+  const result = await tool.execute(`call_${Date.now()}`, params ?? {}, shutdown.signal, updates, context(wire));
+  return {
+    content: result?.content ?? [],
+    details: result?.details,
+    isError: Boolean(result?.isError),
+    usage: result?.usage ?? result?.details?.usage,
+  };
+}
+
+/** The module to import: a `.ts` file is stripped of its types into a temporary `.mjs`. */
+async function moduleUrl(path) {
+  if (!path.endsWith(".ts")) return pathToFileURL(path).href;
+  // Node's own type stripper, installed next to this host (or in $PI_JS_NODE_MODULES) by
+  // scripts/setup-js; a user's run never fetches it.
+  const places = [import.meta.url];
+  if (process.env.PI_JS_NODE_MODULES) places.push(pathToFileURL(join(process.env.PI_JS_NODE_MODULES, "..", "x.js")).href);
+  let amaro;
+  for (const place of places) {
+    try {
+      amaro = createRequire(place)("amaro");
+      break;
+    } catch {}
+  }
+  if (!amaro) {
+    throw new Error("TypeScript extensions need a type stripper: run scripts/setup-js (installs amaro next to the JavaScript host)");
+  }
+  // Type-only imports (`import type { ExtensionAPI } from "…"`) and annotations are erased; the
+  // user's folder is never written to.
+  const { code } = amaro.transformSync(readFileSync(path, "utf8"), { mode: "strip-only" });
+  const dir = mkdtempSync(join(tmpdir(), "pi-ts-"));
+  const target = join(dir, `${basename(path, ".ts")}.mjs`);
+  writeFileSync(target, code);
+  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+  return pathToFileURL(target).href;
+}
+
+const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+let registered = false;
+for await (const line of lines) {
+  if (!line.trim()) continue;
+  let message;
+  try {
+    message = JSON.parse(line);
+  } catch {
+    log(`pi js host: not JSON from pi: ${line.slice(0, 80)}`);
+    continue;
+  }
+  if (message.type === "hello" && !registered) {
+    try {
+      const module = await import(await moduleUrl(file));
+      const factory = module.default;
+      if (typeof factory !== "function") throw new Error("its default export is not a function (pi) => …");
+      await factory(pi);
+    } catch (error) {
+      log(`pi js host: ${file}: ${error?.stack ?? error}`);
+      process.exit(2);
+    }
+    registered = true;
+    send({
+      type: "register",
+      protocol: PROTOCOL,
+      name: basename(file).replace(/\.(m?js|ts)$/, ""),
+      events: [...handlers.keys()],
+      tools: [...tools.values()].map((t) => ({ name: t.name, description: t.description ?? "", parameters: t.parameters ?? { type: "object", properties: {} } })),
+      commands: [...commands.entries()].map(([name, c]) => ({ name, description: c.description ?? "" })),
+    });
+  } else if (message.type === "event") {
+    const { id, event, payload, ctx } = message;
+    dispatch(event, payload, context(ctx)).then(
+      (result) => send({ type: "result", id, result: result ?? null }),
+      (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
+    );
+  } else if (message.type === "tool") {
+    const { id, name, params, ctx } = message;
+    runTool(name, params, ctx).then(
+      (result) => send({ type: "result", id, result }),
+      (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
+    );
+  } else if (message.type === "shutdown") {
+    shutdown.abort();
+    break;
+  }
+}
+process.exit(0);

@@ -1,0 +1,144 @@
+//! JavaScript extensions in upstream pi's shape (`export default function (pi) { … }`), run by
+//! pi's JavaScript host under `node`: the example extensions in `examples/extensions/`, through
+//! `pi -p` on the faux provider and against a loopback OpenAI-compatible server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use support::{pi, scratch};
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/extensions").join(name)
+}
+
+#[test]
+fn the_example_extensions_gate_audit_and_number_lines_in_print_mode() {
+    let d = scratch("js-examples");
+    std::fs::write(d.join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let script = d.join("script.json");
+    std::fs::write(
+        &script,
+        json!([
+            {"text": "Working.", "tools": [
+                {"name": "bash", "arguments": {"command": "rm -rf /tmp/pi-js-nothing-here"}},
+                {"name": "read", "arguments": {"path": "notes.txt"}},
+                {"name": "bash", "arguments": {"command": "echo hi"}}]},
+            {"text": "Done."}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let audit = d.join("audit.jsonl");
+    let out = pi()
+        .args(["-p", "go", "--no-session", "--mode", "json", "--faux-script"])
+        .arg(&script)
+        .args(["--cwd"])
+        .arg(&d)
+        // The audit log first: handlers after a block do not run, and it should see every call.
+        .arg("-e")
+        .arg(example("audit-log.mjs"))
+        .arg("-e")
+        .arg(example("permission-gate.mjs"))
+        .arg("-e")
+        .arg(example("line-numbers.mjs"))
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .env("PI_AUDIT_LOG", &audit)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let results: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "message_end" && e["message"]["role"] == "toolResult")
+        .map(|e| e["message"].clone())
+        .collect();
+    assert_eq!(results.len(), 3, "{stderr}");
+    assert_eq!(results[0]["isError"], true);
+    assert!(results[0]["content"][0]["text"].as_str().unwrap().contains("no UI to confirm"), "{:?}", results[0]);
+    assert_eq!(results[1]["content"][0]["text"], "   1  alpha\n   2  beta", "read output numbered");
+    assert_eq!(results[2]["content"][0]["text"], "hi\n", "a harmless command runs");
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&audit).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let events: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    assert_eq!(events, ["session_start", "tool_call", "tool_call", "tool_call", "session_shutdown"]);
+    assert_eq!(lines[0]["reason"], "startup");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn the_trace_header_example_reaches_the_provider() {
+    let d = scratch("js-header");
+    let (base, server) = support::one_shot_openai_server();
+    let out = pi()
+        .args(["-p", "hi", "--tools", "none", "--model", "llama-local", "--base-url", &base, "--session"])
+        .arg(d.join("s.jsonl"))
+        .arg("-e")
+        .arg(example("trace-header.mjs"))
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let request = server.join().unwrap().to_ascii_lowercase();
+    let session: Value =
+        serde_json::from_str(std::fs::read_to_string(d.join("s.jsonl")).unwrap().lines().next().unwrap()).unwrap();
+    let id = session["id"].as_str().unwrap();
+    assert!(request.contains(&format!("x-pi-session-id: {id}")), "{request}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_broken_javascript_extension_is_named_and_the_run_goes_on() {
+    let d = scratch("js-broken");
+    let file = d.join("broken.mjs");
+    std::fs::write(&file, "export default 42;\n").unwrap();
+    let out = pi()
+        .args(["-p", "hi", "--no-session", "--tools", "none", "-e"])
+        .arg(&file)
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("broken.mjs"));
+    let log = std::fs::read_to_string(d.join("agent/logs/extensions/broken.log")).unwrap();
+    assert!(log.contains("default export is not a function"), "{log}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Needs the type stripper: `scripts/test` installs it (`scripts/setup-js`) and runs the ignored
+/// tests with `PI_JS_NODE_MODULES` pointing at it.
+#[test]
+#[ignore = "needs scripts/setup-js (amaro), run by scripts/test"]
+fn a_typescript_extension_runs_unmodified() {
+    let d = scratch("js-ts");
+    let script = d.join("script.json");
+    std::fs::write(
+        &script,
+        json!([{"text": "Writing.", "tools": [
+            {"name": "write", "arguments": {"path": ".env", "content": "KEY=1"}},
+            {"name": "write", "arguments": {"path": "ok.txt", "content": "fine"}}]},
+            {"text": "Done."}])
+        .to_string(),
+    )
+    .unwrap();
+    let source = std::fs::read_to_string(example("protected-paths.ts")).unwrap();
+    assert!(source.contains("import type {") && source.contains(": ToolCallEvent"), "the example really is TypeScript");
+    let out = pi()
+        .args(["-p", "go", "--no-session", "--faux-script"])
+        .arg(&script)
+        .arg("--cwd")
+        .arg(&d)
+        .arg("-e")
+        .arg(example("protected-paths.ts"))
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!d.join(".env").exists(), "the protected write was blocked");
+    assert_eq!(std::fs::read_to_string(d.join("ok.txt")).unwrap(), "fine");
+    std::fs::remove_dir_all(&d).unwrap();
+}
