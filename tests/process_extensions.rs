@@ -229,3 +229,51 @@ fn an_extension_tool_is_offered_runs_and_its_usage_is_billed_once() {
     assert_eq!(tool_tokens, faux_tokens + 42);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn project_trust_reaches_a_global_extension_before_project_resources_load() {
+    let d = scratch("ext-trust");
+    let project = d.join("project");
+    std::fs::create_dir_all(project.join(".pi/extensions")).unwrap();
+    std::fs::copy(fixture("gate.sh"), project.join(".pi/extensions/gate.sh")).unwrap();
+    std::fs::create_dir_all(d.join("agent/extensions")).unwrap();
+    std::fs::copy(fixture("trust.py"), d.join("agent/extensions/trust.py")).unwrap();
+    let skills = d.join("ext-skills/deploy");
+    std::fs::create_dir_all(&skills).unwrap();
+    std::fs::write(skills.join("SKILL.md"), "---\nname: deploy\ndescription: Ships it.\n---\nRun make ship.\n")
+        .unwrap();
+    let audit = d.join("audit.txt");
+    let go = |answer: &str, remember: bool| {
+        let _ = std::fs::remove_file(&audit);
+        let mut cmd = pi();
+        cmd.args(["-p", "/skill:deploy now", "--no-session", "--mode", "json", "--faux-script"])
+            .arg(script(&d))
+            .env("PI_CODING_AGENT_DIR", d.join("agent"))
+            .env("PY_TRUST", answer)
+            .env("PY_EXT_AUDIT", &audit)
+            .env("PY_SKILLS", d.join("ext-skills"))
+            .current_dir(&project);
+        if remember {
+            cmd.env("PY_TRUST_REMEMBER", "1");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let blocked = stdout.contains("sh-gate says no");
+        // The skill from the extension's folder was found and expanded.
+        assert!(stdout.contains("\"pi.agent.skill\""), "resources_discover added the skill folder");
+        (blocked, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (blocked, err) = go("undecided", false);
+    assert!(!blocked && err.contains("is not trusted"), "{err}");
+    let (blocked, err) = go("yes", false);
+    assert!(blocked, "the extension trusted the project: its extension loaded: {err}");
+    assert!(err.contains("trusts project") && err.contains("for this run"), "{err}");
+    let seen = std::fs::read_to_string(&audit).unwrap();
+    assert!(seen.starts_with("project_trust\nresources_discover\nsession_start"), "{seen}");
+    // Not remembered: the next undecided run is untrusted again; remembered: trusted from now on.
+    assert!(!go("undecided", false).0);
+    assert!(go("yes", true).0);
+    assert!(go("undecided", false).0, "the decision was kept in the trust store");
+    std::fs::remove_dir_all(&d).unwrap();
+}

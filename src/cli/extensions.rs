@@ -26,10 +26,25 @@ pub struct Candidate {
     pub origin: &'static str,
 }
 
-/// Every extension this run would start, in upstream's order: global folder, project folder
-/// (trusted only), settings list, `-e` flags. Missing `-e` paths are usage errors; a policy that
-/// forbids non-managed extensions drops the others (said once).
-pub fn discover(flags: &[PathBuf], cfg: &Config, cwd: &Path) -> Result<Vec<Candidate>, CliError> {
+/// Which extensions: those that do not come with the project (they answer `project_trust`),
+/// or the project's own (`.pi/extensions/` and the project settings' list; trusted only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// Global folder, managed and global settings, `-e`.
+    Outside,
+    /// The trusted project's.
+    Project,
+}
+
+/// The extensions of `part` this run would start, in upstream's order: global folder, project
+/// folder (trusted only), settings lists, `-e` flags. Missing `-e` paths are usage errors; a
+/// policy that forbids non-managed extensions drops the others (said once).
+pub fn discover(flags: &[PathBuf], cfg: &Config, cwd: &Path, part: Part) -> Result<Vec<Candidate>, CliError> {
+    let all = discover_all(flags, cfg, cwd)?;
+    Ok(all.into_iter().filter(|c| (c.origin == "project") == (part == Part::Project)).collect())
+}
+
+fn discover_all(flags: &[PathBuf], cfg: &Config, cwd: &Path) -> Result<Vec<Candidate>, CliError> {
     let mut found = Vec::new();
     let add_dir = |dir: PathBuf, origin: &'static str, found: &mut Vec<Candidate>| {
         let Ok(entries) = std::fs::read_dir(&dir) else { return };
@@ -46,7 +61,11 @@ pub fn discover(flags: &[PathBuf], cfg: &Config, cwd: &Path) -> Result<Vec<Candi
         add_dir(cwd.join(".pi").join("extensions"), "project", &mut found);
     }
     for file in cfg.managed.iter().chain(cfg.settings.files()) {
-        let origin = if file.scope == pi_agent::settings::Scope::Managed { "managed" } else { "settings" };
+        let origin = match file.scope {
+            pi_agent::settings::Scope::Managed => "managed",
+            pi_agent::settings::Scope::Project => "project",
+            pi_agent::settings::Scope::Global => "settings",
+        };
         for raw in file.get(&["extensions"]).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
             found.push(Candidate { path: Config::path_of(file, raw), origin });
         }
@@ -133,6 +152,32 @@ pub fn spec(candidate: &Candidate, cwd: &Path, cfg: &Config) -> Result<ProcessSp
     };
     spec.stderr_log = log;
     Ok(spec)
+}
+
+/// Upstream's `project_trust`: when the project has resources nobody trusted yet, the
+/// extensions that do not come with it answer, in load order; the first `yes` or `no` decides.
+/// `Some(config)` is the configuration reloaded with the project trusted.
+pub async fn ask_project_trust(extensions: &[ProcessExtension], cfg: &Config) -> Result<Option<Config>, CliError> {
+    use pi_agent::extensions::Extension;
+    if cfg.trust.reason != pi_agent::settings::trust::TrustReason::Untrusted {
+        return Ok(None);
+    }
+    for extension in extensions {
+        match extension.project_trust(&cfg.trust.project).await {
+            (Some(true), remember) => {
+                cfg.notice(format!(
+                    "extension {} trusts project {}{}",
+                    extension.name(),
+                    cfg.trust.project.display(),
+                    if remember { " (remembered)" } else { " for this run" }
+                ));
+                return Config::load_trusted_by_extension(&cfg.trust.project, remember).map(Some);
+            }
+            (Some(false), _) => return Ok(None),
+            (None, _) => {}
+        }
+    }
+    Ok(None)
 }
 
 /// The JavaScript host shipped with pi (`js/host.mjs`).

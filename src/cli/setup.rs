@@ -139,7 +139,7 @@ pub fn agent_parts(args: &AgentArgs, prompt: &str, cwd: &Path, cfg: &Config) -> 
     let tools = tools(args.tools.as_deref())?;
     check_dirs("--skills", &args.skills)?;
     check_dirs("--prompt-templates", &args.prompt_templates)?;
-    Ok(AgentParts { provider, model, tools, resources: resources(args, cwd, cfg) })
+    Ok(AgentParts { provider, model, tools, resources: resources(args, cwd, cfg, (&[], &[])) })
 }
 
 /// `--tools`.
@@ -252,14 +252,21 @@ pub fn check_dirs(flag: &str, dirs: &[PathBuf]) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Skills and prompt templates: the `--skills` / `--prompt-templates` directories, the
-/// settings files' `skills` / `prompts` lists (relative to the file's folder), then — for a
-/// trusted project only — the project's `.pi/skills` and `.pi/prompts`, then the user's
-/// `~/.pi/agent/` ones. Skipped files are reported on stderr.
-pub fn resources(agent: &AgentArgs, cwd: &Path, cfg: &Config) -> pi_observe::agent::resources::Resources {
+/// Skills and prompt templates: the `--skills` / `--prompt-templates` directories, the folders
+/// extensions added (`resources_discover`), the settings files' `skills` / `prompts` lists
+/// (relative to the file's folder), then — for a trusted project only — the project's
+/// `.pi/skills` and `.pi/prompts`, then the user's `~/.pi/agent/` ones. Skipped files are
+/// reported on stderr.
+pub fn resources(
+    agent: &AgentArgs,
+    cwd: &Path,
+    cfg: &Config,
+    (ext_skills, ext_prompts): (&[PathBuf], &[PathBuf]),
+) -> pi_observe::agent::resources::Resources {
     let agent_dir = super::paths::agent_dir();
-    let dirs = |extra: &[PathBuf], key: &str, leaf: &str| {
+    let dirs = |extra: &[PathBuf], from_extensions: &[PathBuf], key: &str, leaf: &str| {
         let mut dirs = extra.to_vec();
+        dirs.extend_from_slice(from_extensions);
         if let Some(found) = cfg.settings.get(&[key]) {
             let listed = found.value.as_array().into_iter().flatten().filter_map(|v| v.as_str());
             dirs.extend(listed.map(|raw| Config::path_of(found.file, raw)));
@@ -273,8 +280,8 @@ pub fn resources(agent: &AgentArgs, cwd: &Path, cfg: &Config) -> pi_observe::age
         dirs
     };
     let resources = pi_observe::agent::resources::Resources::load(
-        &dirs(&agent.skills, "skills", "skills"),
-        &dirs(&agent.prompt_templates, "prompts", "prompts"),
+        &dirs(&agent.skills, ext_skills, "skills", "skills"),
+        &dirs(&agent.prompt_templates, ext_prompts, "prompts", "prompts"),
     );
     for error in &resources.errors {
         super::output::error(format_args!("pi: skipped {error}"));

@@ -85,6 +85,23 @@ impl Config {
     /// Reads the managed policy, the global settings, the trust store and — when the project
     /// at `project` is trusted — its settings. Unknown keys are warned about here, once each.
     pub fn load(project: &Path) -> Result<Config, CliError> {
+        Config::load_with(project, None)
+    }
+
+    /// [`Config::load`] after an extension's `project_trust` handler trusted the project (for
+    /// this run, or — with `remember` — in the trust store too). The policy still wins.
+    pub fn load_trusted_by_extension(project: &Path, remember: bool) -> Result<Config, CliError> {
+        if remember && let Some(dir) = paths::agent_dir() {
+            let path = dir.join(trust::TRUST_FILE);
+            let mut store = TrustStore::load(&path).map_err(|e| CliError::Usage(e.to_string()))?;
+            store.trust(project, pi_agent::time::iso8601(pi_agent::time::now_millis()));
+            store.save().map_err(|e| CliError::Failure(format!("{}: {e}", path.display())))?;
+        }
+        let mut yes = |_: &Path, _: &[PathBuf]| Some(true);
+        Config::load_with(project, Some(&mut yes))
+    }
+
+    fn load_with(project: &Path, hook: Option<trust::TrustHook<'_>>) -> Result<Config, CliError> {
         let managed = managed::load()?;
         let agent_dir = paths::agent_dir();
         let read = |path: PathBuf, scope| SettingsFile::load(&path, scope).map_err(|e| CliError::Usage(e.to_string()));
@@ -98,8 +115,8 @@ impl Config {
         let store = TrustStore::load(&store_path).map_err(|e| CliError::Usage(e.to_string()))?;
         let policy_allows =
             managed.as_ref().and_then(|m| m.get(&["policy", "allowProjectResources"])?.as_bool()) != Some(false);
-        // The one decision point: the extension host's `project_trust` event will answer here.
-        let trust = trust::decide(project, &store, policy_allows, None);
+        // The one decision point; an extension's `project_trust` answer comes in as the hook.
+        let trust = trust::decide(project, &store, policy_allows, hook);
         let project_file = if trust.trusted {
             read(project.join(".pi").join(pi_agent::settings::SETTINGS_FILE), Scope::Project)?
         } else {

@@ -28,17 +28,33 @@ pub async fn run(
     prompt: &str,
     cfg: &Config,
 ) -> Result<ExitCode, CliError> {
+    use crate::cli::extensions::{self, Part};
     if prompt.trim().is_empty() {
         return Err(CliError::Usage("-p: the prompt is empty".into()));
     }
+    let cwd = setup::cwd(agent.cwd.as_deref())?;
+    // A project nobody trusted yet: the extensions that do not come with it start now and may
+    // answer upstream's `project_trust` before anything of the project is read.
+    let (early, reloaded) = if cfg.trust.reason == pi_agent::settings::trust::TrustReason::Untrusted {
+        let started =
+            extensions::start(extensions::discover(&agent.extensions, cfg, &cwd, Part::Outside)?, cfg, &cwd).await;
+        let reloaded = extensions::ask_project_trust(&started, cfg).await?;
+        (Some(started), reloaded)
+    } else {
+        (None, None)
+    };
+    let cfg = reloaded.as_ref().unwrap_or(cfg);
     cfg.announce_trust();
     let sink_setup = SinkSetup::resolve(&observe.sinks, observe.events_jsonl.as_deref(), cfg)?;
-    let cwd = setup::cwd(agent.cwd.as_deref())?;
     let session_path = setup::session_path(agent, &cwd, cfg)?;
     let inputs: Vec<(&str, &std::path::Path)> = session_path.iter().map(|p| ("--session", p.as_path())).collect();
     files::check_outputs(&inputs, &sink_setup.output_files())?;
     let attribution = attribution::attribution(observe, cfg, &cwd)?;
-    let extension_candidates = crate::cli::extensions::discover(&agent.extensions, cfg, &cwd)?;
+    let outside = match early {
+        Some(_) => Vec::new(),
+        None => extensions::discover(&agent.extensions, cfg, &cwd, Part::Outside)?,
+    };
+    let project = extensions::discover(&agent.extensions, cfg, &cwd, Part::Project)?;
     let agent_parts = setup::agent_parts(agent, prompt, &cwd, cfg)?;
 
     // The sinks are attached before the session is opened, so its `pi.session.read` reaches them.
@@ -64,11 +80,27 @@ pub async fn run(
         config.reasoning = None;
     }
     // Extensions start with the session and stop on `session_shutdown`.
-    let extensions = crate::cli::extensions::start(extension_candidates, cfg, &cwd).await;
+    let mut extensions = match early {
+        Some(started) => started,
+        None => extensions::start(outside, cfg, &cwd).await,
+    };
+    extensions.extend(extensions::start(project, cfg, &cwd).await);
     let tools =
         extensions.iter().flat_map(|e| e.tools()).fold(agent_parts.tools, |tools, tool| tools.with_override(tool));
+    // Upstream's `resources_discover`: extensions add skill and prompt-template folders.
+    let (mut skills, mut prompts) = (Vec::new(), Vec::new());
+    for extension in &extensions {
+        let (s, p) = extension.resources_discover(&cwd, "startup").await;
+        skills.extend(s);
+        prompts.extend(p);
+    }
+    let resources = if skills.is_empty() && prompts.is_empty() {
+        agent_parts.resources
+    } else {
+        setup::resources(agent, &cwd, cfg, (&skills, &prompts))
+    };
     let mut runner = Agent::new(agent_parts.provider, agent_parts.model, tools, session, config, cwd);
-    runner.set_resources(agent_parts.resources);
+    runner.set_resources(resources);
     for extension in &extensions {
         runner.add_extension(extension);
     }

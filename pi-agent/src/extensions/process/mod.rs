@@ -30,6 +30,8 @@ pub use tool::{ProcessTool, TOOL_TIMEOUT};
 
 /// The events an extension can register for: the hooks, then the notifications.
 pub const EVENTS: &[&str] = &[
+    "project_trust",
+    "resources_discover",
     "input",
     "before_agent_start",
     "context",
@@ -260,6 +262,46 @@ impl ProcessExtension {
                 Err(fail(why))
             }
         }
+    }
+
+    /// True when it registered for `event`.
+    pub fn handles(&self, event: &str) -> bool {
+        self.inner.register.events.iter().any(|e| e == event)
+    }
+
+    /// Upstream's `project_trust`, before a project's resources load: `Some(true)` trusts the
+    /// project, `Some(false)` refuses it, `None` is undecided (or the extension does not take
+    /// part, or failed). The second value is `remember` (keep the decision).
+    pub async fn project_trust(&self, project: &Path) -> (Option<bool>, bool) {
+        if !self.handles("project_trust") {
+            return (None, false);
+        }
+        let ctx = json!({"hasUI": self.inner.spec.has_ui, "cwd": project, "mode": "print"});
+        let payload = json!({"type": "project_trust", "cwd": project});
+        let message = json!({"type": "event", "event": "project_trust", "payload": payload, "ctx": ctx});
+        let Ok(reply) = self.request(message).await else { return (None, false) };
+        let remember = reply.get("remember").and_then(Value::as_bool).unwrap_or(false);
+        match reply.get("trusted").and_then(Value::as_str) {
+            Some("yes") => (Some(true), remember),
+            Some("no") => (Some(false), remember),
+            _ => (None, false),
+        }
+    }
+
+    /// Upstream's `resources_discover`: the skill and prompt-template folders the extension adds.
+    pub async fn resources_discover(&self, cwd: &Path, reason: &str) -> (Vec<PathBuf>, Vec<PathBuf>) {
+        if !self.handles("resources_discover") {
+            return (Vec::new(), Vec::new());
+        }
+        let payload = json!({"type": "resources_discover", "cwd": cwd, "reason": reason});
+        let ctx = json!({"hasUI": self.inner.spec.has_ui, "cwd": cwd});
+        let message = json!({"type": "event", "event": "resources_discover", "payload": payload, "ctx": ctx});
+        let Ok(reply) = self.request(message).await else { return (Vec::new(), Vec::new()) };
+        let paths = |key: &str| -> Vec<PathBuf> {
+            let list = reply.get(key).and_then(Value::as_array).into_iter().flatten();
+            list.filter_map(Value::as_str).map(|p| cwd.join(p)).collect()
+        };
+        (paths("skillPaths"), paths("promptPaths"))
     }
 
     /// Calls the handler for `event`.
