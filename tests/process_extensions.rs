@@ -136,6 +136,17 @@ fn a_hanging_extension_costs_its_timeout_and_blocks_the_tool() {
     assert!(r.out.status.success(), "{}", stderr(&r));
     assert!(r.results.iter().all(|(error, _)| *error), "{:?} {}", r.results, stderr(&r));
     assert!(stderr(&r).contains("no reply within 300 ms"), "{}", stderr(&r));
+    // The hook span says what happened and where the extension came from.
+    let hook_end = String::from_utf8_lossy(&r.out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["type"] == "observability")
+        .map(|l| l["event"].clone())
+        .find(|e| e["name"] == "pi.agent.hook" && e["type"] == "error" && e["payload"]["hookName"] == "tool_call")
+        .unwrap();
+    assert_eq!(hook_end["payload"]["outcome"], "timeout", "{hook_end}");
+    assert_eq!(hook_end["payload"]["extensionOrigin"], "flag");
+    assert_eq!(hook_end["payload"]["extensionName"], "py-gate");
     // Two calls at 300 ms each, then the restart budget is spent: far below the 5 s default.
     assert!(started.elapsed() < std::time::Duration::from_secs(4), "{:?}", started.elapsed());
     std::fs::remove_dir_all(&d).unwrap();

@@ -220,6 +220,9 @@ pub const ENTRY_TYPE: &str = "entryType";
 pub const HOOK_NAME: &str = "hookName";
 /// Extension name.
 pub const EXTENSION_NAME: &str = "extensionName";
+/// Where an extension was loaded from: `builtin` (compiled in), `global`, `project`,
+/// `settings`, `managed` or `flag` (`-e`).
+pub const EXTENSION_ORIGIN: &str = "extensionOrigin";
 /// Hook outcome: `completed|blocked|transformed|handled|cancelled|failed`.
 pub const HOOK_OUTCOME: &str = "outcome";
 /// Skill name.

@@ -151,6 +151,7 @@ pub fn spec(candidate: &Candidate, cwd: &Path, cfg: &Config) -> Result<ProcessSp
         return Err("not an executable, a folder with pi-extension.json, or a .js/.mjs/.ts file".into());
     };
     spec.stderr_log = log;
+    spec.origin = if candidate.origin == "-e" { "flag" } else { candidate.origin };
     Ok(spec)
 }
 

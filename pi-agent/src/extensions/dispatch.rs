@@ -37,6 +37,7 @@ enum Outcome {
     Handled,
     Cancelled,
     Failed,
+    Timeout,
 }
 
 impl Outcome {
@@ -48,6 +49,7 @@ impl Outcome {
             Outcome::Handled => "handled",
             Outcome::Cancelled => "cancelled",
             Outcome::Failed => "failed",
+            Outcome::Timeout => "timeout",
         }
     }
 }
@@ -64,7 +66,7 @@ impl Hooks {
         self.extensions.push(name.to_string());
         // The name is the extension's text: telemetry carries it only if identifier-shaped.
         let exported = Arc::from(pi_observe_core::identifier_or_invalid(&name));
-        extension.register(&mut ExtensionApi { hooks: self, extension: name, exported });
+        extension.register(&mut ExtensionApi { hooks: self, extension: name, exported, origin: extension.origin() });
     }
 
     /// Names of the extensions added, in order.
@@ -103,14 +105,23 @@ impl Hooks {
         for entry in registered {
             let Some(handler) = entry.handler.downcast_ref::<Handler<H>>() else { continue };
             let exported = entry.exported.clone();
-            let payload =
-                || Payload::new().safe(names::HOOK_NAME, hook.name()).safe(names::EXTENSION_NAME, exported.to_string());
+            let origin = entry.origin;
+            let payload = || {
+                Payload::new()
+                    .safe(names::HOOK_NAME, hook.name())
+                    .safe(names::EXTENSION_NAME, exported.to_string())
+                    .safe(names::EXTENSION_ORIGIN, origin)
+            };
             let call = AssertUnwindSafe(async { handler(event(), ctx.clone()).await }).catch_unwind();
             let step = &mut step;
             let stop = trace_operation_with(names::AGENT_HOOK, payload, |span: Span| async move {
+                let mut timed_out = false;
                 let result = match call.await {
                     Ok(Ok(output)) => Ok(output),
-                    Ok(Err(error)) => Err(error.to_string()),
+                    Ok(Err(error)) => {
+                        timed_out = error.is::<HandlerTimeout>();
+                        Err(error.to_string())
+                    }
                     Err(panic) => Err(panic_message(panic.as_ref())),
                 };
                 if let Err(error) = &result {
@@ -118,6 +129,7 @@ impl Hooks {
                     span.set_error(names::ERROR_HOOK_FAILED, error.clone());
                 }
                 let (outcome, stop) = step(&entry.extension, result);
+                let outcome = if timed_out && outcome == Outcome::Failed { Outcome::Timeout } else { outcome };
                 span.record(|| Payload::new().safe(names::HOOK_OUTCOME, outcome.as_str()));
                 Ok::<bool, std::convert::Infallible>(stop)
             })

@@ -75,6 +75,11 @@ pub trait Hook: Copy + Send + Sync + 'static {
 pub trait Extension: Send + Sync + 'static {
     /// Shown in hook spans and in error reports.
     fn name(&self) -> &str;
+    /// Where it was loaded from, a fixed word for telemetry (`builtin` for a Rust value;
+    /// process extensions say `global`, `project`, `settings`, `managed` or `flag`).
+    fn origin(&self) -> &'static str {
+        "builtin"
+    }
     /// Registers handlers (called once, when the extension is added to an agent).
     fn register(&self, api: &mut ExtensionApi<'_>);
 }
@@ -116,6 +121,7 @@ pub fn extension(
 pub struct ExtensionApi<'a> {
     hooks: &'a mut Hooks,
     extension: Arc<str>,
+    origin: &'static str,
     /// The name as telemetry may carry it (identifier-shaped, else `invalid`), computed once.
     exported: Arc<str>,
 }
@@ -142,6 +148,7 @@ impl ExtensionApi<'_> {
         let handler: Handler<H> = Arc::new(move |event, ctx| Box::pin(handler(event, ctx)));
         self.hooks.handlers.entry(hook.name()).or_default().push(Registered {
             extension: self.extension.clone(),
+            origin: self.origin,
             exported: self.exported.clone(),
             handler: Box::new(handler),
         });
@@ -153,6 +160,8 @@ type Handler<H> =
 
 struct Registered {
     extension: Arc<str>,
+    /// Where the extension was loaded from ([`Extension::origin`]).
+    origin: &'static str,
     /// The extension's name as exported (see [`ExtensionApi`]).
     exported: Arc<str>,
     /// A `Handler<H>` for the hook it is filed under.
@@ -209,6 +218,12 @@ impl SessionFacade {
         self.with(|s| s.entries().to_vec()).unwrap_or_default()
     }
 }
+
+/// The error a handler returns when it did not answer in time: its hook span's outcome is
+/// `timeout` rather than `failed` (the chaining treats both as a failing handler).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HandlerTimeout(pub String);
 
 /// A handler that failed: which extension, which hook, what went wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]

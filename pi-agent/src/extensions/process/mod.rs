@@ -101,6 +101,8 @@ pub struct ProcessSpec {
     pub stderr_log: Option<PathBuf>,
     /// A user interface can answer questions (`ctx.hasUI`).
     pub has_ui: bool,
+    /// Where it was found, for telemetry: `global`, `project`, `settings`, `managed` or `flag`.
+    pub origin: &'static str,
 }
 
 impl ProcessSpec {
@@ -124,6 +126,7 @@ impl ProcessSpec {
             max_restarts: Self::DEFAULT_MAX_RESTARTS,
             stderr_log: None,
             has_ui: false,
+            origin: "flag",
         }
     }
 }
@@ -231,7 +234,7 @@ impl ProcessExtension {
         let inner = &self.inner;
         let fail = |why: String| -> HookError {
             inner.failures.fetch_add(1, Ordering::Relaxed);
-            why.into()
+            if why.starts_with("no reply within") { Box::new(super::HandlerTimeout(why)) } else { why.into() }
         };
         if inner.stopped.load(Ordering::SeqCst) {
             return Err(fail("stopped".into()));
@@ -335,6 +338,10 @@ macro_rules! forward {
 impl Extension for ProcessExtension {
     fn name(&self) -> &str {
         &self.inner.register.name
+    }
+
+    fn origin(&self) -> &'static str {
+        self.inner.spec.origin
     }
 
     fn register(&self, api: &mut ExtensionApi<'_>) {
