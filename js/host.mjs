@@ -40,7 +40,12 @@ const pi = {
   registerCommand(name, definition) {
     commands.set(name, typeof definition === "function" ? { handler: definition } : definition);
   },
+  // During a command: the prompt pi runs after it (upstream's sendUserMessage).
+  sendUserMessage(text) {
+    pendingPrompt = typeof text === "string" ? text : JSON.stringify(text);
+  },
 };
+let pendingPrompt;
 
 /** The `ctx` handlers get: print mode has no UI, so questions resolve to "no answer". */
 function context(wire) {
@@ -223,6 +228,14 @@ for await (const line of lines) {
     const { id, name, params, ctx } = message;
     runTool(name, params, ctx).then(
       (result) => send({ type: "result", id, result }),
+      (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
+    );
+  } else if (message.type === "command") {
+    const { id, name, args, ctx } = message;
+    const command = commands.get(name);
+    pendingPrompt = undefined;
+    Promise.resolve(command ? command.handler(args ?? "", context(ctx)) : Promise.reject(new Error(`no command ${name}`))).then(
+      (result) => send({ type: "result", id, result: { text: typeof result === "string" ? result : result?.text, prompt: result?.prompt ?? pendingPrompt } }),
       (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
     );
   } else if (message.type === "shutdown") {

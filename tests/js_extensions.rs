@@ -142,3 +142,50 @@ fn a_typescript_extension_runs_unmodified() {
     assert_eq!(std::fs::read_to_string(d.join("ok.txt")).unwrap(), "fine");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn commands_run_as_slash_commands_and_may_hand_back_a_prompt() {
+    let d = scratch("js-commands");
+    let file = d.join("commands.mjs");
+    std::fs::write(
+        &file,
+        r#"export default function (pi) {
+  pi.registerCommand("greet", { description: "Says hello", handler: async (args) => `Hello ${args}!` });
+  pi.registerCommand("ask", { description: "Asks the model politely", handler: async (args) => { pi.sendUserMessage(`Please ${args}`); } });
+}
+"#,
+    )
+    .unwrap();
+    let session = d.join("s.jsonl");
+    let run = |prompt: &str| {
+        let _ = std::fs::remove_file(&session);
+        pi().args(["-p", prompt, "--tools", "none", "--session"])
+            .arg(&session)
+            .arg("-e")
+            .arg(&file)
+            .env("PI_CODING_AGENT_DIR", d.join("agent"))
+            .output()
+            .unwrap()
+    };
+    // What the model was asked: the user message in the session.
+    let asked = || -> Vec<String> {
+        std::fs::read_to_string(&session)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["message"]["role"] == "user")
+            .map(|e| e["message"]["content"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let out = run("/greet Ada");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.trim(), "Hello Ada!", "the command's text, and no model call");
+    assert!(asked().is_empty());
+    let out = run("/ask review the diff");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(asked(), ["Please review the diff"]);
+    run("/unknown thing");
+    assert_eq!(asked(), ["/unknown thing"], "not a command: the prompt as typed");
+    std::fs::remove_dir_all(&d).unwrap();
+}

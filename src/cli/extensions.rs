@@ -181,6 +181,23 @@ pub async fn ask_project_trust(extensions: &[ProcessExtension], cfg: &Config) ->
     Ok(None)
 }
 
+/// `/name args` when an extension registered command `name`: its outcome (text to print, prompt
+/// to run instead); `None` when the prompt is not such a command.
+pub async fn run_command(
+    extensions: &[ProcessExtension],
+    prompt: &str,
+    cwd: &Path,
+) -> Option<Result<(Option<String>, Option<String>), String>> {
+    let rest = prompt.trim_start().strip_prefix('/')?;
+    let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    for extension in extensions {
+        if let Some(outcome) = extension.command(name, args.trim(), cwd).await {
+            return Some(outcome.map_err(|e| e.to_string()));
+        }
+    }
+    None
+}
+
 /// The JavaScript host shipped with pi (`js/host.mjs`).
 const JS_HOST: &str = include_str!("../../js/host.mjs");
 

@@ -99,6 +99,12 @@ pub async fn run(
     } else {
         setup::resources(agent, &cwd, cfg, (&skills, &prompts))
     };
+    // `/name args` of a command an extension registered runs it; it may hand back a prompt.
+    let command = extensions::run_command(&extensions, prompt, &cwd).await;
+    let prompt = match &command {
+        Some(Ok((_, Some(next)))) => next.as_str(),
+        _ => prompt,
+    };
     let mut runner = Agent::new(agent_parts.provider, agent_parts.model, tools, session, config, cwd);
     runner.set_resources(resources);
     for extension in &extensions {
@@ -106,6 +112,29 @@ pub async fn run(
     }
     let plan = Plan { agent: runner, attribution, traceparent: incoming_traceparent() };
 
+    if let Some(outcome) = &command {
+        match outcome {
+            Ok((Some(text), _)) => output::line(text),
+            Ok((None, _)) => {}
+            Err(e) => {
+                output::error(format_args!("pi: command {}: {e}", prompt.split_whitespace().next().unwrap_or("")))
+            }
+        }
+        if !matches!(outcome, Ok((_, Some(_)))) {
+            // The command was the whole job: the session still starts and ends for extensions.
+            let Plan { agent: mut runner, .. } = plan;
+            hub.enter(pi_observe::core::Scope::new(), async {
+                runner.start_session(&mut |e: AgentEvent| output::extension_failure(&e)).await;
+                runner.shutdown(&mut |e: AgentEvent| output::extension_failure(&e)).await;
+            })
+            .await;
+            for extension in &extensions {
+                extension.shutdown().await;
+            }
+            sinks.finish("print", &[]);
+            return Ok(if outcome.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+        }
+    }
     let cancel = CancellationToken::new();
     let interrupted = signals::abort_on(&cancel)?;
     let result = prompt_once(&hub, plan, prompt, mode, &cancel).await;

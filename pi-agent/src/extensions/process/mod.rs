@@ -267,6 +267,25 @@ impl ProcessExtension {
         }
     }
 
+    /// Runs its command `/name args`: `(text to show, prompt to run instead)`, each optional.
+    /// `None` when it registered no such command.
+    pub async fn command(
+        &self,
+        name: &str,
+        args: &str,
+        cwd: &Path,
+    ) -> Option<Result<(Option<String>, Option<String>), HookError>> {
+        if !self.inner.register.commands.iter().any(|c| c.name == name) {
+            return None;
+        }
+        let ctx = json!({"hasUI": self.inner.spec.has_ui, "cwd": cwd});
+        let message = json!({"type": "command", "name": name, "args": args, "ctx": ctx});
+        Some(self.request_within(message, tool::TOOL_TIMEOUT).await.map(|reply| {
+            let text = |key: &str| reply.get(key).and_then(Value::as_str).map(str::to_owned);
+            (text("text"), text("prompt"))
+        }))
+    }
+
     /// True when it registered for `event`.
     pub fn handles(&self, event: &str) -> bool {
         self.inner.register.events.iter().any(|e| e == event)
