@@ -54,6 +54,11 @@ function context(wire) {
     cwd: wire?.cwd,
     signal: shutdown.signal,
     model: wire?.model,
+    // For tools: the call's W3C trace context, attribution, and the pi binary (a nested `pi`
+    // given TRACEPARENT joins this trace).
+    traceparent: wire?.traceparent ?? undefined,
+    attribution: wire?.attribution ?? {},
+    piExecutable: wire?.piExecutable ?? undefined,
     sessionManager: {
       getSessionId: () => wire?.sessionId,
       getSessionFile: () => wire?.sessionFile ?? undefined,

@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
+#[path = "../pi-observe-otel/tests/support/receiver.rs"]
+mod receiver;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -187,5 +189,73 @@ fn commands_run_as_slash_commands_and_may_hand_back_a_prompt() {
     assert_eq!(asked(), ["Please review the diff"]);
     run("/unknown thing");
     assert_eq!(asked(), ["/unknown thing"], "not a command: the prompt as typed");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn the_subagent_example_nests_the_child_trace_under_the_tool_span_and_bills_it_once() {
+    let d = scratch("js-subagent");
+    let receiver = receiver::Receiver::start(vec![]);
+    let base = receiver.endpoint.trim_end_matches("/v1/traces").to_owned();
+    let parent = d.join("parent.json");
+    std::fs::write(
+        &parent,
+        json!([{"text": "Delegating.", "tools": [{"name": "subagent", "arguments": {"task": "count the files"}}]},
+               {"text": "The sub-agent says 3."}])
+        .to_string(),
+    )
+    .unwrap();
+    let child = d.join("child.json");
+    std::fs::write(&child, json!([{"text": "There are 3 files."}]).to_string()).unwrap();
+    let session = d.join("s.jsonl");
+    let out = pi()
+        .args(["-p", "go", "--user", "ada", "--org", "acme", "--session"])
+        .arg(&session)
+        .arg("--faux-script")
+        .arg(&parent)
+        .arg("-e")
+        .arg(example("subagent.mjs"))
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &base)
+        .env("SUBAGENT_FAUX_SCRIPT", &child)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let spans = receiver.spans();
+    let tool = spans.iter().find(|s| s.name == "execute_tool subagent").expect("the tool span");
+    let roots: Vec<_> = spans.iter().filter(|s| s.name.starts_with("invoke_agent")).collect();
+    assert_eq!(roots.len(), 2, "the parent's prompt and the child's");
+    // One trace for both prompts (session start/end hooks outside a prompt have their own).
+    let in_prompts =
+        spans.iter().filter(|s| ["invoke_agent", "chat", "execute_tool"].iter().any(|p| s.name.starts_with(p)));
+    assert!(in_prompts.clone().count() >= 5, "{:?}", spans.iter().map(|s| &s.name).collect::<Vec<_>>());
+    assert!(in_prompts.into_iter().all(|s| s.trace_id == tool.trace_id), "one trace");
+    let child_root =
+        roots.iter().find(|s| s.parent_span_id == tool.span_id).expect("the child's root under the tool span");
+    let user = |s: &opentelemetry_proto::tonic::trace::v1::Span| {
+        support::attr(s, "user.id").and_then(|v| match v {
+            opentelemetry_proto::tonic::common::v1::any_value::Value::StringValue(s) => Some(s.clone()),
+            _ => None,
+        })
+    };
+    assert_eq!(user(child_root).as_deref(), Some("ada"), "the child runs for the same user");
+    // The child's usage is on the tool result and counted once: parent turns + child turn.
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&session).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let tool_usage = lines
+        .iter()
+        .find(|e| e["message"]["role"] == "toolResult")
+        .map(|e| e["message"]["usage"]["totalTokens"].as_u64().unwrap())
+        .unwrap();
+    assert!(tool_usage > 0);
+    let parent_usage: u64 = lines
+        .iter()
+        .filter(|e| e["message"]["role"] == "assistant")
+        .map(|e| e["message"]["usage"]["totalTokens"].as_u64().unwrap())
+        .sum();
+    let report = pi().args(["report", "--format", "json"]).arg(&session).output().unwrap();
+    let rows: Vec<Value> = serde_json::from_slice(&report.stdout).unwrap();
+    let billed: u64 = rows.iter().map(|r| r["totalTokens"].as_u64().unwrap()).sum();
+    assert_eq!(billed, parent_usage + tool_usage);
     std::fs::remove_dir_all(&d).unwrap();
 }

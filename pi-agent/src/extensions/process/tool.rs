@@ -36,8 +36,17 @@ impl Tool for ProcessTool {
 
     fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
+            // The call's trace context: a tool that runs a nested `pi` passes `traceparent` as
+            // `TRACEPARENT`, so the nested run's spans hang under this tool span, with the same
+            // attribution.
+            let current = pi_observe_core::current();
+            let attribution: serde_json::Map<String, Value> =
+                current.attribution().iter().map(|(k, v)| (k.to_owned(), Value::from(v))).collect();
+            let traceparent = ctx.env.expose.then(|| current.traceparent().map(|tp| tp.to_string())).flatten();
             let message = json!({"type": "tool", "name": self.spec.name, "params": args,
-                                 "ctx": {"cwd": ctx.cwd, "sessionId": ctx.env.session_id}});
+                                 "ctx": {"cwd": ctx.cwd, "sessionId": ctx.env.session_id, "traceparent": traceparent,
+                                         "attribution": attribution,
+                                         "piExecutable": std::env::current_exe().ok()}});
             let reply = tokio::select! {
                 reply = self.extension.request_within(message, TOOL_TIMEOUT) => reply,
                 () = ctx.cancel.cancelled() => return Err(ToolError::Aborted),
