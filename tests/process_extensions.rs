@@ -288,3 +288,30 @@ fn project_trust_reaches_a_global_extension_before_project_resources_load() {
     assert!(go("undecided", false).0, "the decision was kept in the trust store");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn a_policy_that_forbids_other_extensions_keeps_only_its_own() {
+    let d = scratch("ext-policy");
+    let policy = d.join("managed.json");
+    std::fs::write(
+        &policy,
+        json!({"extensions": [fixture("gate.sh")], "policy": {"allowNonManagedExtensions": false}}).to_string(),
+    )
+    .unwrap();
+    let r = {
+        let mut cmd = pi();
+        cmd.args(["-p", "go", "--no-session", "--mode", "json", "--faux-script"])
+            .arg(script(&d))
+            .arg("-e")
+            .arg(fixture("gate.py"))
+            .env("PI_CODING_AGENT_DIR", d.join("agent"))
+            .env("PI_MANAGED_SETTINGS", &policy);
+        cmd.output().unwrap()
+    };
+    let (stdout, stderr) = (String::from_utf8_lossy(&r.stdout), String::from_utf8_lossy(&r.stderr));
+    assert!(r.status.success(), "{stderr}");
+    assert!(stderr.contains("allows only its own extensions") && stderr.contains("gate.py"), "{stderr}");
+    assert!(stdout.contains("sh-gate says no"), "the managed extension runs");
+    assert!(!stdout.contains("[py]"), "the user's does not");
+    std::fs::remove_dir_all(&d).unwrap();
+}
