@@ -133,7 +133,9 @@ async function dispatch(event, payload, ctx) {
       return replaced ? { messages: payload.messages } : null;
     }
     case "session_before_compact":
-    case "session_before_tree": {
+    case "session_before_tree":
+    case "session_before_switch":
+    case "session_before_fork": {
       let last = null;
       for (const handler of list) {
         const result = await handler(payload, ctx);

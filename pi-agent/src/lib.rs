@@ -18,4 +18,4 @@ pub mod settings;
 pub mod time;
 pub mod tools;
 
-pub use agent::{Agent, AgentConfig, AgentError, AgentSink, Navigation, PromptResult, PromptSource};
+pub use agent::{Agent, AgentConfig, AgentError, AgentSink, Navigation, PromptResult, PromptSource, SwitchReason};

@@ -5,6 +5,7 @@
 mod compact;
 mod navigation;
 mod prompt;
+mod switch;
 mod tools;
 mod turn;
 
@@ -24,6 +25,7 @@ use crate::model::ModelInfo;
 use crate::provider::{Provider, ProviderError, RetryPolicy};
 use crate::session::{ATTRIBUTION_CUSTOM_TYPE, EntryKind, SessionError, SessionWriter};
 use crate::tools::ToolRegistry;
+pub use switch::SwitchReason;
 
 /// Harness settings.
 #[derive(Debug, Clone)]

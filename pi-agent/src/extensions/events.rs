@@ -238,6 +238,22 @@ pub struct BeforeTreeEvent {
     pub summarize: bool,
 }
 
+/// `session_before_switch` event: the session is about to be replaced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BeforeSwitchEvent {
+    /// `new` (a fresh session) or `resume` (an existing one).
+    pub reason: String,
+    /// The session file being switched to, when there is one.
+    pub target_session_file: Option<String>,
+}
+
+/// `session_before_fork` event: a new session is about to branch off at an entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BeforeForkEvent {
+    /// The entry the fork keeps the conversation up to.
+    pub entry_id: String,
+}
+
 /// Result of a `session_before_*` handler.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BeforeResult {

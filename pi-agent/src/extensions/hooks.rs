@@ -62,6 +62,15 @@ hook!(
     SessionBeforeTree, "session_before_tree", BeforeTreeEvent, BeforeResult
 );
 
+hook!(
+    /// `session_before_switch`: cancel replacing the session (new or resume).
+    SessionBeforeSwitch, "session_before_switch", BeforeSwitchEvent, BeforeResult
+);
+hook!(
+    /// `session_before_fork`: cancel a fork.
+    SessionBeforeFork, "session_before_fork", BeforeForkEvent, BeforeResult
+);
+
 /// Notifications: handlers observe, their results are ignored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Notify {

@@ -202,6 +202,37 @@ impl SessionWriter {
         )
     }
 
+    /// A new session at `path` (which must not exist) holding this session's branch up to
+    /// `entry_id` — the same entries with the same ids — whose header names this file as its
+    /// `parentSession` (upstream's fork). Its leaf is `entry_id`.
+    pub fn fork(&self, entry_id: &str, path: &Path, cwd: &Path) -> Result<SessionWriter, SessionError> {
+        if !self.entries.iter().any(|e| e.id == entry_id) {
+            return Err(SessionError::UnknownEntry { path: self.path.display().to_string(), id: entry_id.to_owned() });
+        }
+        let branch: Vec<Entry> = self.branch(Some(entry_id)).into_iter().cloned().collect();
+        let mut fork = SessionWriter::create(path, cwd)?;
+        fork.header.parent_session = Some(self.path.display().to_string());
+        // The header was written by `create`; write it again with the parent, atomically.
+        let header = serde_json::to_string(&fork.header).map_err(|e| SessionError::encode(path, e))?;
+        let mut text = header;
+        text.push('\n');
+        for entry in &branch {
+            text.push_str(&serde_json::to_string(entry).map_err(|e| SessionError::encode(path, e))?);
+            text.push('\n');
+        }
+        let tmp = path.with_extension(format!("jsonl.fork-{}", std::process::id()));
+        std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path)).map_err(|e| SessionError::io(path, e))?;
+        fork.file = OpenOptions::new().append(true).open(path).map_err(|e| SessionError::io(path, e))?;
+        fork.leaf = Some(entry_id.to_owned());
+        fork.entries = branch;
+        Ok(fork)
+    }
+
+    /// The session this one was forked from, if any.
+    pub fn parent_session(&self) -> Option<&str> {
+        self.header.parent_session.as_deref()
+    }
+
     fn write_line(&mut self, line: &str) -> Result<(), SessionError> {
         let mut buf = Vec::with_capacity(line.len() + 1);
         buf.extend_from_slice(line.as_bytes());

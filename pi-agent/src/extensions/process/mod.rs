@@ -43,6 +43,8 @@ pub const EVENTS: &[&str] = &[
     "message_end",
     "session_before_compact",
     "session_before_tree",
+    "session_before_switch",
+    "session_before_fork",
     "session_start",
     "agent_start",
     "turn_start",
@@ -438,6 +440,26 @@ impl Extension for ProcessExtension {
                 hooks::SessionBeforeTree,
                 "session_before_tree",
                 wire::before_tree,
+                wire::before_result
+            );
+        }
+        if wants("session_before_switch") {
+            forward!(
+                api,
+                self,
+                hooks::SessionBeforeSwitch,
+                "session_before_switch",
+                wire::before_switch,
+                wire::before_result
+            );
+        }
+        if wants("session_before_fork") {
+            forward!(
+                api,
+                self,
+                hooks::SessionBeforeFork,
+                "session_before_fork",
+                wire::before_fork,
                 wire::before_result
             );
         }

@@ -7,9 +7,10 @@ use serde_json::{Value, json};
 
 use crate::events::AgentEvent;
 use crate::extensions::{
-    BeforeAgentStartEvent, BeforeAgentStartResult, BeforeCompactEvent, BeforeResult, BeforeTreeEvent, ContextEvent,
-    HeaderPatch, InjectedMessage, InputAction, InputEvent, MessageEndEvent, ProviderHeadersEvent, ProviderRequestEvent,
-    ProviderResponseEvent, ToolCallEvent, ToolCallResult, ToolResultEvent, ToolResultPatch,
+    BeforeAgentStartEvent, BeforeAgentStartResult, BeforeCompactEvent, BeforeForkEvent, BeforeResult,
+    BeforeSwitchEvent, BeforeTreeEvent, ContextEvent, HeaderPatch, InjectedMessage, InputAction, InputEvent,
+    MessageEndEvent, ProviderHeadersEvent, ProviderRequestEvent, ProviderResponseEvent, ToolCallEvent, ToolCallResult,
+    ToolResultEvent, ToolResultPatch,
 };
 use crate::message::{ContentBlock, Message};
 
@@ -75,6 +76,16 @@ pub fn before_compact(e: &BeforeCompactEvent) -> Value {
 pub fn before_tree(e: &BeforeTreeEvent) -> Value {
     json!({"type": "session_before_tree", "oldLeafId": e.old_leaf_id, "targetId": e.target_id,
            "summarize": e.summarize})
+}
+
+/// `session_before_switch`.
+pub fn before_switch(e: &BeforeSwitchEvent) -> Value {
+    json!({"type": "session_before_switch", "reason": e.reason, "targetSessionFile": e.target_session_file})
+}
+
+/// `session_before_fork`.
+pub fn before_fork(e: &BeforeForkEvent) -> Value {
+    json!({"type": "session_before_fork", "entryId": e.entry_id})
 }
 
 /// A notification (`session_start`, `turn_end`, …): the agent event as `--mode json` prints it.
