@@ -29,7 +29,8 @@ fn the_example_extensions_gate_audit_and_number_lines_in_print_mode() {
                 {"name": "bash", "arguments": {"command": "rm -rf /tmp/pi-js-nothing-here"}},
                 {"name": "read", "arguments": {"path": "notes.txt"}},
                 {"name": "bash", "arguments": {"command": "echo hi"}}]},
-            {"text": "Done."}
+            // The faux model checks what it was sent: the numbered lines.
+            {"text": "Done.", "expect": ["   1  alpha\n   2  beta"]}
         ])
         .to_string(),
     )
@@ -69,6 +70,21 @@ fn the_example_extensions_gate_audit_and_number_lines_in_print_mode() {
     let events: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
     assert_eq!(events, ["session_start", "tool_call", "tool_call", "tool_call", "session_shutdown"]);
     assert_eq!(lines[0]["reason"], "startup");
+    // Without the patch the model would have seen plain lines: the script's check fails.
+    let plain = pi()
+        .args(["-p", "go", "--no-session", "--faux-script"])
+        .arg(&script)
+        .arg("--cwd")
+        .arg(&d)
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .output()
+        .unwrap();
+    assert!(!plain.status.success());
+    assert!(
+        String::from_utf8_lossy(&plain.stderr).contains("does not contain"),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 

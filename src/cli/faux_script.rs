@@ -27,6 +27,9 @@ struct Step {
     tools: Vec<ToolStep>,
     #[serde(default)]
     error: Option<ErrorStep>,
+    /// Text the request this step answers must contain (checks what the model was sent).
+    #[serde(default)]
+    expect: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -72,5 +75,5 @@ fn response(step: Step) -> FauxResponse {
             }
         }
     });
-    FauxResponse { blocks, error, fail_after_chunks: 0 }
+    FauxResponse { blocks, error, fail_after_chunks: 0, expect: step.expect }
 }

@@ -36,6 +36,10 @@ pub struct FauxResponse {
     pub error: Option<ProviderError>,
     /// Number of chunks streamed before `error` is returned.
     pub fail_after_chunks: usize,
+    /// Text the request this response answers must contain (in its messages or system prompt):
+    /// when it does not, the response is a provider error naming the missing text — a script's
+    /// way to check what the model was actually sent.
+    pub expect: Vec<String>,
 }
 
 impl FauxResponse {
@@ -228,6 +232,22 @@ impl Provider for FauxProvider {
             self.record_sent(request);
             let response = self.queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
             let response = response.ok_or(ProviderError::NoMoreResponses)?;
+            if !response.expect.is_empty() {
+                let sent = format!(
+                    "{}\n{}",
+                    request.system_prompt.as_deref().unwrap_or_default(),
+                    serde_json::to_string(&request.messages).unwrap_or_default()
+                );
+                // Compare the JSON-escaped form too, so expected text may contain newlines.
+                if let Some(missing) = response.expect.iter().find(|e| {
+                    let escaped = serde_json::to_string(e).unwrap_or_default();
+                    !sent.contains(e.as_str()) && !sent.contains(escaped.trim_matches('"'))
+                }) {
+                    return Err(ProviderError::Provider(format!(
+                        "faux script: the request does not contain {missing:?}"
+                    )));
+                }
+            }
             let call_number = self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let fail_now = |streamed: usize| match &response.error {
                 Some(error) if streamed >= response.fail_after_chunks => Err(error.clone()),
