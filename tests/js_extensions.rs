@@ -170,6 +170,7 @@ fn commands_run_as_slash_commands_and_may_hand_back_a_prompt() {
         r#"export default function (pi) {
   pi.registerCommand("greet", { description: "Says hello", handler: async (args) => `Hello ${args}!` });
   pi.registerCommand("ask", { description: "Asks the model politely", handler: async (args) => { pi.sendUserMessage(`Please ${args}`); } });
+  pi.on("input", async (event) => { console.log(`INPUT-SOURCE ${event.source}`); });
 }
 "#,
     )
@@ -203,8 +204,12 @@ fn commands_run_as_slash_commands_and_may_hand_back_a_prompt() {
     let out = run("/ask review the diff");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(asked(), ["Please review the diff"]);
+    let log = std::fs::read_to_string(d.join("agent/logs/extensions/commands.log")).unwrap();
+    assert!(log.contains("INPUT-SOURCE extension"), "a prompt an extension sent has source extension: {log}");
     run("/unknown thing");
     assert_eq!(asked(), ["/unknown thing"], "not a command: the prompt as typed");
+    let log = std::fs::read_to_string(d.join("agent/logs/extensions/commands.log")).unwrap();
+    assert!(log.contains("INPUT-SOURCE interactive"), "typed on the command line: interactive, as upstream");
     std::fs::remove_dir_all(&d).unwrap();
 }
 

@@ -102,7 +102,11 @@ pub async fn run(
     // `/name args` of a command an extension registered runs it; it may hand back a prompt.
     let command = extensions::run_command(&extensions, prompt, &cwd).await;
     let prompt = match &command {
-        Some(Ok((_, Some(next)))) => next.as_str(),
+        Some(Ok((_, Some(next)))) => {
+            // Sent by an extension: upstream's `input.source` says so.
+            config.source = PromptSource::Extension;
+            next.as_str()
+        }
         _ => prompt,
     };
     let mut runner = Agent::new(agent_parts.provider, agent_parts.model, tools, session, config, cwd);
