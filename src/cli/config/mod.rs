@@ -9,7 +9,7 @@
 //! project's `.pi/` resources are read only when [`trust::decide`] says so. Each value's
 //! origin is a [`Source`], shown by `pi config` and `pi observe status`.
 
-mod managed;
+pub mod managed;
 pub mod show;
 pub mod telemetry;
 pub mod trust_cmd;

@@ -9,6 +9,8 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{Value, json};
 
+use pi_agent::settings::trust::TrustReason;
+
 use super::Config;
 use crate::cli::args::{AgentArgs, ObserveArgs};
 use crate::cli::observe::status;
@@ -51,6 +53,18 @@ pub fn run(args: &ConfigArgs, cfg: &Config) -> Result<ExitCode, CliError> {
         .chain(cfg.settings.files())
         .map(|f| json!({ "scope": f.scope.as_str(), "path": f.path.display().to_string(), "unknownKeys": f.unknown }))
         .collect();
+    // The files pi looks for that are not there (so a user sees where to put them).
+    let mut missing: Vec<Value> = Vec::new();
+    if let Some(dir) = &cfg.agent_dir
+        && cfg.settings.file(pi_agent::settings::Scope::Global).is_none()
+    {
+        missing.push(
+            json!({"scope": "global", "path": dir.join(pi_agent::settings::SETTINGS_FILE).display().to_string()}),
+        );
+    }
+    if cfg.managed.is_none() {
+        missing.push(json!({"scope": "managed", "path": super::managed::MANAGED_PATH}));
+    }
     let mut settings: Vec<Value> = Vec::new();
     if let Some(managed) = &cfg.managed {
         let layered = pi_agent::settings::Settings::new(vec![managed.clone()]);
@@ -77,10 +91,17 @@ pub fn run(args: &ConfigArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     let policy = cfg.policy();
     let document = json!({
         "files": files,
+        "missingFiles": missing,
         "project": {
             "path": cfg.trust.project.display().to_string(),
             "trusted": cfg.trust.trusted,
-            "reason": format!("{:?}", cfg.trust.reason),
+            "reason": match &cfg.trust.reason {
+                TrustReason::NothingToLoad => "nothing to load (no .pi/ settings, skills, prompts or extensions)".to_owned(),
+                TrustReason::Trusted(root) => format!("trusted ({})", root.display()),
+                TrustReason::Hook => "trusted by an extension for this run".to_owned(),
+                TrustReason::Untrusted => "not trusted: its .pi/ resources are not loaded (`pi trust` loads them)".to_owned(),
+                TrustReason::Forbidden => "the managed policy forbids project resources".to_owned(),
+            },
             "resources": cfg.trust.resources.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
         },
         "settings": settings,
@@ -118,12 +139,15 @@ fn print_human(document: &Value) {
     for file in document["files"].as_array().into_iter().flatten() {
         output::line(format_args!("  {:<8}{}", status::plain(&file["scope"]), status::plain(&file["path"])));
     }
+    for file in document["missingFiles"].as_array().into_iter().flatten() {
+        output::line(format_args!(
+            "  {:<8}{}  (not present)",
+            status::plain(&file["scope"]),
+            status::plain(&file["path"])
+        ));
+    }
     let project = &document["project"];
-    output::line(format_args!(
-        "project {} ({})",
-        status::plain(&project["path"]),
-        if project["trusted"] == json!(true) { "trusted" } else { "not trusted: its .pi/ resources are not loaded" }
-    ));
+    output::line(format_args!("project {}: {}", status::plain(&project["path"]), status::plain(&project["reason"])));
     output::line("settings");
     for setting in document["settings"].as_array().into_iter().flatten() {
         let note =
