@@ -188,6 +188,32 @@ pub struct TransactionParts<'a> {
 /// spans at their true depth, ids and times as recorded, and the breadcrumbs, which the typed
 /// protocol struct has no field for).
 pub fn transaction_json(parts: &TransactionParts<'_>) -> Json {
+    let mut json = serde_json::to_value(transaction(parts)).unwrap_or(Json::Null);
+    if let Json::Object(map) = &mut json
+        && !parts.breadcrumbs.is_empty()
+    {
+        map.insert("breadcrumbs".into(), json!({ "values": parts.breadcrumbs }));
+    }
+    json
+}
+
+/// [`transaction_json`] serialized straight to bytes (no JSON value tree in between), with its
+/// event id: what the subscriber sends.
+pub fn transaction_bytes(parts: &TransactionParts<'_>) -> Option<(String, Vec<u8>)> {
+    let transaction = transaction(parts);
+    let event_id = transaction.event_id.as_simple().to_string();
+    let mut bytes = serde_json::to_vec(&transaction).ok()?;
+    if !parts.breadcrumbs.is_empty() && bytes.last() == Some(&b'}') {
+        // The typed transaction has no breadcrumbs field: add it as the last member.
+        bytes.pop();
+        bytes.extend_from_slice(br#","breadcrumbs":"#);
+        serde_json::to_writer(&mut bytes, &json!({ "values": parts.breadcrumbs })).ok()?;
+        bytes.push(b'}');
+    }
+    Some((event_id, bytes))
+}
+
+fn transaction(parts: &TransactionParts<'_>) -> protocol::Transaction<'static> {
     let root = parts.root;
     let (root_data, root_end) = root.data(parts.cut_at);
     let root_span = root.start.span_id.map(span_id).unwrap_or_default();
@@ -222,7 +248,7 @@ pub fn transaction_json(parts: &TransactionParts<'_>) -> Json {
         data: root_data.into_iter().collect(),
         ..Default::default()
     };
-    let transaction = protocol::Transaction {
+    protocol::Transaction {
         name: Some(description(&root.start.name, root.merged())),
         release: parts.release.map(|r| r.to_owned().into()),
         environment: parts.environment.map(|e| e.to_owned().into()),
@@ -233,14 +259,7 @@ pub fn transaction_json(parts: &TransactionParts<'_>) -> Json {
         spans,
         contexts: [("trace".to_owned(), protocol::Context::Trace(Box::new(trace_context)))].into_iter().collect(),
         ..Default::default()
-    };
-    let mut json = serde_json::to_value(&transaction).unwrap_or(Json::Null);
-    if let Json::Object(map) = &mut json
-        && !parts.breadcrumbs.is_empty()
-    {
-        map.insert("breadcrumbs".into(), json!({ "values": parts.breadcrumbs }));
     }
-    json
 }
 
 /// An `error` record as a Sentry error event linked to its trace and span.

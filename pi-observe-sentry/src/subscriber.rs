@@ -158,8 +158,9 @@ impl SentrySubscriber {
             release: self.config.release.as_deref(),
             cut_at,
         };
-        let json = convert::transaction_json(&parts);
-        if let Some(envelope) = raw_envelope("transaction", &json) {
+        if let Some(envelope) =
+            convert::transaction_bytes(&parts).and_then(|(id, body)| raw_envelope("transaction", &id, body))
+        {
             self.client.send_envelope(envelope);
             self.counters.transactions.fetch_add(1, Relaxed);
         }
@@ -178,11 +179,9 @@ impl SentrySubscriber {
     }
 }
 
-/// One envelope with one item of `kind`, from its JSON (the typed transaction has no
-/// breadcrumbs field, so transactions are sent as raw items).
-fn raw_envelope(kind: &str, item: &serde_json::Value) -> Option<sentry::Envelope> {
-    let payload = serde_json::to_vec(item).ok()?;
-    let event_id = item.get("event_id").cloned().unwrap_or(serde_json::Value::Null);
+/// One envelope with one item of `kind` and its serialized `payload` (the typed transaction has
+/// no breadcrumbs field, so transactions are sent as raw items).
+fn raw_envelope(kind: &str, event_id: &str, payload: Vec<u8>) -> Option<sentry::Envelope> {
     let mut bytes = serde_json::to_vec(&serde_json::json!({ "event_id": event_id })).ok()?;
     bytes.push(b'\n');
     bytes.extend(serde_json::to_vec(&serde_json::json!({ "type": kind, "length": payload.len() })).ok()?);
