@@ -181,6 +181,17 @@ pub async fn ask_project_trust(extensions: &[ProcessExtension], cfg: &Config) ->
     Ok(None)
 }
 
+/// Upstream's `resources_discover`: the skill and prompt-template folders the extensions add.
+pub async fn discovered_resources(extensions: &[ProcessExtension], cwd: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let (mut skills, mut prompts) = (Vec::new(), Vec::new());
+    for extension in extensions {
+        let (s, p) = extension.resources_discover(cwd, "startup").await;
+        skills.extend(s);
+        prompts.extend(p);
+    }
+    (skills, prompts)
+}
+
 /// `/name args` when an extension registered command `name`: its outcome (text to print, prompt
 /// to run instead); `None` when the prompt is not such a command.
 pub async fn run_command(

@@ -87,13 +87,7 @@ pub async fn run(
     extensions.extend(extensions::start(project, cfg, &cwd).await);
     let tools =
         extensions.iter().flat_map(|e| e.tools()).fold(agent_parts.tools, |tools, tool| tools.with_override(tool));
-    // Upstream's `resources_discover`: extensions add skill and prompt-template folders.
-    let (mut skills, mut prompts) = (Vec::new(), Vec::new());
-    for extension in &extensions {
-        let (s, p) = extension.resources_discover(&cwd, "startup").await;
-        skills.extend(s);
-        prompts.extend(p);
-    }
+    let (skills, prompts) = extensions::discovered_resources(&extensions, &cwd).await;
     let resources = if skills.is_empty() && prompts.is_empty() {
         agent_parts.resources
     } else {
@@ -125,16 +119,7 @@ pub async fn run(
             }
         }
         if !matches!(outcome, Ok((_, Some(_)))) {
-            // The command was the whole job: the session still starts and ends for extensions.
-            let Plan { agent: mut runner, .. } = plan;
-            hub.enter(pi_observe::core::Scope::new(), async {
-                runner.start_session(&mut |e: AgentEvent| output::extension_failure(&e)).await;
-                runner.shutdown(&mut |e: AgentEvent| output::extension_failure(&e)).await;
-            })
-            .await;
-            for extension in &extensions {
-                extension.shutdown().await;
-            }
+            command_only(&hub, plan.agent, &extensions).await;
             sinks.finish("print", &[]);
             return Ok(if outcome.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE });
         }
@@ -151,6 +136,22 @@ pub async fn run(
         return Ok(signals::exit(*signal));
     }
     Ok(exit(result))
+}
+
+/// A command that was the whole job: the session still starts and ends for the extensions.
+async fn command_only(
+    hub: &pi_observe::core::Observability,
+    mut agent: Agent,
+    extensions: &[pi_agent::extensions::process::ProcessExtension],
+) {
+    hub.enter(Scope::new(), async {
+        agent.start_session(&mut |e: AgentEvent| output::extension_failure(&e)).await;
+        agent.shutdown(&mut |e: AgentEvent| output::extension_failure(&e)).await;
+    })
+    .await;
+    for extension in extensions {
+        extension.shutdown().await;
+    }
 }
 
 /// `TRACEPARENT` from the environment; an invalid one is a warning and a new trace.
