@@ -15,11 +15,12 @@ pub enum Mode {
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {
-    /// Provider: `openai`, `anthropic`, `faux`, or a name from `--models`. Default: `faux`
-    /// unless an API key or `--base-url` is given.
+    /// Provider: `openai`, `anthropic`, `faux`, or a name from `models.json` / `--models`.
+    /// Default: the settings' `defaultProvider`, else `faux` unless an API key or `--base-url`
+    /// is given.
     #[arg(long)]
     pub provider: Option<String>,
-    /// Model id (default: the provider's first model).
+    /// Model id (default: the settings' `defaultModel`, else the provider's first model).
     #[arg(long)]
     pub model: Option<String>,
     /// Base URL of an OpenAI-compatible (or Anthropic) endpoint, e.g. `http://127.0.0.1:8080/v1`.
