@@ -26,22 +26,13 @@ pub struct Candidate {
     pub origin: &'static str,
 }
 
-/// Which extensions: those that do not come with the project (they answer `project_trust`),
-/// or the project's own (`.pi/extensions/` and the project settings' list; trusted only).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
-    /// Global folder, managed and global settings, `-e`.
-    Outside,
-    /// The trusted project's.
-    Project,
-}
-
-/// The extensions of `part` this run would start, in upstream's order: global folder, project
-/// folder (trusted only), settings lists, `-e` flags. Missing `-e` paths are usage errors; a
-/// policy that forbids non-managed extensions drops the others (said once).
-pub fn discover(flags: &[PathBuf], cfg: &Config, cwd: &Path, part: Part) -> Result<Vec<Candidate>, CliError> {
-    let all = discover_all(flags, cfg, cwd)?;
-    Ok(all.into_iter().filter(|c| (c.origin == "project") == (part == Part::Project)).collect())
+/// The extensions this run would start, in upstream's order — global folder, project folder
+/// (trusted only), settings lists, `-e` flags — split into those that do not come with the
+/// project (they answer `project_trust`) and the project's own (`.pi/extensions/` and the
+/// project settings' list). Missing `-e` paths are usage errors; a policy that forbids
+/// non-managed extensions drops the others (said once).
+pub fn discover(flags: &[PathBuf], cfg: &Config, cwd: &Path) -> Result<(Vec<Candidate>, Vec<Candidate>), CliError> {
+    Ok(discover_all(flags, cfg, cwd)?.into_iter().partition(|c| c.origin != "project"))
 }
 
 fn discover_all(flags: &[PathBuf], cfg: &Config, cwd: &Path) -> Result<Vec<Candidate>, CliError> {

@@ -28,7 +28,7 @@ pub async fn run(
     prompt: &str,
     cfg: &Config,
 ) -> Result<ExitCode, CliError> {
-    use crate::cli::extensions::{self, Part};
+    use crate::cli::extensions;
     if prompt.trim().is_empty() {
         return Err(CliError::Usage("-p: the prompt is empty".into()));
     }
@@ -36,8 +36,8 @@ pub async fn run(
     // A project nobody trusted yet: the extensions that do not come with it start now and may
     // answer upstream's `project_trust` before anything of the project is read.
     let (early, reloaded) = if cfg.trust.reason == pi_agent::settings::trust::TrustReason::Untrusted {
-        let started =
-            extensions::start(extensions::discover(&agent.extensions, cfg, &cwd, Part::Outside)?, cfg, &cwd).await;
+        let (outside, _) = extensions::discover(&agent.extensions, cfg, &cwd)?;
+        let started = extensions::start(outside, cfg, &cwd).await;
         let reloaded = extensions::ask_project_trust(&started, cfg).await?;
         (Some(started), reloaded)
     } else {
@@ -50,11 +50,9 @@ pub async fn run(
     let inputs: Vec<(&str, &std::path::Path)> = session_path.iter().map(|p| ("--session", p.as_path())).collect();
     files::check_outputs(&inputs, &sink_setup.output_files())?;
     let attribution = attribution::attribution(observe, cfg, &cwd)?;
-    let outside = match early {
-        Some(_) => Vec::new(),
-        None => extensions::discover(&agent.extensions, cfg, &cwd, Part::Outside)?,
-    };
-    let project = extensions::discover(&agent.extensions, cfg, &cwd, Part::Project)?;
+    // With the configuration decided: what comes with the project (and, when no trust question
+    // started them early, the others).
+    let (outside, project) = extensions::discover(&agent.extensions, cfg, &cwd)?;
     let agent_parts = setup::agent_parts(agent, prompt, &cwd, cfg)?;
 
     // The sinks are attached before the session is opened, so its `pi.session.read` reaches them.

@@ -39,12 +39,7 @@ pub fn pipeline(setup: &SinkSetup, a: &SinkArgs, events: Option<&std::path::Path
     let sink = |name, field| sink_key(name, field);
     let source = |key: &[&str], flag: Option<&'static str>, vars: &[&str]| cfg.source(key, flag, vars).to_string();
     let capture_source = |name| {
-        let flagged = a.content.capture.iter().any(|c| match c.split_once('=') {
-            Some((s, _)) => {
-                [name, "all"].contains(&s.trim()) || (s.trim() == "remote") == (name == "otlp" || name == "sentry")
-            }
-            None => name == "log" || name == "events",
-        });
+        let flagged = a.content.capture.iter().any(|c| crate::cli::sinks::capture::names_sink(c, name));
         let capped = cfg.capture_cap(name).ok().flatten().is_some();
         let from = source(&sink(name, "capture"), flagged.then_some("--capture"), &[]);
         if capped && !from.starts_with("managed") { format!("{from}, capped by the managed policy") } else { from }

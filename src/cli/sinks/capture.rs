@@ -33,6 +33,16 @@ fn sink_group(word: &str) -> Option<&'static [Sink]> {
     })
 }
 
+/// True when the `--capture` value `value` sets what sink `name` (`events`, `log`, `json`,
+/// `otlp`, `sentry`) captures — by name, by group, or as a bare value (`local`).
+pub fn names_sink(value: &str, name: &str) -> bool {
+    let sinks = match value.split_once('=') {
+        Some((group, _)) => sink_group(group.trim()).unwrap_or(&[]),
+        None => LOCAL,
+    };
+    sinks.iter().any(|s| s.name() == name)
+}
+
 /// What a bare `--capture KINDS` applies to.
 const LOCAL: &[Sink] = &[Events, Log, Json];
 
@@ -145,4 +155,19 @@ fn capture_kinds(list: &str) -> Result<Vec<ContentKind>, CliError> {
         }
     }
     Ok(kinds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_sink;
+
+    #[test]
+    fn a_capture_value_names_its_sinks_and_no_others() {
+        assert!(names_sink("prompt", "log") && names_sink("prompt", "events") && names_sink("prompt", "json"));
+        assert!(!names_sink("prompt", "otlp"), "a bare value is local only");
+        assert!(names_sink("remote=prompt", "sentry") && !names_sink("remote=prompt", "log"));
+        assert!(names_sink("events=prompt", "events") && !names_sink("events=prompt", "log"));
+        assert!(names_sink("all=prompt", "otlp"));
+        assert!(!names_sink("nope=prompt", "otlp"));
+    }
 }

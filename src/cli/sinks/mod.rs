@@ -13,7 +13,7 @@ use pi_observe::log::{JsonlFileSink, LogGuard};
 use pi_observe::otel::{OtelSubscriber, OtlpConfig};
 use pi_observe::sentry::{SentryConfig, SentrySubscriber};
 
-mod capture;
+pub mod capture;
 pub mod config;
 
 pub use capture::SinkPolicies;
