@@ -306,7 +306,9 @@ fn bad_input_gets_one_line_naming_the_culprit_a_nonzero_exit_and_touches_nothing
 
     let cases = vec![
         case(&["--frobnicate"], "--frobnicate"),
-        case(&[], "nothing to do"),
+        case(&[], "--mode rpc"),
+        case(&["--mode", "rpc", "-p", "x"], "--mode rpc"),
+        case(&["--mode", "json"], "--mode json"),
         case(&["-p", ""], "-p"),
         case(&["-p", "   "], "-p"),
         case(&["-p", "x", "--mode", "yaml"], "--mode"),

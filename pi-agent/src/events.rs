@@ -153,6 +153,14 @@ pub enum AgentEvent {
         /// A branch summary was written.
         summarized: bool,
     },
+    /// The queued messages changed (one was typed, delivered, or the queues were cleared).
+    #[serde(rename_all = "camelCase")]
+    QueueUpdate {
+        /// Steering messages still queued.
+        steering: Vec<String>,
+        /// Follow-up messages still queued.
+        follow_up: Vec<String>,
+    },
     /// The agent is shutting down.
     SessionShutdown,
     /// An extension handler failed; the agent went on.

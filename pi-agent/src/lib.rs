@@ -18,4 +18,7 @@ pub mod settings;
 pub mod time;
 pub mod tools;
 
-pub use agent::{Agent, AgentConfig, AgentError, AgentSink, Navigation, PromptResult, PromptSource, SwitchReason};
+pub use agent::{
+    Agent, AgentConfig, AgentError, AgentSink, MessageQueue, Navigation, Pending, PromptResult, PromptSource,
+    QueueKind, QueueMode, SwitchReason,
+};

@@ -386,6 +386,15 @@ impl Message {
         }
     }
 
+    /// The usage this message adds to the totals (assistant messages, tool results with usage).
+    pub fn usage(&self) -> Option<&Usage> {
+        match self {
+            Message::Assistant(m) => Some(&m.usage),
+            Message::ToolResult(m) => m.usage.as_ref(),
+            _ => None,
+        }
+    }
+
     /// Unix milliseconds.
     pub fn timestamp(&self) -> i64 {
         match self {

@@ -4,13 +4,15 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-/// What `pi -p` prints (`--mode`); the interactive and RPC modes will join here.
+/// How `pi` talks (`--mode`): what `pi -p` prints, or the RPC protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
     /// The answer as it streams.
     Text,
     /// One JSON line per agent event and per contract event.
     Json,
+    /// Upstream pi's RPC protocol: JSON commands on stdin, responses and events on stdout.
+    Rpc,
 }
 
 #[derive(Debug, Args)]

@@ -4,7 +4,7 @@
 //! [
 //!   {"thinking": "…", "text": "Let me look.", "tools": [{"name": "read", "arguments": {"path": "a.txt"}}]},
 //!   {"error": {"status": 429, "message": "slow down", "retryAfterSecs": 0}},
-//!   {"text": "Done."}
+//!   {"text": "Done.", "chunkDelayMs": 50}
 //! ]
 //! ```
 
@@ -30,6 +30,9 @@ struct Step {
     /// Text the request this step answers must contain (checks what the model was sent).
     #[serde(default)]
     expect: Vec<String>,
+    /// Milliseconds before each streamed chunk of this step (a slow model, e.g. to abort).
+    #[serde(default)]
+    chunk_delay_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -75,5 +78,11 @@ fn response(step: Step) -> FauxResponse {
             }
         }
     });
-    FauxResponse { blocks, error, fail_after_chunks: 0, expect: step.expect }
+    FauxResponse {
+        blocks,
+        error,
+        fail_after_chunks: 0,
+        expect: step.expect,
+        chunk_delay: step.chunk_delay_ms.map(Duration::from_millis),
+    }
 }

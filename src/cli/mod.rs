@@ -37,9 +37,13 @@ pub struct Cli {
     /// Run one prompt and print the answer (print mode).
     #[arg(short = 'p', long = "print", value_name = "PROMPT")]
     print: Option<String>,
-    /// Output: `text` (the answer) or `json` (one JSON line per agent event and per contract event).
+    /// `text` (print the answer), `json` (one JSON line per agent event and per contract event)
+    /// or `rpc` (upstream pi's RPC protocol on stdin/stdout; see docs/rpc.md).
     #[arg(long, value_enum, default_value_t = Mode::Text)]
     mode: Mode,
+    /// Start the interactive mode with this prompt (`pi "fix the tests"`).
+    #[arg(value_name = "PROMPT", conflicts_with = "print")]
+    prompt: Option<String>,
     #[command(flatten)]
     agent: AgentArgs,
     #[command(flatten)]
@@ -111,9 +115,15 @@ pub fn main() -> ExitCode {
             Some(Command::Observe(command)) => observe::run(&command, &cfg).await,
             Some(Command::Config(args)) => config::show::run(&args, &cfg),
             Some(Command::Trust(args)) => config::trust_cmd::run(&args, &cfg),
-            None => match cli.print.as_deref() {
-                Some(prompt) => modes::print::run(&cli.agent, &cli.observe, cli.mode, prompt, &cfg).await,
-                None => Err(CliError::Usage("nothing to do: give -p PROMPT, or run `pi demo` (see pi --help)".into())),
+            None => match (cli.print.as_deref(), cli.mode) {
+                (Some(_), Mode::Rpc) => Err(CliError::Usage("--mode rpc reads its prompts from stdin: drop -p".into())),
+                (None, Mode::Rpc) if cli.prompt.is_some() => {
+                    Err(CliError::Usage("--mode rpc reads its prompts from stdin: drop the PROMPT argument".into()))
+                }
+                (None, Mode::Rpc) => modes::rpc::run(&cli.agent, &cli.observe, &cfg).await,
+                (Some(prompt), mode) => modes::print::run(&cli.agent, &cli.observe, mode, prompt, &cfg).await,
+                (None, Mode::Json) => Err(CliError::Usage("--mode json is for print mode: give -p PROMPT".into())),
+                (None, Mode::Text) => modes::interactive::run(&cli.agent, &cli.observe, cli.prompt, &cfg).await,
             },
         }
     });

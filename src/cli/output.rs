@@ -51,8 +51,21 @@ pub fn text(text: impl std::fmt::Display) {
     let _ = write!(std::io::stdout().lock(), "{text}");
 }
 
+/// Where [`error`] lines go while the interactive mode owns the terminal.
+static DIVERTED: std::sync::Mutex<Option<std::sync::mpsc::Sender<String>>> = std::sync::Mutex::new(None);
+
+/// Sends what [`error`] would print to `to` instead (the interactive mode shows it in its
+/// transcript; stderr is the terminal it draws on); `None` prints on stderr again.
+pub fn divert_errors(to: Option<std::sync::mpsc::Sender<String>>) {
+    *DIVERTED.lock().unwrap_or_else(|e| e.into_inner()) = to;
+}
+
 /// Prints a line on stderr, ignoring a closed stderr.
 pub fn error(text: impl std::fmt::Display) {
+    if let Some(to) = DIVERTED.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        let _ = to.send(text.to_string());
+        return;
+    }
     let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
 

@@ -30,7 +30,12 @@ pub fn env_set(name: &str) -> bool {
 /// selects a real provider, and with none of those the offline `faux` provider is used. The
 /// models come from the built-in table, `~/.pi/agent/models.json` and `--models`; the managed
 /// policy may restrict them.
-pub fn select(args: &AgentArgs, prompt: &str, cfg: &Config) -> Result<Selected, CliError> {
+pub fn select(args: &AgentArgs, cfg: &Config) -> Result<Selected, CliError> {
+    select_named(args, cfg, args.provider.clone(), args.model.clone())
+}
+
+/// The models: the built-in table, `~/.pi/agent/models.json`, then `--models`.
+pub fn registry(args: &AgentArgs, cfg: &Config) -> Result<Registry, CliError> {
     let mut registry = Registry::builtin();
     if let Some(path) = cfg.agent_dir.as_ref().map(|d| d.join("models.json")).filter(|p| p.exists()) {
         registry = registry.with_overrides(&path).map_err(|e| CliError::Usage(e.to_string()))?;
@@ -38,6 +43,17 @@ pub fn select(args: &AgentArgs, prompt: &str, cfg: &Config) -> Result<Selected, 
     if let Some(path) = &args.models {
         registry = registry.with_overrides(path).map_err(|e| CliError::Usage(format!("--models: {e}")))?;
     }
+    Ok(registry)
+}
+
+/// [`select`] with this provider and model instead of the flags' (RPC `set_model`, `/model`).
+pub fn select_named(
+    args: &AgentArgs,
+    cfg: &Config,
+    provider: Option<String>,
+    model: Option<String>,
+) -> Result<Selected, CliError> {
+    let registry = registry(args, cfg)?;
     let managed = |key: &str, flag: &Option<String>, flag_name: &str| {
         let (value, file) = cfg.managed_get(&[key])?;
         if flag.as_ref().is_some_and(|f| Some(f.as_str()) != value.as_str()) {
@@ -45,8 +61,8 @@ pub fn select(args: &AgentArgs, prompt: &str, cfg: &Config) -> Result<Selected, 
         }
         value.as_str().map(str::to_owned)
     };
-    let provider_flag = managed("defaultProvider", &args.provider, "--provider").or_else(|| args.provider.clone());
-    let model_flag = managed("defaultModel", &args.model, "--model").or_else(|| args.model.clone());
+    let provider_flag = managed("defaultProvider", &provider, "--provider").or(provider);
+    let model_flag = managed("defaultModel", &model, "--model").or(model);
     let provider_name = match &provider_flag {
         Some(p) => p.clone(),
         None if args.base_url.is_some() => "openai".to_owned(),
@@ -98,11 +114,10 @@ pub fn select(args: &AgentArgs, prompt: &str, cfg: &Config) -> Result<Selected, 
         let faux = FauxProvider::new().chunk_delay(std::time::Duration::from_millis(1));
         match &args.faux_script {
             Some(path) => faux.push(faux_script::load(path)?),
-            None => faux.push([FauxResponse::text(format!(
-                "(faux) This is the offline faux provider: no model was called. Your prompt had {} characters. \
-                 Set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --base-url, to use a real model.",
-                prompt.chars().count()
-            ))]),
+            None => {
+                // Every prompt gets an answer (interactive and RPC sessions have many).
+                return Ok(Selected { model, provider: Arc::new(faux.fallback(offline_answer)) });
+            }
         }
         Arc::new(faux)
     } else {
@@ -124,6 +139,24 @@ pub fn select(args: &AgentArgs, prompt: &str, cfg: &Config) -> Result<Selected, 
     Ok(Selected { model, provider })
 }
 
+/// The offline faux provider's answer to a prompt (no script given): what it is and how to
+/// use a real model.
+fn offline_answer(request: &pi_agent::provider::ProviderRequest) -> FauxResponse {
+    let chars = request
+        .messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            pi_agent::message::Message::User(user) => Some(user.content.text().chars().count()),
+            _ => None,
+        })
+        .unwrap_or(0);
+    FauxResponse::text(format!(
+        "(faux) This is the offline faux provider: no model was called. Your prompt had {chars} characters. \
+         Set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --base-url, to use a real model."
+    ))
+}
+
 /// What the agent is made of: provider and model, tools, skills and prompt templates.
 pub struct AgentParts {
     pub provider: Arc<dyn Provider>,
@@ -134,8 +167,8 @@ pub struct AgentParts {
 
 /// `--provider`/`--model`/`--base-url`/`--models`/`--faux-script`, `--tools`, `--skills` and
 /// `--prompt-templates`, checked.
-pub fn agent_parts(args: &AgentArgs, prompt: &str, cwd: &Path, cfg: &Config) -> Result<AgentParts, CliError> {
-    let Selected { model, provider } = select(args, prompt, cfg)?;
+pub fn agent_parts(args: &AgentArgs, cwd: &Path, cfg: &Config) -> Result<AgentParts, CliError> {
+    let Selected { model, provider } = select(args, cfg)?;
     let tools = tools(args.tools.as_deref())?;
     check_dirs("--skills", &args.skills)?;
     check_dirs("--prompt-templates", &args.prompt_templates)?;
@@ -180,22 +213,7 @@ pub fn session_path(args: &AgentArgs, cwd: &Path, cfg: &Config) -> Result<Option
     }
     let path = match &args.session {
         Some(path) => path.clone(),
-        None => {
-            let home = std::env::var_os("HOME").map(PathBuf::from);
-            let managed = cfg.managed_get(&["sessionDir"]).is_some();
-            let sessions = match std::env::var_os(SESSION_DIR_VAR).filter(|v| !v.is_empty() && !managed) {
-                Some(dir) => super::paths::expand_home(dir.into(), home.as_ref()),
-                None => match cfg.path_setting(&["sessionDir"]) {
-                    Some((dir, _)) => dir,
-                    None => super::paths::agent_dir()
-                        .unwrap_or_else(|| std::env::temp_dir().join(".pi/agent"))
-                        .join("sessions"),
-                },
-            };
-            let slug = cwd.display().to_string().replace('/', "-");
-            let stamp = pi_agent::time::iso8601(pi_agent::time::now_millis()).replace([':', '.'], "-");
-            sessions.join(format!("--{slug}--")).join(format!("{stamp}.jsonl"))
-        }
+        None => new_session_path(cwd, cfg),
     };
     match std::fs::metadata(&path) {
         Ok(meta) if !meta.is_file() => {
@@ -203,6 +221,34 @@ pub fn session_path(args: &AgentArgs, cwd: &Path, cfg: &Config) -> Result<Option
         }
         _ => Ok(Some(path)),
     }
+}
+
+/// A new session file's path:
+/// `<sessions>/--<cwd with '/' as '-'>--/<UTC time with ':' and '.' as '-'>.jsonl`, where
+/// `<sessions>` is `PI_CODING_AGENT_SESSION_DIR`, else the `sessionDir` setting, else
+/// `~/.pi/agent/sessions` (a path taken in the same millisecond gets a suffix).
+pub fn new_session_path(cwd: &Path, cfg: &Config) -> PathBuf {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let managed = cfg.managed_get(&["sessionDir"]).is_some();
+    let sessions = match std::env::var_os(SESSION_DIR_VAR).filter(|v| !v.is_empty() && !managed) {
+        Some(dir) => super::paths::expand_home(dir.into(), home.as_ref()),
+        None => match cfg.path_setting(&["sessionDir"]) {
+            Some((dir, _)) => dir,
+            None => {
+                super::paths::agent_dir().unwrap_or_else(|| std::env::temp_dir().join(".pi/agent")).join("sessions")
+            }
+        },
+    };
+    let slug = cwd.display().to_string().replace('/', "-");
+    let stamp = pi_agent::time::iso8601(pi_agent::time::now_millis()).replace([':', '.'], "-");
+    let dir = sessions.join(format!("--{slug}--"));
+    let mut path = dir.join(format!("{stamp}.jsonl"));
+    let mut n = 1;
+    while path.exists() {
+        n += 1;
+        path = dir.join(format!("{stamp}-{n}.jsonl"));
+    }
+    path
 }
 
 /// Opens (or creates) the session at `path`; a torn last line is moved aside and named.

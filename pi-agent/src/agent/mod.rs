@@ -5,6 +5,7 @@
 mod compact;
 mod navigation;
 mod prompt;
+mod queue;
 mod switch;
 mod tools;
 mod turn;
@@ -25,6 +26,7 @@ use crate::model::ModelInfo;
 use crate::provider::{Provider, ProviderError, RetryPolicy};
 use crate::session::{ATTRIBUTION_CUSTOM_TYPE, EntryKind, SessionError, SessionWriter};
 use crate::tools::ToolRegistry;
+pub use queue::{MessageQueue, Pending, QueueKind, QueueMode};
 pub use switch::SwitchReason;
 
 /// Harness settings.
@@ -132,6 +134,7 @@ pub struct Agent {
     resources: crate::resources::Resources,
     /// Assistant usage before this index describes a context replaced by a compaction.
     trust_usage_from: usize,
+    queue: MessageQueue,
 }
 
 impl std::fmt::Debug for Agent {
@@ -185,6 +188,7 @@ impl Agent {
             session_started: false,
             resources: Default::default(),
             trust_usage_from,
+            queue: MessageQueue::default(),
         }
     }
 
@@ -192,6 +196,11 @@ impl Agent {
     /// `input` hook, before `before_agent_start`); skills are also listed in the system prompt.
     pub fn set_resources(&mut self, resources: crate::resources::Resources) {
         self.resources = resources;
+    }
+
+    /// The skills and prompt templates.
+    pub fn resources(&self) -> &crate::resources::Resources {
+        &self.resources
     }
 
     /// Adds an extension: its handlers run after those of extensions added before it.
@@ -272,8 +281,128 @@ impl Agent {
         self.session.as_ref().map(|s| lock(s).id().to_owned())
     }
 
-    pub(super) fn session_file(&self) -> Option<String> {
+    /// The session file, if there is a session.
+    pub fn session_file(&self) -> Option<String> {
         self.session.as_ref().map(|s| lock(s).path().display().to_string())
+    }
+
+    /// Reads the session (entries, tree, leaf), if there is one.
+    pub fn with_session<R>(&self, f: impl FnOnce(&SessionWriter) -> R) -> Option<R> {
+        self.session.as_ref().map(|s| f(&lock(s)))
+    }
+
+    /// The queues of messages typed while a prompt runs (clones share them).
+    pub fn queue(&self) -> MessageQueue {
+        self.queue.clone()
+    }
+
+    /// The model in use.
+    pub fn model(&self) -> &ModelInfo {
+        &self.model
+    }
+
+    /// The provider in use.
+    pub fn provider(&self) -> Arc<dyn Provider> {
+        self.provider.clone()
+    }
+
+    /// Switches the model (and its provider) for the next request; the session records the
+    /// change with the next prompt. A thinking level is kept only for a model that reasons.
+    pub fn set_model(&mut self, provider: Arc<dyn Provider>, model: ModelInfo) {
+        if !model.reasoning {
+            self.config.reasoning = None;
+        }
+        self.provider = provider;
+        self.model = model;
+        self.model_recorded = false;
+    }
+
+    /// The harness settings in force.
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// Changes the harness settings (thinking level, compaction, retry, prompt source…) for the
+    /// next prompt.
+    pub fn config_mut(&mut self) -> &mut AgentConfig {
+        &mut self.config
+    }
+
+    /// Tokens and cost of the whole session: every entry that carries usage (assistant
+    /// messages, tool results, compactions, branch summaries) on any branch, as `pi report`
+    /// counts them; without a session file, the conversation's messages.
+    pub fn session_usage(&self) -> Usage {
+        let mut total = Usage::default();
+        match &self.session {
+            Some(session) => {
+                for entry in lock(session).entries() {
+                    if let Some(usage) = entry.kind.usage() {
+                        total.add(usage);
+                    }
+                }
+            }
+            None => {
+                for message in &self.messages {
+                    if let Some(usage) = message.usage() {
+                        total.add(usage);
+                    }
+                }
+            }
+        }
+        total
+    }
+
+    /// Context tokens of the conversation as the next request would send it (the last
+    /// provider-reported usage plus estimates for what came after).
+    pub fn context_tokens(&self) -> u64 {
+        compaction::context_tokens(&self.messages, self.trust_usage_from)
+    }
+
+    /// Runs a shell command the user typed (`!cmd`, RPC `bash`) in the working directory with
+    /// the session environment, and records it as upstream's `bashExecution` message: persisted,
+    /// and part of the context of the next request. `cancel` kills its process group.
+    pub async fn run_bash(
+        &mut self,
+        command: &str,
+        cancel: &CancellationToken,
+    ) -> Result<crate::message::BashExecutionMessage, AgentError> {
+        let ctx = self.tool_context(cancel);
+        let (output, exit_code, cancelled, truncated) = match crate::tools::bash::run(command, &ctx, None).await {
+            Ok(done) => (done.output, done.code.map(i64::from), false, done.truncated),
+            Err(crate::tools::ToolError::Aborted) => (String::new(), None, true, false),
+            Err(e) => (e.to_string(), None, false, false),
+        };
+        let execution = crate::message::BashExecutionMessage {
+            command: command.to_owned(),
+            output,
+            exit_code,
+            cancelled,
+            truncated,
+            full_output_path: None,
+            exclude_from_context: None,
+            timestamp: crate::time::now_millis(),
+        };
+        let message = Message::BashExecution(execution.clone());
+        self.append(EntryKind::Message { message: message.clone() })?;
+        self.messages.push(message);
+        Ok(execution)
+    }
+
+    /// Names the session (upstream's `session_info` entry).
+    pub fn set_session_name(&mut self, name: &str) -> Result<(), AgentError> {
+        self.append(EntryKind::SessionInfo { name: name.to_owned() })?;
+        Ok(())
+    }
+
+    /// The session's display name (the latest `session_info` entry).
+    pub fn session_name(&self) -> Option<String> {
+        self.with_session(|s| {
+            s.entries().iter().rev().find_map(|e| match &e.kind {
+                EntryKind::SessionInfo { name } => Some(name.clone()),
+                _ => None,
+            })
+        })
+        .flatten()
     }
 
     /// True when the latest attribution entry on the current branch is not empty.

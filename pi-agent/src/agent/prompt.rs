@@ -12,7 +12,7 @@ use crate::message::{Message, StopReason, Usage};
 use crate::provider;
 use crate::session::{ATTRIBUTION_CUSTOM_TYPE, EntryKind};
 
-use super::{Agent, AgentError, AgentSink, PromptResult, report_failures};
+use super::{Agent, AgentError, AgentSink, PromptResult, QueueKind, report_failures};
 
 impl Agent {
     /// Runs one prompt to completion (or abort), as a `pi.agent.prompt` operation.
@@ -39,7 +39,9 @@ impl Agent {
         };
         let text = text.to_owned();
         trace_operation_with(names::AGENT_PROMPT, payload, move |span: Span| async move {
+            self.queue.attach(Some(span.clone()));
             let result = self.run_prompt(text, cancel, on_event).await;
+            self.queue.attach(None);
             if let Ok(PromptResult { handled_by: Some(extension), .. }) = &result {
                 let exported = pi_observe_core::identifier_or_invalid(extension);
                 span.record(|| Payload::new().safe("handled", true).safe(names::EXTENSION_NAME, exported));
@@ -176,7 +178,12 @@ impl Agent {
         on_event: AgentSink<'_>,
     ) -> Result<(), AgentError> {
         let mut overflow_retried = false;
+        // Messages typed while the agent was starting go in before the first request.
+        let mut queued = self.queue.take(QueueKind::Steer);
         for turn_index in 0..self.config.max_turns {
+            if !queued.is_empty() {
+                self.deliver_queued(std::mem::take(&mut queued), ctx, on_event).await?;
+            }
             if self.over_threshold() {
                 let compacted =
                     self.run_compaction(CompactionReason::Threshold, false, None, cancel, ctx, on_event).await?;
@@ -209,10 +216,42 @@ impl Agent {
             result.stop_reason = turn.message.stop_reason;
             result.error = turn.error;
             result.last_message = Some(turn.message);
-            if !turn.continue_loop {
+            if cancel.is_cancelled() || matches!(result.stop_reason, StopReason::Error | StopReason::Aborted) {
                 break;
             }
+            // Steering after every turn; follow-ups only where the agent would stop.
+            queued = self.queue.take(QueueKind::Steer);
+            if !turn.continue_loop && queued.is_empty() {
+                queued = self.queue.take(QueueKind::FollowUp);
+                if queued.is_empty() {
+                    break;
+                }
+            }
         }
+        Ok(())
+    }
+
+    /// Puts queued messages into the conversation as user messages (persisted, and reported
+    /// with `message_start`/`message_end` and a `queue_update`), expanding skills and templates.
+    async fn deliver_queued(
+        &mut self,
+        texts: Vec<String>,
+        ctx: &HookContext,
+        on_event: AgentSink<'_>,
+    ) -> Result<(), AgentError> {
+        for text in texts {
+            let text = match self.resources.expand(&text) {
+                Some(expansion) => expansion.text().to_owned(),
+                None => text,
+            };
+            self.emit(AgentEvent::MessageStart { role: "user".into() }, ctx, on_event).await;
+            let user = self.finalize(Message::user(text), ctx, on_event).await;
+            self.append(EntryKind::Message { message: user.clone() })?;
+            self.messages.push(user);
+        }
+        let pending = self.queue.pending();
+        self.emit(AgentEvent::QueueUpdate { steering: pending.steering, follow_up: pending.follow_up }, ctx, on_event)
+            .await;
         Ok(())
     }
 }

@@ -85,7 +85,7 @@ impl Agent {
     }
 
     /// What the tools of this turn run with: working directory, cancellation, session facts.
-    fn tool_context(&self, cancel: &CancellationToken) -> ToolContext {
+    pub(super) fn tool_context(&self, cancel: &CancellationToken) -> ToolContext {
         ToolContext {
             cwd: self.cwd.clone(),
             cancel: cancel.clone(),

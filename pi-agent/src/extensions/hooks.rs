@@ -150,7 +150,9 @@ impl Notify {
             AgentEvent::SessionCompact { .. } => Notify::SessionCompact,
             AgentEvent::SessionCompactFailed { .. } => Notify::SessionCompactFailed,
             AgentEvent::SessionTree { .. } => Notify::SessionTree,
-            AgentEvent::MessageEnd { .. } | AgentEvent::ExtensionError { .. } => return None,
+            AgentEvent::MessageEnd { .. } | AgentEvent::ExtensionError { .. } | AgentEvent::QueueUpdate { .. } => {
+                return None;
+            }
         })
     }
 }

@@ -40,6 +40,8 @@ pub struct FauxResponse {
     /// when it does not, the response is a provider error naming the missing text — a script's
     /// way to check what the model was actually sent.
     pub expect: Vec<String>,
+    /// Wait this long before each chunk of this response (instead of the provider's delay).
+    pub chunk_delay: Option<Duration>,
 }
 
 impl FauxResponse {
@@ -63,10 +65,13 @@ impl FauxResponse {
     }
 }
 
+/// Answers a request when the script is used up.
+type Fallback = Box<dyn Fn(&ProviderRequest) -> FauxResponse + Send + Sync>;
+
 /// The scripted provider.
-#[derive(Debug)]
 pub struct FauxProvider {
     queue: Mutex<VecDeque<FauxResponse>>,
+    fallback: Option<Fallback>,
     chunk_chars: usize,
     chunk_delay: Duration,
     calls: std::sync::atomic::AtomicUsize,
@@ -82,6 +87,17 @@ pub struct FauxRequest {
     pub headers: std::collections::BTreeMap<String, String>,
 }
 
+impl std::fmt::Debug for FauxProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FauxProvider")
+            .field("queued", &self.remaining())
+            .field("fallback", &self.fallback.is_some())
+            .field("chunk_chars", &self.chunk_chars)
+            .field("chunk_delay", &self.chunk_delay)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Default for FauxProvider {
     fn default() -> Self {
         Self::new()
@@ -93,6 +109,7 @@ impl FauxProvider {
     pub fn new() -> Self {
         FauxProvider {
             queue: Mutex::new(VecDeque::new()),
+            fallback: None,
             chunk_chars: 8,
             chunk_delay: Duration::ZERO,
             calls: Default::default(),
@@ -117,6 +134,13 @@ impl FauxProvider {
         self
     }
 
+    /// Answers every request made when no scripted response is queued (instead of failing
+    /// with "no more responses"): the offline agent's endless conversation.
+    pub fn fallback(mut self, answer: impl Fn(&ProviderRequest) -> FauxResponse + Send + Sync + 'static) -> Self {
+        self.fallback = Some(Box::new(answer));
+        self
+    }
+
     /// Queues responses.
     pub fn push(&self, responses: impl IntoIterator<Item = FauxResponse>) {
         self.queue.lock().unwrap_or_else(|e| e.into_inner()).extend(responses);
@@ -127,13 +151,14 @@ impl FauxProvider {
         self.queue.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
-    async fn pause(&self, cancel: &CancellationToken) -> Result<(), ProviderError> {
-        if self.chunk_delay.is_zero() {
+    async fn pause(&self, response: &FauxResponse, cancel: &CancellationToken) -> Result<(), ProviderError> {
+        let delay = response.chunk_delay.unwrap_or(self.chunk_delay);
+        if delay.is_zero() {
             return if cancel.is_cancelled() { Err(ProviderError::Aborted) } else { Ok(()) };
         }
         tokio::select! {
             () = cancel.cancelled() => Err(ProviderError::Aborted),
-            () = tokio::time::sleep(self.chunk_delay) => Ok(()),
+            () = tokio::time::sleep(delay) => Ok(()),
         }
     }
 }
@@ -178,7 +203,7 @@ impl FauxProvider {
                 FauxBlock::Text(text) | FauxBlock::Thinking(text) => {
                     let thinking = matches!(block, FauxBlock::Thinking(_));
                     for piece in chunks(text, self.chunk_chars) {
-                        self.pause(cancel).await?;
+                        self.pause(response, cancel).await?;
                         produced += piece.len();
                         sink(if thinking { StreamEvent::ThinkingDelta(piece) } else { StreamEvent::TextDelta(piece) });
                         streamed_chunks += 1;
@@ -191,7 +216,7 @@ impl FauxProvider {
                     });
                 }
                 FauxBlock::ToolCall { name, arguments } => {
-                    self.pause(cancel).await?;
+                    self.pause(response, cancel).await?;
                     let id = format!("faux_call_{call_number}_{tool_index}");
                     sink(StreamEvent::ToolCallStart { index: tool_index, id: id.clone(), name: name.clone() });
                     let json = arguments.to_string();
@@ -231,7 +256,11 @@ impl Provider for FauxProvider {
         Box::pin(async move {
             self.record_sent(request);
             let response = self.queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
-            let response = response.ok_or(ProviderError::NoMoreResponses)?;
+            let response = match (response, &self.fallback) {
+                (Some(response), _) => response,
+                (None, Some(answer)) => answer(request),
+                (None, None) => return Err(ProviderError::NoMoreResponses),
+            };
             if !response.expect.is_empty() {
                 let sent = format!(
                     "{}\n{}",

@@ -132,50 +132,76 @@ impl Tool for BashTool {
             let command = str_arg(args, "command")?;
             let timeout =
                 u64_arg(args, "timeout")?.map_or(self.default_timeout, Duration::from_secs).min(self.max_timeout);
-            let traceparent = pi_observe_core::current().traceparent().map(|tp| tp.to_string());
-            let mut child = tokio::process::Command::new("bash")
-                .arg("-c")
-                .arg(command)
-                .current_dir(&ctx.cwd)
-                .env_clear()
-                .envs(child_environment(&ctx.env, traceparent))
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .process_group(0)
-                .kill_on_drop(true)
-                .spawn()
-                .map_err(|e| ToolError::Other(format!("cannot start bash: {e}")))?;
-            let pid = child.id();
-            let tail = Arc::new(Mutex::new(Tail::default()));
-            let readers = [
-                child.stdout.take().map(|p| tokio::spawn(pump(p, tail.clone(), ctx.updates.clone()))),
-                child.stderr.take().map(|p| tokio::spawn(pump(p, tail.clone(), ctx.updates.clone()))),
-            ];
-            let status = tokio::select! {
-                () = ctx.cancel.cancelled() => {
-                    kill_group(pid);
-                    return Err(ToolError::Aborted);
+            let finished = run(command, ctx, Some(timeout)).await?;
+            match finished.code {
+                Some(0) => {
+                    Ok(ToolOutput { content: finished.output, details: Some(json!({"exitCode": 0})), usage: None })
                 }
-                () = tokio::time::sleep(timeout) => {
-                    kill_group(pid);
-                    return Err(ToolError::Timeout(timeout.as_secs()));
-                }
-                status = child.wait() => status.map_err(|e| ToolError::Other(format!("bash failed: {e}")))?,
-            };
-            // Background processes left behind would hold the pipes open: end them with the command.
-            kill_group(pid);
-            for reader in readers.into_iter().flatten() {
-                let _ = reader.await;
-            }
-            let output = tail.lock().unwrap_or_else(|e| e.into_inner()).text();
-            match status.code() {
-                Some(0) => Ok(ToolOutput { content: output, details: Some(json!({"exitCode": 0})), usage: None }),
-                Some(code) => Err(ToolError::Other(format!("{output}\n[exit code {code}]"))),
-                None => Err(ToolError::Other(format!("{output}\n[killed by a signal]"))),
+                Some(code) => Err(ToolError::Other(format!("{}\n[exit code {code}]", finished.output))),
+                None => Err(ToolError::Other(format!("{}\n[killed by a signal]", finished.output))),
             }
         })
     }
+}
+
+/// How a shell command ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// Exit code (`None`: killed by a signal).
+    pub code: Option<i32>,
+    /// The last [`MAX_OUTPUT_BYTES`] of stdout and stderr, interleaved as written.
+    pub output: String,
+    /// Earlier output was cut.
+    pub truncated: bool,
+}
+
+/// Runs `command` with `bash -c` in its own process group, in the context's directory and
+/// environment; the group is killed on cancel (`Err(Aborted)`), on timeout, and when the command
+/// exits (background processes would hold the pipes open).
+pub async fn run(command: &str, ctx: &ToolContext, timeout: Option<Duration>) -> Result<Finished, ToolError> {
+    let traceparent = pi_observe_core::current().traceparent().map(|tp| tp.to_string());
+    let mut child = tokio::process::Command::new("bash")
+        .arg("-c")
+        .arg(command)
+        .current_dir(&ctx.cwd)
+        .env_clear()
+        .envs(child_environment(&ctx.env, traceparent))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| ToolError::Other(format!("cannot start bash: {e}")))?;
+    let pid = child.id();
+    let tail = Arc::new(Mutex::new(Tail::default()));
+    let readers = [
+        child.stdout.take().map(|p| tokio::spawn(pump(p, tail.clone(), ctx.updates.clone()))),
+        child.stderr.take().map(|p| tokio::spawn(pump(p, tail.clone(), ctx.updates.clone()))),
+    ];
+    let deadline = async {
+        match timeout {
+            Some(timeout) => tokio::time::sleep(timeout).await,
+            None => std::future::pending().await,
+        }
+    };
+    let status = tokio::select! {
+        () = ctx.cancel.cancelled() => {
+            kill_group(pid);
+            return Err(ToolError::Aborted);
+        }
+        () = deadline => {
+            kill_group(pid);
+            return Err(ToolError::Timeout(timeout.unwrap_or_default().as_secs()));
+        }
+        status = child.wait() => status.map_err(|e| ToolError::Other(format!("bash failed: {e}")))?,
+    };
+    kill_group(pid);
+    for reader in readers.into_iter().flatten() {
+        let _ = reader.await;
+    }
+    let tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+    Ok(Finished { code: status.code(), output: tail.text(), truncated: tail.total > tail.bytes.len() })
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The built-in tools: read, write, edit, bash, ls, grep, find.
 
-mod bash;
+pub mod bash;
 mod edit;
 mod fs;
 mod search;

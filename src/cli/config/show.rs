@@ -81,7 +81,7 @@ pub fn run(args: &ConfigArgs, cfg: &Config) -> Result<ExitCode, CliError> {
             "overriddenByManagedPolicy": overridden,
         }));
     }
-    let selected = setup::select(&args.agent, "", cfg)?;
+    let selected = setup::select(&args.agent, cfg)?;
     let model_source = |key: &str, flag: Option<&'static str>| cfg.source(&[key], flag, &[]).to_string();
     let attribution = attribution::attribution(&args.observe, cfg, &cwd)?;
     let sink_setup = SinkSetup::resolve(&args.observe.sinks, args.observe.events_jsonl.as_deref(), cfg)?;

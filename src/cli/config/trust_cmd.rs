@@ -50,16 +50,27 @@ pub fn run(args: &TrustArgs, cfg: &Config) -> Result<ExitCode, CliError> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    output::line(trust(store, &dir, cfg)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Trusts `dir` in the user's trust store (`/trust` in the interactive mode); says what it means.
+pub fn trust_project(dir: &std::path::Path, cfg: &Config) -> Result<String, CliError> {
+    let agent_dir = cfg
+        .agent_dir
+        .clone()
+        .ok_or_else(|| CliError::Usage("trust: no home directory to keep the decision in (set HOME)".into()))?;
+    let store = TrustStore::load(&agent_dir.join(TRUST_FILE)).map_err(|e| CliError::Usage(e.to_string()))?;
+    trust(store, dir, cfg)
+}
+
+fn trust(mut store: TrustStore, dir: &std::path::Path, cfg: &Config) -> Result<String, CliError> {
     if cfg.managed.as_ref().and_then(|m| m.get(&["policy", "allowProjectResources"])?.as_bool()) == Some(false) {
         cfg.notice(
             "warning: the managed policy forbids project resources: trusting changes nothing while it does".into(),
         );
     }
-    let stored = store.trust(&dir, pi_agent::time::iso8601(pi_agent::time::now_millis()));
-    write(&store)?;
-    output::line(format_args!(
-        "trusted {}: its .pi/ settings, skills, prompt templates and extensions will load",
-        stored.display()
-    ));
-    Ok(ExitCode::SUCCESS)
+    let stored = store.trust(dir, pi_agent::time::iso8601(pi_agent::time::now_millis()));
+    store.save().map_err(|e| CliError::Failure(format!("{}: {e}", store.path().display())))?;
+    Ok(format!("trusted {}: its .pi/ settings, skills, prompt templates and extensions will load", stored.display()))
 }

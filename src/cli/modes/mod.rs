@@ -1,5 +1,9 @@
-//! How `pi` talks to its user: print mode (`pi -p`, text or JSON lines) today; the interactive
-//! terminal mode and the RPC mode (`--mode rpc`) will live beside it on the same harness,
-//! sessions and sinks.
+//! How `pi` talks to its user: print mode (`pi -p`, text or JSON lines), the RPC mode
+//! (`--mode rpc`) and the interactive terminal mode — all on one [`harness`]: the same sessions,
+//! extensions, settings and sinks.
 
+pub mod driver;
+pub mod harness;
+pub mod interactive;
 pub mod print;
+pub mod rpc;

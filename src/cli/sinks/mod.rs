@@ -255,6 +255,61 @@ pub struct Captures {
     pub sentry: Option<pi_observe::sentry::EnvelopeCapture>,
 }
 
+/// What the attached sinks did so far (spans for OTLP, envelopes for Sentry).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Health {
+    /// `events`, `log`, `otlp`, `sentry` — those attached.
+    pub sinks: Vec<&'static str>,
+    /// Delivered to a remote backend.
+    pub exported: u64,
+    /// Lost (queue full, rejected, failed without a spool).
+    pub dropped: u64,
+    /// Kept in the spool for a later run.
+    pub spooled: u64,
+    /// Why the last delivery failed (no secrets: the exporters' own words).
+    pub last_error: Option<String>,
+}
+
+/// Reads what the attached sinks did so far.
+#[derive(Clone)]
+pub struct HealthProbe {
+    events: bool,
+    log: bool,
+    otel: Option<Arc<OtelSubscriber>>,
+    sentry: Option<Arc<SentrySubscriber>>,
+}
+
+impl HealthProbe {
+    /// Live export health, for the interactive footer and `/observe`: the sinks attached and
+    /// what the remote ones delivered, dropped and spooled so far.
+    pub fn health(&self) -> Health {
+        let mut health = Health::default();
+        if self.events {
+            health.sinks.push("events");
+        }
+        if self.log {
+            health.sinks.push("log");
+        }
+        if let Some(otel) = &self.otel {
+            let stats = otel.stats();
+            health.sinks.push("otlp");
+            health.exported += stats.spans_exported;
+            health.dropped += stats.spans_dropped();
+            health.spooled += stats.spans_spooled;
+            health.last_error = health.last_error.or(stats.last_error);
+        }
+        if let Some(sentry) = &self.sentry {
+            let stats = sentry.stats();
+            health.sinks.push("sentry");
+            health.exported += stats.delivered;
+            health.dropped += stats.not_delivered;
+            health.spooled += stats.spooled;
+            health.last_error = health.last_error.or(stats.last_error);
+        }
+        health
+    }
+}
+
 /// The attached sinks of one command.
 pub struct Sinks {
     hub: Observability,
@@ -280,6 +335,16 @@ impl Sinks {
     /// Shuts the hub down without a summary (the command failed before its work began).
     pub fn close(self) {
         let _ = self.hub.shutdown(self.flush_deadline);
+    }
+
+    /// A handle that reads the sinks' live health from another task.
+    pub fn probe(&self) -> HealthProbe {
+        HealthProbe {
+            events: self.events.is_some(),
+            log: self.log_guard.is_some(),
+            otel: self.otel.clone(),
+            sentry: self.sentry.clone(),
+        }
     }
 
     /// Waits (at most the flush deadline) until the sinks have taken what was emitted.

@@ -1,0 +1,560 @@
+//! The agent of a long-lived mode (RPC, interactive), driven through jobs: one job at a time
+//! (a prompt, a compaction, a session switch…), while the front end keeps reading its input —
+//! it queues steering and follow-up messages, aborts, and reads the [`State`] without waiting
+//! for the running job.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use pi_agent::events::AgentEvent;
+use pi_agent::message::{Message, Usage};
+use pi_agent::model::ModelInfo;
+use pi_agent::session::{EntryKind, SessionWriter};
+use pi_agent::{MessageQueue, PromptSource, SwitchReason};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::harness::Harness;
+use crate::cli::args::AgentArgs;
+use crate::cli::config::Config;
+use crate::cli::setup;
+
+/// Thinking levels upstream accepts.
+pub const THINKING_LEVELS: [&str; 6] = ["off", "minimal", "low", "medium", "high", "xhigh"];
+
+/// What a job answers: upstream RPC's `data` (or `null`), or why it failed.
+pub type Reply = Box<dyn FnOnce(Result<Value, String>) + Send>;
+
+/// One thing for the agent to do.
+pub enum Job {
+    /// Run a prompt (its events stream; the reply comes when it settled).
+    Prompt {
+        /// The text as typed (skills and templates expand in the agent).
+        text: String,
+    },
+    /// `/name args` of an extension command; a prompt it hands back runs at once.
+    ExtensionCommand {
+        /// The whole line.
+        line: String,
+    },
+    /// Compact now.
+    Compact {
+        /// What the summary should focus on.
+        instructions: Option<String>,
+    },
+    /// A fresh session.
+    NewSession,
+    /// Continue an existing session file.
+    SwitchSession {
+        /// Its path.
+        path: PathBuf,
+    },
+    /// Fork before a user message (upstream's `fork`): the new session holds the branch up to
+    /// that message's parent; the reply carries the message's text.
+    Fork {
+        /// The user message's entry id.
+        entry_id: String,
+    },
+    /// Move the leaf (`/tree`).
+    Navigate {
+        /// The entry to continue from.
+        target: String,
+        /// Summarize the abandoned branch.
+        summarize: bool,
+    },
+    /// The session tree, depth first: `[{id, depth, type, text, leaf}]`.
+    Tree,
+    /// Another model.
+    SetModel {
+        /// Provider name.
+        provider: String,
+        /// Model id.
+        model: String,
+    },
+    /// Another thinking level (`off` for none).
+    SetThinkingLevel {
+        /// One of [`THINKING_LEVELS`].
+        level: String,
+    },
+    /// Automatic compaction on or off.
+    SetAutoCompaction(bool),
+    /// Provider retries on or off.
+    SetAutoRetry(bool),
+    /// Name the session.
+    SetSessionName(String),
+    /// A shell command typed by the user (`!cmd`, RPC `bash`).
+    Bash {
+        /// The command line.
+        command: String,
+    },
+}
+
+impl Job {
+    fn is_bash(&self) -> bool {
+        matches!(self, Job::Bash { .. })
+    }
+}
+
+/// What a front end may read at any time.
+#[derive(Debug, Clone)]
+pub struct State {
+    /// The model in use.
+    pub model: ModelInfo,
+    /// Thinking level (`off` when none).
+    pub thinking_level: String,
+    /// Session file.
+    pub session_file: Option<String>,
+    /// Session id.
+    pub session_id: Option<String>,
+    /// Session display name.
+    pub session_name: Option<String>,
+    /// The conversation (as of the last finished message).
+    pub messages: Vec<Message>,
+    /// Automatic compaction is on.
+    pub auto_compaction: bool,
+    /// Tokens and cost of the whole session (as `pi report` counts them).
+    pub usage: Usage,
+    /// Context tokens the next request would send.
+    pub context_tokens: u64,
+    /// The user messages of the current branch: entry id and text (fork points).
+    pub user_entries: Vec<(String, String)>,
+    /// Skills and prompt templates: `(name, description, source, path)`.
+    pub resources: Vec<(String, String, &'static str, String)>,
+}
+
+/// Shared by the driver and its front end.
+pub struct Shared {
+    busy: AtomicBool,
+    stopping: AtomicBool,
+    compacting: AtomicBool,
+    /// The running job's abort, and whether it is a shell command.
+    current: Mutex<(CancellationToken, bool)>,
+    state: Mutex<State>,
+    /// The queues of messages typed while a prompt runs.
+    pub queue: MessageQueue,
+    /// Names of the commands extensions registered.
+    pub extension_commands: Vec<(String, String, String)>,
+}
+
+impl Shared {
+    /// A prompt is running (or was just submitted).
+    pub fn is_busy(&self) -> bool {
+        self.busy.load(Ordering::SeqCst)
+    }
+
+    /// A compaction is running.
+    pub fn is_compacting(&self) -> bool {
+        self.compacting.load(Ordering::SeqCst)
+    }
+
+    /// Marks a prompt as submitted (before its job is sent, so the next input sees it).
+    pub fn mark_busy(&self) {
+        self.busy.store(true, Ordering::SeqCst);
+    }
+
+    /// Aborts the running job (a prompt's stream and tools, a compaction, a shell command).
+    pub fn abort(&self) {
+        lock(&self.current).0.cancel();
+    }
+
+    /// Stops: the running job is aborted and queued jobs are answered without running.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.abort();
+    }
+
+    /// Aborts the running shell command, if the running job is one.
+    pub fn abort_bash(&self) {
+        let current = lock(&self.current);
+        if current.1 {
+            current.0.cancel();
+        }
+    }
+
+    /// A copy of the state.
+    pub fn state(&self) -> State {
+        lock(&self.state).clone()
+    }
+
+    /// `/name` is a command an extension registered.
+    pub fn is_extension_command(&self, line: &str) -> bool {
+        let Some(rest) = line.trim_start().strip_prefix('/') else { return false };
+        let name = rest.split_whitespace().next().unwrap_or("");
+        self.extension_commands.iter().any(|(n, _, _)| n == name)
+    }
+}
+
+/// Runs jobs on the harness until the job channel closes, then shuts the agent down
+/// (`session_shutdown`) and hands the harness back for [`Harness::finish`].
+pub struct Driver<'a> {
+    harness: Harness,
+    args: &'a AgentArgs,
+    cfg: &'a Config,
+    shared: Arc<Shared>,
+    events: Box<dyn FnMut(AgentEvent) + Send + 'a>,
+}
+
+impl<'a> Driver<'a> {
+    /// A driver whose agent events go to `events`.
+    pub fn new(
+        harness: Harness,
+        args: &'a AgentArgs,
+        cfg: &'a Config,
+        events: impl FnMut(AgentEvent) + Send + 'a,
+    ) -> (Self, Arc<Shared>) {
+        let extension_commands = harness
+            .extensions
+            .iter()
+            .flat_map(|e| {
+                let source = e.source().display().to_string();
+                e.registration().commands.iter().map(move |c| (c.name.clone(), c.description.clone(), source.clone()))
+            })
+            .collect();
+        let shared = Arc::new(Shared {
+            busy: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+            compacting: AtomicBool::new(false),
+            current: Mutex::new((CancellationToken::new(), false)),
+            state: Mutex::new(state_of(&harness)),
+            queue: harness.agent.queue(),
+            extension_commands,
+        });
+        let driver = Driver { harness, args, cfg, shared: shared.clone(), events: Box::new(events) };
+        (driver, shared)
+    }
+
+    /// Starts the session (`session_start`, reason `startup`), runs jobs until `jobs` closes,
+    /// then shuts down.
+    pub async fn run(mut self, mut jobs: mpsc::UnboundedReceiver<(Job, Reply)>) -> Harness {
+        let scope = self.harness.scope();
+        let (agent, sink) = (&mut self.harness.agent, &mut self.events);
+        self.harness.hub.enter(scope, agent.start_session(&mut |e| sink(e))).await;
+        while let Some((job, reply)) = jobs.recv().await {
+            if self.shared.stopping.load(Ordering::SeqCst) {
+                reply(Err("pi is shutting down".into()));
+                continue;
+            }
+            let cancel = CancellationToken::new();
+            *lock(&self.shared.current) = (cancel.clone(), job.is_bash());
+            let outcome = self.run_job(job, &cancel).await;
+            self.shared.busy.store(false, Ordering::SeqCst);
+            self.shared.compacting.store(false, Ordering::SeqCst);
+            *lock(&self.shared.state) = state_of(&self.harness);
+            reply(outcome);
+        }
+        let scope = self.harness.scope();
+        let (agent, sink) = (&mut self.harness.agent, &mut self.events);
+        self.harness.hub.enter(scope, agent.shutdown(&mut |e| sink(e))).await;
+        self.harness
+    }
+
+    async fn run_job(&mut self, job: Job, cancel: &CancellationToken) -> Result<Value, String> {
+        let state = &self.shared.state;
+        let events = &mut self.events;
+        // Finished messages reach the state as they end (`get_messages` while a prompt runs).
+        let mut sink = |event: AgentEvent| {
+            if let AgentEvent::MessageEnd { message } = &event {
+                lock(state).messages.push(message.clone());
+            }
+            events(event);
+        };
+        let harness = &mut self.harness;
+        match job {
+            Job::Prompt { text } => prompt(harness, &text, cancel, &mut sink).await,
+            Job::ExtensionCommand { line } => {
+                let outcome = crate::cli::extensions::run_command(&harness.extensions, &line, &harness.cwd).await;
+                match outcome {
+                    None => Err(format!("{}: no such command", line.split_whitespace().next().unwrap_or(""))),
+                    Some(Err(e)) => Err(e),
+                    Some(Ok((output, next))) => {
+                        if let Some(next) = next {
+                            let source = harness.agent.config().source;
+                            harness.agent.config_mut().source = PromptSource::Extension;
+                            self.shared.busy.store(true, Ordering::SeqCst);
+                            let ran = prompt(harness, &next, cancel, &mut sink).await;
+                            harness.agent.config_mut().source = source;
+                            ran?;
+                        }
+                        Ok(json!({ "output": output }))
+                    }
+                }
+            }
+            Job::Compact { instructions } => {
+                self.shared.compacting.store(true, Ordering::SeqCst);
+                let mut failure = None;
+                let mut sink = |event: AgentEvent| {
+                    if let AgentEvent::SessionCompactFailed { error, .. } = &event {
+                        failure = Some(error.clone());
+                    }
+                    sink(event);
+                };
+                let scope = harness.scope();
+                let compacted = harness
+                    .hub
+                    .enter(scope, harness.agent.compact(instructions.as_deref(), cancel, &mut sink))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if !compacted {
+                    return Err(failure.unwrap_or_else(|| "nothing was compacted".into()));
+                }
+                let last = harness.agent.with_session(|s| {
+                    s.entries().iter().rev().find_map(|e| match &e.kind {
+                        EntryKind::Compaction { summary, first_kept_entry_id, tokens_before, .. } => {
+                            Some(json!({"summary": summary, "firstKeptEntryId": first_kept_entry_id, "tokensBefore": tokens_before, "details": {}}))
+                        }
+                        _ => None,
+                    })
+                });
+                Ok(last.flatten().unwrap_or_else(|| json!({"summary": null, "tokensBefore": 0, "details": {}})))
+            }
+            Job::NewSession => {
+                let next = match harness.agent.session_file() {
+                    Some(_) => Some(
+                        SessionWriter::create(&setup::new_session_path(&harness.cwd, self.cfg), &harness.cwd)
+                            .map_err(|e| e.to_string())?,
+                    ),
+                    None => None,
+                };
+                switch(harness, SwitchReason::New, next, &mut sink).await
+            }
+            Job::SwitchSession { path } => {
+                if !path.is_file() {
+                    return Err(format!("{}: no such session file", path.display()));
+                }
+                let next =
+                    harness.hub.in_scope(|| setup::open_session(&path, &harness.cwd)).map_err(|e| e.to_string())?;
+                switch(harness, SwitchReason::Resume, Some(next), &mut sink).await
+            }
+            Job::Fork { entry_id } => {
+                let found = harness
+                    .agent
+                    .with_session(|s| {
+                        s.entries().iter().find(|e| e.id == entry_id).map(|e| match &e.kind {
+                            EntryKind::Message { message: Message::User(user) } => {
+                                Ok((user.content.text(), e.parent_id.clone()))
+                            }
+                            _ => Err(format!("{entry_id}: not a user message")),
+                        })
+                    })
+                    .ok_or_else(|| "fork needs a session (not --no-session)".to_owned())?
+                    .ok_or_else(|| format!("{entry_id}: no such entry"))??;
+                let (text, parent) = found;
+                let parent = parent.ok_or_else(|| format!("{entry_id}: nothing before this message to fork"))?;
+                let path = setup::new_session_path(&harness.cwd, self.cfg);
+                let scope = harness.scope();
+                let forked = harness
+                    .hub
+                    .enter(scope, harness.agent.fork(&parent, &path, &mut sink))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(json!({"text": text, "cancelled": !forked}))
+            }
+            Job::Navigate { target, summarize } => {
+                let scope = harness.scope();
+                let navigation = harness
+                    .hub
+                    .enter(scope, harness.agent.navigate(&target, summarize, cancel, &mut sink))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(json!({
+                    "moved": navigation.moved,
+                    "cancelledBy": navigation.cancelled_by,
+                    "abandonedEntries": navigation.abandoned_entries,
+                    "summarized": navigation.summary.is_some(),
+                }))
+            }
+            Job::Tree => {
+                let rows = harness.agent.with_session(tree_rows).ok_or("no session file (--no-session)")?;
+                Ok(Value::Array(rows))
+            }
+            Job::SetModel { provider, model } => {
+                let current = harness.agent.model().clone();
+                let selected =
+                    setup::select_named(self.args, self.cfg, Some(provider), Some(model)).map_err(|e| e.to_string())?;
+                // The faux provider keeps its script across a change between its models.
+                let provider = if selected.model.api == pi_agent::model::Api::Faux && current.api == selected.model.api
+                {
+                    harness.agent.provider()
+                } else {
+                    selected.provider
+                };
+                harness.agent.set_model(provider, selected.model.clone());
+                Ok(model_json(&selected.model))
+            }
+            Job::SetThinkingLevel { level } => {
+                if !THINKING_LEVELS.contains(&level.as_str()) {
+                    return Err(format!("unknown thinking level {level:?} (give {})", THINKING_LEVELS.join(", ")));
+                }
+                let reasons = harness.agent.model().reasoning;
+                harness.agent.config_mut().reasoning = (level != "off" && reasons).then_some(level);
+                Ok(Value::Null)
+            }
+            Job::SetAutoCompaction(enabled) => {
+                harness.agent.config_mut().compaction.enabled = enabled;
+                Ok(Value::Null)
+            }
+            Job::SetAutoRetry(enabled) => {
+                let defaults = setup::agent_config(self.args, self.cfg).retry;
+                harness.agent.config_mut().retry.max_retries = if enabled { defaults.max_retries.max(1) } else { 0 };
+                Ok(Value::Null)
+            }
+            Job::SetSessionName(name) => {
+                harness.agent.set_session_name(&name).map_err(|e| e.to_string())?;
+                Ok(Value::Null)
+            }
+            Job::Bash { command } => {
+                let scope = harness.scope();
+                let done = harness
+                    .hub
+                    .enter(scope, harness.agent.run_bash(&command, cancel))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(json!({
+                    "output": done.output,
+                    "exitCode": done.exit_code,
+                    "cancelled": done.cancelled,
+                    "truncated": done.truncated,
+                }))
+            }
+        }
+    }
+}
+
+/// Runs one prompt in its own trace.
+async fn prompt(
+    harness: &mut Harness,
+    text: &str,
+    cancel: &CancellationToken,
+    sink: &mut (dyn FnMut(AgentEvent) + Send),
+) -> Result<Value, String> {
+    let scope = harness.prompt_scope();
+    let result = harness
+        .hub
+        .enter(scope, harness.agent.prompt(text, cancel, &mut |e| sink(e)))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(json!({
+        "stopReason": result.stop_reason,
+        "turns": result.turns,
+        "error": result.error.map(|e| e.to_string()),
+    }))
+}
+
+/// Replaces the session (`session_before_switch` may cancel).
+async fn switch(
+    harness: &mut Harness,
+    reason: SwitchReason,
+    next: Option<SessionWriter>,
+    sink: &mut (dyn FnMut(AgentEvent) + Send),
+) -> Result<Value, String> {
+    let scope = harness.scope();
+    let switched = harness
+        .hub
+        .enter(scope, harness.agent.switch_session(reason, next, &mut |e| sink(e)))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(json!({"cancelled": !switched}))
+}
+
+/// Upstream's `Model` object.
+pub fn model_json(model: &ModelInfo) -> Value {
+    json!({
+        "id": model.id,
+        "name": model.id,
+        "api": model.api.as_str(),
+        "provider": model.provider,
+        "baseUrl": model.base_url,
+        "reasoning": model.reasoning,
+        "input": ["text"],
+        "contextWindow": model.context_window,
+        "maxTokens": model.max_tokens,
+        "cost": model.cost,
+    })
+}
+
+/// The session's entries depth first (children in file order), with what each says.
+fn tree_rows(session: &SessionWriter) -> Vec<Value> {
+    let entries = session.entries();
+    let mut children: std::collections::HashMap<Option<&str>, Vec<usize>> = std::collections::HashMap::new();
+    for (i, entry) in entries.iter().enumerate() {
+        children.entry(entry.parent_id.as_deref()).or_default().push(i);
+    }
+    let leaf = session.leaf();
+    let mut rows = Vec::with_capacity(entries.len());
+    let mut stack: Vec<(usize, usize)> = children.get(&None).into_iter().flatten().rev().map(|&i| (i, 0)).collect();
+    while let Some((i, depth)) = stack.pop() {
+        let entry = &entries[i];
+        let text = match &entry.kind {
+            EntryKind::Message { message } => {
+                let text = match message {
+                    Message::User(user) => user.content.text(),
+                    Message::Assistant(a) if a.text().is_empty() => {
+                        a.tool_calls().iter().map(|(_, name, _)| format!("[{name}]")).collect::<Vec<_>>().join(" ")
+                    }
+                    Message::Assistant(a) => a.text(),
+                    Message::ToolResult(r) => format!("[{} result]", r.tool_name),
+                    other => other.context_text().unwrap_or_default(),
+                };
+                format!("{}: {text}", message.role())
+            }
+            EntryKind::Compaction { .. } => "compaction".into(),
+            EntryKind::BranchSummary { .. } => "branch summary".into(),
+            EntryKind::ModelChange { provider, model_id } => format!("model {provider}/{model_id}"),
+            other => other.type_name().to_owned(),
+        };
+        let text: String = text.lines().next().unwrap_or("").chars().take(100).collect();
+        rows.push(json!({"id": entry.id, "depth": depth, "text": text, "leaf": leaf == Some(entry.id.as_str())}));
+        if let Some(kids) = children.get(&Some(entry.id.as_str())) {
+            // A chain (one child) stays at its depth; a fork indents its branches.
+            let next = if kids.len() > 1 { depth + 1 } else { depth };
+            stack.extend(kids.iter().rev().map(|&k| (k, next)));
+        }
+    }
+    rows
+}
+
+fn state_of(harness: &Harness) -> State {
+    let agent = &harness.agent;
+    State {
+        model: agent.model().clone(),
+        thinking_level: agent.config().reasoning.clone().unwrap_or_else(|| "off".into()),
+        session_file: agent.session_file(),
+        session_id: agent.session_id(),
+        session_name: agent.session_name(),
+        messages: agent.messages().to_vec(),
+        auto_compaction: agent.config().compaction.enabled,
+        usage: agent.session_usage(),
+        context_tokens: agent.context_tokens(),
+        user_entries: agent
+            .with_session(|s| {
+                s.branch(s.leaf())
+                    .into_iter()
+                    .filter_map(|e| match &e.kind {
+                        EntryKind::Message { message: Message::User(user) } => {
+                            Some((e.id.clone(), user.content.text()))
+                        }
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        resources: {
+            let resources = agent.resources();
+            let skills = resources
+                .skills
+                .iter()
+                .map(|s| (format!("skill:{}", s.name), s.description.clone(), "skill", s.path.display().to_string()));
+            let templates = resources
+                .templates
+                .iter()
+                .map(|t| (t.name.clone(), t.description.clone(), "prompt", t.path.display().to_string()));
+            skills.chain(templates).collect()
+        },
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,174 @@
+//! What every agent mode (print, RPC, interactive) builds before its first prompt and tears down
+//! after its last: the configuration decided (an untrusted project's trust asked of the
+//! extensions first), the sinks attached, the session opened, the extensions started and the
+//! agent assembled — one harness, so every mode's prompts are traces alike.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use pi_agent::extensions::process::ProcessExtension;
+use pi_agent::{Agent, AgentConfig, PromptSource};
+use pi_observe::core::{Attribution, ObsEvent, Observability, TraceId, TraceParent, names};
+
+use crate::cli::args::{AgentArgs, ObserveArgs};
+use crate::cli::config::Config;
+use crate::cli::sinks::{SinkSetup, Sinks};
+use crate::cli::{CliError, attribution, extensions, files, output, setup};
+
+/// A mode's agent with everything around it.
+pub struct Harness {
+    /// The hub every prompt's records go through.
+    pub hub: Observability,
+    /// The attached sinks (finished by [`Harness::finish`]).
+    pub sinks: Sinks,
+    /// The agent.
+    pub agent: Agent,
+    /// The started extensions (stopped by [`Harness::finish`]).
+    pub extensions: Vec<ProcessExtension>,
+    /// Who the prompts are attributed to.
+    pub attribution: Attribution,
+    /// `TRACEPARENT` given at start (see [`Harness::scope`]).
+    pub traceparent: Option<String>,
+    /// The trace id of every prompt so far, in order.
+    pub traces: Arc<Mutex<Vec<TraceId>>>,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// The configuration after an extension trusted the project (else the one loaded at start).
+    pub reloaded: Option<Config>,
+    /// Prompts started (the first one gets `TRACEPARENT`).
+    prompts: std::sync::atomic::AtomicUsize,
+}
+
+/// How a mode wants its harness.
+pub struct Wants {
+    /// Print contract records as JSON lines on stdout (`--mode json`).
+    pub json_records: bool,
+    /// `input.source` of the prompts.
+    pub source: PromptSource,
+    /// Extensions may ask the user (interactive, RPC).
+    pub has_ui: bool,
+}
+
+impl Harness {
+    /// Builds the harness; nothing is created or written before the flags, files and settings
+    /// are checked.
+    pub async fn build(args: &AgentArgs, observe: &ObserveArgs, wants: Wants, cfg: &Config) -> Result<Self, CliError> {
+        let cwd = setup::cwd(args.cwd.as_deref())?;
+        // A project nobody trusted yet: the extensions that do not come with it start now and may
+        // answer upstream's `project_trust` before anything of the project is read.
+        let (early, reloaded) = if cfg.trust.reason == pi_agent::settings::trust::TrustReason::Untrusted {
+            let (outside, _) = extensions::discover(&args.extensions, cfg, &cwd)?;
+            let started = extensions::start(outside, cfg, &cwd).await;
+            let reloaded = extensions::ask_project_trust(&started, cfg).await?;
+            (Some(started), reloaded)
+        } else {
+            (None, None)
+        };
+        let cfg = reloaded.as_ref().unwrap_or(cfg);
+        cfg.announce_trust();
+        let sink_setup = SinkSetup::resolve(&observe.sinks, observe.events_jsonl.as_deref(), cfg)?;
+        let session_path = setup::session_path(args, &cwd, cfg)?;
+        let inputs: Vec<(&str, &std::path::Path)> = session_path.iter().map(|p| ("--session", p.as_path())).collect();
+        files::check_outputs(&inputs, &sink_setup.output_files())?;
+        let attribution = attribution::attribution(observe, cfg, &cwd)?;
+        // With the configuration decided: what comes with the project (and, when no trust
+        // question started them early, the others).
+        let (outside, project) = extensions::discover(&args.extensions, cfg, &cwd)?;
+        let parts = setup::agent_parts(args, &cwd, cfg)?;
+
+        // The sinks are attached before the session is opened, so its `pi.session.read` reaches them.
+        let hub = sink_setup.hub();
+        let mut sinks = sink_setup.attach(&hub, wants.json_records)?;
+        let session = match session_path.map(|path| hub.in_scope(|| setup::open_session(&path, &cwd))).transpose() {
+            Ok(session) => session,
+            Err(error) => {
+                sinks.close();
+                return Err(error);
+            }
+        };
+        let traces = Arc::new(Mutex::new(Vec::new()));
+        let roots = traces.clone();
+        sinks.keep(hub.subscribe(move |e: &ObsEvent| {
+            if e.name == names::AGENT_PROMPT && e.kind == pi_observe::core::EventKind::Start {
+                roots.lock().unwrap_or_else(|e| e.into_inner()).push(e.trace_id);
+            }
+        }));
+        let mut config = AgentConfig { source: wants.source, has_ui: wants.has_ui, ..setup::agent_config(args, cfg) };
+        if !parts.model.reasoning {
+            // A thinking level is only for models that reason (others reject the parameter).
+            config.reasoning = None;
+        }
+        // Extensions start with the session and stop on `session_shutdown`.
+        let mut started = match early {
+            Some(started) => started,
+            None => extensions::start(outside, cfg, &cwd).await,
+        };
+        started.extend(extensions::start(project, cfg, &cwd).await);
+        let tools = started.iter().flat_map(|e| e.tools()).fold(parts.tools, |tools, tool| tools.with_override(tool));
+        let (skills, prompts) = extensions::discovered_resources(&started, &cwd).await;
+        let resources = if skills.is_empty() && prompts.is_empty() {
+            parts.resources
+        } else {
+            setup::resources(args, &cwd, cfg, (&skills, &prompts))
+        };
+        let mut agent = Agent::new(parts.provider, parts.model, tools, session, config, cwd.clone());
+        agent.set_resources(resources);
+        for extension in &started {
+            agent.add_extension(extension);
+        }
+        Ok(Harness {
+            hub,
+            sinks,
+            agent,
+            extensions: started,
+            attribution,
+            traceparent: incoming_traceparent(),
+            traces,
+            cwd,
+            reloaded,
+            prompts: Default::default(),
+        })
+    }
+
+    /// The scope a prompt runs in: this hub, the attribution, and — for the **first** prompt of
+    /// the process only — the `TRACEPARENT` given at start as its parent. Later prompts are
+    /// traces of their own: a caller's span covers what it asked for, not a whole interactive
+    /// day (ADR 0011).
+    pub fn prompt_scope(&self) -> pi_observe::core::Scope {
+        let first = self.prompts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0;
+        let traceparent = if first { self.traceparent.as_deref() } else { None };
+        pi_observe::core::Scope::new().attribution(self.attribution.clone()).traceparent(traceparent)
+    }
+
+    /// The scope of work that is not a prompt (compaction, navigation, a session switch): this
+    /// hub and the attribution, never the incoming parent.
+    pub fn scope(&self) -> pi_observe::core::Scope {
+        pi_observe::core::Scope::new().attribution(self.attribution.clone())
+    }
+
+    /// The trace ids of the prompts so far.
+    pub fn trace_ids(&self) -> Vec<TraceId> {
+        self.traces.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Stops the extensions, then flushes (or spools) and reports the sinks for `command`.
+    pub async fn finish(self, command: &str) {
+        for extension in &self.extensions {
+            extension.shutdown().await;
+        }
+        let traces = self.trace_ids();
+        self.sinks.finish(command, &traces);
+    }
+}
+
+/// `TRACEPARENT` from the environment; an invalid one is a warning and a new trace.
+fn incoming_traceparent() -> Option<String> {
+    let traceparent = std::env::var(names::ENV_TRACEPARENT).ok().filter(|v| !v.is_empty())?;
+    if TraceParent::parse(&traceparent).is_none() {
+        output::error(format_args!(
+            "pi: warning: {}: not a valid W3C traceparent; starting a new trace",
+            names::ENV_TRACEPARENT
+        ));
+    }
+    Some(traceparent)
+}

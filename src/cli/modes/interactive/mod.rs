@@ -1,0 +1,521 @@
+//! `pi` on a terminal: the interactive mode. A transcript of the conversation (streaming text,
+//! thinking collapsed, tool calls with their status), the queued messages, a multi-line editor
+//! with history, and a footer with the model, the session's tokens and cost, the context used
+//! and the telemetry pipeline's health. The agent runs on the shared [`Driver`]; the terminal is
+//! ratatui on crossterm (alternate screen, raw mode), restored on every exit path.
+//!
+//! Keys: Enter sends (while the agent works: queues a steering message), Alt+Enter queues a
+//! follow-up (a newline when idle), Ctrl+J a newline, Esc aborts the running turn (queued
+//! messages come back to the editor), Ctrl+C aborts, clears, or — twice on an empty editor —
+//! exits, Ctrl+D on an empty editor exits, Up/Down walk the history, PageUp/PageDown scroll.
+
+mod commands;
+mod editor;
+mod transcript;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pi_agent::events::AgentEvent;
+use pi_agent::{PromptSource, QueueKind};
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::layout::{Constraint, Layout, Position};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::driver::{Driver, Job, Reply, Shared};
+use super::harness::{Harness, Wants};
+use crate::cli::args::{AgentArgs, ObserveArgs};
+use crate::cli::config::Config;
+use crate::cli::sinks::HealthProbe;
+use crate::cli::{CliError, output, setup, signals};
+use editor::Editor;
+use transcript::{Item, Tone, Transcript};
+
+/// What a finished job means to the screen.
+#[derive(Debug, Clone)]
+enum Done {
+    Prompt,
+    Command(String),
+    Compact,
+    Bash,
+    Session(&'static str),
+    Fork,
+    Tree { navigate: bool },
+    Model,
+}
+
+/// Runs the interactive mode until the user quits (or a signal arrives).
+pub async fn run(
+    args: &AgentArgs,
+    observe: &ObserveArgs,
+    first_prompt: Option<String>,
+    cfg: &Config,
+) -> Result<ExitCode, CliError> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(CliError::Usage(
+            "the interactive mode needs a terminal: give -p PROMPT (print mode) or --mode rpc (for programs)".into(),
+        ));
+    }
+    let started = Instant::now();
+    let wants = Wants { json_records: false, source: PromptSource::Interactive, has_ui: false };
+    let mut harness = Harness::build(args, observe, wants, cfg).await?;
+    let reloaded = harness.reloaded.take();
+    let cfg = reloaded.as_ref().unwrap_or(cfg);
+    let probe = harness.sinks.probe();
+    let registry = setup::registry(args, cfg)?;
+    let traces = harness.traces.clone();
+    let (events_tx, events) = mpsc::unbounded_channel();
+    let (driver, shared) = Driver::new(harness, args, cfg, move |event: AgentEvent| {
+        let _ = events_tx.send(event);
+    });
+    let (jobs, queued) = mpsc::unbounded_channel();
+    let stop = CancellationToken::new();
+    let interrupted = signals::abort_on(&stop)?;
+    let (errors_tx, errors) = std::sync::mpsc::channel();
+    output::divert_errors(Some(errors_tx));
+    let terminal = match ratatui::try_init() {
+        Ok(terminal) => terminal,
+        Err(e) => {
+            output::divert_errors(None);
+            return Err(CliError::Failure(format!("cannot use the terminal: {e}")));
+        }
+    };
+    let ui = Ui {
+        shared: shared.clone(),
+        jobs,
+        probe,
+        registry,
+        traces,
+        cwd: driver_cwd(args)?,
+        cfg,
+        editor: Editor::new(),
+        transcript: Transcript::default(),
+        scroll: 0,
+        running: None,
+        last_ctrl_c: None,
+        quit: false,
+        started,
+        ready_at: None,
+    };
+    let (harness, ui_outcome) =
+        tokio::join!(driver.run(queued), ui.run(terminal, events, errors, stop.clone(), first_prompt));
+    ratatui::restore();
+    output::divert_errors(None);
+    harness.finish("interactive").await;
+    if let Err(e) = ui_outcome {
+        return Err(CliError::Failure(format!("terminal: {e}")));
+    }
+    Ok(match interrupted.get() {
+        Some(signal) => signals::exit(*signal),
+        None => ExitCode::SUCCESS,
+    })
+}
+
+fn driver_cwd(args: &AgentArgs) -> Result<std::path::PathBuf, CliError> {
+    setup::cwd(args.cwd.as_deref())
+}
+
+/// The screen and what it knows.
+struct Ui<'a> {
+    shared: Arc<Shared>,
+    jobs: mpsc::UnboundedSender<(Job, Reply)>,
+    probe: HealthProbe,
+    registry: pi_agent::model::Registry,
+    traces: Arc<std::sync::Mutex<Vec<pi_observe::core::TraceId>>>,
+    cwd: std::path::PathBuf,
+    cfg: &'a Config,
+    editor: Editor,
+    transcript: Transcript,
+    /// Lines scrolled up from the bottom.
+    scroll: usize,
+    /// A job other than a prompt that runs (compaction, shell command…), for the status line.
+    running: Option<String>,
+    last_ctrl_c: Option<Instant>,
+    quit: bool,
+    started: Instant,
+    ready_at: Option<Duration>,
+}
+
+type Replies = mpsc::UnboundedSender<(Done, Result<Value, String>)>;
+
+impl Ui<'_> {
+    async fn run(
+        mut self,
+        mut terminal: ratatui::DefaultTerminal,
+        mut events: mpsc::UnboundedReceiver<AgentEvent>,
+        errors: std::sync::mpsc::Receiver<String>,
+        stop: CancellationToken,
+        first_prompt: Option<String>,
+    ) -> std::io::Result<()> {
+        let (keys_tx, mut keys) = mpsc::unbounded_channel();
+        let reading = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let input = std::thread::spawn({
+            let reading = reading.clone();
+            move || read_input(&keys_tx, &reading)
+        });
+        let (replies_tx, mut replies) = mpsc::unbounded_channel();
+        if let Some(prompt) = first_prompt {
+            self.submit(prompt, QueueKind::Steer, &replies_tx);
+        }
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        let outcome = loop {
+            for line in errors.try_iter() {
+                self.transcript.notice(Tone::Warn, line);
+            }
+            if let Err(e) = terminal.draw(|frame| self.draw(frame)) {
+                break Err(e);
+            }
+            if self.ready_at.is_none() {
+                self.ready_at = Some(self.started.elapsed());
+                if std::env::var_os("PI_TUI_STARTUP_REPORT").is_some() {
+                    output::error(format_args!("pi: ready in {:?}", self.started.elapsed()));
+                }
+            }
+            if self.quit {
+                break Ok(());
+            }
+            tokio::select! {
+                key = keys.recv() => match key {
+                    Some(Event::Key(key)) if key.kind != KeyEventKind::Release => self.key(key, &replies_tx),
+                    Some(Event::Paste(text)) => self.editor.insert_str(&text),
+                    Some(_) => {}
+                    None => self.quit = true,
+                },
+                Some(event) = events.recv() => {
+                    self.transcript.apply(&event);
+                    while let Ok(event) = events.try_recv() {
+                        self.transcript.apply(&event);
+                    }
+                }
+                Some((done, outcome)) = replies.recv() => self.done(done, outcome),
+                _ = tick.tick() => {}
+                () = stop.cancelled() => self.quit = true,
+            }
+        };
+        // Quitting: the running job is aborted, queued ones are not run.
+        self.shared.stop();
+        reading.store(false, std::sync::atomic::Ordering::SeqCst);
+        drop(self.jobs);
+        let _ = input.join();
+        outcome
+    }
+
+    /// One key.
+    fn key(&mut self, key: KeyEvent, replies: &Replies) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        if !(ctrl && key.code == KeyCode::Char('c')) {
+            self.last_ctrl_c = None;
+        }
+        match key.code {
+            KeyCode::Char('c') if ctrl => {
+                if self.working() {
+                    self.abort();
+                } else if !self.editor.is_empty() {
+                    self.editor.set_text("");
+                } else if self.last_ctrl_c.is_some_and(|t| t.elapsed() < Duration::from_secs(2)) {
+                    self.quit = true;
+                } else {
+                    self.last_ctrl_c = Some(Instant::now());
+                    self.transcript.notice(Tone::Info, "press Ctrl+C again to exit");
+                }
+            }
+            KeyCode::Char('d') if ctrl => {
+                if self.editor.is_empty() {
+                    self.quit = true;
+                } else {
+                    self.editor.delete();
+                }
+            }
+            KeyCode::Esc if self.working() => self.abort(),
+            KeyCode::Enter if alt && self.shared.is_busy() => {
+                let text = self.editor.take();
+                self.submit(text, QueueKind::FollowUp, replies);
+            }
+            KeyCode::Enter if alt => self.editor.newline(),
+            KeyCode::Char('j') if ctrl => self.editor.newline(),
+            KeyCode::Enter => {
+                let text = self.editor.take();
+                self.submit(text, QueueKind::Steer, replies);
+            }
+            KeyCode::Char('u') if ctrl => self.editor.kill_to_start(),
+            KeyCode::Char('a') if ctrl => self.editor.home(),
+            KeyCode::Char('e') if ctrl => self.editor.end(),
+            KeyCode::Char(c) => self.editor.insert(c),
+            KeyCode::Backspace => self.editor.backspace(),
+            KeyCode::Delete => self.editor.delete(),
+            KeyCode::Left => self.editor.left(),
+            KeyCode::Right => self.editor.right(),
+            KeyCode::Home => self.editor.home(),
+            KeyCode::End => self.editor.end(),
+            KeyCode::Up => self.editor.up(),
+            KeyCode::Down => self.editor.down(),
+            KeyCode::PageUp => self.scroll += 10,
+            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
+            KeyCode::Tab => self.editor.insert_str("  "),
+            _ => {}
+        }
+    }
+
+    fn working(&self) -> bool {
+        self.shared.is_busy() || self.running.is_some()
+    }
+
+    /// Aborts the running turn (tools' process groups are killed); queued messages come back to
+    /// the editor.
+    fn abort(&mut self) {
+        self.shared.abort();
+        let pending = self.shared.queue.clear();
+        if !pending.is_empty() {
+            let mut texts = pending.steering;
+            texts.extend(pending.follow_up);
+            if !self.editor.is_empty() {
+                texts.push(self.editor.text());
+            }
+            self.editor.set_text(&texts.join("\n"));
+        }
+    }
+
+    /// What Enter (or Alt+Enter) sends: a built-in command, `!command`, or a prompt — queued
+    /// as `queue` while the agent works.
+    fn submit(&mut self, text: String, queue: QueueKind, replies: &Replies) {
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return;
+        }
+        self.scroll = 0;
+        if let Some(command) = trimmed.strip_prefix('!') {
+            let command = command.trim().to_owned();
+            if command.is_empty() {
+                return;
+            }
+            self.transcript.items.push(Item::Shell { command: command.clone(), output: None, code: None });
+            self.running = Some(format!("running `{command}`"));
+            self.send(Job::Bash { command }, Done::Bash, replies);
+            return;
+        }
+        if trimmed.starts_with('/') && self.builtin(trimmed, replies) {
+            return;
+        }
+        if self.shared.is_extension_command(trimmed) {
+            self.running = Some(trimmed.split_whitespace().next().unwrap_or("").to_owned());
+            self.send(Job::ExtensionCommand { line: trimmed.to_owned() }, Done::Command(trimmed.to_owned()), replies);
+            return;
+        }
+        if self.shared.is_busy() {
+            self.shared.queue.push(queue, text);
+            return;
+        }
+        self.shared.mark_busy();
+        self.send(Job::Prompt { text }, Done::Prompt, replies);
+    }
+
+    fn send(&mut self, job: Job, done: Done, replies: &Replies) {
+        let replies = replies.clone();
+        let reply: Reply = Box::new(move |outcome| {
+            let _ = replies.send((done, outcome));
+        });
+        if self.jobs.send((job, reply)).is_err() {
+            self.transcript.notice(Tone::Error, "the agent has stopped");
+        }
+    }
+
+    /// A job finished.
+    fn done(&mut self, done: Done, outcome: Result<Value, String>) {
+        if !matches!(done, Done::Prompt) {
+            self.running = None;
+        }
+        let outcome = match outcome {
+            Ok(value) => value,
+            Err(error) => {
+                if let (Done::Bash, Some(Item::Shell { output, .. })) =
+                    (&done, self.transcript.items.iter_mut().rev().find(|i| matches!(i, Item::Shell { .. })))
+                {
+                    *output = Some(error.clone());
+                }
+                self.transcript.notice(Tone::Error, error);
+                return;
+            }
+        };
+        match done {
+            Done::Prompt => {}
+            Done::Bash => {
+                if let Some(Item::Shell { output, code, .. }) =
+                    self.transcript.items.iter_mut().rev().find(|i| matches!(i, Item::Shell { output: None, .. }))
+                {
+                    *output = Some(outcome["output"].as_str().unwrap_or_default().to_owned());
+                    *code = outcome["exitCode"].as_i64();
+                    if outcome["cancelled"] == true {
+                        *output = Some("(cancelled)".into());
+                    }
+                }
+            }
+            Done::Command(line) => {
+                if let Some(text) = outcome["output"].as_str() {
+                    self.transcript.notice(Tone::Info, text);
+                } else {
+                    self.transcript.notice(Tone::Info, format!("{line}: done"));
+                }
+            }
+            Done::Compact => {
+                let summary = outcome["summary"].as_str().unwrap_or_default();
+                self.transcript.notice(Tone::Info, format!("compaction summary:\n{summary}"));
+            }
+            Done::Session(what) => {
+                if outcome["cancelled"] == true {
+                    self.transcript.notice(Tone::Warn, format!("{what}: cancelled by an extension"));
+                }
+            }
+            Done::Fork => {
+                if outcome["cancelled"] == true {
+                    self.transcript.notice(Tone::Warn, "fork: cancelled by an extension");
+                } else if let Some(text) = outcome["text"].as_str() {
+                    self.editor.set_text(text);
+                }
+            }
+            Done::Tree { navigate } => {
+                if navigate {
+                    return;
+                }
+                let rows = outcome.as_array().cloned().unwrap_or_default();
+                let listing: Vec<String> = rows
+                    .iter()
+                    .map(|row| {
+                        let depth = row["depth"].as_u64().unwrap_or(0) as usize;
+                        let mark = if row["leaf"] == true { "●" } else { " " };
+                        format!(
+                            "{mark} {}{} {}",
+                            "  ".repeat(depth),
+                            row["id"].as_str().unwrap_or(""),
+                            row["text"].as_str().unwrap_or("")
+                        )
+                    })
+                    .collect();
+                self.transcript.notice(
+                    Tone::Info,
+                    format!(
+                        "session tree (● = where you are; /tree ID continues from an entry):\n{}",
+                        listing.join("\n")
+                    ),
+                );
+            }
+            Done::Model => {
+                let id = outcome["id"].as_str().unwrap_or_default();
+                let provider = outcome["provider"].as_str().unwrap_or_default();
+                self.transcript.notice(Tone::Info, format!("model: {provider}/{id}"));
+            }
+        }
+    }
+
+    /// Draws the transcript, the status and queue lines, the editor and the footer.
+    fn draw(&mut self, frame: &mut ratatui::Frame<'_>) {
+        let area = frame.area();
+        let width = area.width as usize;
+        let editor_height = (self.editor.lines().len() as u16).clamp(1, 8);
+        let pending = self.shared.queue.pending();
+        let status_height = 1 + pending.len().min(4) as u16;
+        let [body, status, editor, footer] = Layout::vertical([
+            Constraint::Min(1),
+            Constraint::Length(status_height),
+            Constraint::Length(editor_height + 1),
+            Constraint::Length(2),
+        ])
+        .areas(area);
+
+        let lines = self.transcript.lines(width);
+        let visible = body.height as usize;
+        self.scroll = self.scroll.min(lines.len().saturating_sub(visible));
+        let end = lines.len() - self.scroll;
+        let start = end.saturating_sub(visible);
+        frame.render_widget(Paragraph::new(lines[start..end].to_vec()), body);
+
+        let dim = Style::default().fg(Color::DarkGray);
+        let mut status_lines = vec![match (&self.running, self.shared.is_busy()) {
+            (Some(what), _) => Line::styled(format!("● {what}… (Esc to abort)"), Style::default().fg(Color::Yellow)),
+            (None, true) => Line::styled("● working… (Esc to abort)", Style::default().fg(Color::Yellow)),
+            (None, false) => Line::styled("/help for commands · !cmd runs a shell command", dim),
+        }];
+        let queued =
+            pending.steering.iter().map(|t| ("steer", t)).chain(pending.follow_up.iter().map(|t| ("follow-up", t)));
+        for (kind, text) in queued.take(4) {
+            let first = text.lines().next().unwrap_or("");
+            status_lines.push(Line::styled(format!("⏵ queued {kind}: {first}"), Style::default().fg(Color::Blue)));
+        }
+        frame.render_widget(Paragraph::new(status_lines), status);
+
+        let rule = Line::styled("─".repeat(width), dim);
+        let (row, col) = self.editor.cursor();
+        let first_row = (row + 1).saturating_sub(editor_height as usize);
+        let mut editor_lines = vec![rule];
+        for (i, line) in self.editor.lines().iter().enumerate().skip(first_row).take(editor_height as usize) {
+            let prompt = if i == 0 { "> " } else { "  " };
+            editor_lines.push(Line::from(vec![Span::styled(prompt, dim), Span::raw(line.clone())]));
+        }
+        frame.render_widget(Paragraph::new(editor_lines), editor);
+        let cursor_x = editor.x + 2 + col as u16;
+        let cursor_y = editor.y + 1 + (row - first_row) as u16;
+        frame.set_cursor_position(Position::new(cursor_x.min(area.width.saturating_sub(1)), cursor_y));
+
+        frame.render_widget(Paragraph::new(self.footer()), footer);
+    }
+
+    /// Model, tokens, cost, context; telemetry health.
+    fn footer(&self) -> Vec<Line<'static>> {
+        let state = self.shared.state();
+        let usage = state.usage;
+        let model = &state.model;
+        let thinking =
+            if state.thinking_level == "off" { String::new() } else { format!(" [{}]", state.thinking_level) };
+        let context = if model.context_window > 0 {
+            format!(
+                "ctx {:.0}% of {}",
+                100.0 * state.context_tokens as f64 / model.context_window as f64,
+                model.context_window
+            )
+        } else {
+            format!("ctx {}", state.context_tokens)
+        };
+        let first = format!(
+            "{}/{}{thinking} · tokens in {} out {} cache {}/{} · ${:.6} · {context}",
+            model.provider, model.id, usage.input, usage.output, usage.cache_read, usage.cache_write, usage.cost.total
+        );
+        let health = self.probe.health();
+        let sinks = if health.sinks.is_empty() { "off".to_owned() } else { health.sinks.join(",") };
+        let traces = self.traces.lock().map(|t| t.len()).unwrap_or(0);
+        let mut second = format!(
+            "telemetry {sinks} · {traces} traces · exported {} · dropped {} · spooled {}",
+            health.exported, health.dropped, health.spooled
+        );
+        if let Some(file) = state.session_file.as_deref().and_then(|f| std::path::Path::new(f).file_name()) {
+            second.push_str(&format!(" · {}", file.to_string_lossy()));
+        }
+        let style = Style::default().fg(Color::DarkGray);
+        let warn = if health.dropped > 0 { style.fg(Color::Yellow) } else { style };
+        vec![Line::styled(first, style.add_modifier(Modifier::BOLD)), Line::styled(second, warn)]
+    }
+}
+
+/// Reads terminal events on their own thread (crossterm's reader blocks) until told to stop.
+fn read_input(keys: &mpsc::UnboundedSender<Event>, reading: &std::sync::atomic::AtomicBool) {
+    while reading.load(std::sync::atomic::Ordering::SeqCst) {
+        match event::poll(Duration::from_millis(50)) {
+            Ok(true) => match event::read() {
+                Ok(event) => {
+                    if keys.send(event).is_err() {
+                        return;
+                    }
+                }
+                Err(_) => return,
+            },
+            Ok(false) => {}
+            Err(_) => return,
+        }
+    }
+}

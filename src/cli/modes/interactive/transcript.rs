@@ -1,0 +1,361 @@
+//! The conversation as the interactive mode shows it: user messages, streaming assistant text,
+//! thinking collapsed to one line, tool calls as one line with their status and the last lines
+//! of their output, shell commands, and notices — built from agent events, rendered to lines
+//! wrapped at the terminal's width.
+
+use pi_agent::events::{AgentEvent, Delta};
+use pi_agent::message::{ContentBlock, Message, StopReason};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+use unicode_width::UnicodeWidthChar;
+
+/// Lines of a tool's output shown under it.
+const TOOL_TAIL: usize = 3;
+/// Lines of a shell command's output shown.
+const SHELL_TAIL: usize = 12;
+
+/// How a tool call is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolStatus {
+    /// Still running.
+    Running,
+    /// Finished.
+    Done,
+    /// Failed or was blocked.
+    Failed,
+}
+
+/// What a notice is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    /// Information (command output).
+    Info,
+    /// Something to look at.
+    Warn,
+    /// Something failed.
+    Error,
+}
+
+/// One block of the transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// What the user sent.
+    User(String),
+    /// The assistant's answer so far.
+    Assistant {
+        /// Text.
+        text: String,
+        /// Reasoning (shown collapsed).
+        thinking: String,
+    },
+    /// A tool call.
+    Tool {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Its main argument (command, path, pattern).
+        summary: String,
+        /// Status.
+        status: ToolStatus,
+        /// Output so far (or the result).
+        output: String,
+    },
+    /// A `!command`.
+    Shell {
+        /// The command line.
+        command: String,
+        /// Output (`None` while it runs).
+        output: Option<String>,
+        /// Exit code.
+        code: Option<i64>,
+    },
+    /// A message from pi (command output, errors, lifecycle).
+    Notice(Tone, String),
+}
+
+/// The transcript.
+#[derive(Debug, Default)]
+pub struct Transcript {
+    /// The blocks, oldest first.
+    pub items: Vec<Item>,
+}
+
+impl Transcript {
+    /// Adds a notice.
+    pub fn notice(&mut self, tone: Tone, text: impl Into<String>) {
+        self.items.push(Item::Notice(tone, text.into()));
+    }
+
+    /// Updates the transcript with an agent event.
+    pub fn apply(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::MessageStart { role } if role == "assistant" => {
+                self.items.push(Item::Assistant { text: String::new(), thinking: String::new() });
+            }
+            AgentEvent::MessageUpdate { delta } => {
+                if let Some(Item::Assistant { text, thinking }) = self.items.last_mut() {
+                    match delta {
+                        Delta::Text { text: t } => text.push_str(t),
+                        Delta::Thinking { text: t } => thinking.push_str(t),
+                        Delta::ToolCallStart { .. } | Delta::ToolCallArgs { .. } => {}
+                    }
+                }
+            }
+            AgentEvent::MessageEnd { message } => self.message_end(message),
+            AgentEvent::ToolExecutionStart { tool_call_id, tool_name, args } => self.items.push(Item::Tool {
+                id: tool_call_id.clone(),
+                name: tool_name.clone(),
+                summary: summary(args),
+                status: ToolStatus::Running,
+                output: String::new(),
+            }),
+            AgentEvent::ToolExecutionUpdate { tool_call_id, output, .. } => {
+                if let Some(Item::Tool { output: so_far, .. }) = self.tool(tool_call_id) {
+                    so_far.push_str(output);
+                    keep_tail(so_far, 64 * 1024);
+                }
+            }
+            AgentEvent::ToolExecutionEnd { tool_call_id, is_error, .. } => {
+                if let Some(Item::Tool { status, .. }) = self.tool(tool_call_id) {
+                    *status = if *is_error { ToolStatus::Failed } else { ToolStatus::Done };
+                }
+            }
+            AgentEvent::AgentEnd { stop_reason: StopReason::Aborted, .. } => self.notice(Tone::Warn, "aborted"),
+            AgentEvent::SessionCompact { reason, tokens_before, tokens_after, .. } => {
+                self.notice(
+                    Tone::Info,
+                    format!("compacted ({reason}): {tokens_before} → {tokens_after} context tokens"),
+                );
+            }
+            AgentEvent::SessionCompactFailed { reason, error } => {
+                self.notice(Tone::Warn, format!("compaction ({reason}) failed: {error}"));
+            }
+            AgentEvent::SessionStart { reason, session_id, .. } if *reason != "startup" => {
+                let id = session_id.as_deref().unwrap_or("no session file");
+                self.notice(Tone::Info, format!("session {id} ({reason})"));
+            }
+            AgentEvent::SessionTree { new_leaf_id, summarized, .. } => {
+                let leaf = new_leaf_id.as_deref().unwrap_or("the start");
+                let how = if *summarized { ", the abandoned branch summarized" } else { "" };
+                self.notice(Tone::Info, format!("continuing from {leaf}{how}"));
+            }
+            AgentEvent::ExtensionError { extension, hook, error } => {
+                self.notice(Tone::Warn, format!("extension {extension} failed in {hook}: {error}"));
+            }
+            _ => {}
+        }
+    }
+
+    fn message_end(&mut self, message: &Message) {
+        match message {
+            Message::User(user) => self.items.push(Item::User(user.content.text())),
+            Message::Assistant(assistant) => {
+                // The final text (an extension may have changed it).
+                let final_text: String = assistant
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                // An aborted stream keeps what it showed.
+                if let Some(Item::Assistant { text, .. }) = self.items.last_mut()
+                    && !final_text.is_empty()
+                {
+                    *text = final_text;
+                }
+                if assistant.stop_reason == StopReason::Error {
+                    let why = assistant.error_message.clone().unwrap_or_else(|| "the provider failed".into());
+                    self.notice(Tone::Error, why);
+                }
+            }
+            Message::ToolResult(result) => {
+                let text = result
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let failed = result.is_error;
+                if let Some(Item::Tool { output, status, .. }) = self.tool(&result.tool_call_id) {
+                    *output = text;
+                    *status = if failed { ToolStatus::Failed } else { ToolStatus::Done };
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn tool(&mut self, id: &str) -> Option<&mut Item> {
+        self.items.iter_mut().rev().find(|item| matches!(item, Item::Tool { id: i, .. } if i == id))
+    }
+
+    /// Every line at `width` columns.
+    pub fn lines(&self, width: usize) -> Vec<Line<'static>> {
+        let width = width.max(8);
+        let mut out = Vec::new();
+        for item in &self.items {
+            if !out.is_empty() {
+                out.push(Line::default());
+            }
+            render(item, width, &mut out);
+        }
+        out
+    }
+}
+
+fn render(item: &Item, width: usize, out: &mut Vec<Line<'static>>) {
+    let dim = Style::default().fg(Color::DarkGray);
+    match item {
+        Item::User(text) => {
+            let style = Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+            wrap_into(out, "› ", text, width, style);
+        }
+        Item::Assistant { text, thinking } => {
+            if !thinking.is_empty() {
+                let chars = thinking.chars().count();
+                out.push(Line::styled(format!("∴ thinking ({chars} characters)"), dim.add_modifier(Modifier::ITALIC)));
+            }
+            wrap_into(out, "", text, width, Style::default());
+        }
+        Item::Tool { name, summary, status, output, .. } => {
+            let (mark, color) = match status {
+                ToolStatus::Running => ("…", Color::Yellow),
+                ToolStatus::Done => ("✓", Color::Green),
+                ToolStatus::Failed => ("✗", Color::Red),
+            };
+            let head = format!("⚙ {name} {summary}");
+            let head: String = cut(&head, width.saturating_sub(2));
+            out.push(Line::from(vec![
+                Span::styled(head, Style::default().fg(Color::Magenta)),
+                Span::raw(" "),
+                Span::styled(mark, Style::default().fg(color)),
+            ]));
+            for line in last_lines(output, TOOL_TAIL) {
+                out.push(Line::styled(cut(&format!("  │ {line}"), width), dim));
+            }
+        }
+        Item::Shell { command, output, code } => {
+            out.push(Line::styled(cut(&format!("$ {command}"), width), Style::default().fg(Color::Magenta)));
+            match output {
+                None => out.push(Line::styled("  running…", dim)),
+                Some(output) => {
+                    for line in last_lines(output, SHELL_TAIL) {
+                        out.push(Line::styled(cut(&format!("  {line}"), width), dim));
+                    }
+                    let code = code.map_or("killed".to_owned(), |c| format!("exit {c}"));
+                    out.push(Line::styled(format!("  ({code})"), dim));
+                }
+            }
+        }
+        Item::Notice(tone, text) => {
+            let style = match tone {
+                Tone::Info => Style::default().fg(Color::Gray),
+                Tone::Warn => Style::default().fg(Color::Yellow),
+                Tone::Error => Style::default().fg(Color::Red),
+            };
+            wrap_into(out, "", text, width, style);
+        }
+    }
+}
+
+/// `text` wrapped at `width` columns, the first line prefixed.
+fn wrap_into(out: &mut Vec<Line<'static>>, prefix: &str, text: &str, width: usize, style: Style) {
+    let indent = " ".repeat(prefix.chars().count());
+    let mut first = true;
+    for logical in text.split('\n') {
+        let lead = if first { prefix } else { indent.as_str() };
+        first = false;
+        let mut line = String::from(lead);
+        let mut used = lead.chars().count();
+        for c in logical.chars() {
+            let w = c.width().unwrap_or(0);
+            if used + w > width {
+                out.push(Line::styled(std::mem::take(&mut line), style));
+                line.push_str(&indent);
+                used = indent.len();
+            }
+            line.push(c);
+            used += w;
+        }
+        out.push(Line::styled(line, style));
+    }
+}
+
+/// At most `width` columns of `text`.
+fn cut(text: &str, width: usize) -> String {
+    let mut used = 0;
+    text.chars()
+        .take_while(|c| {
+            used += c.width().unwrap_or(0);
+            used <= width
+        })
+        .collect()
+}
+
+fn last_lines(text: &str, n: usize) -> Vec<&str> {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    lines[lines.len().saturating_sub(n)..].to_vec()
+}
+
+/// Keeps the last `max` bytes (at a character boundary).
+fn keep_tail(text: &mut String, max: usize) {
+    if text.len() > max {
+        let mut cut = text.len() - max;
+        while !text.is_char_boundary(cut) {
+            cut += 1;
+        }
+        text.drain(..cut);
+    }
+}
+
+/// A tool call's main argument, on one line.
+fn summary(args: &Value) -> String {
+    let main = ["command", "path", "pattern", "file_path"].iter().find_map(|k| args.get(*k).and_then(Value::as_str));
+    let text = match main {
+        Some(text) => text.to_owned(),
+        None => args.to_string(),
+    };
+    text.replace('\n', " ⏎ ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(lines: &[Line<'_>]) -> Vec<String> {
+        lines.iter().map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect()).collect()
+    }
+
+    #[test]
+    fn a_turn_with_a_tool_renders_compactly_and_wraps() {
+        let mut t = Transcript::default();
+        t.apply(&AgentEvent::MessageEnd { message: Message::user("list the files please") });
+        t.apply(&AgentEvent::MessageStart { role: "assistant".into() });
+        t.apply(&AgentEvent::MessageUpdate { delta: Delta::Thinking { text: "hmm".into() } });
+        t.apply(&AgentEvent::MessageUpdate { delta: Delta::Text { text: "Let me look.".into() } });
+        t.apply(&AgentEvent::ToolExecutionStart {
+            tool_call_id: "c1".into(),
+            tool_name: "bash".into(),
+            args: serde_json::json!({"command": "ls -la"}),
+        });
+        t.apply(&AgentEvent::ToolExecutionUpdate {
+            tool_call_id: "c1".into(),
+            tool_name: "bash".into(),
+            output: "a\nb\nc\nd\n".into(),
+        });
+        let lines = plain(&t.lines(12));
+        assert_eq!(lines[..3], ["› list the f", "  iles pleas", "  e"]);
+        assert!(lines.contains(&"∴ thinking (3 characters)".to_owned()), "{lines:?}");
+        assert!(lines.iter().any(|l| l.starts_with("⚙ bash ls") && l.ends_with('…')), "{lines:?}");
+        assert!(lines.iter().any(|l| l == "  │ d") && !lines.iter().any(|l| l == "  │ a"), "{lines:?}");
+        t.apply(&AgentEvent::ToolExecutionEnd { tool_call_id: "c1".into(), tool_name: "bash".into(), is_error: true });
+        assert!(plain(&t.lines(40)).iter().any(|l| l == "⚙ bash ls -la ✗"));
+    }
+}

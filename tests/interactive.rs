@@ -1,0 +1,418 @@
+//! The interactive mode driven through a real pseudo-terminal (expectrl), its screen read back
+//! with a terminal emulator (vt100): prompts with tool calls, the footer against the session's
+//! totals, Esc aborting a stream and a running tool, slash commands, `!cmd`, queued messages,
+//! and every way out (Ctrl+D, Ctrl+C twice, SIGTERM) with `session_shutdown` exactly once.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
+
+mod support;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use expectrl::process::unix::WaitStatus;
+use serde_json::{Value, json};
+use support::scratch;
+
+const ROWS: u16 = 40;
+const COLS: u16 = 120;
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// `pi` in a pseudo-terminal.
+struct Tui {
+    session: expectrl::session::OsSession,
+    screen: vt100::Parser,
+}
+
+fn gate() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/extensions/gate.py")
+}
+
+impl Tui {
+    /// Starts `pi ARGS` in `dir` on a faux script, with the Python extension that audits the
+    /// session lifecycle to `dir/audit.txt`.
+    fn start(dir: &Path, script: &Value, args: &[&str]) -> Tui {
+        std::fs::write(dir.join("script.json"), script.to_string()).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi"));
+        cmd.current_dir(dir)
+            .arg("--faux-script")
+            .arg(dir.join("script.json"))
+            .arg("-e")
+            .arg(gate())
+            .args(args)
+            .env("PI_CODING_AGENT_DIR", dir.join("agent"))
+            .env("PI_CODING_AGENT_SESSION_DIR", dir.join("sessions"))
+            .env("PY_EXT_AUDIT", dir.join("audit.txt"))
+            .env("TERM", "xterm-256color");
+        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TRACEPARENT", "OTEL_EXPORTER_OTLP_ENDPOINT", "PI_SPOOL_DIR"]
+        {
+            cmd.env_remove(var);
+        }
+        let mut session = expectrl::session::Session::spawn(cmd).unwrap();
+        session.get_process_mut().set_window_size(COLS, ROWS).unwrap();
+        Tui { session, screen: vt100::Parser::new(ROWS, COLS, 0) }
+    }
+
+    /// Feeds what pi wrote so far to the emulator.
+    fn pump(&mut self) {
+        let mut buf = [0u8; 8192];
+        loop {
+            match self.session.try_read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => self.screen.process(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn contents(&self) -> String {
+        self.screen.screen().contents()
+    }
+
+    /// Waits until the screen satisfies `want`; returns the screen.
+    fn wait_for(&mut self, what: &str, want: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            self.pump();
+            let screen = self.contents();
+            if want(&screen) {
+                return screen;
+            }
+            if Instant::now() > deadline {
+                panic!("no {what} on screen within {PATIENCE:?}:\n{screen}");
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    fn shows(&mut self, text: &str) -> String {
+        self.wait_for(text, |s| s.contains(text))
+    }
+
+    fn keys(&mut self, bytes: &str) {
+        self.session.write_all(bytes.as_bytes()).unwrap();
+        self.session.flush().unwrap();
+    }
+
+    /// Types a line and presses Enter.
+    fn enter(&mut self, text: &str) {
+        self.keys(text);
+        // The editor shows it before Enter, so keys and Enter do not race the renderer.
+        let first = text.chars().take(20).collect::<String>();
+        self.wait_for(&format!("{first} typed"), |s| s.contains(&first));
+        self.keys("\r");
+    }
+
+    /// Waits for the exit; returns the exit code (128 + n for a signal).
+    fn exit_code(&mut self) -> i32 {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            self.pump();
+            match self.session.get_process().status() {
+                Ok(WaitStatus::Exited(_, code)) => return code,
+                Ok(WaitStatus::Signaled(_, signal, _)) => return 128 + signal as i32,
+                _ if Instant::now() > deadline => panic!("pi did not exit:\n{}", self.contents()),
+                _ => std::thread::yield_now(),
+            }
+        }
+    }
+
+    fn pid(&self) -> i32 {
+        self.session.get_process().pid().as_raw()
+    }
+}
+
+/// The session file pi wrote under `dir/sessions`.
+fn session_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for project in std::fs::read_dir(dir.join("sessions")).unwrap().flatten() {
+        for file in std::fs::read_dir(project.path()).unwrap().flatten() {
+            files.push(file.path());
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Input/output/cache tokens and cost of every usage-carrying entry.
+fn totals(file: &Path) -> (u64, u64, u64, u64, f64) {
+    let mut t = (0, 0, 0, 0, 0.0);
+    for line in std::fs::read_to_string(file).unwrap().lines() {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        let usage = &entry["message"]["usage"];
+        if entry["type"] == "message" && usage.is_object() {
+            t.0 += usage["input"].as_u64().unwrap();
+            t.1 += usage["output"].as_u64().unwrap();
+            t.2 += usage["cacheRead"].as_u64().unwrap();
+            t.3 += usage["cacheWrite"].as_u64().unwrap();
+            t.4 += usage["cost"]["total"].as_f64().unwrap();
+        }
+    }
+    t
+}
+
+fn audit(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("audit.txt")).unwrap_or_default().lines().map(str::to_owned).collect()
+}
+
+fn count(lines: &[String], what: &str) -> usize {
+    lines.iter().filter(|l| *l == what).count()
+}
+
+#[test]
+fn a_prompt_with_tool_calls_renders_the_session_is_written_and_the_footer_adds_up() {
+    let dir = scratch("tui-prompt");
+    let script = json!([
+        {"thinking": "The user wants files.", "text": "Let me look.", "tools": [{"name": "bash", "arguments": {"command": "printf 'one\\ntwo\\n'"}}]},
+        {"text": "There are two lines."}
+    ]);
+    let mut tui = Tui::start(&dir, &script, &["show me"]);
+    let screen = tui.shows("There are two lines.");
+    assert!(screen.contains("› show me"), "{screen}");
+    assert!(screen.contains("∴ thinking (21 characters)"), "thinking is collapsed:\n{screen}");
+    assert!(screen.contains("⚙ bash printf"), "{screen}");
+    assert!(screen.lines().any(|l| l.starts_with("⚙ bash") && l.trim_end().ends_with('✓')), "{screen}");
+    assert!(screen.contains("│ two"), "{screen}");
+    // The footer's figures are the session's totals.
+    let files = session_files(&dir);
+    assert_eq!(files.len(), 1);
+    let (input, output, read, write, cost) = totals(&files[0]);
+    let footer = format!("tokens in {input} out {output} cache {read}/{write} · ${cost:.6}");
+    tui.wait_for(&footer, |s| s.contains(&footer));
+    tui.enter("/session");
+    let screen = tui.shows("session file:");
+    assert!(screen.contains(&files[0].display().to_string()) || screen.contains("session id:"), "{screen}");
+    assert!(screen.contains(&format!("tokens: in {input} out {output}")), "{screen}");
+    // Ctrl+D on the empty editor exits; the session shut down once.
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    let written = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(written.contains("There are two lines.") && written.contains("show me"));
+    let audit = audit(&dir);
+    assert_eq!((count(&audit, "session_start"), count(&audit, "session_shutdown")), (1, 1), "{audit:?}");
+}
+
+/// True while process `pid` runs (a zombie has finished).
+fn running(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+fn wait_for_file(path: &Path) -> String {
+    let deadline = Instant::now() + PATIENCE;
+    while Instant::now() < deadline {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && text.ends_with('\n')
+        {
+            return text.trim().to_owned();
+        }
+        std::thread::yield_now();
+    }
+    panic!("{} never appeared", path.display());
+}
+
+#[test]
+fn esc_aborts_a_streaming_turn_and_a_running_tool_without_orphans() {
+    let dir = scratch("tui-abort");
+    let pid = dir.join("tool.pid");
+    let script = json!([
+        {"text": "streaming very slowly, one chunk at a time, until someone presses escape", "chunkDelayMs": 300},
+        {"text": "Sleeping.", "tools": [{"name": "bash", "arguments": {"command": format!("(sleep 60 & echo $! > {0}.child; wait) & echo $$ > {0}; wait", pid.display())}}]},
+        {"text": "Back again."}
+    ]);
+    let mut tui = Tui::start(&dir, &script, &[]);
+    tui.shows("/help for commands");
+    tui.enter("stream please");
+    tui.shows("streaming");
+    tui.wait_for("working", |s| s.contains("working"));
+    tui.keys("\x1b");
+    let screen = tui.wait_for("aborted", |s| s.lines().any(|l| l.trim() == "aborted"));
+    assert!(!screen.contains("until someone presses escape"), "the stream went on:\n{screen}");
+    tui.wait_for("idle", |s| s.contains("/help for commands"));
+
+    tui.enter("run the tool");
+    let (shell, child) = (wait_for_file(&pid), wait_for_file(&dir.join("tool.pid.child")));
+    assert!(running(&shell) && running(&child));
+    tui.keys("\x1b");
+    tui.wait_for("tool aborted", |s| s.lines().filter(|l| l.trim() == "aborted").count() == 2);
+    let deadline = Instant::now() + PATIENCE;
+    while (running(&shell) || running(&child)) && Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    assert!(!running(&shell) && !running(&child), "the tool's process group outlived Esc");
+    // The session goes on.
+    tui.enter("and now?");
+    tui.shows("Back again.");
+    tui.enter("/quit");
+    assert_eq!(tui.exit_code(), 0);
+}
+
+#[test]
+fn slash_commands_and_shell_commands() {
+    let dir = scratch("tui-commands");
+    std::fs::create_dir_all(dir.join("agent")).unwrap();
+    std::fs::write(dir.join("agent/settings.json"), r#"{"compaction": {"keepRecentTokens": 1}}"#).unwrap();
+    let script = json!([
+        {"text": "First answer."},
+        {"text": "Second answer.", "expect": ["echo from-the-shell"]},
+        {"text": "A summary of the talk."},
+        {"text": "In the new session."}
+    ]);
+    let mut tui = Tui::start(&dir, &script, &[]);
+    tui.enter("first");
+    tui.shows("First answer.");
+    // `!cmd` runs in the shell and goes into the next request's context.
+    tui.enter("!echo from-the-shell");
+    let screen = tui.shows("(exit 0)");
+    assert!(screen.contains("$ echo from-the-shell") && screen.contains("  from-the-shell"), "{screen}");
+    tui.enter("second");
+    tui.shows("Second answer.");
+    let first_file = session_files(&dir).pop().unwrap();
+    let written = std::fs::read_to_string(&first_file).unwrap();
+    assert!(written.contains(r#""role":"bashExecution""#) && written.contains("from-the-shell"), "{written}");
+
+    tui.enter("/compact keep it short");
+    tui.shows("A summary of the talk.");
+    assert!(std::fs::read_to_string(&first_file).unwrap().contains(r#""type":"compaction""#));
+
+    tui.enter("/tree");
+    let screen = tui.shows("session tree");
+    assert!(screen.contains("user: first") && screen.contains("● "), "{screen}");
+    let first_id = screen
+        .lines()
+        .find(|l| l.contains("user: first"))
+        .and_then(|l| l.split_whitespace().find(|w| w.len() == 8 && w.chars().all(|c| c.is_ascii_hexdigit())))
+        .unwrap()
+        .to_owned();
+    tui.enter(&format!("/tree {first_id}"));
+    tui.shows(&format!("continuing from {first_id}"));
+
+    tui.enter("/new");
+    tui.wait_for("new session", |s| s.contains("(new)"));
+    tui.enter("in the new one");
+    tui.shows("In the new session.");
+    assert_eq!(session_files(&dir).len(), 2);
+
+    tui.enter("/resume");
+    let screen = tui.shows("sessions (newest first");
+    let name = first_file.file_name().unwrap().to_str().unwrap().to_owned();
+    // The path may wrap: the file name's start and end are on screen.
+    assert!(screen.contains(&name[..16]) && screen.contains(&name[name.len() - 9..]), "{screen}");
+    tui.enter("/resume 1");
+    tui.wait_for("resumed", |s| s.contains("(resume)"));
+    tui.enter("/session");
+    let screen = tui.shows("session file:");
+    assert!(screen.contains(&name[name.len() - 9..]) && screen.contains("messages:"), "{screen}");
+    assert!(!screen.contains("messages: 0"), "{screen}");
+
+    tui.enter("/observe");
+    tui.shows("traces this session: 3");
+    tui.enter("/help");
+    tui.shows("/compact [FOCUS]");
+    tui.enter("/quit");
+    assert_eq!(tui.exit_code(), 0);
+    let audit = audit(&dir);
+    assert_eq!(count(&audit, "session_shutdown"), 1, "{audit:?}");
+}
+
+#[test]
+fn messages_typed_while_the_agent_works_are_queued_and_delivered() {
+    let dir = scratch("tui-queue");
+    let go = dir.join("go");
+    let script = json!([
+        {"text": "Waiting.", "tools": [{"name": "bash", "arguments": {"command": format!("while [ ! -f {} ]; do sleep 0.02; done", go.display())}}]},
+        {"text": "Steered as asked.", "expect": ["turn left"]},
+        {"text": "Followed up too.", "expect": ["then stop"]}
+    ]);
+    let mut tui = Tui::start(&dir, &script, &[]);
+    tui.enter("go");
+    tui.shows("⚙ bash");
+    tui.enter("turn left");
+    tui.shows("queued steer: turn left");
+    tui.keys("then stop");
+    tui.shows("then stop");
+    tui.keys("\x1b\r"); // Alt+Enter
+    tui.shows("queued follow-up: then stop");
+    std::fs::write(&go, "").unwrap();
+    tui.shows("Followed up too.");
+    let screen = tui.contents();
+    assert!(screen.contains("Steered as asked.") && !screen.contains("queued"), "{screen}");
+    tui.keys("\x03");
+    tui.shows("Ctrl+C again");
+    tui.keys("\x03");
+    assert_eq!(tui.exit_code(), 0);
+}
+
+#[test]
+fn sigterm_ends_the_session_once_and_restores_the_terminal() {
+    let dir = scratch("tui-sigterm");
+    let mut tui = Tui::start(&dir, &json!([{"text": "slow", "chunkDelayMs": 1000}]), &[]);
+    tui.shows("/help for commands");
+    tui.enter("hi");
+    tui.shows("working");
+    assert!(Command::new("kill").args(["-TERM", &tui.pid().to_string()]).status().unwrap().success());
+    assert_eq!(tui.exit_code(), 128 + 15);
+    let audit = audit(&dir);
+    assert_eq!(count(&audit, "session_shutdown"), 1, "{audit:?}");
+}
+
+#[test]
+fn without_a_terminal_it_says_what_to_use_instead() {
+    let out = support::pi().stdin(std::process::Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("-p") && stderr.contains("--mode rpc"), "{stderr}");
+}
+
+/// `(name, kind, name of the parent record)` of every contract record, in order.
+fn shape(path: &Path) -> Vec<(String, String, String)> {
+    let events = support::events(path);
+    let names: std::collections::HashMap<_, _> =
+        events.iter().filter_map(|e| Some((e.span_id?, e.name.to_string()))).collect();
+    events
+        .iter()
+        .filter(|e| e.name != "pi.session.read" && e.name != "pi.agent.hook")
+        .map(|e| {
+            let parent = e.parent_span_id.and_then(|p| names.get(&p).cloned()).unwrap_or_default();
+            (e.name.to_string(), format!("{:?}", e.kind), parent)
+        })
+        .collect()
+}
+
+#[test]
+fn the_interactive_mode_emits_the_same_contract_events_as_print_mode() {
+    let dir = scratch("tui-parity");
+    let script = json!([
+        {"text": "Checking.", "tools": [{"name": "bash", "arguments": {"command": "echo parity"}}]},
+        {"text": "All good."}
+    ]);
+    std::fs::write(dir.join("print-script.json"), script.to_string()).unwrap();
+    let print_events = dir.join("print.jsonl");
+    let out = support::pi()
+        .args(["-p", "go", "--faux-script"])
+        .arg(dir.join("print-script.json"))
+        .arg("-e")
+        .arg(gate())
+        .arg("--session")
+        .arg(dir.join("print-session.jsonl"))
+        .arg("--events-jsonl")
+        .arg(&print_events)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let tui_events = dir.join("tui.jsonl");
+    let mut tui = Tui::start(&dir, &script, &["--events-jsonl", tui_events.to_str().unwrap(), "go"]);
+    tui.shows("All good.");
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    let (print, interactive) = (shape(&print_events), shape(&tui_events));
+    assert!(print.iter().any(|(name, _, parent)| name == "pi.agent.tool_call" && parent == "pi.agent.turn"));
+    assert_eq!(print, interactive);
+}

@@ -1,0 +1,480 @@
+//! `pi --mode rpc` driven as a client drives it: a subprocess, JSON commands on its stdin,
+//! responses and events read from its stdout — a multi-prompt conversation on the faux provider
+//! with abort (and a running tool's process group killed), steering and follow-up, a model and
+//! thinking change, compaction, a new session and a fork; garbage lines; stdin closed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{events, pi, scratch};
+
+/// A running `pi --mode rpc` and every line it wrote so far.
+struct Rpc {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<Value>,
+    seen: Vec<Value>,
+    next_id: u64,
+}
+
+const PATIENCE: Duration = Duration::from_secs(30);
+
+impl Rpc {
+    fn start(dir: &Path, script: &Value, extra: &[&str]) -> Rpc {
+        let script_path = dir.join("script.json");
+        std::fs::write(&script_path, script.to_string()).unwrap();
+        let mut cmd = pi();
+        cmd.args(["--mode", "rpc", "--faux-script"])
+            .arg(&script_path)
+            .args(["--cwd"])
+            .arg(dir)
+            .args(extra)
+            .env("PI_CODING_AGENT_DIR", dir.join("agent"))
+            .env("PI_CODING_AGENT_SESSION_DIR", dir.join("sessions"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let line = line.unwrap();
+                let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+                if tx.send(value).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Rpc { child, stdin, lines, seen: Vec::new(), next_id: 0 }
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Sends a command with a fresh id and returns the id.
+    fn send(&mut self, mut command: Value) -> String {
+        self.next_id += 1;
+        let id = format!("req-{}", self.next_id);
+        command["id"] = json!(id);
+        self.send_raw(&command.to_string());
+        id
+    }
+
+    /// The next line matching `want` (every line read is kept in `seen`).
+    fn wait_for(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no {what} within {PATIENCE:?}; saw:\n{}", lines(&self.seen)));
+            self.seen.push(line.clone());
+            if want(&line) {
+                return line;
+            }
+        }
+    }
+
+    /// A line already read that matches `want`, else the next one that does.
+    fn seen_or_wait(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        match self.seen.iter().find(|l| want(l)) {
+            Some(line) => line.clone(),
+            None => self.wait_for(what, want),
+        }
+    }
+
+    /// The response to command `id` (well-formed: type, command, success, and data or error).
+    fn response(&mut self, id: &str) -> Value {
+        let response = self.wait_for(&format!("response {id}"), |l| l["id"] == id);
+        assert_eq!(response["type"], "response", "{response}");
+        assert!(response["command"].is_string(), "{response}");
+        assert!(response["success"].is_boolean(), "{response}");
+        if response["success"] == false {
+            assert!(response["error"].as_str().is_some_and(|e| !e.is_empty()), "{response}");
+        }
+        response
+    }
+
+    /// Sends and waits for a successful response; returns its `data`.
+    fn call(&mut self, command: Value) -> Value {
+        let id = self.send(command);
+        let response = self.response(&id);
+        assert_eq!(response["success"], true, "{response}");
+        response["data"].clone()
+    }
+
+    fn event(&mut self, kind: &str) -> Value {
+        self.wait_for(kind, |l| l["type"] == kind)
+    }
+
+    /// Closes stdin and waits for the exit; returns the exit status and stderr.
+    fn close(mut self) -> (std::process::ExitStatus, String, Vec<Value>) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + PATIENCE;
+        while let Ok(line) = self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            self.seen.push(line);
+        }
+        let out = self.child.wait_with_output().unwrap();
+        (out.status, String::from_utf8_lossy(&out.stderr).into_owned(), self.seen)
+    }
+}
+
+fn lines(values: &[Value]) -> String {
+    values.iter().map(Value::to_string).collect::<Vec<_>>().join("\n")
+}
+
+/// Waits until `path` exists (a tool's progress), polling.
+fn wait_for_file(path: &Path) -> String {
+    let deadline = Instant::now() + PATIENCE;
+    while Instant::now() < deadline {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && text.ends_with('\n')
+        {
+            return text;
+        }
+        std::thread::yield_now();
+    }
+    panic!("{} never appeared", path.display());
+}
+
+/// True while process `pid` runs (a zombie has finished).
+fn running(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+fn conversation_script(dir: &Path) -> Value {
+    let pid = dir.join("tool.pid");
+    let go = dir.join("go");
+    json!([
+        {"text": "Hello one."},
+        // Aborted while the tool sleeps: its process group must go.
+        {"text": "Running.", "tools": [{"name": "bash", "arguments": {"command": format!("(sleep 60 & echo $! > {0}.child; wait) & echo $$ > {0}; wait", pid.display())}}]},
+        // A tool that waits for the test: steering and a follow-up are typed meanwhile.
+        {"text": "Waiting.", "tools": [{"name": "bash", "arguments": {"command": format!("while [ ! -f {} ]; do sleep 0.02; done; echo released", go.display())}}]},
+        {"text": "Steered.", "expect": ["change course"]},
+        {"text": "Followed up.", "expect": ["and also this"]},
+        // The compaction summary.
+        {"text": "Summary: the user said hello and steered."},
+        // After a model change.
+        {"text": "From the thinking model.", "expect": ["after the change"]},
+        // After the fork.
+        {"text": "On the fork."}
+    ])
+}
+
+#[test]
+fn a_multi_prompt_conversation_with_abort_steering_model_change_compaction_new_session_and_fork() {
+    let dir = scratch("rpc-conversation");
+    std::fs::create_dir_all(dir.join("agent")).unwrap();
+    // Compaction keeps almost nothing verbatim, so the conversation so far can be summarized.
+    std::fs::write(dir.join("agent/settings.json"), r#"{"compaction": {"keepRecentTokens": 1}}"#).unwrap();
+    let models = dir.join("models.json");
+    std::fs::write(
+        &models,
+        json!([{"id": "faux-think", "provider": "faux", "api": "faux", "contextWindow": 64000, "maxTokens": 4096,
+                "reasoning": true, "cost": {"input": 1.0, "output": 2.0}}])
+        .to_string(),
+    )
+    .unwrap();
+    let records = dir.join("events.jsonl");
+    let mut rpc = Rpc::start(
+        &dir,
+        &conversation_script(&dir),
+        &["--models", models.to_str().unwrap(), "--events-jsonl", records.to_str().unwrap()],
+    );
+    let start = rpc.event("session_start");
+    assert_eq!(start["reason"], "startup");
+
+    // 1. A prompt streams and settles.
+    let state = rpc.call(json!({"type": "get_state"}));
+    assert_eq!(state["isStreaming"], false);
+    assert_eq!(state["model"]["id"], "faux-1");
+    let first_file = state["sessionFile"].as_str().unwrap().to_owned();
+    rpc.call(json!({"type": "prompt", "message": "one"}));
+    let end = rpc.event("agent_end");
+    assert_eq!(end["stopReason"], "stop");
+    assert_eq!(end["messages"][1]["content"][0]["text"], "Hello one.");
+    assert!(
+        rpc.seen.iter().any(|l| l["type"] == "message_update" && l["assistantMessageEvent"]["type"] == "text_delta")
+    );
+
+    // 2. Abort while a tool runs: the turn ends aborted and the tool's processes are gone.
+    rpc.call(json!({"type": "prompt", "message": "two"}));
+    rpc.event("tool_execution_start");
+    let pid = wait_for_file(&dir.join("tool.pid")).trim().to_owned();
+    let child_pid = wait_for_file(&dir.join("tool.pid.child")).trim().to_owned();
+    assert!(running(&pid) && running(&child_pid));
+    let busy = rpc.call(json!({"type": "get_state"}));
+    assert_eq!(busy["isStreaming"], true);
+    rpc.call(json!({"type": "abort"}));
+    let end = rpc.event("agent_end");
+    assert_eq!(end["stopReason"], "aborted", "{end}");
+    let deadline = Instant::now() + PATIENCE;
+    while (running(&pid) || running(&child_pid)) && Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    assert!(!running(&pid) && !running(&child_pid), "the tool's process group outlived the abort");
+
+    // 3. Steering and a follow-up typed while a tool runs; a plain prompt is refused then.
+    rpc.call(json!({"type": "prompt", "message": "three"}));
+    rpc.event("tool_execution_start");
+    let id = rpc.send(json!({"type": "prompt", "message": "not now"}));
+    let refused = rpc.response(&id);
+    assert_eq!(refused["success"], false);
+    assert!(refused["error"].as_str().unwrap().contains("streamingBehavior"), "{refused}");
+    rpc.call(json!({"type": "prompt", "message": "change course", "streamingBehavior": "steer"}));
+    rpc.call(json!({"type": "follow_up", "message": "and also this"}));
+    let update =
+        rpc.wait_for("queue_update", |l| l["type"] == "queue_update" && l["followUp"] == json!(["and also this"]));
+    assert_eq!(update["steering"], json!(["change course"]));
+    std::fs::write(dir.join("go"), "").unwrap();
+    let end = rpc.event("agent_end");
+    assert_eq!(end["stopReason"], "stop", "{end}");
+    let texts: Vec<String> = end["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| format!("{}:{}", m["role"].as_str().unwrap(), text_of(m)))
+        .collect();
+    let steer_at = texts.iter().position(|t| t == "user:change course").expect("steering delivered");
+    let follow_at = texts.iter().position(|t| t == "user:and also this").expect("follow-up delivered");
+    assert!(
+        texts[steer_at + 1] == "assistant:Steered." && texts[follow_at + 1] == "assistant:Followed up.",
+        "{texts:?}"
+    );
+    assert!(steer_at < follow_at);
+    assert_eq!(rpc.call(json!({"type": "get_state"}))["pendingMessageCount"], 0);
+
+    // 4. Compaction.
+    let compacted = rpc.call(json!({"type": "compact", "customInstructions": "focus on greetings"}));
+    assert_eq!(compacted["summary"], "Summary: the user said hello and steered.");
+    assert!(compacted["tokensBefore"].as_u64().unwrap() > 0);
+
+    // 5. Another model and thinking level.
+    let models = rpc.call(json!({"type": "get_available_models"}));
+    assert!(models["models"].as_array().unwrap().iter().any(|m| m["id"] == "faux-think" && m["reasoning"] == true));
+    let id = rpc.send(json!({"type": "set_model", "provider": "faux", "modelId": "no-such-model"}));
+    assert_eq!(rpc.response(&id)["success"], false);
+    let model = rpc.call(json!({"type": "set_model", "provider": "faux", "modelId": "faux-think"}));
+    assert_eq!(model["id"], "faux-think");
+    rpc.call(json!({"type": "set_thinking_level", "level": "high"}));
+    let id = rpc.send(json!({"type": "set_thinking_level", "level": "extreme"}));
+    assert_eq!(rpc.response(&id)["success"], false);
+    let state = rpc.call(json!({"type": "get_state"}));
+    assert_eq!((state["model"]["id"].as_str(), state["thinkingLevel"].as_str()), (Some("faux-think"), Some("high")));
+    rpc.call(json!({"type": "prompt", "message": "after the change"}));
+    assert_eq!(rpc.event("agent_end")["stopReason"], "stop");
+    let stats = rpc.call(json!({"type": "get_session_stats"}));
+    assert!(stats["tokens"]["total"].as_u64().unwrap() > 0 && stats["cost"].as_f64().unwrap() > 0.0, "{stats}");
+
+    // 6. Garbage lines are answered and the session goes on.
+    rpc.send_raw("this is not json");
+    let parse = rpc.wait_for("parse error", |l| l["command"] == "parse");
+    assert_eq!(parse["success"], false);
+    assert!(parse["error"].as_str().unwrap().contains("Failed to parse command"), "{parse}");
+    rpc.send_raw(r#"{"no": "type"}"#);
+    rpc.send_raw("[1, 2]");
+    let id = rpc.send(json!({"type": "no_such_command"}));
+    assert_eq!(rpc.response(&id)["error"], "unknown command: no_such_command");
+    let id = rpc.send(json!({"type": "prompt"}));
+    assert_eq!(rpc.response(&id)["success"], false);
+
+    // 7. Fork before the second prompt: a new file holding what came before it.
+    let fork_points = rpc.call(json!({"type": "get_fork_messages"}));
+    let two = fork_points["messages"].as_array().unwrap().iter().find(|m| m["text"] == "after the change").unwrap();
+    let forked = rpc.call(json!({"type": "fork", "entryId": two["entryId"]}));
+    assert_eq!(forked, json!({"text": "after the change", "cancelled": false}));
+    let start = rpc.seen_or_wait("fork start", |l| l["type"] == "session_start" && l["reason"] == "fork");
+    assert_eq!(start["previousSessionFile"], first_file.as_str());
+    let fork_file = rpc.call(json!({"type": "get_state"}))["sessionFile"].as_str().unwrap().to_owned();
+    assert_ne!(fork_file, first_file);
+    let header: Value =
+        serde_json::from_str(std::fs::read_to_string(&fork_file).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(header["parentSession"], first_file.as_str());
+    rpc.call(json!({"type": "prompt", "message": "on the fork"}));
+    assert_eq!(rpc.event("agent_end")["stopReason"], "stop");
+
+    // 8. A new session.
+    assert_eq!(rpc.call(json!({"type": "new_session"})), json!({"cancelled": false}));
+    rpc.seen_or_wait("new start", |l| l["type"] == "session_start" && l["reason"] == "new");
+    let state = rpc.call(json!({"type": "get_state"}));
+    assert_eq!(state["messageCount"], 0);
+    assert_ne!(state["sessionFile"].as_str().unwrap(), fork_file);
+
+    // 9. stdin closed: a clean exit with session_shutdown last.
+    let (status, stderr, seen) = rpc.close();
+    assert!(status.success(), "{status}: {stderr}");
+    assert_eq!(seen.last().unwrap()["type"], "session_shutdown", "{}", lines(&seen));
+    assert_eq!(seen.iter().filter(|l| l["type"] == "session_shutdown").count(), 1);
+    // Every line is a response or an event.
+    assert!(seen.iter().all(|l| l["type"].is_string()));
+    // The queue changes are point events on the prompt that took them, numbers only.
+    let records = events(&records);
+    let updates: Vec<_> = records.iter().filter(|e| e.name == "pi.agent.queue_update").collect();
+    assert!(updates.len() >= 4, "queued twice, delivered twice: {}", updates.len());
+    assert!(updates.iter().all(|e| e.trace_id == updates[0].trace_id && e.span_id.is_some()));
+    assert!(!records.iter().any(|e| e.to_json().contains("change course")), "queued text leaked into telemetry");
+    // Every prompt is a trace of its own.
+    let prompts: std::collections::HashSet<_> =
+        records.iter().filter(|e| e.name == "pi.agent.prompt").map(|e| e.trace_id).collect();
+    assert_eq!(prompts.len(), 5);
+    // The first session file holds the conversation.
+    let written = std::fs::read_to_string(&first_file).unwrap();
+    for text in ["one", "Hello one.", "change course", "Followed up.", "after the change"] {
+        assert!(written.contains(text), "{text} not in {first_file}");
+    }
+}
+
+fn text_of(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join(""),
+        _ => String::new(),
+    }
+}
+
+/// `(name, kind, name of the parent record)` of every contract record, in order.
+fn shape(path: &Path) -> Vec<(String, String, String)> {
+    let events = events(path);
+    let names: std::collections::HashMap<_, _> =
+        events.iter().filter_map(|e| Some((e.span_id?, e.name.to_string()))).collect();
+    events
+        .iter()
+        .filter(|e| e.name != "pi.session.read")
+        .map(|e| {
+            let parent = e.parent_span_id.and_then(|p| names.get(&p).cloned()).unwrap_or_default();
+            (e.name.to_string(), format!("{:?}", e.kind), parent)
+        })
+        .collect()
+}
+
+#[test]
+fn rpc_emits_the_same_contract_events_as_print_mode() {
+    let script = json!([
+        {"text": "Checking.", "tools": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+        {"text": "All good."}
+    ]);
+    let dir = scratch("rpc-parity");
+    let print_events = dir.join("print.jsonl");
+    std::fs::write(dir.join("script.json"), script.to_string()).unwrap();
+    let out = pi()
+        .args(["-p", "go", "--faux-script"])
+        .arg(dir.join("script.json"))
+        .arg("--session")
+        .arg(dir.join("print-session.jsonl"))
+        .arg("--events-jsonl")
+        .arg(&print_events)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let rpc_events = dir.join("rpc.jsonl");
+    let session = dir.join("rpc-session.jsonl");
+    let mut rpc = Rpc::start(
+        &dir,
+        &script,
+        &["--session", session.to_str().unwrap(), "--events-jsonl", rpc_events.to_str().unwrap()],
+    );
+    rpc.call(json!({"type": "prompt", "message": "go"}));
+    rpc.event("agent_end");
+    let (status, stderr, _) = rpc.close();
+    assert!(status.success(), "{stderr}");
+    let (print, rpc) = (shape(&print_events), shape(&rpc_events));
+    assert!(print.iter().any(|(name, _, parent)| name == "pi.agent.tool_call" && parent == "pi.agent.turn"));
+    assert_eq!(print, rpc);
+    // Input source: print mode counts as interactive, RPC says rpc.
+    let source = |path: &PathBuf| {
+        events(path)
+            .into_iter()
+            .find(|e| e.name == "pi.agent.prompt")
+            .and_then(|e| e.payload.get("source").map(|v| format!("{v:?}")))
+            .unwrap_or_default()
+    };
+    assert!(source(&print_events).contains("interactive"), "{}", source(&print_events));
+    assert!(source(&rpc_events).contains("rpc"), "{}", source(&rpc_events));
+}
+
+#[test]
+fn closing_stdin_at_once_still_starts_and_shuts_down_the_session() {
+    let dir = scratch("rpc-eof");
+    let rpc = Rpc::start(&dir, &json!([]), &["--no-session"]);
+    let (status, stderr, seen) = rpc.close();
+    assert!(status.success(), "{stderr}");
+    let kinds: Vec<&str> = seen.iter().filter_map(|l| l["type"].as_str()).collect();
+    assert_eq!(kinds, ["session_start", "session_shutdown"]);
+}
+
+#[test]
+fn sigterm_aborts_the_running_prompt_and_shuts_down_once() {
+    let dir = scratch("rpc-sigterm");
+    let script = json!([{"text": "a very slow answer that takes its time", "chunkDelayMs": 200}]);
+    let mut rpc = Rpc::start(&dir, &script, &["--no-session"]);
+    rpc.call(json!({"type": "prompt", "message": "slow"}));
+    rpc.wait_for("streaming", |l| l["type"] == "message_update");
+    let pid = rpc.child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let end = rpc.event("agent_end");
+    assert_eq!(end["stopReason"], "aborted");
+    let (status, _, seen) = rpc.close();
+    assert_eq!(status.code(), Some(128 + 15));
+    assert_eq!(seen.iter().filter(|l| l["type"] == "session_shutdown").count(), 1);
+}
+
+#[test]
+fn traceparent_is_the_parent_of_the_first_prompt_only() {
+    let dir = scratch("rpc-traceparent");
+    let records = dir.join("events.jsonl");
+    let script = json!([{"text": "first"}, {"text": "second"}]);
+    let parent_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let script_path = dir.join("script.json");
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    let mut cmd = pi();
+    cmd.args(["--mode", "rpc", "--no-session", "--faux-script"])
+        .arg(&script_path)
+        .arg("--events-jsonl")
+        .arg(&records)
+        .env("TRACEPARENT", format!("00-{parent_trace}-00f067aa0ba902b7-01"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for prompt in ["one", "two"] {
+        writeln!(stdin, "{}", json!({"type": "prompt", "message": prompt})).unwrap();
+        stdin.flush().unwrap();
+        // Wait for this prompt to settle before the next.
+        for line in lines.by_ref() {
+            if line.unwrap().contains("\"agent_settled\"") {
+                break;
+            }
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let prompts: Vec<_> = events(&records).into_iter().filter(|e| e.name == "pi.agent.prompt").collect();
+    let starts: Vec<_> = prompts.iter().filter(|e| format!("{:?}", e.kind) == "Start").collect();
+    assert_eq!(starts.len(), 2);
+    assert_eq!(starts[0].trace_id.to_string(), parent_trace);
+    assert_eq!(starts[0].parent_span_id.map(|s| s.to_string()).as_deref(), Some("00f067aa0ba902b7"));
+    assert_ne!(starts[1].trace_id.to_string(), parent_trace);
+    assert_eq!(starts[1].parent_span_id, None);
+}
