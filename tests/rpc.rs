@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{events, pi, scratch};
+use support::{all_gone, contract_shape, events, pi, running, scratch, wait_for_line_in};
 
 /// A running `pi --mode rpc` and every line it wrote so far.
 struct Rpc {
@@ -138,28 +138,6 @@ fn lines(values: &[Value]) -> String {
     values.iter().map(Value::to_string).collect::<Vec<_>>().join("\n")
 }
 
-/// Waits until `path` exists (a tool's progress), polling.
-fn wait_for_file(path: &Path) -> String {
-    let deadline = Instant::now() + PATIENCE;
-    while Instant::now() < deadline {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && text.ends_with('\n')
-        {
-            return text;
-        }
-        std::thread::yield_now();
-    }
-    panic!("{} never appeared", path.display());
-}
-
-/// True while process `pid` runs (a zombie has finished).
-fn running(pid: &str) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
 fn conversation_script(dir: &Path) -> Value {
     let pid = dir.join("tool.pid");
     let go = dir.join("go");
@@ -219,19 +197,15 @@ fn a_multi_prompt_conversation_with_abort_steering_model_change_compaction_new_s
     // 2. Abort while a tool runs: the turn ends aborted and the tool's processes are gone.
     rpc.call(json!({"type": "prompt", "message": "two"}));
     rpc.event("tool_execution_start");
-    let pid = wait_for_file(&dir.join("tool.pid")).trim().to_owned();
-    let child_pid = wait_for_file(&dir.join("tool.pid.child")).trim().to_owned();
+    let pid = wait_for_line_in(&dir.join("tool.pid"));
+    let child_pid = wait_for_line_in(&dir.join("tool.pid.child"));
     assert!(running(&pid) && running(&child_pid));
     let busy = rpc.call(json!({"type": "get_state"}));
     assert_eq!(busy["isStreaming"], true);
     rpc.call(json!({"type": "abort"}));
     let end = rpc.event("agent_end");
     assert_eq!(end["stopReason"], "aborted", "{end}");
-    let deadline = Instant::now() + PATIENCE;
-    while (running(&pid) || running(&child_pid)) && Instant::now() < deadline {
-        std::thread::yield_now();
-    }
-    assert!(!running(&pid) && !running(&child_pid), "the tool's process group outlived the abort");
+    assert!(all_gone(&[&pid, &child_pid]), "the tool's process group outlived the abort");
 
     // 3. Steering and a follow-up typed while a tool runs; a plain prompt is refused then.
     rpc.call(json!({"type": "prompt", "message": "three"}));
@@ -351,21 +325,6 @@ fn text_of(message: &Value) -> String {
     }
 }
 
-/// `(name, kind, name of the parent record)` of every contract record, in order.
-fn shape(path: &Path) -> Vec<(String, String, String)> {
-    let events = events(path);
-    let names: std::collections::HashMap<_, _> =
-        events.iter().filter_map(|e| Some((e.span_id?, e.name.to_string()))).collect();
-    events
-        .iter()
-        .filter(|e| e.name != "pi.session.read")
-        .map(|e| {
-            let parent = e.parent_span_id.and_then(|p| names.get(&p).cloned()).unwrap_or_default();
-            (e.name.to_string(), format!("{:?}", e.kind), parent)
-        })
-        .collect()
-}
-
 #[test]
 fn rpc_emits_the_same_contract_events_as_print_mode() {
     let script = json!([
@@ -397,7 +356,8 @@ fn rpc_emits_the_same_contract_events_as_print_mode() {
     rpc.event("agent_end");
     let (status, stderr, _) = rpc.close();
     assert!(status.success(), "{stderr}");
-    let (print, rpc) = (shape(&print_events), shape(&rpc_events));
+    let skip = ["pi.session.read"];
+    let (print, rpc) = (contract_shape(&print_events, &skip), contract_shape(&rpc_events, &skip));
     assert!(print.iter().any(|(name, _, parent)| name == "pi.agent.tool_call" && parent == "pi.agent.turn"));
     assert_eq!(print, rpc);
     // Input source: print mode counts as interactive, RPC says rpc.

@@ -50,6 +50,53 @@ pub fn events(path: &Path) -> Vec<ObsEvent> {
     std::fs::read_to_string(path).unwrap().lines().map(|l| ObsEvent::from_json(l).unwrap()).collect()
 }
 
+/// `(name, kind, name of the parent record)` of every contract record in an events file, in
+/// order, leaving out the records named in `skip` (the parity tests' comparison).
+pub fn contract_shape(path: &Path, skip: &[&str]) -> Vec<(String, String, String)> {
+    let events = events(path);
+    let names: std::collections::HashMap<_, _> =
+        events.iter().filter_map(|e| Some((e.span_id?, e.name.to_string()))).collect();
+    events
+        .iter()
+        .filter(|e| !skip.contains(&e.name.as_ref()))
+        .map(|e| {
+            let parent = e.parent_span_id.and_then(|p| names.get(&p).cloned()).unwrap_or_default();
+            (e.name.to_string(), format!("{:?}", e.kind), parent)
+        })
+        .collect()
+}
+
+/// True while process `pid` runs (a zombie has finished).
+pub fn running(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Waits (polling) until `path` holds a whole line written by a tool; returns it trimmed.
+pub fn wait_for_line_in(path: &Path) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && text.ends_with('\n')
+        {
+            return text.trim().to_owned();
+        }
+        std::thread::yield_now();
+    }
+    panic!("{} never appeared", path.display());
+}
+
+/// Waits (polling) until none of `pids` runs; false if one still does after 30 s.
+pub fn all_gone(pids: &[&str]) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while pids.iter().any(|p| running(p)) && std::time::Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    !pids.iter().any(|p| running(p))
+}
+
 /// The value of a span attribute.
 pub fn attr<'a>(span: &'a Span, key: &str) -> Option<&'a Any> {
     span.attributes.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.as_ref()).and_then(|v| v.value.as_ref())
