@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
+#[path = "../pi-observe-otel/tests/support/receiver.rs"]
+mod receiver;
 mod support;
 
 use std::io::Write;
@@ -34,6 +36,10 @@ impl Tui {
     /// Starts `pi ARGS` in `dir` on a faux script, with the Python extension that audits the
     /// session lifecycle to `dir/audit.txt`.
     fn start(dir: &Path, script: &Value, args: &[&str]) -> Tui {
+        Tui::start_with_env(dir, script, args, &[])
+    }
+
+    fn start_with_env(dir: &Path, script: &Value, args: &[&str], env: &[(&str, &str)]) -> Tui {
         std::fs::write(dir.join("script.json"), script.to_string()).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi"));
         cmd.current_dir(dir)
@@ -45,7 +51,8 @@ impl Tui {
             .env("PI_CODING_AGENT_DIR", dir.join("agent"))
             .env("PI_CODING_AGENT_SESSION_DIR", dir.join("sessions"))
             .env("PY_EXT_AUDIT", dir.join("audit.txt"))
-            .env("TERM", "xterm-256color");
+            .env("TERM", "xterm-256color")
+            .envs(env.iter().copied());
         for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TRACEPARENT", "OTEL_EXPORTER_OTLP_ENDPOINT", "PI_SPOOL_DIR"]
         {
             cmd.env_remove(var);
@@ -378,4 +385,66 @@ fn the_interactive_mode_emits_the_same_contract_events_as_print_mode() {
     let (print, interactive) = (contract_shape(&print_events, &skip), contract_shape(&tui_events, &skip));
     assert!(print.iter().any(|(name, _, parent)| name == "pi.agent.tool_call" && parent == "pi.agent.turn"));
     assert_eq!(print, interactive);
+}
+
+#[test]
+fn the_footer_and_observe_show_export_health_live() {
+    let dir = scratch("tui-observe");
+    let receiver = receiver::Receiver::start(vec![]);
+    let script = json!([{"text": "Exported answer."}]);
+    let env = [("OTEL_BSP_SCHEDULE_DELAY", "50"), ("PI_TRACE_URL_TEMPLATE", "http://traces.example/{trace_id}")];
+    let mut tui = Tui::start_with_env(&dir, &script, &["--otlp", &receiver.endpoint, "hello"], &env);
+    tui.shows("Exported answer.");
+    // The footer follows the exporter while the session stays open.
+    let screen = tui.wait_for("spans exported", |s| {
+        s.lines().any(|l| l.starts_with("telemetry otlp · 1 traces · exported ") && !l.contains("exported 0 "))
+    });
+    assert!(screen.contains("dropped 0"), "{screen}");
+    tui.enter("/observe");
+    let screen = tui.shows("traces this session: 1");
+    assert!(screen.contains("telemetry sinks: otlp") && screen.contains("dropped: 0"), "{screen}");
+    let line = screen.lines().find(|l| l.starts_with("last trace: ")).unwrap();
+    let trace = line["last trace: ".len()..].split_whitespace().next().unwrap();
+    assert!(line.ends_with(&format!("http://traces.example/{trace}")), "{line}");
+    // It is the trace the receiver got for the prompt.
+    let spans = receiver.spans();
+    let prompt = spans.iter().find(|s| hex(&s.trace_id) == trace).expect("the trace was exported");
+    assert!(spans.iter().filter(|s| s.trace_id == prompt.trace_id).count() >= 3);
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn reload_reads_skills_again_and_restarts_the_extensions_and_skills_run_as_prompts() {
+    let dir = scratch("tui-reload");
+    let skills = dir.join("skills");
+    std::fs::create_dir_all(&skills).unwrap();
+    let script = json!([{"text": "Greeted.", "expect": ["Say hello in French."]}]);
+    let mut tui = Tui::start(&dir, &script, &["--skills", skills.to_str().unwrap()]);
+    tui.shows("/help for commands");
+    std::fs::create_dir_all(skills.join("greet")).unwrap();
+    std::fs::write(
+        skills.join("greet/SKILL.md"),
+        "---\nname: greet\ndescription: Greets.\n---\nSay hello in French.\n",
+    )
+    .unwrap();
+    tui.enter("/reload");
+    tui.shows("reloaded: 1 extensions, 1 skills, 0 prompt templates");
+    tui.enter("/skill:greet");
+    tui.shows("Greeted.");
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    let audit = audit(&dir);
+    let lifecycle: Vec<&str> =
+        audit.iter().map(String::as_str).filter(|l| l.starts_with("session_") || *l == "shutdown").collect();
+    // The first process: started, shut down by the reload; the second: started, shut down at exit.
+    assert_eq!(
+        lifecycle,
+        ["session_start", "session_shutdown", "shutdown", "session_start", "session_shutdown", "shutdown"],
+        "{audit:?}"
+    );
 }

@@ -438,3 +438,44 @@ fn traceparent_is_the_parent_of_the_first_prompt_only() {
     assert_ne!(starts[1].trace_id.to_string(), parent_trace);
     assert_eq!(starts[1].parent_span_id, None);
 }
+
+/// A Python extension that cancels every fork and every switch to a new session.
+const CANCELLER: &str = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("type") == "hello":
+        print(json.dumps({"type": "register", "protocol": 1, "name": "canceller",
+                          "events": ["session_before_switch", "session_before_fork"]}), flush=True)
+    elif m.get("type") == "event":
+        p = m["payload"]
+        cancel = m["event"] == "session_before_fork" or p.get("reason") == "new"
+        print(json.dumps({"type": "result", "id": m["id"], "result": {"cancel": cancel}}), flush=True)
+    elif m.get("type") == "shutdown":
+        break
+"#;
+
+#[test]
+fn extensions_may_cancel_a_new_session_and_a_fork() {
+    let dir = scratch("rpc-cancel");
+    let extension = dir.join("canceller.py");
+    std::fs::write(&extension, format!("#!/usr/bin/env python3\n{CANCELLER}")).unwrap();
+    let mut perms = std::fs::metadata(&extension).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&extension, perms).unwrap();
+    let mut rpc = Rpc::start(&dir, &json!([{"text": "one"}, {"text": "two"}]), &["-e", extension.to_str().unwrap()]);
+    rpc.call(json!({"type": "prompt", "message": "first"}));
+    rpc.event("agent_end");
+    rpc.call(json!({"type": "prompt", "message": "second"}));
+    rpc.event("agent_end");
+    let before = rpc.call(json!({"type": "get_state"}));
+    assert_eq!(rpc.call(json!({"type": "new_session"})), json!({"cancelled": true}));
+    let points = rpc.call(json!({"type": "get_fork_messages"}));
+    let second = points["messages"][1]["entryId"].clone();
+    assert_eq!(rpc.call(json!({"type": "fork", "entryId": second})), json!({"text": "second", "cancelled": true}));
+    let after = rpc.call(json!({"type": "get_state"}));
+    assert_eq!((&before["sessionFile"], &before["messageCount"]), (&after["sessionFile"], &after["messageCount"]));
+    let (status, stderr, seen) = rpc.close();
+    assert!(status.success(), "{stderr}");
+    assert_eq!(seen.iter().filter(|l| l["type"] == "session_start").count(), 1, "no new session started");
+}

@@ -173,10 +173,15 @@ pub async fn ask_project_trust(extensions: &[ProcessExtension], cfg: &Config) ->
 }
 
 /// Upstream's `resources_discover`: the skill and prompt-template folders the extensions add.
-pub async fn discovered_resources(extensions: &[ProcessExtension], cwd: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+/// `reason` is upstream's: `startup` or `reload`.
+pub async fn discovered_resources(
+    extensions: &[ProcessExtension],
+    cwd: &Path,
+    reason: &str,
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let (mut skills, mut prompts) = (Vec::new(), Vec::new());
     for extension in extensions {
-        let (s, p) = extension.resources_discover(cwd, "startup").await;
+        let (s, p) = extension.resources_discover(cwd, reason).await;
         skills.extend(s);
         prompts.extend(p);
     }

@@ -212,6 +212,27 @@ impl Agent {
         }
     }
 
+    /// Replaces every extension (upstream's `/reload`: call [`Agent::shutdown`] first, then
+    /// [`Agent::restart_session`] with reason `reload`).
+    pub fn replace_extensions(&mut self, extensions: &[&dyn Extension]) {
+        let mut hooks = Hooks::new();
+        for extension in extensions {
+            hooks.add(*extension);
+        }
+        self.hooks = Arc::new(hooks);
+    }
+
+    /// Replaces the tools.
+    pub fn set_tools(&mut self, tools: ToolRegistry) {
+        self.tools = tools;
+    }
+
+    /// Emits `session_start` again with `reason` (after a reload; the session is the same).
+    pub async fn restart_session(&mut self, reason: &'static str, on_event: AgentSink<'_>) {
+        self.session_started = false;
+        self.start_session_because(reason, None, on_event).await;
+    }
+
     /// The extensions added, in order.
     pub fn extensions(&self) -> &[String] {
         self.hooks.extensions()

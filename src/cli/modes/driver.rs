@@ -19,7 +19,8 @@ use tokio_util::sync::CancellationToken;
 use super::harness::Harness;
 use crate::cli::args::AgentArgs;
 use crate::cli::config::Config;
-use crate::cli::setup;
+use crate::cli::{extensions, setup};
+use pi_agent::extensions::process::ProcessExtension;
 
 /// Thinking levels upstream accepts.
 pub const THINKING_LEVELS: [&str; 6] = ["off", "minimal", "low", "medium", "high", "xhigh"];
@@ -64,6 +65,9 @@ pub enum Job {
         /// Summarize the abandoned branch.
         summarize: bool,
     },
+    /// Reload the settings, extensions, skills and prompt templates (upstream's `/reload`): the
+    /// old extensions get `session_shutdown`, the new ones `session_start` with reason `reload`.
+    Reload,
     /// The session tree, depth first: `[{id, depth, type, text, leaf}]`.
     Tree,
     /// Another model.
@@ -134,8 +138,8 @@ pub struct Shared {
     state: Mutex<State>,
     /// The queues of messages typed while a prompt runs.
     pub queue: MessageQueue,
-    /// Names of the commands extensions registered.
-    pub extension_commands: Vec<(String, String, String)>,
+    /// The commands extensions registered: name, description, source file.
+    extension_commands: Mutex<Vec<(String, String, String)>>,
 }
 
 impl Shared {
@@ -182,7 +186,12 @@ impl Shared {
     pub fn is_extension_command(&self, line: &str) -> bool {
         let Some(rest) = line.trim_start().strip_prefix('/') else { return false };
         let name = rest.split_whitespace().next().unwrap_or("");
-        self.extension_commands.iter().any(|(n, _, _)| n == name)
+        lock(&self.extension_commands).iter().any(|(n, _, _)| n == name)
+    }
+
+    /// The commands extensions registered: name, description, source file.
+    pub fn extension_commands(&self) -> Vec<(String, String, String)> {
+        lock(&self.extension_commands).clone()
     }
 }
 
@@ -192,6 +201,8 @@ pub struct Driver<'a> {
     harness: Harness,
     args: &'a AgentArgs,
     cfg: &'a Config,
+    /// The configuration read again by `/reload`.
+    reloaded: Option<Config>,
     shared: Arc<Shared>,
     events: Box<dyn FnMut(AgentEvent) + Send + 'a>,
 }
@@ -204,14 +215,7 @@ impl<'a> Driver<'a> {
         cfg: &'a Config,
         events: impl FnMut(AgentEvent) + Send + 'a,
     ) -> (Self, Arc<Shared>) {
-        let extension_commands = harness
-            .extensions
-            .iter()
-            .flat_map(|e| {
-                let source = e.source().display().to_string();
-                e.registration().commands.iter().map(move |c| (c.name.clone(), c.description.clone(), source.clone()))
-            })
-            .collect();
+        let extension_commands = Mutex::new(commands_of(&harness.extensions));
         let shared = Arc::new(Shared {
             busy: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
@@ -221,7 +225,7 @@ impl<'a> Driver<'a> {
             queue: harness.agent.queue(),
             extension_commands,
         });
-        let driver = Driver { harness, args, cfg, shared: shared.clone(), events: Box::new(events) };
+        let driver = Driver { harness, args, cfg, reloaded: None, shared: shared.clone(), events: Box::new(events) };
         (driver, shared)
     }
 
@@ -261,6 +265,7 @@ impl<'a> Driver<'a> {
             events(event);
         };
         let harness = &mut self.harness;
+        let cfg = self.reloaded.as_ref().unwrap_or(self.cfg);
         match job {
             Job::Prompt { text } => prompt(harness, &text, cancel, &mut sink).await,
             Job::ExtensionCommand { line } => {
@@ -312,7 +317,7 @@ impl<'a> Driver<'a> {
             Job::NewSession => {
                 let next = match harness.agent.session_file() {
                     Some(_) => Some(
-                        SessionWriter::create(&setup::new_session_path(&harness.cwd, self.cfg), &harness.cwd)
+                        SessionWriter::create(&setup::new_session_path(&harness.cwd, cfg), &harness.cwd)
                             .map_err(|e| e.to_string())?,
                     ),
                     None => None,
@@ -342,7 +347,7 @@ impl<'a> Driver<'a> {
                     .ok_or_else(|| format!("{entry_id}: no such entry"))??;
                 let (text, parent) = found;
                 let parent = parent.ok_or_else(|| format!("{entry_id}: nothing before this message to fork"))?;
-                let path = setup::new_session_path(&harness.cwd, self.cfg);
+                let path = setup::new_session_path(&harness.cwd, cfg);
                 let scope = harness.scope();
                 let forked = harness
                     .hub
@@ -365,6 +370,39 @@ impl<'a> Driver<'a> {
                     "summarized": navigation.summary.is_some(),
                 }))
             }
+            Job::Reload => {
+                let scope = harness.scope();
+                harness.hub.enter(scope.clone(), harness.agent.shutdown(&mut sink)).await;
+                for extension in &harness.extensions {
+                    extension.shutdown().await;
+                }
+                let fresh = Config::load(&harness.cwd).map_err(|e| e.to_string())?;
+                let cfg = &fresh;
+                let cwd = harness.cwd.clone();
+                let (outside, project) =
+                    extensions::discover(&self.args.extensions, cfg, &cwd).map_err(|e| e.to_string())?;
+                let mut started = extensions::start(outside, cfg, &cwd).await;
+                started.extend(extensions::start(project, cfg, &cwd).await);
+                let tools = setup::tools(self.args.tools.as_deref()).map_err(|e| e.to_string())?;
+                let tools = started.iter().flat_map(|e| e.tools()).fold(tools, |tools, tool| tools.with_override(tool));
+                let (skills, prompts) = extensions::discovered_resources(&started, &cwd, "reload").await;
+                let resources = setup::resources(self.args, &cwd, cfg, (&skills, &prompts));
+                let loaded = json!({
+                    "extensions": started.len(),
+                    "skills": resources.skills.len(),
+                    "prompts": resources.templates.len(),
+                });
+                harness.agent.set_tools(tools);
+                harness.agent.set_resources(resources);
+                let refs: Vec<&dyn pi_agent::extensions::Extension> =
+                    started.iter().map(|e| e as &dyn pi_agent::extensions::Extension).collect();
+                harness.agent.replace_extensions(&refs);
+                *lock(&self.shared.extension_commands) = commands_of(&started);
+                harness.extensions = started;
+                harness.hub.enter(scope, harness.agent.restart_session("reload", &mut sink)).await;
+                self.reloaded = Some(fresh);
+                Ok(loaded)
+            }
             Job::Tree => {
                 let rows = harness.agent.with_session(tree_rows).ok_or("no session file (--no-session)")?;
                 Ok(Value::Array(rows))
@@ -372,7 +410,7 @@ impl<'a> Driver<'a> {
             Job::SetModel { provider, model } => {
                 let current = harness.agent.model().clone();
                 let selected =
-                    setup::select_named(self.args, self.cfg, Some(provider), Some(model)).map_err(|e| e.to_string())?;
+                    setup::select_named(self.args, cfg, Some(provider), Some(model)).map_err(|e| e.to_string())?;
                 // The faux provider keeps its script across a change between its models.
                 let provider = if selected.model.api == pi_agent::model::Api::Faux && current.api == selected.model.api
                 {
@@ -396,7 +434,7 @@ impl<'a> Driver<'a> {
                 Ok(Value::Null)
             }
             Job::SetAutoRetry(enabled) => {
-                let defaults = setup::agent_config(self.args, self.cfg).retry;
+                let defaults = setup::agent_config(self.args, cfg).retry;
                 harness.agent.config_mut().retry.max_retries = if enabled { defaults.max_retries.max(1) } else { 0 };
                 Ok(Value::Null)
             }
@@ -420,6 +458,17 @@ impl<'a> Driver<'a> {
             }
         }
     }
+}
+
+/// The commands extensions registered: name, description, source file.
+fn commands_of(extensions: &[ProcessExtension]) -> Vec<(String, String, String)> {
+    extensions
+        .iter()
+        .flat_map(|e| {
+            let source = e.source().display().to_string();
+            e.registration().commands.iter().map(move |c| (c.name.clone(), c.description.clone(), source.clone()))
+        })
+        .collect()
 }
 
 /// Runs one prompt in its own trace.

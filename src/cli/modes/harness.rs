@@ -105,7 +105,7 @@ impl Harness {
         };
         started.extend(extensions::start(project, cfg, &cwd).await);
         let tools = started.iter().flat_map(|e| e.tools()).fold(parts.tools, |tools, tool| tools.with_override(tool));
-        let (skills, prompts) = extensions::discovered_resources(&started, &cwd).await;
+        let (skills, prompts) = extensions::discovered_resources(&started, &cwd, "startup").await;
         let resources = if skills.is_empty() && prompts.is_empty() {
             parts.resources
         } else {

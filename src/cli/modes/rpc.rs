@@ -272,7 +272,8 @@ fn handle(line: &str, number: usize, front: &Front) {
         }
         "get_commands" => {
             let state = shared.state();
-            let extensions = shared.extension_commands.iter().map(|(name, description, path)| {
+            let commands = shared.extension_commands();
+            let extensions = commands.iter().map(|(name, description, path)| {
                 json!({"name": name, "description": description, "source": "extension", "path": path})
             });
             let resources = state.resources.iter().map(|(name, description, source, path)| {

@@ -15,7 +15,8 @@ commands:
   /new                  a fresh session
   /resume [N|PATH]      this project's sessions, or continue one
   /fork [N]             your messages, or fork before message N
-  /trust                trust this project (its .pi/ loads next start)
+  /trust                trust this project (its .pi/ loads at the next start or /reload)
+  /reload               settings, extensions, skills and prompt templates read again
   /observe              the telemetry pipeline: sinks, delivered, dropped, traces
   /quit                 exit (also Ctrl+D on an empty editor, Ctrl+C twice)
   /skill:NAME, /TEMPLATE and extension commands run as prompts
@@ -33,9 +34,13 @@ impl Ui<'_> {
             "/session" => self.session(),
             "/observe" => self.observe(),
             "/trust" => match crate::cli::config::trust_cmd::trust_project(&self.cwd, self.cfg) {
-                Ok(said) => self.transcript.notice(Tone::Info, format!("{said} (from the next start)")),
+                Ok(said) => self.transcript.notice(Tone::Info, format!("{said} (at the next start or /reload)")),
                 Err(e) => self.transcript.notice(Tone::Error, e.to_string()),
             },
+            "/reload" => {
+                self.running = Some("reloading".into());
+                self.send(Job::Reload, Done::Reload, replies);
+            }
             "/compact" => {
                 self.running = Some("compacting".into());
                 let instructions = (!rest.is_empty()).then(|| rest.to_owned());

@@ -48,6 +48,7 @@ enum Done {
     Fork,
     Tree { navigate: bool },
     Model,
+    Reload,
 }
 
 /// Runs the interactive mode until the user quits (or a signal arrives).
@@ -403,6 +404,18 @@ impl Ui<'_> {
                     format!(
                         "session tree (● = where you are; /tree ID continues from an entry):\n{}",
                         listing.join("\n")
+                    ),
+                );
+            }
+            Done::Reload => {
+                let count = |key: &str| outcome[key].as_u64().unwrap_or(0);
+                self.transcript.notice(
+                    Tone::Info,
+                    format!(
+                        "reloaded: {} extensions, {} skills, {} prompt templates",
+                        count("extensions"),
+                        count("skills"),
+                        count("prompts")
                     ),
                 );
             }
