@@ -47,7 +47,6 @@ impl Ui<'_> {
                 self.send(Job::Compact { instructions }, Done::Compact, replies);
             }
             "/new" => {
-                self.transcript.items.clear();
                 self.send(Job::NewSession, Done::Session("new session"), replies);
             }
             "/resume" => self.resume(rest, replies),
@@ -134,8 +133,7 @@ impl Ui<'_> {
             }
             Err(_) => std::path::PathBuf::from(rest),
         };
-        self.transcript.items.clear();
-        self.send(Job::SwitchSession { path }, Done::Session("resume"), replies);
+        self.send(Job::SwitchSession { path }, Done::Session("resumed"), replies);
     }
 
     /// This project's session files, newest first (the folder new sessions go to).

@@ -162,6 +162,9 @@ impl Ui<'_> {
             move || read_input(&keys_tx, &reading)
         });
         let (replies_tx, mut replies) = mpsc::unbounded_channel();
+        if !self.shared.state().messages.is_empty() {
+            self.show_conversation("resumed ");
+        }
         if let Some(prompt) = first_prompt {
             self.submit(prompt, QueueKind::Steer, &replies_tx);
         }
@@ -372,13 +375,18 @@ impl Ui<'_> {
             Done::Session(what) => {
                 if outcome["cancelled"] == true {
                     self.transcript.notice(Tone::Warn, format!("{what}: cancelled by an extension"));
+                } else {
+                    self.show_conversation(&format!("{what}: "));
                 }
             }
             Done::Fork => {
                 if outcome["cancelled"] == true {
                     self.transcript.notice(Tone::Warn, "fork: cancelled by an extension");
-                } else if let Some(text) = outcome["text"].as_str() {
-                    self.editor.set_text(text);
+                } else {
+                    self.show_conversation("forked: ");
+                    if let Some(text) = outcome["text"].as_str() {
+                        self.editor.set_text(text);
+                    }
                 }
             }
             Done::Tree { navigate } => {
@@ -425,6 +433,14 @@ impl Ui<'_> {
                 self.transcript.notice(Tone::Info, format!("model: {provider}/{id}"));
             }
         }
+    }
+
+    /// Shows the session's conversation (after a resume, a switch or a fork), then what happened.
+    fn show_conversation(&mut self, what: &str) {
+        let state = self.shared.state();
+        self.transcript = Transcript::of_messages(&state.messages);
+        let file = state.session_file.as_deref().unwrap_or("no session file");
+        self.transcript.notice(Tone::Info, format!("{what}{file} ({} messages)", state.messages.len()));
     }
 
     /// Draws the transcript, the status and queue lines, the editor and the footer.

@@ -88,6 +88,41 @@ impl Transcript {
         self.items.push(Item::Notice(tone, text.into()));
     }
 
+    /// The transcript of a conversation so far (a resumed, switched or forked session).
+    pub fn of_messages(messages: &[Message]) -> Transcript {
+        let mut t = Transcript::default();
+        for message in messages {
+            match message {
+                Message::Assistant(assistant) => {
+                    t.items.push(Item::Assistant { text: assistant.text(), thinking: assistant.thinking() });
+                    for (id, name, args) in assistant.tool_calls() {
+                        let summary = summary(&args);
+                        t.items.push(Item::Tool {
+                            id,
+                            name,
+                            summary,
+                            status: ToolStatus::Running,
+                            output: String::new(),
+                        });
+                    }
+                }
+                Message::BashExecution(run) => t.items.push(Item::Shell {
+                    command: run.command.clone(),
+                    output: Some(run.output.clone()),
+                    code: run.exit_code,
+                }),
+                Message::User(_) | Message::ToolResult(_) => t.message_end(message),
+                other => {
+                    if let Some(text) = other.context_text() {
+                        let first = text.lines().next().unwrap_or("").to_owned();
+                        t.notice(Tone::Info, format!("[{}] {first}", other.role()));
+                    }
+                }
+            }
+        }
+        t
+    }
+
     /// Updates the transcript with an agent event.
     pub fn apply(&mut self, event: &AgentEvent) {
         match event {
