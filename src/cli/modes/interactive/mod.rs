@@ -300,7 +300,7 @@ impl Ui<'_> {
             if command.is_empty() {
                 return;
             }
-            self.transcript.items.push(Item::Shell { command: command.clone(), output: None, code: None });
+            self.transcript.push(Item::Shell { command: command.clone(), output: None, code: None });
             self.running = Some(format!("running `{command}`"));
             self.send(Job::Bash { command }, Done::Bash, replies);
             return;
@@ -339,9 +339,7 @@ impl Ui<'_> {
         let outcome = match outcome {
             Ok(value) => value,
             Err(error) => {
-                if let (Done::Bash, Some(Item::Shell { output, .. })) =
-                    (&done, self.transcript.items.iter_mut().rev().find(|i| matches!(i, Item::Shell { .. })))
-                {
+                if let (Done::Bash, Some(Item::Shell { output, .. })) = (&done, self.transcript.last_shell()) {
                     *output = Some(error.clone());
                 }
                 self.transcript.notice(Tone::Error, error);
@@ -351,9 +349,7 @@ impl Ui<'_> {
         match done {
             Done::Prompt => {}
             Done::Bash => {
-                if let Some(Item::Shell { output, code, .. }) =
-                    self.transcript.items.iter_mut().rev().find(|i| matches!(i, Item::Shell { output: None, .. }))
-                {
+                if let Some(Item::Shell { output, code, .. }) = self.transcript.last_shell() {
                     *output = Some(outcome["output"].as_str().unwrap_or_default().to_owned());
                     *code = outcome["exitCode"].as_i64();
                     if outcome["cancelled"] == true {
@@ -458,12 +454,10 @@ impl Ui<'_> {
         ])
         .areas(area);
 
-        let lines = self.transcript.lines(width);
         let visible = body.height as usize;
-        self.scroll = self.scroll.min(lines.len().saturating_sub(visible));
-        let end = lines.len() - self.scroll;
-        let start = end.saturating_sub(visible);
-        frame.render_widget(Paragraph::new(lines[start..end].to_vec()), body);
+        let (lines, total) = self.transcript.window(width, visible, self.scroll);
+        self.scroll = self.scroll.min(total.saturating_sub(visible));
+        frame.render_widget(Paragraph::new(lines), body);
 
         let dim = Style::default().fg(Color::DarkGray);
         let mut status_lines = vec![match (&self.running, self.shared.is_busy()) {

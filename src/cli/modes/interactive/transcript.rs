@@ -75,17 +75,44 @@ pub enum Item {
     Notice(Tone, String),
 }
 
-/// The transcript.
+/// The transcript, with each block's lines kept once rendered (a frame re-wraps only the
+/// blocks that changed since the last one, so a long session costs no more per keystroke).
 #[derive(Debug, Default)]
 pub struct Transcript {
     /// The blocks, oldest first.
-    pub items: Vec<Item>,
+    items: Vec<Item>,
+    /// The rendered lines of the first blocks (all rendered at `width`).
+    rendered: Vec<Vec<Line<'static>>>,
+    width: usize,
 }
 
 impl Transcript {
+    /// Adds a block.
+    pub fn push(&mut self, item: Item) {
+        self.items.push(item);
+    }
+
+    /// The latest shell command block (its lines are rendered again).
+    pub fn last_shell(&mut self) -> Option<&mut Item> {
+        let index = self.items.iter().rposition(|i| matches!(i, Item::Shell { .. }))?;
+        self.changed(index);
+        self.items.get_mut(index)
+    }
+
     /// Adds a notice.
     pub fn notice(&mut self, tone: Tone, text: impl Into<String>) {
         self.items.push(Item::Notice(tone, text.into()));
+    }
+
+    /// Block `index` changed: it and what follows are rendered again.
+    fn changed(&mut self, index: usize) {
+        self.rendered.truncate(index);
+    }
+
+    fn last_mut(&mut self) -> Option<&mut Item> {
+        let last = self.items.len().checked_sub(1)?;
+        self.changed(last);
+        self.items.last_mut()
     }
 
     /// The transcript of a conversation so far (a resumed, switched or forked session).
@@ -130,7 +157,7 @@ impl Transcript {
                 self.items.push(Item::Assistant { text: String::new(), thinking: String::new() });
             }
             AgentEvent::MessageUpdate { delta } => {
-                if let Some(Item::Assistant { text, thinking }) = self.items.last_mut() {
+                if let Some(Item::Assistant { text, thinking }) = self.last_mut() {
                     match delta {
                         Delta::Text { text: t } => text.push_str(t),
                         Delta::Thinking { text: t } => thinking.push_str(t),
@@ -185,7 +212,7 @@ impl Transcript {
 
     fn message_end(&mut self, message: &Message) {
         match message {
-            Message::User(user) => self.items.push(Item::User(user.content.text())),
+            Message::User(user) => self.push(Item::User(user.content.text())),
             Message::Assistant(assistant) => {
                 // The final text (an extension may have changed it).
                 let final_text: String = assistant
@@ -197,7 +224,7 @@ impl Transcript {
                     })
                     .collect();
                 // An aborted stream keeps what it showed.
-                if let Some(Item::Assistant { text, .. }) = self.items.last_mut()
+                if let Some(Item::Assistant { text, .. }) = self.last_mut()
                     && !final_text.is_empty()
                 {
                     *text = final_text;
@@ -228,20 +255,38 @@ impl Transcript {
     }
 
     fn tool(&mut self, id: &str) -> Option<&mut Item> {
-        self.items.iter_mut().rev().find(|item| matches!(item, Item::Tool { id: i, .. } if i == id))
+        let index = self.items.iter().rposition(|item| matches!(item, Item::Tool { id: i, .. } if i == id))?;
+        self.changed(index);
+        self.items.get_mut(index)
+    }
+
+    /// The `rows` lines that end `scroll` lines above the last one (scrolling stops at the
+    /// first line), at `width` columns; with the total number of lines.
+    pub fn window(&mut self, width: usize, rows: usize, scroll: usize) -> (Vec<Line<'static>>, usize) {
+        let width = width.max(8);
+        if width != self.width {
+            self.rendered.clear();
+            self.width = width;
+        }
+        while self.rendered.len() < self.items.len() {
+            let mut out = Vec::new();
+            if !self.rendered.is_empty() {
+                out.push(Line::default());
+            }
+            render(&self.items[self.rendered.len()], width, &mut out);
+            self.rendered.push(out);
+        }
+        let total: usize = self.rendered.iter().map(Vec::len).sum();
+        let end = total - scroll.min(total.saturating_sub(rows));
+        let start = end.saturating_sub(rows);
+        let lines = self.rendered.iter().flatten().skip(start).take(end - start).cloned().collect();
+        (lines, total)
     }
 
     /// Every line at `width` columns.
-    pub fn lines(&self, width: usize) -> Vec<Line<'static>> {
-        let width = width.max(8);
-        let mut out = Vec::new();
-        for item in &self.items {
-            if !out.is_empty() {
-                out.push(Line::default());
-            }
-            render(item, width, &mut out);
-        }
-        out
+    #[cfg(test)]
+    pub fn lines(&mut self, width: usize) -> Vec<Line<'static>> {
+        self.window(width, usize::MAX, 0).0
     }
 }
 
