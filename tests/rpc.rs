@@ -263,7 +263,8 @@ fn a_multi_prompt_conversation_with_abort_steering_model_change_compaction_new_s
     rpc.send_raw("this is not json");
     let parse = rpc.wait_for("parse error", |l| l["command"] == "parse");
     assert_eq!(parse["success"], false);
-    assert!(parse["error"].as_str().unwrap().contains("Failed to parse command"), "{parse}");
+    let error = parse["error"].as_str().unwrap();
+    assert!(error.contains("Failed to parse command") && error.contains("this is not json"), "{parse}");
     rpc.send_raw(r#"{"no": "type"}"#);
     rpc.send_raw("[1, 2]");
     let id = rpc.send(json!({"type": "no_such_command"}));
@@ -341,6 +342,7 @@ fn rpc_emits_the_same_contract_events_as_print_mode() {
         .arg(dir.join("print-session.jsonl"))
         .arg("--events-jsonl")
         .arg(&print_events)
+        .args(["--user", "alice", "--org", "acme"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -350,7 +352,16 @@ fn rpc_emits_the_same_contract_events_as_print_mode() {
     let mut rpc = Rpc::start(
         &dir,
         &script,
-        &["--session", session.to_str().unwrap(), "--events-jsonl", rpc_events.to_str().unwrap()],
+        &[
+            "--session",
+            session.to_str().unwrap(),
+            "--events-jsonl",
+            rpc_events.to_str().unwrap(),
+            "--user",
+            "alice",
+            "--org",
+            "acme",
+        ],
     );
     rpc.call(json!({"type": "prompt", "message": "go"}));
     rpc.event("agent_end");
@@ -370,6 +381,9 @@ fn rpc_emits_the_same_contract_events_as_print_mode() {
     };
     assert!(source(&print_events).contains("interactive"), "{}", source(&print_events));
     assert!(source(&rpc_events).contains("rpc"), "{}", source(&rpc_events));
+    // The prompt's records carry the attribution given by flags.
+    let prompt = events(&rpc_events).into_iter().find(|e| e.name == "pi.agent.prompt").unwrap();
+    assert_eq!((prompt.context.get("userId"), prompt.context.get("orgId")), (Some("alice"), Some("acme")));
 }
 
 #[test]

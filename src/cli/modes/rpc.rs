@@ -113,14 +113,18 @@ async fn read_commands(front: Front, stop: CancellationToken) {
 /// One command line.
 fn handle(line: &str, number: usize, front: &Front) {
     let Front { shared, jobs, out, models } = front;
+    // The line is named by its number and its start (the client wrote it: no secret of pi's).
+    let shown: String = line.chars().take(40).collect();
+    let more = if shown.len() < line.len() { "…" } else { "" };
+    let named = format!("line {number} ({shown:?}{more})");
     let command: Value = match serde_json::from_str(line) {
         Ok(value @ Value::Object(_)) => value,
-        Ok(_) => return respond(out, "parse", None, Err(format!("line {number}: a command is a JSON object"))),
-        Err(e) => return respond(out, "parse", None, Err(format!("line {number}: Failed to parse command: {e}"))),
+        Ok(_) => return respond(out, "parse", None, Err(format!("{named}: a command is a JSON object"))),
+        Err(e) => return respond(out, "parse", None, Err(format!("{named}: Failed to parse command: {e}"))),
     };
     let id = command.get("id").cloned();
     let Some(kind) = command.get("type").and_then(Value::as_str) else {
-        return respond(out, "parse", id, Err(format!("line {number}: the command has no \"type\"")));
+        return respond(out, "parse", id, Err(format!("{named}: the command has no \"type\"")));
     };
     let reply = |out: &Out| -> Reply {
         let (out, kind, id) = (out.clone(), kind.to_owned(), id.clone());
