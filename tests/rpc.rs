@@ -294,7 +294,17 @@ fn a_multi_prompt_conversation_with_abort_steering_model_change_compaction_new_s
     assert_eq!(state["messageCount"], 0);
     assert_ne!(state["sessionFile"].as_str().unwrap(), fork_file);
 
-    // 9. stdin closed: a clean exit with session_shutdown last.
+    // 9. Back to the first session.
+    assert_eq!(rpc.call(json!({"type": "switch_session", "sessionPath": first_file})), json!({"cancelled": false}));
+    let resumed = rpc.seen_or_wait("resume start", |l| l["type"] == "session_start" && l["reason"] == "resume");
+    assert_eq!(resumed["previousSessionFile"], state["sessionFile"]);
+    let state = rpc.call(json!({"type": "get_state"}));
+    assert_eq!(state["sessionFile"], first_file.as_str());
+    assert!(state["messageCount"].as_u64().unwrap() > 0);
+    let id = rpc.send(json!({"type": "switch_session", "sessionPath": dir.join("nope.jsonl")}));
+    assert_eq!(rpc.response(&id)["success"], false);
+
+    // 10. stdin closed: a clean exit with session_shutdown last.
     let (status, stderr, seen) = rpc.close();
     assert!(status.success(), "{status}: {stderr}");
     assert_eq!(seen.last().unwrap()["type"], "session_shutdown", "{}", lines(&seen));
