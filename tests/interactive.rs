@@ -246,6 +246,11 @@ fn slash_commands_and_shell_commands() {
         {"text": "In the new session."}
     ]);
     let mut tui = Tui::start(&dir, &script, &[]);
+    // A bracketed paste with newlines lands in the editor whole; Ctrl+U clears the line.
+    tui.keys("\x1b[200~pasted one\npasted two\x1b[201~");
+    tui.wait_for("a two-line paste", |s| s.contains("> pasted one") && s.contains("  pasted two"));
+    tui.keys("\x15\x7f\x15");
+    tui.wait_for("an empty editor", |s| !s.contains("pasted"));
     tui.enter("first");
     tui.shows("First answer.");
     // `!cmd` runs in the shell and goes into the next request's context.

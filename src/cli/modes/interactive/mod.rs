@@ -88,6 +88,8 @@ pub async fn run(
             return Err(CliError::Failure(format!("cannot use the terminal: {e}")));
         }
     };
+    // A paste arrives whole (its newlines do not send it).
+    let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::event::EnableBracketedPaste);
     let ui = Ui {
         shared: shared.clone(),
         jobs,
@@ -107,6 +109,7 @@ pub async fn run(
     };
     let (harness, ui_outcome) =
         tokio::join!(driver.run(queued), ui.run(terminal, events, errors, stop.clone(), first_prompt));
+    let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::event::DisableBracketedPaste);
     ratatui::restore();
     output::divert_errors(None);
     harness.finish("interactive").await;
