@@ -257,10 +257,15 @@ impl<'a> Driver<'a> {
     async fn run_job(&mut self, job: Job, cancel: &CancellationToken) -> Result<Value, String> {
         let state = &self.shared.state;
         let events = &mut self.events;
-        // Finished messages reach the state as they end (`get_messages` while a prompt runs).
+        // Finished messages (and their usage) reach the state as they end: `get_messages` and
+        // the footer while a prompt runs.
         let mut sink = |event: AgentEvent| {
             if let AgentEvent::MessageEnd { message } = &event {
-                lock(state).messages.push(message.clone());
+                let mut state = lock(state);
+                if let Some(usage) = message.usage() {
+                    state.usage.add(usage);
+                }
+                state.messages.push(message.clone());
             }
             events(event);
         };

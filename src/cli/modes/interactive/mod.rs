@@ -64,39 +64,37 @@ pub async fn run(
             "the interactive mode needs a terminal: give -p PROMPT (print mode) or --mode rpc (for programs)".into(),
         ));
     }
-    let started = Instant::now();
+    let registry = setup::registry(args, cfg)?;
     let wants = Wants { json_records: false, source: PromptSource::Interactive, has_ui: false };
     let mut harness = Harness::build(args, observe, wants, cfg).await?;
     let reloaded = harness.reloaded.take();
     let cfg = reloaded.as_ref().unwrap_or(cfg);
-    let probe = harness.sinks.probe();
-    let registry = setup::registry(args, cfg)?;
-    let traces = harness.traces.clone();
-    let (events_tx, events) = mpsc::unbounded_channel();
-    let (driver, shared) = Driver::new(harness, args, cfg, move |event: AgentEvent| {
-        let _ = events_tx.send(event);
-    });
-    let (jobs, queued) = mpsc::unbounded_channel();
     let stop = CancellationToken::new();
     let interrupted = signals::abort_on(&stop)?;
-    let (errors_tx, errors) = std::sync::mpsc::channel();
-    output::divert_errors(Some(errors_tx));
     let terminal = match ratatui::try_init() {
         Ok(terminal) => terminal,
         Err(e) => {
-            output::divert_errors(None);
+            harness.finish("interactive").await;
             return Err(CliError::Failure(format!("cannot use the terminal: {e}")));
         }
     };
     // A paste arrives whole (its newlines do not send it).
     let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::event::EnableBracketedPaste);
+    let (errors_tx, errors) = std::sync::mpsc::channel();
+    output::divert_errors(Some(errors_tx));
+    let (probe, traces, cwd) = (harness.sinks.probe(), harness.traces.clone(), harness.cwd.clone());
+    let (events_tx, events) = mpsc::unbounded_channel();
+    let (driver, shared) = Driver::new(harness, args, cfg, move |event: AgentEvent| {
+        let _ = events_tx.send(event);
+    });
+    let (jobs, queued) = mpsc::unbounded_channel();
     let ui = Ui {
         shared: shared.clone(),
         jobs,
         probe,
         registry,
         traces,
-        cwd: driver_cwd(args)?,
+        cwd,
         cfg,
         editor: Editor::new(),
         transcript: Transcript::default(),
@@ -104,8 +102,6 @@ pub async fn run(
         running: None,
         last_ctrl_c: None,
         quit: false,
-        started,
-        ready_at: None,
     };
     let (harness, ui_outcome) =
         tokio::join!(driver.run(queued), ui.run(terminal, events, errors, stop.clone(), first_prompt));
@@ -120,10 +116,6 @@ pub async fn run(
         Some(signal) => signals::exit(*signal),
         None => ExitCode::SUCCESS,
     })
-}
-
-fn driver_cwd(args: &AgentArgs) -> Result<std::path::PathBuf, CliError> {
-    setup::cwd(args.cwd.as_deref())
 }
 
 /// The screen and what it knows.
@@ -143,8 +135,6 @@ struct Ui<'a> {
     running: Option<String>,
     last_ctrl_c: Option<Instant>,
     quit: bool,
-    started: Instant,
-    ready_at: Option<Duration>,
 }
 
 type Replies = mpsc::UnboundedSender<(Done, Result<Value, String>)>;
@@ -178,12 +168,6 @@ impl Ui<'_> {
             }
             if let Err(e) = terminal.draw(|frame| self.draw(frame)) {
                 break Err(e);
-            }
-            if self.ready_at.is_none() {
-                self.ready_at = Some(self.started.elapsed());
-                if std::env::var_os("PI_TUI_STARTUP_REPORT").is_some() {
-                    output::error(format_args!("pi: ready in {:?}", self.started.elapsed()));
-                }
             }
             if self.quit {
                 break Ok(());
