@@ -46,6 +46,11 @@ fn bench(c: &mut Criterion) {
     tracing::dispatcher::with_default(&peer, || {
         group.bench_function("tracing_subscriber_json", |b| b.iter(|| operation(&hub)))
     });
+    // What the bridge costs before any formatting: every record filtered out by the subscriber.
+    let off = tracing::Dispatch::new(json_subscriber(std::io::sink, EnvFilter::new("off")));
+    tracing::dispatcher::with_default(&off, || {
+        group.bench_function("bridge_filtered_out", |b| b.iter(|| operation(&hub)))
+    });
     group.finish();
 }
 

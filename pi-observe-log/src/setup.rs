@@ -6,8 +6,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::fmt;
+
+use tracing::field::{Field, Visit};
 use tracing_subscriber::EnvFilter;
-use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter};
+use tracing_subscriber::registry::LookupSpan;
 
 use crate::batched::BatchedWriter;
 
@@ -137,19 +143,116 @@ pub fn env_filter(default: &str) -> Result<EnvFilter, LogInitError> {
 
 /// A JSON-lines `tracing` subscriber writing to `writer`: one object per event with the
 /// event's fields at the top level (the `pi_observe` bridge's `event.name`, `trace_id`, …),
-/// `timestamp`, `level` and `target`.
+/// `timestamp`, `level` and `target` — the lines `fmt().json().flatten_event(true)` writes,
+/// written by [`FlatJson`] straight into the line buffer.
 pub fn json_subscriber<W>(writer: W, filter: EnvFilter) -> impl tracing::Subscriber + Send + Sync
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
-    tracing_subscriber::fmt()
-        .json()
-        .flatten_event(true)
-        .with_current_span(false)
-        .with_span_list(false)
-        .with_writer(writer)
-        .with_env_filter(filter)
-        .finish()
+    tracing_subscriber::fmt().event_format(FlatJson).with_writer(writer).with_env_filter(filter).finish()
+}
+
+/// One JSON object per event: `timestamp` (RFC 3339, UTC, microseconds), `level`, every field at
+/// the top level in the order recorded (strings escaped, numbers and booleans as JSON values,
+/// anything else as its `Debug` text), then `target`. The same shape as `tracing-subscriber`'s
+/// flattened JSON format, without building a JSON value per field.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FlatJson;
+
+impl<S, N> FormatEvent<S, N> for FlatJson
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        _: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> fmt::Result {
+        writer.write_str("{\"timestamp\":\"")?;
+        SystemTime.format_time(&mut writer)?;
+        writer.write_str("\",\"level\":\"")?;
+        writer.write_str(event.metadata().level().as_str())?;
+        writer.write_char('"')?;
+        let mut fields = JsonFields { out: &mut writer, result: Ok(()) };
+        event.record(&mut fields);
+        fields.result?;
+        writer.write_str(",\"target\":")?;
+        json_string(&mut writer, event.metadata().target())?;
+        writer.write_str("}\n")
+    }
+}
+
+/// Writes each field as `,"name":value`.
+struct JsonFields<'a, 'w> {
+    out: &'a mut Writer<'w>,
+    result: fmt::Result,
+}
+
+impl JsonFields<'_, '_> {
+    fn field(&mut self, field: &Field, value: impl FnOnce(&mut Writer<'_>) -> fmt::Result) {
+        if self.result.is_ok() {
+            self.result = (|| {
+                self.out.write_char(',')?;
+                json_string(self.out, field.name())?;
+                self.out.write_char(':')?;
+                value(self.out)
+            })();
+        }
+    }
+}
+
+impl Visit for JsonFields<'_, '_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.field(field, |w| json_string(w, value));
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.field(field, |w| write!(w, "{value}"));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.field(field, |w| write!(w, "{value}"));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.field(field, |w| w.write_str(if value { "true" } else { "false" }));
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        // As `serde_json` writes a float (`12.0`, not `12`); not finite → `null`.
+        self.field(field, |w| match serde_json::Number::from_f64(value) {
+            Some(number) => write!(w, "{number}"),
+            None => w.write_str("null"),
+        });
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.field(field, |w| json_string(w, &format!("{value:?}")));
+    }
+}
+
+/// `text` as a JSON string.
+fn json_string(w: &mut Writer<'_>, text: &str) -> fmt::Result {
+    w.write_char('"')?;
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        let escaped = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            c if (c as u32) < 0x20 => {
+                w.write_str(&text[start..i])?;
+                write!(w, "\\u{:04x}", c as u32)?;
+                start = i + 1;
+                continue;
+            }
+            _ => continue,
+        };
+        w.write_str(&text[start..i])?;
+        w.write_str(escaped)?;
+        start = i + c.len_utf8();
+    }
+    w.write_str(&text[start..])?;
+    w.write_char('"')
 }
 
 /// A bounded, non-blocking writer in front of `inner`: when `bytes` are waiting, new lines are
