@@ -387,9 +387,7 @@ fn the_interactive_mode_emits_the_same_contract_events_as_print_mode() {
     tui.shows("All good.");
     tui.keys("\x04");
     assert_eq!(tui.exit_code(), 0);
-    // Extensions' hook runs are left out: `session_start` runs before the first prompt here and
-    // inside it in print mode.
-    let skip = ["pi.session.read", "pi.agent.hook"];
+    let skip = ["pi.session.read"];
     let (print, interactive) = (contract_shape(&print_events, &skip), contract_shape(&tui_events, &skip));
     assert!(print.iter().any(|(name, _, parent)| name == "pi.agent.tool_call" && parent == "pi.agent.turn"));
     assert_eq!(print, interactive);

@@ -94,6 +94,9 @@ async fn prompt_once(
     let result = harness
         .hub
         .enter(scope, async {
+            // The session starts before the prompt, as in the interactive and RPC modes (its
+            // extension handlers are not part of the prompt's trace).
+            agent.start_session(&mut sink).await;
             let result = agent.prompt(prompt, cancel, &mut sink).await;
             agent.shutdown(&mut sink).await;
             result
