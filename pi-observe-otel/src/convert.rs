@@ -404,18 +404,43 @@ pub fn span_data(
     })
 }
 
-/// The same span as [`span_data`], straight in its OTLP protobuf form (what the exporter
-/// sends), without building `SpanData` and converting it again.
-pub(crate) fn proto_span(
+/// A span's parts in the form OTLP's protobuf wants them (ids as bytes, times as Unix
+/// nanoseconds, the status as code and message): what [`proto_span`] and the direct encoder
+/// ([`crate::wire`]) both build from.
+pub(crate) struct SpanParts {
+    pub(crate) trace_id: [u8; 16],
+    pub(crate) span_id: [u8; 8],
+    pub(crate) parent_span_id: Option<[u8; 8]>,
+    pub(crate) flags: u32,
+    pub(crate) name: std::borrow::Cow<'static, str>,
+    /// `SpanKind` as its protobuf number.
+    pub(crate) kind: i32,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) attributes: Vec<KeyValue>,
+    pub(crate) events: Vec<EventParts>,
+    pub(crate) status_message: String,
+    /// `StatusCode` as its protobuf number.
+    pub(crate) status_code: i32,
+}
+
+/// A span event's parts.
+pub(crate) struct EventParts {
+    pub(crate) time: u64,
+    pub(crate) name: std::borrow::Cow<'static, str>,
+    pub(crate) attributes: Vec<KeyValue>,
+}
+
+/// The span of `start` (settled by `end`, or incomplete at `shutdown_time`) in OTLP's terms.
+pub(crate) fn span_parts(
     start: &ObsEvent,
     end: Option<&ObsEvent>,
     events: &[ObsEvent],
     shutdown_time: std::time::SystemTime,
     conventions: Conventions,
     latest: bool,
-) -> Option<opentelemetry_proto::tonic::trace::v1::Span> {
-    use opentelemetry_proto::tonic::trace::v1::{Span, Status as ProtoStatus, span, status::StatusCode};
-    use opentelemetry_proto::transform::common::tonic::Attributes;
+) -> Option<SpanParts> {
+    use opentelemetry_proto::tonic::trace::v1::{span, status::StatusCode};
     let own_span = start.span_id?;
     let Parts { name, attributes, status, events } = parts(start, end, events, conventions, latest);
     let nanos = |t: std::time::SystemTime| {
@@ -430,23 +455,56 @@ pub(crate) fn proto_span(
         SpanKind::Client => span::SpanKind::Client,
         _ => span::SpanKind::Internal,
     };
-    Some(Span {
-        trace_id: start.trace_id.to_bytes().to_vec(),
-        span_id: own_span.to_bytes().to_vec(),
-        trace_state: String::new(),
-        parent_span_id: start.parent_span_id.map(|p| p.to_bytes().to_vec()).unwrap_or_default(),
+    Some(SpanParts {
+        trace_id: start.trace_id.to_bytes(),
+        span_id: own_span.to_bytes(),
+        parent_span_id: start.parent_span_id.map(|p| p.to_bytes()),
         // Sampled, and "is the parent remote" known (not remote): what the SDK's conversion sets.
         flags: 0x101,
-        name: name.into_owned(),
+        name,
         kind: kind as i32,
-        start_time_unix_nano: start.timestamp.unix_nanos(),
-        end_time_unix_nano: end.map_or_else(|| nanos(shutdown_time), |e| e.timestamp.unix_nanos()),
-        attributes: Attributes::from(attributes).0,
-        dropped_attributes_count: 0,
+        start: start.timestamp.unix_nanos(),
+        end: end.map_or_else(|| nanos(shutdown_time), |e| e.timestamp.unix_nanos()),
+        attributes,
         events: events
             .into_iter()
+            .map(|e| EventParts { time: nanos(e.timestamp), name: e.name, attributes: e.attributes })
+            .collect(),
+        status_message: message,
+        status_code: code as i32,
+    })
+}
+
+/// The same span as [`span_data`], straight in its OTLP protobuf form (what the gRPC and
+/// OTLP/JSON exporters send), without building `SpanData` and converting it again.
+pub(crate) fn proto_span(
+    start: &ObsEvent,
+    end: Option<&ObsEvent>,
+    events: &[ObsEvent],
+    shutdown_time: std::time::SystemTime,
+    conventions: Conventions,
+    latest: bool,
+) -> Option<opentelemetry_proto::tonic::trace::v1::Span> {
+    use opentelemetry_proto::tonic::trace::v1::{Span, Status as ProtoStatus, span};
+    use opentelemetry_proto::transform::common::tonic::Attributes;
+    let p = span_parts(start, end, events, shutdown_time, conventions, latest)?;
+    Some(Span {
+        trace_id: p.trace_id.to_vec(),
+        span_id: p.span_id.to_vec(),
+        trace_state: String::new(),
+        parent_span_id: p.parent_span_id.map(|id| id.to_vec()).unwrap_or_default(),
+        flags: p.flags,
+        name: p.name.into_owned(),
+        kind: p.kind,
+        start_time_unix_nano: p.start,
+        end_time_unix_nano: p.end,
+        attributes: Attributes::from(p.attributes).0,
+        dropped_attributes_count: 0,
+        events: p
+            .events
+            .into_iter()
             .map(|e| span::Event {
-                time_unix_nano: nanos(e.timestamp),
+                time_unix_nano: e.time,
                 name: e.name.into_owned(),
                 attributes: Attributes::from(e.attributes).0,
                 dropped_attributes_count: 0,
@@ -455,7 +513,7 @@ pub(crate) fn proto_span(
         dropped_events_count: 0,
         links: Vec::new(),
         dropped_links_count: 0,
-        status: Some(ProtoStatus { message, code: code as i32 }),
+        status: Some(ProtoStatus { message: p.status_message, code: p.status_code }),
     })
 }
 

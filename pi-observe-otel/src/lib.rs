@@ -20,6 +20,7 @@ mod pipeline;
 mod probe;
 mod self_metrics;
 mod spool;
+mod wire;
 
 pub use config::{
     CapturedRequest, ConfigError, OtlpConfig, Protocol, SignalSettings, TracesExporter, WireCapture, check_header,

@@ -252,6 +252,31 @@ impl Exporter {
         self.payload(Signal::Traces, items, Body::Traces(request))
     }
 
+    /// Traces go as OTLP/HTTP protobuf (not gRPC, not JSON): spans can be encoded as they are
+    /// paired ([`crate::wire`]).
+    pub(crate) fn traces_as_protobuf_bytes(&self) -> bool {
+        self.grpc.is_none() && !self.lane(Signal::Traces).json
+    }
+
+    /// Spans already encoded (one resource, one scope), wrapped in their request for the wire.
+    pub(crate) fn traces_payload_encoded(
+        &self,
+        spans: &crate::wire::EncodedSpans,
+        scope: &opentelemetry::InstrumentationScope,
+    ) -> Payload {
+        use prost::Message;
+        let resource = self.proto_resource().encode_to_vec();
+        let scope_message: opentelemetry_proto::tonic::common::v1::InstrumentationScope = (scope, None).into();
+        let raw = spans.request(
+            &resource,
+            self.resource.schema_url.as_deref().unwrap_or_default(),
+            &scope_message.encode_to_vec(),
+            scope.schema_url().unwrap_or_default(),
+        );
+        let wire = Wire::Http(if self.lane(Signal::Traces).gzip { gzip(&raw) } else { raw });
+        Payload { signal: Signal::Traces, items: spans.len() as u64, wire }
+    }
+
     /// One metrics request, encoded for the wire.
     pub(crate) fn metrics_payload(&self, request: ExportMetricsServiceRequest) -> Payload {
         self.payload(Signal::Metrics, 1, Body::Metrics(request))
@@ -414,11 +439,13 @@ impl Exporter {
     fn encode(&self, signal: Signal, body: &Body) -> Vec<u8> {
         let lane = self.lane(signal);
         let raw = if lane.json { body.to_json() } else { body.to_protobuf() };
-        if !lane.gzip {
-            return raw;
-        }
-        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        // Writing into memory cannot fail; an empty body would be rejected and counted.
-        encoder.write_all(&raw).and_then(|()| encoder.finish()).unwrap_or_default()
+        if lane.gzip { gzip(&raw) } else { raw }
     }
+}
+
+/// `raw` gzipped.
+fn gzip(raw: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    // Writing into memory cannot fail; an empty body would be rejected and counted.
+    encoder.write_all(raw).and_then(|()| encoder.finish()).unwrap_or_default()
 }

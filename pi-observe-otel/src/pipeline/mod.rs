@@ -221,7 +221,13 @@ impl OtelSubscriber {
         } else {
             let mut exporter = Exporter::new(&config, &resource(&config))?;
             exporter.sdk = sdk;
-            let exporter_is_sdk = exporter.sdk.is_some();
+            let batch = if exporter.sdk.is_some() {
+                Batch::Sdk(Vec::new())
+            } else if exporter.traces_as_protobuf_bytes() {
+                Batch::Encoded(crate::wire::EncodedSpans::default())
+            } else {
+                Batch::Wire(Vec::new())
+            };
             exporter.link = counters.link.clone();
             if spool.is_some() {
                 // What is not delivered is kept, so a batch does not wait out long retries.
@@ -256,7 +262,7 @@ impl OtelSubscriber {
                 logs_stopped: false,
                 open: HashMap::default(),
                 conversations: HashMap::new(),
-                batch: if exporter_is_sdk { Batch::Sdk(Vec::new()) } else { Batch::Wire(Vec::new()) },
+                batch,
                 stopped: false,
                 spool: spool.clone(),
                 traces_off: config.traces_exporter == Some(crate::config::TracesExporter::None),

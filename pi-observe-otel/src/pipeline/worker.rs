@@ -58,6 +58,8 @@ pub(super) struct Worker {
 pub(super) enum Batch {
     Sdk(Vec<SpanData>),
     Wire(Vec<ProtoSpan>),
+    /// OTLP/HTTP protobuf: spans encoded as they are paired (`crate::wire`).
+    Encoded(crate::wire::EncodedSpans),
 }
 
 impl Batch {
@@ -65,6 +67,7 @@ impl Batch {
         match self {
             Batch::Sdk(spans) => spans.len(),
             Batch::Wire(spans) => spans.len(),
+            Batch::Encoded(spans) => spans.len(),
         }
     }
 
@@ -88,6 +91,10 @@ impl Batch {
                 let latest = scope.schema_url() == Some(crate::names::SCHEMA_URL_LATEST);
                 spans.extend(proto_span(start, end, events, now, conventions, latest));
             }
+            Batch::Encoded(spans) => {
+                let latest = scope.schema_url() == Some(crate::names::SCHEMA_URL_LATEST);
+                spans.push(start, end, events, now, conventions, latest);
+            }
         }
     }
 
@@ -96,6 +103,7 @@ impl Batch {
         match self {
             Batch::Sdk(spans) => Batch::Sdk(std::mem::take(spans)),
             Batch::Wire(spans) => Batch::Wire(std::mem::take(spans)),
+            Batch::Encoded(spans) => Batch::Encoded(spans.take()),
         }
     }
 }
@@ -432,8 +440,12 @@ impl Worker {
         let deadline = self.cut_off(deadline);
         let delivery = match spans {
             Batch::Sdk(spans) => self.attempt(runtime, deadline, self.exporter.export_sdk(spans, deadline)),
-            Batch::Wire(spans) => {
-                let payload = self.exporter.traces_payload_wire(spans, &self.scope);
+            Batch::Wire(_) | Batch::Encoded(_) => {
+                let payload = match spans {
+                    Batch::Encoded(spans) => self.exporter.traces_payload_encoded(&spans, &self.scope),
+                    Batch::Wire(spans) => self.exporter.traces_payload_wire(spans, &self.scope),
+                    Batch::Sdk(_) => unreachable!("matched above"),
+                };
                 match self.ship(runtime, &payload, deadline) {
                     Shipped::Delivered => Delivery::Exported,
                     Shipped::Spooled => {
