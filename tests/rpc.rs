@@ -245,6 +245,11 @@ fn a_multi_prompt_conversation_with_abort_steering_model_change_compaction_new_s
     // 5. Another model and thinking level.
     let models = rpc.call(json!({"type": "get_available_models"}));
     assert!(models["models"].as_array().unwrap().iter().any(|m| m["id"] == "faux-think" && m["reasoning"] == true));
+    assert_eq!(rpc.call(json!({"type": "cycle_thinking_level"})), Value::Null, "faux-1 does not reason");
+    let cycled = rpc.call(json!({"type": "cycle_model"}));
+    assert_eq!(cycled["model"]["id"], "faux-think");
+    assert_eq!(rpc.call(json!({"type": "cycle_thinking_level"})), json!({"level": "minimal"}));
+    assert_eq!(rpc.call(json!({"type": "cycle_model"}))["model"]["id"], "faux-1");
     let id = rpc.send(json!({"type": "set_model", "provider": "faux", "modelId": "no-such-model"}));
     assert_eq!(rpc.response(&id)["success"], false);
     let model = rpc.call(json!({"type": "set_model", "provider": "faux", "modelId": "faux-think"}));

@@ -77,6 +77,10 @@ pub enum Job {
         /// Model id.
         model: String,
     },
+    /// The next model of the current provider (upstream's `cycle_model`; `null` when it has one).
+    CycleModel,
+    /// The next thinking level (`null` when the model does not reason).
+    CycleThinkingLevel,
     /// Another thinking level (`off` for none).
     SetThinkingLevel {
         /// One of [`THINKING_LEVELS`].
@@ -425,6 +429,36 @@ impl<'a> Driver<'a> {
                 };
                 harness.agent.set_model(provider, selected.model.clone());
                 Ok(model_json(&selected.model))
+            }
+            Job::CycleModel => {
+                let current = harness.agent.model().clone();
+                let registry = setup::registry(self.args, cfg).map_err(|e| e.to_string())?;
+                let same: Vec<_> = registry.models().iter().filter(|m| m.provider == current.provider).collect();
+                if same.len() < 2 {
+                    return Ok(Value::Null);
+                }
+                let at = same.iter().position(|m| m.id == current.id).map_or(0, |i| i + 1);
+                let next = same[at % same.len()].clone();
+                let selected = setup::select_named(self.args, cfg, Some(next.provider.clone()), Some(next.id.clone()))
+                    .map_err(|e| e.to_string())?;
+                let provider = if selected.model.api == current.api && current.api == pi_agent::model::Api::Faux {
+                    harness.agent.provider()
+                } else {
+                    selected.provider
+                };
+                harness.agent.set_model(provider, selected.model.clone());
+                let level = harness.agent.config().reasoning.clone().unwrap_or_else(|| "off".into());
+                Ok(json!({"model": model_json(&selected.model), "thinkingLevel": level, "isScoped": false}))
+            }
+            Job::CycleThinkingLevel => {
+                if !harness.agent.model().reasoning {
+                    return Ok(Value::Null);
+                }
+                let current = harness.agent.config().reasoning.clone().unwrap_or_else(|| "off".into());
+                let at = THINKING_LEVELS.iter().position(|l| *l == current).map_or(0, |i| i + 1);
+                let next = THINKING_LEVELS[at % THINKING_LEVELS.len()];
+                harness.agent.config_mut().reasoning = (next != "off").then(|| next.to_owned());
+                Ok(json!({ "level": next }))
             }
             Job::SetThinkingLevel { level } => {
                 if !THINKING_LEVELS.contains(&level.as_str()) {

@@ -224,6 +224,8 @@ fn handle(line: &str, number: usize, front: &Front) {
             (Ok(provider), Ok(model)) => send(Job::SetModel { provider, model }),
             (Err(e), _) | (_, Err(e)) => now(Err(e)),
         },
+        "cycle_model" => send(Job::CycleModel),
+        "cycle_thinking_level" => send(Job::CycleThinkingLevel),
         "set_thinking_level" => match text("level") {
             Ok(level) => send(Job::SetThinkingLevel { level }),
             Err(e) => now(Err(e)),
