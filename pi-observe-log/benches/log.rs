@@ -25,13 +25,52 @@ fn operation(hub: &Observability) {
     });
 }
 
+/// A provider request as the agent records it (two dozen fields, attribution).
+fn provider_request(hub: &Observability) {
+    let attribution = pi_observe_core::Attribution::new().with("userId", "alice").with("orgId", "acme");
+    hub.in_scope(|| {
+        pi_observe_core::run_with_context_sync(&attribution, || {
+            trace_operation_sync(
+                names::PROVIDER_REQUEST,
+                Payload::new()
+                    .safe(names::API, "openai-completions")
+                    .safe(names::PROVIDER, "openai")
+                    .safe(names::MODEL, "gpt-4o-mini")
+                    .safe(names::SESSION_ID, "0b8f3c7e-6a55-4f0e-9d52-3f1f2d8c9a10")
+                    .safe("reasoningLevel", "medium")
+                    .safe("callKind", "turn"),
+                |span| {
+                    span.record(|| {
+                        Payload::new()
+                            .safe(names::STOP_REASON, "toolUse")
+                            .safe("httpStatus", 200)
+                            .safe("retryCount", 0)
+                            .safe(names::INPUT_TOKENS, 1834)
+                            .safe(names::OUTPUT_TOKENS, 211)
+                            .safe(names::CACHE_READ_TOKENS, 1024)
+                            .safe(names::CACHE_WRITE_TOKENS, 0)
+                            .safe("totalTokens", 3069)
+                            .safe("costTotal", 0.000712)
+                            .safe("costInput", 0.000275)
+                            .safe("costOutput", 0.000127)
+                            .safe("aborted", false)
+                            .safe("timeToFirstTokenMs", 412.5)
+                            .safe(names::RESPONSE_MODEL, "gpt-4o-mini-2024-07-18")
+                    })
+                },
+            )
+        })
+    });
+}
+
 fn bench(c: &mut Criterion) {
     let hub = Observability::new();
     let _subscription = hub.subscribe(TracingSubscriber::new().span_level(SpanLevel::Info));
     let mut group = c.benchmark_group("log");
     let ours = tracing::Dispatch::new(json_subscriber(std::io::sink, EnvFilter::new("info")));
     tracing::dispatcher::with_default(&ours, || {
-        group.bench_function("pi_json_subscriber", |b| b.iter(|| operation(&hub)))
+        group.bench_function("pi_json_subscriber", |b| b.iter(|| operation(&hub)));
+        group.bench_function("pi_json_subscriber_provider_request", |b| b.iter(|| provider_request(&hub)));
     });
     let peer = tracing::Dispatch::new(
         tracing_subscriber::fmt()
@@ -44,7 +83,8 @@ fn bench(c: &mut Criterion) {
             .finish(),
     );
     tracing::dispatcher::with_default(&peer, || {
-        group.bench_function("tracing_subscriber_json", |b| b.iter(|| operation(&hub)))
+        group.bench_function("tracing_subscriber_json", |b| b.iter(|| operation(&hub)));
+        group.bench_function("tracing_subscriber_json_provider_request", |b| b.iter(|| provider_request(&hub)));
     });
     // What the bridge costs before any formatting: every record filtered out by the subscriber.
     let off = tracing::Dispatch::new(json_subscriber(std::io::sink, EnvFilter::new("off")));
