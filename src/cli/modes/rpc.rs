@@ -27,6 +27,9 @@ use crate::cli::{CliError, output, setup, signals};
 type Out = mpsc::UnboundedSender<String>;
 
 pub async fn run(args: &AgentArgs, observe: &ObserveArgs, cfg: &Config) -> Result<ExitCode, CliError> {
+    let models: Vec<Value> = setup::registry(args, cfg)?.models().iter().map(model_json).collect();
+    let stop = CancellationToken::new();
+    let interrupted = signals::abort_on(&stop)?;
     let wants = Wants { json_records: false, source: PromptSource::Rpc, has_ui: false };
     let mut harness = Harness::build(args, observe, wants, cfg).await?;
     let reloaded = harness.reloaded.take();
@@ -41,10 +44,7 @@ pub async fn run(args: &AgentArgs, observe: &ObserveArgs, cfg: &Config) -> Resul
             let _ = events.send(value.to_string());
         }
     });
-    let models: Vec<Value> = setup::registry(args, cfg)?.models().iter().map(model_json).collect();
     let (jobs, queued) = mpsc::unbounded_channel();
-    let stop = CancellationToken::new();
-    let interrupted = signals::abort_on(&stop)?;
     let front = read_commands(Front { shared, jobs, out, models }, stop);
     let (harness, ()) = tokio::join!(driver.run(queued), front);
     harness.finish("rpc").await;

@@ -65,12 +65,12 @@ pub async fn run(
         ));
     }
     let registry = setup::registry(args, cfg)?;
+    let stop = CancellationToken::new();
+    let interrupted = signals::abort_on(&stop)?;
     let wants = Wants { json_records: false, source: PromptSource::Interactive, has_ui: false };
     let mut harness = Harness::build(args, observe, wants, cfg).await?;
     let reloaded = harness.reloaded.take();
     let cfg = reloaded.as_ref().unwrap_or(cfg);
-    let stop = CancellationToken::new();
-    let interrupted = signals::abort_on(&stop)?;
     let terminal = match ratatui::try_init() {
         Ok(terminal) => terminal,
         Err(e) => {
