@@ -26,6 +26,8 @@ const PATIENCE: Duration = Duration::from_secs(30);
 struct Tui {
     session: expectrl::session::OsSession,
     screen: vt100::Parser,
+    /// Every byte pi wrote.
+    raw: Vec<u8>,
 }
 
 fn gate() -> PathBuf {
@@ -59,7 +61,7 @@ impl Tui {
         }
         let mut session = expectrl::session::Session::spawn(cmd).unwrap();
         session.get_process_mut().set_window_size(COLS, ROWS).unwrap();
-        Tui { session, screen: vt100::Parser::new(ROWS, COLS, 0) }
+        Tui { session, screen: vt100::Parser::new(ROWS, COLS, 0), raw: Vec::new() }
     }
 
     /// Feeds what pi wrote so far to the emulator.
@@ -68,7 +70,10 @@ impl Tui {
         loop {
             match self.session.try_read(&mut buf) {
                 Ok(0) => return,
-                Ok(n) => self.screen.process(&buf[..n]),
+                Ok(n) => {
+                    self.screen.process(&buf[..n]);
+                    self.raw.extend_from_slice(&buf[..n]);
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
                 Err(_) => return,
             }
@@ -178,6 +183,10 @@ fn a_prompt_with_tool_calls_renders_the_session_is_written_and_the_footer_adds_u
     ]);
     let mut tui = Tui::start(&dir, &script, &["show me"]);
     let screen = tui.shows("There are two lines.");
+    // Changed lines are written whole: the answer is in the byte stream itself, not only on
+    // the emulated screen (what `expect`-style tools read).
+    let raw = String::from_utf8_lossy(&tui.raw).into_owned();
+    assert!(raw.contains("There are two lines.") && raw.contains("› show me"), "{raw:?}");
     assert!(screen.contains("› show me"), "{screen}");
     assert!(screen.contains("∴ thinking (21 characters)"), "thinking is collapsed:\n{screen}");
     assert!(screen.contains("⚙ bash printf"), "{screen}");
@@ -409,7 +418,7 @@ fn the_footer_and_observe_show_export_health_live() {
     tui.enter("/observe");
     let screen = tui.shows("traces this session: 1");
     assert!(screen.contains("telemetry sinks: otlp") && screen.contains("dropped: 0"), "{screen}");
-    let line = screen.lines().find(|l| l.starts_with("last trace: ")).unwrap();
+    let line = screen.lines().find(|l| l.starts_with("last trace: ")).unwrap().trim_end();
     let trace = line["last trace: ".len()..].split_whitespace().next().unwrap();
     assert!(line.ends_with(&format!("http://traces.example/{trace}")), "{line}");
     // It is the trace the receiver gets for the prompt (its batch may still be on its way).

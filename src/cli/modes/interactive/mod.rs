@@ -12,6 +12,7 @@
 mod commands;
 mod editor;
 mod transcript;
+mod whole_lines;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -36,6 +37,7 @@ use crate::cli::sinks::HealthProbe;
 use crate::cli::{CliError, output, setup, signals};
 use editor::Editor;
 use transcript::{Item, Tone, Transcript};
+use whole_lines::WholeLines;
 
 /// What a finished job means to the screen.
 #[derive(Debug, Clone)]
@@ -71,9 +73,10 @@ pub async fn run(
     let mut harness = Harness::build(args, observe, wants, cfg).await?;
     let reloaded = harness.reloaded.take();
     let cfg = reloaded.as_ref().unwrap_or(cfg);
-    let terminal = match ratatui::try_init() {
+    let terminal = match terminal() {
         Ok(terminal) => terminal,
         Err(e) => {
+            ratatui::restore();
             harness.finish("interactive").await;
             return Err(CliError::Failure(format!("cannot use the terminal: {e}")));
         }
@@ -118,6 +121,21 @@ pub async fn run(
     })
 }
 
+/// The terminal in raw mode on the alternate screen (restored by `ratatui::restore`, also on a
+/// panic), drawn through [`WholeLines`]; a terminal that reports no size (a pseudo-terminal
+/// nobody sized) gets an 80×24 screen, as a terminal emulator would start.
+fn terminal() -> std::io::Result<Screen> {
+    let size = ratatui::try_init()?.size()?;
+    let fixed = ratatui::layout::Rect::new(0, 0, 80, 24);
+    let viewport =
+        if size.width > 0 && size.height > 0 { ratatui::Viewport::Fullscreen } else { ratatui::Viewport::Fixed(fixed) };
+    let backend = WholeLines::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()), fixed);
+    ratatui::Terminal::with_options(backend, ratatui::TerminalOptions { viewport })
+}
+
+/// The terminal the interactive mode draws on.
+type Screen = ratatui::Terminal<WholeLines<ratatui::backend::CrosstermBackend<std::io::Stdout>>>;
+
 /// The screen and what it knows.
 struct Ui<'a> {
     shared: Arc<Shared>,
@@ -142,7 +160,7 @@ type Replies = mpsc::UnboundedSender<(Done, Result<Value, String>)>;
 impl Ui<'_> {
     async fn run(
         mut self,
-        mut terminal: ratatui::DefaultTerminal,
+        mut terminal: Screen,
         mut events: mpsc::UnboundedReceiver<AgentEvent>,
         errors: std::sync::mpsc::Receiver<String>,
         stop: CancellationToken,
