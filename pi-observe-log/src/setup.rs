@@ -281,3 +281,43 @@ pub fn init_json_logging(config: &JsonLogConfig) -> Result<LogGuard, LogInitErro
         .map_err(|_| LogInitError::AlreadyInstalled)?;
     Ok(LogGuard { writer })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flat_json_lines_parse_back_to_the_fields_written() {
+        let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let sink = buffer.clone();
+        let make = move || Capture(sink.clone());
+        let subscriber = json_subscriber(make, EnvFilter::new("trace"));
+        let tricky = "quote \" backslash \\ newline \n tab \t bell \u{7} nul \u{0} é 漢";
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(target: "pi_observe", text = tricky, n = -3i64, big = u64::MAX, ratio = 2.0f64, nan = f64::NAN, ok = true);
+        });
+        let out = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
+        assert_eq!(out.lines().count(), 1, "{out}");
+        let line: serde_json::Value = serde_json::from_str(out.trim_end()).unwrap();
+        assert_eq!(line["text"], tricky);
+        assert_eq!((line["n"].as_i64(), line["big"].as_u64()), (Some(-3), Some(u64::MAX)));
+        assert_eq!(line["ratio"].as_f64(), Some(2.0));
+        assert!(line["nan"].is_null() && line["ok"] == true);
+        assert_eq!((line["level"].as_str(), line["target"].as_str()), (Some("INFO"), Some("pi_observe")));
+        assert!(line["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')));
+        // No raw control character reaches the line.
+        assert!(!out.trim_end().chars().any(char::is_control), "{out:?}");
+    }
+
+    struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl Write for Capture {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+}

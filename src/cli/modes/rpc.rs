@@ -17,7 +17,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::driver::{Driver, Job, Reply, Shared, model_json};
+use super::driver::{Driver, Job, Reply, Shared, State, model_json};
 use super::harness::{Harness, Wants};
 use crate::cli::args::{AgentArgs, ObserveArgs};
 use crate::cli::config::Config;
@@ -260,32 +260,37 @@ fn handle(line: &str, number: usize, front: &Front) {
         }
         "get_state" => now(Ok(state_json(shared))),
         "get_available_models" => now(Ok(json!({ "models": models }))),
-        "get_messages" => now(Ok(json!({ "messages": shared.state().messages }))),
+        "get_messages" => now(Ok(shared.with_state(|state| json!({ "messages": state.messages })))),
         "get_session_stats" => now(Ok(session_stats(shared))),
         "get_fork_messages" => {
-            let state = shared.state();
-            let messages: Vec<Value> =
-                state.user_entries.iter().map(|(id, text)| json!({"entryId": id, "text": text})).collect();
+            let messages: Vec<Value> = shared.with_state(|state| {
+                state.user_entries.iter().map(|(id, text)| json!({"entryId": id, "text": text})).collect()
+            });
             now(Ok(json!({ "messages": messages })));
         }
         "get_last_assistant_text" => {
-            let state = shared.state();
-            let text = state.messages.iter().rev().find_map(|m| match m {
-                Message::Assistant(a) => Some(a.text()),
-                _ => None,
+            let text = shared.with_state(|state| {
+                state.messages.iter().rev().find_map(|m| match m {
+                    Message::Assistant(a) => Some(a.text()),
+                    _ => None,
+                })
             });
             now(Ok(json!({ "text": text })));
         }
         "get_commands" => {
-            let state = shared.state();
             let commands = shared.extension_commands();
-            let extensions = commands.iter().map(|(name, description, path)| {
-                json!({"name": name, "description": description, "source": "extension", "path": path})
+            let mut listed: Vec<Value> = commands
+                .iter()
+                .map(|(name, description, path)| {
+                    json!({"name": name, "description": description, "source": "extension", "path": path})
+                })
+                .collect();
+            shared.with_state(|state| {
+                listed.extend(state.resources.iter().map(|(name, description, source, path)| {
+                    json!({"name": name, "description": description, "source": source, "path": path})
+                }))
             });
-            let resources = state.resources.iter().map(|(name, description, source, path)| {
-                json!({"name": name, "description": description, "source": source, "path": path})
-            });
-            now(Ok(json!({ "commands": extensions.chain(resources).collect::<Vec<_>>() })));
+            now(Ok(json!({ "commands": listed })));
         }
         // Answers to extension UI requests: this pi sends none (extensions run without a UI here).
         "extension_ui_response" => {}
@@ -326,7 +331,11 @@ fn queue_update(shared: &Shared, out: &Out) {
 }
 
 fn state_json(shared: &Shared) -> Value {
-    let state = shared.state();
+    let pending = shared.queue.pending().len();
+    shared.with_state(|state| state_data(shared, state, pending))
+}
+
+fn state_data(shared: &Shared, state: &State, pending: usize) -> Value {
     let mut data = json!({
         "model": model_json(&state.model),
         "thinkingLevel": state.thinking_level,
@@ -338,16 +347,19 @@ fn state_json(shared: &Shared) -> Value {
         "sessionId": state.session_id,
         "autoCompactionEnabled": state.auto_compaction,
         "messageCount": state.messages.len(),
-        "pendingMessageCount": shared.queue.pending().len(),
+        "pendingMessageCount": pending,
     });
-    if let Some(name) = state.session_name {
-        data["sessionName"] = name.into();
+    if let Some(name) = &state.session_name {
+        data["sessionName"] = name.as_str().into();
     }
     data
 }
 
 fn session_stats(shared: &Shared) -> Value {
-    let state = shared.state();
+    shared.with_state(stats_data)
+}
+
+fn stats_data(state: &State) -> Value {
     let count = |role: &str| state.messages.iter().filter(|m| m.role() == role).count();
     let tool_calls: usize = state
         .messages

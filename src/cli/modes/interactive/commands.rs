@@ -69,9 +69,9 @@ impl Ui<'_> {
     }
 
     fn session(&mut self) {
-        let state = self.shared.state();
-        let usage = state.usage;
-        let text = format!(
+        let text = self.shared.with_state(|state| {
+            let usage = state.usage;
+            format!(
             "session file: {}\nsession id: {}\nmessages: {}\ntokens: in {} out {} cache read {} cache write {} (total {})\ncost: ${:.6}",
             state.session_file.as_deref().unwrap_or("none (--no-session)"),
             state.session_id.as_deref().unwrap_or("none"),
@@ -82,7 +82,8 @@ impl Ui<'_> {
             usage.cache_write,
             usage.total_tokens,
             usage.cost.total,
-        );
+            )
+        });
         self.transcript.notice(Tone::Info, text);
     }
 
@@ -140,7 +141,7 @@ impl Ui<'_> {
     fn project_sessions(&self) -> Vec<std::path::PathBuf> {
         let probe = crate::cli::setup::new_session_path(&self.cwd, self.cfg);
         let Some(dir) = probe.parent() else { return Vec::new() };
-        let current = self.shared.state().session_file;
+        let current = self.shared.with_state(|state| state.session_file.clone());
         let mut files: Vec<(std::time::SystemTime, std::path::PathBuf)> = std::fs::read_dir(dir)
             .into_iter()
             .flatten()
@@ -155,7 +156,7 @@ impl Ui<'_> {
     }
 
     fn fork(&mut self, rest: &str, replies: &Replies) {
-        let points = self.shared.state().user_entries;
+        let points = self.shared.with_state(|state| state.user_entries.clone());
         if rest.is_empty() {
             if points.is_empty() {
                 self.transcript.notice(Tone::Info, "nothing to fork: no message of yours in this session yet");
@@ -182,7 +183,7 @@ impl Ui<'_> {
     }
 
     fn model(&mut self, rest: &str, replies: &Replies) {
-        let current = self.shared.state().model;
+        let current = self.shared.with_state(|state| state.model.clone());
         if rest.is_empty() {
             let listing: Vec<String> = self
                 .registry

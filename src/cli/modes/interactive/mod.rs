@@ -29,7 +29,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::driver::{Driver, Job, Reply, Shared};
+use super::driver::{Driver, Job, Reply, Shared, State};
 use super::harness::{Harness, Wants};
 use crate::cli::args::{AgentArgs, ObserveArgs};
 use crate::cli::config::Config;
@@ -173,7 +173,7 @@ impl Ui<'_> {
             move || read_input(&keys_tx, &reading)
         });
         let (replies_tx, mut replies) = mpsc::unbounded_channel();
-        if !self.shared.state().messages.is_empty() {
+        if self.shared.with_state(|state| !state.messages.is_empty()) {
             self.show_conversation("resumed ");
         }
         if let Some(prompt) = first_prompt {
@@ -438,10 +438,12 @@ impl Ui<'_> {
 
     /// Shows the session's conversation (after a resume, a switch or a fork), then what happened.
     fn show_conversation(&mut self, what: &str) {
-        let state = self.shared.state();
-        self.transcript = Transcript::of_messages(&state.messages);
-        let file = state.session_file.as_deref().unwrap_or("no session file");
-        self.transcript.notice(Tone::Info, format!("{what}{file} ({} messages)", state.messages.len()));
+        let (transcript, said) = self.shared.with_state(|state| {
+            let file = state.session_file.as_deref().unwrap_or("no session file");
+            (Transcript::of_messages(&state.messages), format!("{what}{file} ({} messages)", state.messages.len()))
+        });
+        self.transcript = transcript;
+        self.transcript.notice(Tone::Info, said);
     }
 
     /// Draws the transcript, the status and queue lines, the editor and the footer.
@@ -496,24 +498,10 @@ impl Ui<'_> {
 
     /// Model, tokens, cost, context; telemetry health.
     fn footer(&self) -> Vec<Line<'static>> {
-        let state = self.shared.state();
-        let usage = state.usage;
-        let model = &state.model;
-        let thinking =
-            if state.thinking_level == "off" { String::new() } else { format!(" [{}]", state.thinking_level) };
-        let context = if model.context_window > 0 {
-            format!(
-                "ctx {:.0}% of {}",
-                100.0 * state.context_tokens as f64 / model.context_window as f64,
-                model.context_window
-            )
-        } else {
-            format!("ctx {}", state.context_tokens)
-        };
-        let first = format!(
-            "{}/{}{thinking} · tokens in {} out {} cache {}/{} · ${:.6} · {context}",
-            model.provider, model.id, usage.input, usage.output, usage.cache_read, usage.cache_write, usage.cost.total
-        );
+        let (first, file) = self.shared.with_state(|state| {
+            let file = state.session_file.as_deref().and_then(|f| std::path::Path::new(f).file_name());
+            (footer_model_line(state), file.map(|f| f.to_string_lossy().into_owned()))
+        });
         let health = self.probe.health();
         let sinks = if health.sinks.is_empty() { "off".to_owned() } else { health.sinks.join(",") };
         let traces = self.traces.lock().map(|t| t.len()).unwrap_or(0);
@@ -521,13 +509,33 @@ impl Ui<'_> {
             "telemetry {sinks} · {traces} traces · exported {} · dropped {} · spooled {}",
             health.exported, health.dropped, health.spooled
         );
-        if let Some(file) = state.session_file.as_deref().and_then(|f| std::path::Path::new(f).file_name()) {
-            second.push_str(&format!(" · {}", file.to_string_lossy()));
+        if let Some(file) = file {
+            second.push_str(&format!(" · {file}"));
         }
         let style = Style::default().fg(Color::DarkGray);
         let warn = if health.dropped > 0 { style.fg(Color::Yellow) } else { style };
         vec![Line::styled(first, style.add_modifier(Modifier::BOLD)), Line::styled(second, warn)]
     }
+}
+
+/// The footer's first line: model, the session's tokens and cost, the context used.
+fn footer_model_line(state: &State) -> String {
+    let usage = state.usage;
+    let model = &state.model;
+    let thinking = if state.thinking_level == "off" { String::new() } else { format!(" [{}]", state.thinking_level) };
+    let context = if model.context_window > 0 {
+        format!(
+            "ctx {:.0}% of {}",
+            100.0 * state.context_tokens as f64 / model.context_window as f64,
+            model.context_window
+        )
+    } else {
+        format!("ctx {}", state.context_tokens)
+    };
+    format!(
+        "{}/{}{thinking} · tokens in {} out {} cache {}/{} · ${:.6} · {context}",
+        model.provider, model.id, usage.input, usage.output, usage.cache_read, usage.cache_write, usage.cost.total
+    )
 }
 
 /// Reads terminal events on their own thread (crossterm's reader blocks) until told to stop.
