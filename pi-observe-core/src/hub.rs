@@ -421,9 +421,23 @@ impl Observability {
     }
 
     /// Shuts every subscriber down within one overall deadline (subscriptions stay registered;
-    /// drop them to stop delivery).
+    /// drop them to stop delivery). Subscribers that finish on threads of their own start first
+    /// ([`Subscriber::begin_shutdown`]) and are then waited for in turn; the others are shut
+    /// down side by side as in [`Observability::flush`].
     pub fn shutdown(&self, timeout: Duration) -> Result<(), SubscriberError> {
-        self.for_each_until(timeout, |sub, left| sub.shutdown(left))
+        let deadline = Instant::now() + timeout;
+        let stats = &self.inner.stats;
+        let snapshot = self.snapshot();
+        let (begun, rest): (Vec<&Entry>, Vec<&Entry>) = snapshot.iter().partition(|entry| {
+            catch_unwind(AssertUnwindSafe(|| entry.subscriber.begin_shutdown(timeout))).unwrap_or_else(|_| {
+                stats.subscriber_panics.fetch_add(1, Relaxed);
+                false
+            })
+        });
+        let call = |sub: &dyn Subscriber, left: Duration| sub.shutdown(left);
+        let mut results = self.each_until(deadline, &rest, call);
+        results.extend(begun.iter().map(|entry| self.call_one(deadline, entry, &call)));
+        results.into_iter().find_map(Result::err).map_or(Ok(()), Err)
     }
 
     /// Calls `call` on every subscriber with the time left until `timeout`. Several
@@ -434,24 +448,22 @@ impl Observability {
         timeout: Duration,
         call: impl Fn(&dyn Subscriber, Duration) -> Result<(), SubscriberError> + Sync,
     ) -> Result<(), SubscriberError> {
-        let deadline = Instant::now() + timeout;
-        let stats = &self.inner.stats;
-        let one = |entry: &Entry| {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let result =
-                catch_unwind(AssertUnwindSafe(|| call(entry.subscriber.as_ref(), left))).unwrap_or_else(|_| {
-                    stats.subscriber_panics.fetch_add(1, Relaxed);
-                    Err(SubscriberError::Panicked)
-                });
-            if let Err(error) = &result
-                && *error != SubscriberError::Panicked
-            {
-                stats.subscriber_errors.fetch_add(1, Relaxed);
-            }
-            result
-        };
         let snapshot = self.snapshot();
-        let results: Vec<Result<(), SubscriberError>> = match &snapshot[..] {
+        let entries: Vec<&Entry> = snapshot.iter().collect();
+        let results = self.each_until(Instant::now() + timeout, &entries, call);
+        results.into_iter().find_map(Result::err).map_or(Ok(()), Err)
+    }
+
+    /// [`Observability::for_each_until`] on `entries`: one of them on this thread, several side
+    /// by side.
+    fn each_until(
+        &self,
+        deadline: Instant,
+        entries: &[&Entry],
+        call: impl Fn(&dyn Subscriber, Duration) -> Result<(), SubscriberError> + Sync,
+    ) -> Vec<Result<(), SubscriberError>> {
+        let one = |entry: &Entry| self.call_one(deadline, entry, &call);
+        match entries {
             [] => Vec::new(),
             [only] => vec![one(only)],
             many => std::thread::scope(|scope| {
@@ -471,8 +483,29 @@ impl Observability {
                     })
                     .collect()
             }),
-        };
-        results.into_iter().find_map(Result::err).map_or(Ok(()), Err)
+        }
+    }
+
+    /// `call` on one subscriber with the time left until `deadline`; a panic or failure is
+    /// counted.
+    fn call_one(
+        &self,
+        deadline: Instant,
+        entry: &Entry,
+        call: &(impl Fn(&dyn Subscriber, Duration) -> Result<(), SubscriberError> + Sync),
+    ) -> Result<(), SubscriberError> {
+        let stats = &self.inner.stats;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let result = catch_unwind(AssertUnwindSafe(|| call(entry.subscriber.as_ref(), left))).unwrap_or_else(|_| {
+            stats.subscriber_panics.fetch_add(1, Relaxed);
+            Err(SubscriberError::Panicked)
+        });
+        if let Err(error) = &result
+            && *error != SubscriberError::Panicked
+        {
+            stats.subscriber_errors.fetch_add(1, Relaxed);
+        }
+        result
     }
 }
 

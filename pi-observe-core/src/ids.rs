@@ -56,6 +56,11 @@ macro_rules! id_type {
                 }
             }
 
+            /// The lowercase hex text, on the stack (what `Display` writes).
+            pub fn hex(&self) -> IdHex<{ $len * 2 }> {
+                IdHex::encode(&self.0)
+            }
+
             /// Parses exactly
             #[doc = concat!(stringify!($len), " bytes of lowercase or uppercase hex.")]
             pub fn from_hex(hex: &str) -> Result<Self, InvalidId> {
@@ -67,10 +72,7 @@ macro_rules! id_type {
 
         impl fmt::Display for $ty {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                for byte in self.0 {
-                    write!(f, "{byte:02x}")?;
-                }
-                Ok(())
+                f.write_str(&self.hex())
             }
         }
 
@@ -89,7 +91,7 @@ macro_rules! id_type {
 
         impl serde::Serialize for $ty {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_str(self)
+                s.serialize_str(&self.hex())
             }
         }
 
@@ -100,6 +102,42 @@ macro_rules! id_type {
             }
         }
     };
+}
+
+/// An id's lowercase hex text held on the stack ([`TraceId::hex`], [`SpanId::hex`]): writing an
+/// id costs no allocation and no formatting machinery. Derefs to `str`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct IdHex<const N: usize>([u8; N]);
+
+impl<const N: usize> IdHex<N> {
+    fn encode(bytes: &[u8]) -> Self {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [b'0'; N];
+        for (pair, byte) in out.chunks_exact_mut(2).zip(bytes) {
+            pair[0] = DIGITS[usize::from(byte >> 4)];
+            pair[1] = DIGITS[usize::from(byte & 0xf)];
+        }
+        IdHex(out)
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        // Only ASCII hex digits are ever stored.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+impl<const N: usize> std::ops::Deref for IdHex<N> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl<const N: usize> fmt::Debug for IdHex<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
 }
 
 id_type!(TraceId, 16, "trace id");
@@ -167,6 +205,20 @@ mod tests {
         let span = SpanId::random();
         assert_eq!(span.to_string().len(), 16);
         assert_eq!(span.to_string().parse::<SpanId>().unwrap(), span);
+    }
+
+    #[test]
+    fn known_bytes_give_the_w3c_text_in_display_hex_and_json() {
+        let trace = TraceId::from_bytes([
+            0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36,
+        ])
+        .unwrap();
+        let span = SpanId::from_bytes([0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7]).unwrap();
+        assert_eq!(&*trace.hex(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(trace.to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(span.hex().as_str(), "00f067aa0ba902b7");
+        assert_eq!(serde_json::to_string(&span).unwrap(), "\"00f067aa0ba902b7\"");
+        assert_eq!(format!("{span:?}"), "SpanId(00f067aa0ba902b7)");
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub use context::{
 };
 pub use event::{ErrorInfo, EventKind, ObsEvent, Timestamp, value_from_json, value_to_json};
 pub use hub::{HubSlot, Observability, Scope, Subscription, WeakObservability};
-pub use ids::{InvalidId, SpanId, TraceId};
+pub use ids::{IdHex, InvalidId, SpanId, TraceId};
 pub use operation::{
     Operation, Outcome, Span, Status, record, record_event, trace_operation, trace_operation_sync, trace_operation_with,
 };

@@ -38,6 +38,18 @@ pub trait Subscriber: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Starts shutting down without waiting and says whether it did. A subscriber whose
+    /// shutdown work runs on threads of its own (an exporter's worker, a file writer) starts that
+    /// work here, with `timeout` as its deadline, and returns `true`; its
+    /// [`Subscriber::shutdown`] then only waits for it. The hub calls this on every subscriber
+    /// before any `shutdown`, so such subscribers finish side by side with no thread of the
+    /// hub's. The default starts nothing and returns `false`: the hub then runs `shutdown` on a
+    /// thread of its own when several such subscribers must finish.
+    fn begin_shutdown(&self, timeout: Duration) -> bool {
+        let _ = timeout;
+        false
+    }
+
     /// Flushes and releases resources, within `timeout`. Events after shutdown may be ignored.
     fn shutdown(&self, timeout: Duration) -> Result<(), SubscriberError> {
         self.flush(timeout)

@@ -268,3 +268,53 @@ fn costly_content_is_built_only_when_a_subscriber_captures_its_kind() {
     assert_eq!(built, 1);
     assert!(fields.contains(&"conversation".to_owned()));
 }
+
+/// Logs each shutdown step with the thread it ran on.
+struct Finisher {
+    name: &'static str,
+    own_threads: bool,
+    log: Arc<std::sync::Mutex<Vec<(String, std::thread::ThreadId)>>>,
+}
+
+impl pi_observe_core::Subscriber for Finisher {
+    fn on_event(&self, _: &ObsEvent) {}
+    fn begin_shutdown(&self, _: std::time::Duration) -> bool {
+        self.log.lock().unwrap().push((format!("begin {}", self.name), std::thread::current().id()));
+        self.own_threads
+    }
+    fn shutdown(&self, _: std::time::Duration) -> Result<(), pi_observe_core::SubscriberError> {
+        self.log.lock().unwrap().push((format!("shutdown {}", self.name), std::thread::current().id()));
+        Ok(())
+    }
+}
+
+#[test]
+fn shutdown_begins_every_subscriber_before_waiting_and_waits_on_the_callers_thread() {
+    let hub = Observability::new();
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let finisher = |name, own_threads| Finisher { name, own_threads, log: log.clone() };
+    let _a = hub.subscribe(finisher("exporter", true));
+    let _b = hub.subscribe(finisher("writer", true));
+    hub.shutdown(std::time::Duration::from_secs(1)).unwrap();
+    let here = std::thread::current().id();
+    let steps: Vec<String> = log.lock().unwrap().iter().map(|(step, _)| step.clone()).collect();
+    assert_eq!(steps, ["begin exporter", "begin writer", "shutdown exporter", "shutdown writer"]);
+    assert!(log.lock().unwrap().iter().all(|(_, thread)| *thread == here), "no thread of the hub's when all began");
+
+    // Subscribers that did not begin are still shut down — side by side, on threads of the hub's.
+    let hub = Observability::new();
+    log.lock().unwrap().clear();
+    let _a = hub.subscribe(finisher("exporter", true));
+    let _b = hub.subscribe(finisher("plain one", false));
+    let _c = hub.subscribe(finisher("plain two", false));
+    hub.shutdown(std::time::Duration::from_secs(1)).unwrap();
+    let log = log.lock().unwrap();
+    let begins = log.iter().take_while(|(step, _)| step.starts_with("begin")).count();
+    assert_eq!(begins, 3, "{log:?}");
+    let shut: Vec<&(String, std::thread::ThreadId)> =
+        log.iter().filter(|(step, _)| step.starts_with("shutdown")).collect();
+    assert_eq!(shut.len(), 3, "{log:?}");
+    for (step, thread) in shut {
+        assert_eq!(*thread == here, step == "shutdown exporter", "{step} ran on the wrong thread");
+    }
+}

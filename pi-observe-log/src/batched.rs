@@ -23,6 +23,8 @@ struct State {
     requested: u64,
     served: u64,
     closed: bool,
+    /// The flush request closing made, once closing began.
+    close_ticket: Option<u64>,
 }
 
 struct Shared {
@@ -144,16 +146,43 @@ impl BatchedWriter {
         true
     }
 
-    /// Writes what is buffered (within `timeout`) and stops the writer thread; later lines are
-    /// dropped.
-    pub fn close(&self, timeout: Duration) -> bool {
-        let flushed = self.flush(timeout);
-        self.shared.lock().closed = true;
+    /// Starts closing without waiting: the writer thread writes what is buffered and stops;
+    /// later lines are dropped. [`BatchedWriter::close`] waits for it.
+    pub fn begin_close(&self) {
+        self.close_ticket();
+    }
+
+    /// The flush request that closing made (made now if closing had not begun).
+    fn close_ticket(&self) -> u64 {
+        let mut state = self.shared.lock();
+        if let Some(ticket) = state.close_ticket {
+            return ticket;
+        }
+        state.requested += 1;
+        state.closed = true;
+        state.close_ticket = Some(state.requested);
         self.shared.wake.notify_one();
-        if flushed && let Some(worker) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        state.requested
+    }
+
+    /// Writes what is buffered (within `timeout`) and stops the writer thread; later lines are
+    /// dropped. `false` on timeout.
+    pub fn close(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let ticket = self.close_ticket();
+        let mut state = self.shared.lock();
+        while state.served < ticket {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            state = self.shared.done.wait_timeout(state, left).map(|(s, _)| s).unwrap_or_else(|e| e.into_inner().0);
+        }
+        drop(state);
+        if let Some(worker) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = worker.join();
         }
-        flushed
+        true
     }
 
     /// Lines written, dropped and failed so far.

@@ -1,11 +1,12 @@
 //! Contract events as `tracing` events with flat fields.
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, OnceLock};
 
 use pi_observe_core::{EventKind, ObsEvent, Subscriber, Value};
 use tracing_core::callsite::{Callsite, Identifier};
-use tracing_core::field::{FieldSet, Value as TracingValue};
+use tracing_core::field::{Field, FieldSet, Value as TracingValue};
 use tracing_core::metadata::Kind;
 use tracing_core::subscriber::Interest;
 use tracing_core::{Event, Level, Metadata};
@@ -76,65 +77,90 @@ impl TracingSubscriber {
     }
 }
 
-/// A field value owned for the duration of one dispatch.
-enum Owned {
-    Str(String),
+/// A field value for one dispatch, borrowed from the record where it can be.
+enum FieldValue<'a> {
+    Str(&'a str),
+    Text(String),
     I64(i64),
     F64(f64),
     Bool(bool),
 }
 
-impl Owned {
-    fn from_value(value: &Value) -> Owned {
+impl<'a> FieldValue<'a> {
+    fn from_value(value: &'a Value) -> FieldValue<'a> {
         match value {
-            Value::Str(s) => Owned::Str(s.to_string()),
-            Value::I64(v) => Owned::I64(*v),
-            Value::F64(v) => Owned::F64(*v),
-            Value::Bool(v) => Owned::Bool(*v),
-            other => Owned::Str(pi_observe_core::value_to_json(other).to_string()),
+            Value::Str(s) => FieldValue::Str(s),
+            Value::I64(v) => FieldValue::I64(*v),
+            Value::F64(v) => FieldValue::F64(*v),
+            Value::Bool(v) => FieldValue::Bool(*v),
+            other => FieldValue::Text(pi_observe_core::value_to_json(other).to_string()),
         }
     }
 
     fn as_value(&self) -> &dyn TracingValue {
         match self {
-            Owned::Str(s) => s,
-            Owned::I64(v) => v,
-            Owned::F64(v) => v,
-            Owned::Bool(v) => v,
+            FieldValue::Str(s) => s,
+            FieldValue::Text(s) => s,
+            FieldValue::I64(v) => v,
+            FieldValue::F64(v) => v,
+            FieldValue::Bool(v) => v,
         }
+    }
+}
+
+/// A field name as `prefix` + `key` (`payload.` + a payload key), so names need no allocation.
+#[derive(Clone, Copy)]
+struct Name<'a> {
+    prefix: &'static str,
+    key: &'a str,
+}
+
+impl Name<'_> {
+    fn fixed(name: &'static str) -> Name<'static> {
+        Name { prefix: "", key: name }
+    }
+
+    fn is(&self, whole: &str) -> bool {
+        whole.len() == self.prefix.len() + self.key.len() && whole.starts_with(self.prefix) && whole.ends_with(self.key)
     }
 }
 
 impl Subscriber for TracingSubscriber {
     fn on_event(&self, event: &ObsEvent) {
         let level = self.level(event.kind);
-        let mut fields: Vec<(String, Owned)> = vec![
-            ("event.name".into(), Owned::Str(event.name.to_string())),
-            ("event.kind".into(), Owned::Str(event.kind.as_str().into())),
-            ("trace_id".into(), Owned::Str(event.trace_id.to_string())),
-            ("time_unix_nano".into(), Owned::Str(event.timestamp.unix_nanos().to_string())),
-        ];
-        if let Some(span) = event.span_id {
-            fields.push(("span_id".into(), Owned::Str(span.to_string())));
+        let trace = event.trace_id.hex();
+        let span = event.span_id.map(|id| id.hex());
+        let parent = event.parent_span_id.map(|id| id.hex());
+        let mut nanos = itoa::Buffer::new();
+        let mut duration_ns = itoa::Buffer::new();
+        let mut fields: Vec<(Name<'_>, FieldValue<'_>)> = Vec::with_capacity(MAX_FIELDS);
+        fields.extend([
+            (Name::fixed("event.name"), FieldValue::Str(&event.name)),
+            (Name::fixed("event.kind"), FieldValue::Str(event.kind.as_str())),
+            (Name::fixed("trace_id"), FieldValue::Str(&trace)),
+            (Name::fixed("time_unix_nano"), FieldValue::Str(nanos.format(event.timestamp.unix_nanos()))),
+        ]);
+        if let Some(span) = &span {
+            fields.push((Name::fixed("span_id"), FieldValue::Str(span)));
         }
-        if let Some(parent) = event.parent_span_id {
-            fields.push(("parent_span_id".into(), Owned::Str(parent.to_string())));
+        if let Some(parent) = &parent {
+            fields.push((Name::fixed("parent_span_id"), FieldValue::Str(parent)));
         }
         if let Some(duration) = event.duration {
-            fields.push(("duration_ms".into(), Owned::F64(duration.as_secs_f64() * 1000.0)));
-            fields.push(("duration_ns".into(), Owned::Str(duration.as_nanos().to_string())));
+            fields.push((Name::fixed("duration_ms"), FieldValue::F64(duration.as_secs_f64() * 1000.0)));
+            fields.push((Name::fixed("duration_ns"), FieldValue::Str(duration_ns.format(duration.as_nanos()))));
         }
         if let Some(error) = &event.error {
-            fields.push(("error.name".into(), Owned::Str(error.name.clone())));
+            fields.push((Name::fixed("error.name"), FieldValue::Str(&error.name)));
             if let Some(message) = event.exportable_error_message() {
-                fields.push(("error.message".into(), Owned::Str(message.to_owned())));
+                fields.push((Name::fixed("error.message"), FieldValue::Str(message)));
             }
         }
         for (key, value) in event.context.iter() {
-            fields.push((format!("ctx.{key}"), Owned::Str(value.to_owned())));
+            fields.push((Name { prefix: "ctx.", key }, FieldValue::Str(value)));
         }
         for field in event.exportable_fields() {
-            fields.push((format!("payload.{}", field.key), Owned::from_value(&field.value)));
+            fields.push((Name { prefix: "payload.", key: &field.key }, FieldValue::from_value(&field.value)));
         }
         fields.truncate(MAX_FIELDS);
         dispatch(level, &fields);
@@ -144,6 +170,8 @@ impl Subscriber for TracingSubscriber {
 /// One dynamically built callsite per (level, field names).
 struct DynamicCallsite {
     metadata: OnceLock<Metadata<'static>>,
+    /// The metadata's fields, in order (built once, borrowed by every dispatch).
+    keys: OnceLock<Vec<Field>>,
 }
 
 impl Callsite for DynamicCallsite {
@@ -179,21 +207,48 @@ impl Callsite for Fallback {
     }
 }
 
-type Layouts = HashMap<(Level, Vec<String>), &'static DynamicCallsite>;
+/// A layout already built: its level, whole field names and callsite.
+struct Layout {
+    level: Level,
+    names: Vec<String>,
+    site: &'static DynamicCallsite,
+}
 
-fn callsite(level: Level, names: Vec<String>) -> Option<&'static DynamicCallsite> {
-    static LAYOUTS: OnceLock<Mutex<Layouts>> = OnceLock::new();
-    let mut layouts = LAYOUTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-    let key = (level, names);
-    if let Some(site) = layouts.get(&key) {
-        return Some(site);
+/// Layouts by a hash of (level, names); a lookup borrows the names and allocates nothing.
+type Layouts = HashMap<u64, Vec<Layout>>;
+
+fn layout_hash(level: Level, names: &[Name<'_>]) -> u64 {
+    let mut hasher = rustc_hash::FxHasher::default();
+    level.hash(&mut hasher);
+    for name in names {
+        hasher.write(name.prefix.as_bytes());
+        hasher.write(name.key.as_bytes());
+        hasher.write_u8(0xff);
     }
-    if layouts.len() >= MAX_CALLSITES {
+    hasher.finish()
+}
+
+fn callsite(level: Level, names: &[Name<'_>]) -> Option<&'static DynamicCallsite> {
+    static LAYOUTS: OnceLock<Mutex<(Layouts, usize)>> = OnceLock::new();
+    let hash = layout_hash(level, names);
+    let mut guard = LAYOUTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    let (layouts, count) = &mut *guard;
+    let same = |layout: &&Layout| {
+        layout.level == level
+            && layout.names.len() == names.len()
+            && layout.names.iter().zip(names).all(|(whole, name)| name.is(whole))
+    };
+    if let Some(layout) = layouts.get(&hash).and_then(|bucket| bucket.iter().find(same)) {
+        return Some(layout.site);
+    }
+    if *count >= MAX_CALLSITES {
         return None;
     }
-    let site: &'static DynamicCallsite = Box::leak(Box::new(DynamicCallsite { metadata: OnceLock::new() }));
+    let site: &'static DynamicCallsite =
+        Box::leak(Box::new(DynamicCallsite { metadata: OnceLock::new(), keys: OnceLock::new() }));
+    let whole: Vec<String> = names.iter().map(|n| format!("{}{}", n.prefix, n.key)).collect();
     let field_names: &'static [&'static str] = Box::leak(
-        key.1.iter().map(|n| &*Box::leak(n.clone().into_boxed_str())).collect::<Vec<&'static str>>().into_boxed_slice(),
+        whole.iter().map(|n| &*Box::leak(n.clone().into_boxed_str())).collect::<Vec<&'static str>>().into_boxed_slice(),
     );
     let metadata = Metadata::new(
         "pi_observe event",
@@ -206,20 +261,25 @@ fn callsite(level: Level, names: Vec<String>) -> Option<&'static DynamicCallsite
         Kind::EVENT,
     );
     let _ = site.metadata.set(metadata);
+    let _ = site.keys.set(site.metadata().fields().iter().collect());
     tracing_core::callsite::register(site);
-    layouts.insert(key, site);
+    layouts.entry(hash).or_default().push(Layout { level, names: whole, site });
+    *count += 1;
     Some(site)
 }
 
 /// The fixed fields every event has (used when the layout table is full).
 const FIXED: usize = 4;
 
-fn dispatch(level: Level, fields: &[(String, Owned)]) {
-    let names: Vec<String> = fields.iter().map(|(n, _)| n.clone()).collect();
-    let (site, fields) = match callsite(level, names) {
+fn dispatch(level: Level, fields: &[(Name<'_>, FieldValue<'_>)]) {
+    let mut names = [Name::fixed(""); MAX_FIELDS];
+    for (slot, (name, _)) in names.iter_mut().zip(fields) {
+        *slot = *name;
+    }
+    let (site, fields) = match callsite(level, &names[..fields.len()]) {
         Some(site) => (site, fields),
-        None => match callsite(level, fields[..FIXED].iter().map(|(n, _)| n.clone()).collect()) {
-            Some(site) => (site, &fields[..FIXED]),
+        None => match callsite(level, &names[..FIXED.min(fields.len())]) {
+            Some(site) => (site, &fields[..FIXED.min(fields.len())]),
             None => return,
         },
     };
@@ -227,16 +287,25 @@ fn dispatch(level: Level, fields: &[(String, Owned)]) {
     if !tracing_core::dispatcher::get_default(|d| d.enabled(metadata)) {
         return;
     }
-    let field_set = metadata.fields();
-    let keys: Vec<tracing_core::field::Field> = field_set.iter().collect();
+    let Some(keys) = site.keys.get() else { return };
+    // `ValueSet` takes a fixed-size array: the smallest size that holds the fields is used.
+    match fields.len() {
+        0..=16 => dispatch_sized::<16>(metadata, keys, fields),
+        17..=32 => dispatch_sized::<32>(metadata, keys, fields),
+        _ => dispatch_sized::<MAX_FIELDS>(metadata, keys, fields),
+    }
+}
+
+fn dispatch_sized<const N: usize>(
+    metadata: &'static Metadata<'static>,
+    keys: &[Field],
+    fields: &[(Name<'_>, FieldValue<'_>)],
+) {
     let Some(first) = keys.first() else { return };
-    // `ValueSet` takes a fixed-size array: unused slots repeat the first field with no value,
-    // which visitors skip.
-    let mut values: [(&tracing_core::field::Field, Option<&dyn TracingValue>); MAX_FIELDS] =
-        [(first, None); MAX_FIELDS];
+    // Unused slots repeat the first field with no value, which visitors skip.
+    let mut values: [(&Field, Option<&dyn TracingValue>); N] = [(first, None); N];
     for (slot, (key, (_, value))) in values.iter_mut().zip(keys.iter().zip(fields)) {
         *slot = (key, Some(value.as_value()));
     }
-    let value_set = field_set.value_set(&values);
-    Event::dispatch(metadata, &value_set);
+    Event::dispatch(metadata, &metadata.fields().value_set(&values));
 }

@@ -1,5 +1,6 @@
 //! The raw contract-event JSONL file sink.
 
+use std::cell::RefCell;
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,6 +10,10 @@ use std::time::Duration;
 use pi_observe_core::{DropReason, HubSlot, ObsEvent, Observability, Subscriber, SubscriberError};
 
 use crate::batched::{BatchedWriter, Pushed};
+
+/// Largest line buffer a thread keeps between records (a captured transcript can make one line
+/// large; that memory is not kept).
+const KEPT_LINE_CAPACITY: usize = 64 * 1024;
 
 /// Appends every event it receives to a file as one JSON line. `on_event` serializes and
 /// appends to a bounded in-memory buffer that a background thread writes out in batches
@@ -77,7 +82,24 @@ impl Subscriber for JsonlFileSink {
     }
 
     fn on_event(&self, event: &ObsEvent) {
-        match self.writer.push_line(event.to_json().as_bytes()) {
+        thread_local! {
+            /// The line being built, reused: one record costs no allocation of its own.
+            static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+        }
+        let pushed = LINE.with(|line| match line.try_borrow_mut() {
+            Ok(mut line) => {
+                line.clear();
+                // Serializing plain data into a Vec cannot fail.
+                let _ = serde_json::to_writer(&mut *line, event);
+                let pushed = self.writer.push_line(&line);
+                if line.capacity() > KEPT_LINE_CAPACITY {
+                    *line = Vec::new();
+                }
+                pushed
+            }
+            Err(_) => self.writer.push_line(event.to_json().as_bytes()),
+        });
+        match pushed {
             Pushed::Taken => {}
             Pushed::Full => self.hub.record_dropped(DropReason::QueueFull, 1),
             Pushed::Closed => self.hub.record_dropped(DropReason::Shutdown, 1),
@@ -88,6 +110,11 @@ impl Subscriber for JsonlFileSink {
         let flushed = self.writer.flush(timeout);
         self.report_failed();
         if flushed { Ok(()) } else { Err(SubscriberError::Timeout) }
+    }
+
+    fn begin_shutdown(&self, _timeout: Duration) -> bool {
+        self.writer.begin_close();
+        true
     }
 
     fn shutdown(&self, timeout: Duration) -> Result<(), SubscriberError> {

@@ -11,7 +11,6 @@ use std::fmt;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::Writer;
-use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter};
 use tracing_subscriber::registry::LookupSpan;
 
@@ -171,7 +170,7 @@ where
         event: &tracing::Event<'_>,
     ) -> fmt::Result {
         writer.write_str("{\"timestamp\":\"")?;
-        SystemTime.format_time(&mut writer)?;
+        write_now(&mut writer)?;
         writer.write_str("\",\"level\":\"")?;
         writer.write_str(event.metadata().level().as_str())?;
         writer.write_char('"')?;
@@ -182,6 +181,45 @@ where
         json_string(&mut writer, event.metadata().target())?;
         writer.write_str("}\n")
     }
+}
+
+/// Writes the current time as RFC 3339 in UTC with microseconds (`2026-12-03T17:26:15.281191Z`,
+/// as `tracing-subscriber`'s `SystemTime` timer does). The date and time of day are worked out
+/// once per second per thread; each line then only writes its microseconds.
+fn write_now(w: &mut Writer<'_>) -> fmt::Result {
+    thread_local! {
+        /// The second last formatted and its `YYYY-MM-DDTHH:MM:SS` text.
+        static SECOND: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((u64::MAX, String::new())) };
+    }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = now.as_secs();
+    SECOND.with(|cached| {
+        let mut cached = cached.borrow_mut();
+        if cached.0 != secs {
+            let Ok(at) = time::OffsetDateTime::from_unix_timestamp(i64::try_from(secs).unwrap_or(i64::MAX)) else {
+                return w.write_str("1970-01-01T00:00:00.000000Z");
+            };
+            let (year, month, day) = at.to_calendar_date();
+            let (hour, minute, second) = at.to_hms();
+            cached.1.clear();
+            fmt::Write::write_fmt(
+                &mut cached.1,
+                format_args!("{year:04}-{:02}-{day:02}T{hour:02}:{minute:02}:{second:02}", u8::from(month)),
+            )?;
+            cached.0 = secs;
+        }
+        w.write_str(&cached.1)?;
+        let micros = now.subsec_micros();
+        let mut digits = [b'0'; 8];
+        digits[0] = b'.';
+        digits[7] = b'Z';
+        let mut left = micros;
+        for slot in digits[1..7].iter_mut().rev() {
+            *slot = b'0' + (left % 10) as u8;
+            left /= 10;
+        }
+        w.write_str(std::str::from_utf8(&digits).unwrap_or(".000000Z"))
+    })
 }
 
 /// Writes each field as `,"name":value`.
@@ -208,10 +246,10 @@ impl Visit for JsonFields<'_, '_> {
         self.field(field, |w| json_string(w, value));
     }
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.field(field, |w| write!(w, "{value}"));
+        self.field(field, |w| w.write_str(itoa::Buffer::new().format(value)));
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.field(field, |w| write!(w, "{value}"));
+        self.field(field, |w| w.write_str(itoa::Buffer::new().format(value)));
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
         self.field(field, |w| w.write_str(if value { "true" } else { "false" }));
@@ -228,28 +266,28 @@ impl Visit for JsonFields<'_, '_> {
     }
 }
 
-/// `text` as a JSON string.
+/// `text` as a JSON string. Runs of bytes that need no escape are written whole (a byte that
+/// needs one is ASCII, so every cut falls on a character boundary).
 fn json_string(w: &mut Writer<'_>, text: &str) -> fmt::Result {
     w.write_char('"')?;
     let mut start = 0;
-    for (i, c) in text.char_indices() {
-        let escaped = match c {
-            '"' => "\\\"",
-            '\\' => "\\\\",
-            '\n' => "\\n",
-            '\r' => "\\r",
-            '\t' => "\\t",
-            c if (c as u32) < 0x20 => {
-                w.write_str(&text[start..i])?;
-                write!(w, "\\u{:04x}", c as u32)?;
-                start = i + 1;
-                continue;
-            }
+    for (i, byte) in text.bytes().enumerate() {
+        let escaped = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..0x20 => "",
             _ => continue,
         };
         w.write_str(&text[start..i])?;
-        w.write_str(escaped)?;
-        start = i + c.len_utf8();
+        if escaped.is_empty() {
+            write!(w, "\\u{byte:04x}")?;
+        } else {
+            w.write_str(escaped)?;
+        }
+        start = i + 1;
     }
     w.write_str(&text[start..])?;
     w.write_char('"')
@@ -307,6 +345,35 @@ mod tests {
         assert!(line["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')));
         // No raw control character reaches the line.
         assert!(!out.trim_end().chars().any(char::is_control), "{out:?}");
+    }
+
+    #[test]
+    fn line_timestamps_are_rfc3339_utc_microseconds_of_now() {
+        use tracing_subscriber::fmt::time::FormatTime;
+        let mut ours = String::new();
+        let mut peer = String::new();
+        let before = time::OffsetDateTime::now_utc();
+        write_now(&mut Writer::new(&mut ours)).unwrap();
+        tracing_subscriber::fmt::time::SystemTime.format_time(&mut Writer::new(&mut peer)).unwrap();
+        // The same shape as tracing-subscriber's timer: `2026-12-03T17:26:15.281191Z`.
+        let shape = |t: &str| {
+            t.len() == 27
+                && t.char_indices().all(|(i, c)| match i {
+                    4 | 7 => c == '-',
+                    10 => c == 'T',
+                    13 | 16 => c == ':',
+                    19 => c == '.',
+                    26 => c == 'Z',
+                    _ => c.is_ascii_digit(),
+                })
+        };
+        assert!(shape(&ours) && shape(&peer), "{ours} / {peer}");
+        let parsed = time::OffsetDateTime::parse(&ours, &time::format_description::well_known::Rfc3339).unwrap();
+        assert!((parsed - before).abs() < time::Duration::seconds(2), "{ours} vs {before}");
+        // The cached date part is reused and the microseconds move on.
+        let mut again = String::new();
+        write_now(&mut Writer::new(&mut again)).unwrap();
+        assert!(again >= ours, "{again} < {ours}");
     }
 
     struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);

@@ -2,9 +2,9 @@
 //! its root settles; `error` records become error events, `event` records breadcrumbs.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use pi_observe_core::{
     DropReason, EventKind, HubSlot, ObsEvent, Observability, SpanId, Subscriber, SubscriberError, TraceId,
@@ -78,6 +78,10 @@ pub struct SentrySubscriber {
     delivery: Arc<crate::transport::DeliveryCounters>,
     spool: Option<Arc<pi_observe_spool::Spool>>,
     hub: HubSlot,
+    /// A close begun ([`Subscriber::begin_shutdown`]) and not yet waited for.
+    pending_close: Mutex<Option<PendingClose>>,
+    /// The client closed in time (its transport thread has ended).
+    closed: AtomicBool,
 }
 
 impl std::fmt::Debug for SentrySubscriber {
@@ -101,6 +105,8 @@ impl SentrySubscriber {
             counters: Counters::default(),
             delivery,
             hub: HubSlot::new(),
+            pending_close: Mutex::new(None),
+            closed: AtomicBool::new(false),
         }))
     }
 
@@ -250,19 +256,43 @@ impl Subscriber for SentrySubscriber {
         }
     }
 
+    fn begin_shutdown(&self, timeout: Duration) -> bool {
+        let pending = self.begin_close(timeout);
+        *self.pending_close.lock().unwrap_or_else(|e| e.into_inner()) = Some(pending);
+        true
+    }
+
     fn shutdown(&self, timeout: Duration) -> Result<(), SubscriberError> {
-        // Traces still open are sent as they are, their open spans marked incomplete.
+        let begun = self.pending_close.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let (deadline, closing) = begun.unwrap_or_else(|| self.begin_close(timeout));
+        let closed =
+            closing.and_then(|done| done.recv_timeout(deadline.saturating_duration_since(Instant::now())).ok());
+        match closed {
+            Some(true) => {
+                self.closed.store(true, Relaxed);
+                Ok(())
+            }
+            _ => Err(SubscriberError::Timeout),
+        }
+    }
+}
+
+impl SentrySubscriber {
+    /// Sends the traces still open as they are (their open spans marked incomplete) and starts
+    /// closing the client within `timeout`: the deadline and what will say whether it closed.
+    fn begin_close(&self, timeout: Duration) -> PendingClose {
+        let deadline = Instant::now() + timeout;
         let open: Vec<(TraceId, TraceBuffer)> = self.traces.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
         let now = SystemTime::now();
         for (trace, buffer) in open {
             self.send_trace(trace, buffer, now);
         }
-        match within(timeout, &self.client, move |client| client.close(Some(timeout))) {
-            Some(true) => Ok(()),
-            _ => Err(SubscriberError::Timeout),
-        }
+        (deadline, on_helper(&self.client, move |client| client.close(Some(timeout))))
     }
 }
+
+/// A close begun: its deadline, and the helper that says whether the client closed.
+type PendingClose = (Instant, Option<std::sync::mpsc::Receiver<bool>>);
 
 /// Runs `f` on a helper thread and waits at most `deadline`: the Sentry client's flush and close
 /// can block past their own timeout when its transport queue is full of uploads to a silent
@@ -272,6 +302,14 @@ fn within<T: Send + 'static>(
     client: &Arc<sentry::Client>,
     f: impl FnOnce(&sentry::Client) -> T + Send + 'static,
 ) -> Option<T> {
+    on_helper(client, f)?.recv_timeout(deadline).ok()
+}
+
+/// Starts `f` on a helper thread; its result arrives on the returned channel.
+fn on_helper<T: Send + 'static>(
+    client: &Arc<sentry::Client>,
+    f: impl FnOnce(&sentry::Client) -> T + Send + 'static,
+) -> Option<std::sync::mpsc::Receiver<T>> {
     let (done, result) = std::sync::mpsc::sync_channel(1);
     let client = client.clone();
     std::thread::Builder::new()
@@ -280,11 +318,15 @@ fn within<T: Send + 'static>(
             let _ = done.send(f(&client));
         })
         .ok()?;
-    result.recv_timeout(deadline).ok()
+    Some(result)
 }
 
 impl Drop for SentrySubscriber {
     fn drop(&mut self) {
+        if self.closed.load(Relaxed) {
+            // Closed in time: its transport thread has ended, nothing to wait for.
+            return;
+        }
         // Dropping the last client handle joins its transport thread, which may be stuck on a
         // silent server: let that happen off the caller's thread.
         let client = self.client.clone();

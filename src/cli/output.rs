@@ -60,13 +60,15 @@ pub fn divert_errors(to: Option<std::sync::mpsc::Sender<String>>) {
     *DIVERTED.lock().unwrap_or_else(|e| e.into_inner()) = to;
 }
 
-/// Prints a line on stderr, ignoring a closed stderr.
+/// Prints a line on stderr (one write: stderr is unbuffered), ignoring a closed stderr.
 pub fn error(text: impl std::fmt::Display) {
+    let mut line = text.to_string();
     if let Some(to) = DIVERTED.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-        let _ = to.send(text.to_string());
+        let _ = to.send(line);
         return;
     }
-    let _ = writeln!(std::io::stderr().lock(), "{text}");
+    line.push('\n');
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 /// Redraws the one progress line on stderr (a terminal): carriage return, the text, erase to the

@@ -38,6 +38,14 @@ const SPOOLED_MAX_RETRIES: u32 = 2;
 const DEGRADED_FOR: Duration = Duration::from_secs(30);
 const MAX_DEGRADED_FOR: Duration = Duration::from_secs(300);
 
+/// A shutdown asked of the worker and not yet waited for.
+struct PendingShutdown {
+    /// When the caller stops waiting.
+    deadline: Instant,
+    /// Says the worker stopped.
+    done: mpsc::Receiver<()>,
+}
+
 /// Requests to the worker other than records.
 enum Control {
     Flush(SyncSender<()>),
@@ -154,6 +162,8 @@ pub struct OtelSubscriber {
     exit_patience: Duration,
     /// Says when the background delivery of earlier runs' batches is done.
     draining: Mutex<Option<mpsc::Receiver<()>>>,
+    /// A shutdown begun ([`Subscriber::begin_shutdown`]) and not yet waited for.
+    pending_shutdown: Mutex<Option<PendingShutdown>>,
 }
 
 impl std::fmt::Debug for OtelSubscriber {
@@ -285,6 +295,7 @@ impl OtelSubscriber {
             spool,
             exit_patience,
             draining: Mutex::new(draining),
+            pending_shutdown: Mutex::new(None),
         }))
     }
 
@@ -314,6 +325,42 @@ impl OtelSubscriber {
     }
 
     /// Hands a control request to the worker. After shutdown it is a no-op.
+    /// Asks the worker to export what it has and stop; `None` when it was asked already.
+    fn begin_shutdown_now(&self, timeout: Duration) -> Option<PendingShutdown> {
+        let deadline = Instant::now() + timeout;
+        // The worker stops exporting a little before the caller stops waiting, so its counts are
+        // final when the wait returns.
+        let mut worker_deadline = deadline - (timeout / 10).min(Duration::from_millis(50));
+        if self.spool.is_some() {
+            // What the receiver has not taken by then is spooled, not waited for.
+            worker_deadline = worker_deadline.min(Instant::now() + self.exit_patience);
+        }
+        *self.counters.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner()) = Some(worker_deadline);
+        self.counters.link.closing.store(true, Relaxed);
+        self.counters.hurry.notify_waiters();
+        let (ack, done) = mpsc::sync_channel(1);
+        self.control(Control::Shutdown(worker_deadline, ack)).then_some(PendingShutdown { deadline, done })
+    }
+
+    /// Waits (until the shutdown's deadline) for the worker to stop.
+    fn wait_for_shutdown(&self, pending: PendingShutdown) -> Result<(), SubscriberError> {
+        let PendingShutdown { deadline, done } = pending;
+        let result = done.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        if result.is_ok()
+            && let Some(worker) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take()
+        {
+            let _ = worker.join();
+        }
+        // The background delivery stops after its current batch: let it finish that one (within
+        // the patience), so a batch the receiver took is also removed from the spool.
+        if let Some(draining) = self.draining.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let left = deadline.saturating_duration_since(Instant::now()).min(self.exit_patience);
+            let _ = draining.recv_timeout(left);
+        }
+        // On timeout the worker is left to finish on its own; the caller is not held.
+        result.map_err(|_| SubscriberError::Timeout)
+    }
+
     fn control(&self, message: Control) -> bool {
         let mut state = self.queue.lock();
         if state.closed {
@@ -394,35 +441,17 @@ impl Subscriber for OtelSubscriber {
         })
     }
 
+    fn begin_shutdown(&self, timeout: Duration) -> bool {
+        let pending = self.begin_shutdown_now(timeout);
+        *self.pending_shutdown.lock().unwrap_or_else(|e| e.into_inner()) = pending;
+        true
+    }
+
     fn shutdown(&self, timeout: Duration) -> Result<(), SubscriberError> {
-        let deadline = Instant::now() + timeout;
-        // The worker stops exporting a little before the caller stops waiting, so its counts are
-        // final when this returns.
-        let mut worker_deadline = deadline - (timeout / 10).min(Duration::from_millis(50));
-        if self.spool.is_some() {
-            // What the receiver has not taken by then is spooled, not waited for.
-            worker_deadline = worker_deadline.min(Instant::now() + self.exit_patience);
+        let begun = self.pending_shutdown.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match begun.or_else(|| self.begin_shutdown_now(timeout)) {
+            Some(pending) => self.wait_for_shutdown(pending),
+            None => Ok(()),
         }
-        *self.counters.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner()) = Some(worker_deadline);
-        self.counters.link.closing.store(true, Relaxed);
-        self.counters.hurry.notify_waiters();
-        let (ack, done) = mpsc::sync_channel(1);
-        if !self.control(Control::Shutdown(worker_deadline, ack)) {
-            return Ok(());
-        }
-        let result = done.recv_timeout(deadline.saturating_duration_since(Instant::now()));
-        if result.is_ok()
-            && let Some(worker) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take()
-        {
-            let _ = worker.join();
-        }
-        // The background delivery stops after its current batch: let it finish that one (within
-        // the patience), so a batch the receiver took is also removed from the spool.
-        if let Some(draining) = self.draining.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let left = deadline.saturating_duration_since(Instant::now()).min(self.exit_patience);
-            let _ = draining.recv_timeout(left);
-        }
-        // On timeout the worker is left to finish on its own; the caller is not held.
-        result.map_err(|_| SubscriberError::Timeout)
     }
 }
