@@ -38,13 +38,14 @@ pub trait Subscriber: Send + Sync + 'static {
         Ok(())
     }
 
-    /// Starts shutting down without waiting and says whether it did. A subscriber whose
-    /// shutdown work runs on threads of its own (an exporter's worker, a file writer) starts that
-    /// work here, with `timeout` as its deadline, and returns `true`; its
-    /// [`Subscriber::shutdown`] then only waits for it. The hub calls this on every subscriber
-    /// before any `shutdown`, so such subscribers finish side by side with no thread of the
-    /// hub's. The default starts nothing and returns `false`: the hub then runs `shutdown` on a
-    /// thread of its own when several such subscribers must finish.
+    /// Starts shutting down without waiting and says whether [`Subscriber::shutdown`] will now
+    /// return promptly. A subscriber whose shutdown work runs on threads of its own (an
+    /// exporter's worker, a file writer) starts that work here, with `timeout` as its deadline,
+    /// and returns `true`: its `shutdown` then only waits for it. One with nothing to finish
+    /// also returns `true`. The hub calls this on every subscriber before any `shutdown`, so
+    /// such subscribers finish side by side with no thread of the hub's. The default starts
+    /// nothing and returns `false`: the hub then runs `shutdown` on a thread of its own when
+    /// several such subscribers must finish.
     fn begin_shutdown(&self, timeout: Duration) -> bool {
         let _ = timeout;
         false
@@ -62,6 +63,11 @@ where
 {
     fn on_event(&self, event: &ObsEvent) {
         self(event)
+    }
+
+    /// A closure keeps nothing to finish.
+    fn begin_shutdown(&self, _timeout: Duration) -> bool {
+        true
     }
 }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use std::fmt;
+use std::fmt::Write as _;
 
 use tracing::field::{Field, Visit};
 use tracing_subscriber::EnvFilter;
@@ -169,24 +170,41 @@ where
         mut writer: Writer<'_>,
         event: &tracing::Event<'_>,
     ) -> fmt::Result {
-        writer.write_str("{\"timestamp\":\"")?;
-        write_now(&mut writer)?;
-        writer.write_str("\",\"level\":\"")?;
-        writer.write_str(event.metadata().level().as_str())?;
-        writer.write_char('"')?;
-        let mut fields = JsonFields { out: &mut writer, result: Ok(()) };
-        event.record(&mut fields);
-        fields.result?;
-        writer.write_str(",\"target\":")?;
-        json_string(&mut writer, event.metadata().target())?;
-        writer.write_str("}\n")
+        thread_local! {
+            /// The line being built (a plain `String`: no dynamic call per piece), reused.
+            static LINE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        }
+        LINE.with(|line| {
+            let Ok(mut line) = line.try_borrow_mut() else { return Err(fmt::Error) };
+            line.clear();
+            flat_json_line(&mut line, event);
+            let written = writer.write_str(&line);
+            if line.capacity() > 64 * 1024 {
+                *line = String::new();
+            }
+            written
+        })
     }
 }
 
-/// Writes the current time as RFC 3339 in UTC with microseconds (`2026-12-03T17:26:15.281191Z`,
-/// as `tracing-subscriber`'s `SystemTime` timer does). The date and time of day are worked out
-/// once per second per thread; each line then only writes its microseconds.
-fn write_now(w: &mut Writer<'_>) -> fmt::Result {
+/// One event as a [`FlatJson`] line, into `line`.
+fn flat_json_line(line: &mut String, event: &tracing::Event<'_>) {
+    line.push_str("{\"timestamp\":\"");
+    push_now(line);
+    line.push_str("\",\"level\":\"");
+    line.push_str(event.metadata().level().as_str());
+    line.push('"');
+    event.record(&mut JsonFields { out: line });
+    line.push_str(",\"target\":");
+    json_string(line, event.metadata().target());
+    line.push_str("}\n");
+}
+
+/// Appends the current time as RFC 3339 in UTC with microseconds
+/// (`2026-12-03T17:26:15.281191Z`, as `tracing-subscriber`'s `SystemTime` timer writes it). The
+/// date and time of day are worked out once per second per thread; each line then only writes
+/// its microseconds.
+fn push_now(out: &mut String) {
     thread_local! {
         /// The second last formatted and its `YYYY-MM-DDTHH:MM:SS` text.
         static SECOND: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((u64::MAX, String::new())) };
@@ -197,79 +215,73 @@ fn write_now(w: &mut Writer<'_>) -> fmt::Result {
         let mut cached = cached.borrow_mut();
         if cached.0 != secs {
             let Ok(at) = time::OffsetDateTime::from_unix_timestamp(i64::try_from(secs).unwrap_or(i64::MAX)) else {
-                return w.write_str("1970-01-01T00:00:00.000000Z");
+                return out.push_str("1970-01-01T00:00:00.000000Z");
             };
             let (year, month, day) = at.to_calendar_date();
             let (hour, minute, second) = at.to_hms();
             cached.1.clear();
-            fmt::Write::write_fmt(
-                &mut cached.1,
-                format_args!("{year:04}-{:02}-{day:02}T{hour:02}:{minute:02}:{second:02}", u8::from(month)),
-            )?;
+            let _ = write!(cached.1, "{year:04}-{:02}-{day:02}T{hour:02}:{minute:02}:{second:02}", u8::from(month));
             cached.0 = secs;
         }
-        w.write_str(&cached.1)?;
-        let micros = now.subsec_micros();
-        let mut digits = [b'0'; 8];
-        digits[0] = b'.';
-        digits[7] = b'Z';
-        let mut left = micros;
-        for slot in digits[1..7].iter_mut().rev() {
-            *slot = b'0' + (left % 10) as u8;
+        out.push_str(&cached.1);
+        let mut left = now.subsec_micros();
+        let mut digits = ['0'; 6];
+        for slot in digits.iter_mut().rev() {
+            *slot = char::from(b'0' + (left % 10) as u8);
             left /= 10;
         }
-        w.write_str(std::str::from_utf8(&digits).unwrap_or(".000000Z"))
+        out.push('.');
+        out.extend(digits);
+        out.push('Z');
     })
 }
 
 /// Writes each field as `,"name":value`.
-struct JsonFields<'a, 'w> {
-    out: &'a mut Writer<'w>,
-    result: fmt::Result,
+struct JsonFields<'a> {
+    out: &'a mut String,
 }
 
-impl JsonFields<'_, '_> {
-    fn field(&mut self, field: &Field, value: impl FnOnce(&mut Writer<'_>) -> fmt::Result) {
-        if self.result.is_ok() {
-            self.result = (|| {
-                self.out.write_char(',')?;
-                json_string(self.out, field.name())?;
-                self.out.write_char(':')?;
-                value(self.out)
-            })();
-        }
+impl JsonFields<'_> {
+    fn name(&mut self, field: &Field) -> &mut String {
+        self.out.push(',');
+        json_string(self.out, field.name());
+        self.out.push(':');
+        self.out
     }
 }
 
-impl Visit for JsonFields<'_, '_> {
+impl Visit for JsonFields<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.field(field, |w| json_string(w, value));
+        json_string(self.name(field), value);
     }
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.field(field, |w| w.write_str(itoa::Buffer::new().format(value)));
+        self.name(field).push_str(itoa::Buffer::new().format(value));
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.field(field, |w| w.write_str(itoa::Buffer::new().format(value)));
+        self.name(field).push_str(itoa::Buffer::new().format(value));
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.field(field, |w| w.write_str(if value { "true" } else { "false" }));
+        self.name(field).push_str(if value { "true" } else { "false" });
     }
     fn record_f64(&mut self, field: &Field, value: f64) {
         // As `serde_json` writes a float (`12.0`, not `12`); not finite → `null`.
-        self.field(field, |w| match serde_json::Number::from_f64(value) {
-            Some(number) => write!(w, "{number}"),
-            None => w.write_str("null"),
-        });
+        let out = self.name(field);
+        match serde_json::Number::from_f64(value) {
+            Some(number) => {
+                let _ = write!(out, "{number}");
+            }
+            None => out.push_str("null"),
+        }
     }
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.field(field, |w| json_string(w, &format!("{value:?}")));
+        json_string(self.name(field), &format!("{value:?}"));
     }
 }
 
-/// `text` as a JSON string. Runs of bytes that need no escape are written whole (a byte that
-/// needs one is ASCII, so every cut falls on a character boundary).
-fn json_string(w: &mut Writer<'_>, text: &str) -> fmt::Result {
-    w.write_char('"')?;
+/// Appends `text` as a JSON string. Runs of bytes that need no escape are copied whole (a byte
+/// that needs one is ASCII, so every cut falls on a character boundary).
+fn json_string(out: &mut String, text: &str) {
+    out.push('"');
     let mut start = 0;
     for (i, byte) in text.bytes().enumerate() {
         let escaped = match byte {
@@ -281,16 +293,16 @@ fn json_string(w: &mut Writer<'_>, text: &str) -> fmt::Result {
             0..0x20 => "",
             _ => continue,
         };
-        w.write_str(&text[start..i])?;
+        out.push_str(&text[start..i]);
         if escaped.is_empty() {
-            write!(w, "\\u{byte:04x}")?;
+            let _ = write!(out, "\\u{byte:04x}");
         } else {
-            w.write_str(escaped)?;
+            out.push_str(escaped);
         }
         start = i + 1;
     }
-    w.write_str(&text[start..])?;
-    w.write_char('"')
+    out.push_str(&text[start..]);
+    out.push('"');
 }
 
 /// A bounded, non-blocking writer in front of `inner`: when `bytes` are waiting, new lines are
@@ -353,7 +365,7 @@ mod tests {
         let mut ours = String::new();
         let mut peer = String::new();
         let before = time::OffsetDateTime::now_utc();
-        write_now(&mut Writer::new(&mut ours)).unwrap();
+        push_now(&mut ours);
         tracing_subscriber::fmt::time::SystemTime.format_time(&mut Writer::new(&mut peer)).unwrap();
         // The same shape as tracing-subscriber's timer: `2026-12-03T17:26:15.281191Z`.
         let shape = |t: &str| {
@@ -372,7 +384,7 @@ mod tests {
         assert!((parsed - before).abs() < time::Duration::seconds(2), "{ours} vs {before}");
         // The cached date part is reused and the microseconds move on.
         let mut again = String::new();
-        write_now(&mut Writer::new(&mut again)).unwrap();
+        push_now(&mut again);
         assert!(again >= ours, "{again} < {ours}");
     }
 

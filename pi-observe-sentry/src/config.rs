@@ -133,6 +133,7 @@ impl SentryConfig {
         &self,
         counters: Arc<crate::transport::DeliveryCounters>,
         spool: Option<Arc<pi_observe_spool::Spool>>,
+        handle: Arc<crate::transport::TransportHandle>,
     ) -> Result<sentry::ClientOptions, ConfigError> {
         self.validate()?;
         let dsn = self.dsn.as_deref().and_then(|d| d.parse::<sentry::types::Dsn>().ok());
@@ -154,6 +155,7 @@ impl SentryConfig {
                 counters,
                 spool,
                 exit_patience: self.exit_patience.unwrap_or(Duration::from_millis(200)),
+                handle,
             }),
         });
         Ok(options)

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use pi_observe_core::{
     DropReason, EventKind, HubSlot, ObsEvent, Observability, SpanId, Subscriber, SubscriberError, TraceId,
@@ -26,7 +26,8 @@ struct TraceBuffer {
     root: Option<SpanId>,
     order: Vec<SpanId>,
     spans: HashMap<SpanId, SpanRecords>,
-    breadcrumbs: Vec<Breadcrumb>,
+    /// The point events of the trace, made breadcrumbs when something is sent.
+    breadcrumbs: Vec<ObsEvent>,
 }
 
 /// What the subscriber sent and dropped.
@@ -78,10 +79,10 @@ pub struct SentrySubscriber {
     delivery: Arc<crate::transport::DeliveryCounters>,
     spool: Option<Arc<pi_observe_spool::Spool>>,
     hub: HubSlot,
-    /// A close begun ([`Subscriber::begin_shutdown`]) and not yet waited for.
-    pending_close: Mutex<Option<PendingClose>>,
     /// The client closed in time (its transport thread has ended).
     closed: AtomicBool,
+    /// Pi's transport, which builds transactions on its sender thread.
+    transport: Arc<crate::transport::TransportHandle>,
 }
 
 impl std::fmt::Debug for SentrySubscriber {
@@ -96,7 +97,12 @@ impl SentrySubscriber {
     pub fn new(config: SentryConfig) -> Result<Arc<Self>, ConfigError> {
         let delivery = Arc::new(crate::transport::DeliveryCounters::default());
         let spool = config.spool.clone().map(|c| Arc::new(pi_observe_spool::Spool::new(c)));
-        let client = Arc::new(sentry::Client::from_config(config.client_options(delivery.clone(), spool.clone())?));
+        let transport = Arc::new(crate::transport::TransportHandle::default());
+        let client = Arc::new(sentry::Client::from_config(config.client_options(
+            delivery.clone(),
+            spool.clone(),
+            transport.clone(),
+        )?));
         Ok(Arc::new(SentrySubscriber {
             client,
             config,
@@ -105,8 +111,8 @@ impl SentrySubscriber {
             counters: Counters::default(),
             delivery,
             hub: HubSlot::new(),
-            pending_close: Mutex::new(None),
             closed: AtomicBool::new(false),
+            transport,
         }))
     }
 
@@ -147,28 +153,47 @@ impl SentrySubscriber {
         self.hub.record_dropped(DropReason::QueueFull, count);
     }
 
+    /// Sends a finished (or, at shutdown, still open) trace as a transaction: assembled and
+    /// serialized on the transport's sender thread when pi's transport is in use, here otherwise.
     fn send_trace(&self, trace: TraceId, buffer: TraceBuffer, cut_at: SystemTime) {
-        let Some(root) = buffer.root.and_then(|id| buffer.spans.get(&id)) else { return };
+        if !buffer.root.is_some_and(|id| buffer.spans.contains_key(&id)) {
+            return;
+        }
         if !self.sampled(trace) {
             self.counters.sampled_out.fetch_add(1, Relaxed);
             return;
         }
-        let children: Vec<&SpanRecords> =
-            buffer.order.iter().filter(|id| Some(**id) != buffer.root).filter_map(|id| buffer.spans.get(id)).collect();
-        let parts = TransactionParts {
-            root,
-            children,
-            breadcrumbs: &buffer.breadcrumbs,
-            tag_keys: self.config.tag_keys.as_deref(),
-            environment: self.config.environment.as_deref(),
-            release: self.config.release.as_deref(),
-            cut_at,
-        };
-        if let Some(envelope) =
+        let config = &self.config;
+        let (tag_keys, environment, release) =
+            (config.tag_keys.clone(), config.environment.clone(), config.release.clone());
+        let build: crate::transport::Deferred = Box::new(move || {
+            let root = buffer.root.and_then(|id| buffer.spans.get(&id))?;
+            let children: Vec<&SpanRecords> = buffer
+                .order
+                .iter()
+                .filter(|id| Some(**id) != buffer.root)
+                .filter_map(|id| buffer.spans.get(id))
+                .collect();
+            let breadcrumbs: Vec<Breadcrumb> = buffer.breadcrumbs.iter().map(convert::breadcrumb).collect();
+            let parts = TransactionParts {
+                root,
+                children,
+                breadcrumbs: &breadcrumbs,
+                tag_keys: tag_keys.as_deref(),
+                environment: environment.as_deref(),
+                release: release.as_deref(),
+                cut_at,
+            };
             convert::transaction_bytes(&parts).and_then(|(id, body)| raw_envelope("transaction", &id, body))
-        {
-            self.client.send_envelope(envelope);
-            self.counters.transactions.fetch_add(1, Relaxed);
+        });
+        self.counters.transactions.fetch_add(1, Relaxed);
+        if let Err(build) = self.transport.send_deferred(build) {
+            match build() {
+                Some(envelope) => self.client.send_envelope(envelope),
+                None => {
+                    self.counters.transactions.fetch_sub(1, Relaxed);
+                }
+            }
         }
     }
 
@@ -228,7 +253,11 @@ impl Subscriber for SentrySubscriber {
                 if let Some(records) = buffer.spans.get_mut(&span) {
                     records.end = Some(event.clone());
                 }
-                let breadcrumbs = if event.kind == EventKind::Error { buffer.breadcrumbs.clone() } else { Vec::new() };
+                let breadcrumbs: Vec<Breadcrumb> = if event.kind == EventKind::Error {
+                    buffer.breadcrumbs.iter().map(convert::breadcrumb).collect()
+                } else {
+                    Vec::new()
+                };
                 let finished = (buffer.root == Some(span)).then(|| traces.remove(&event.trace_id)).flatten();
                 drop(traces);
                 if event.kind == EventKind::Error {
@@ -243,7 +272,7 @@ impl Subscriber for SentrySubscriber {
                     if buffer.breadcrumbs.len() >= MAX_BREADCRUMBS {
                         buffer.breadcrumbs.remove(0);
                     }
-                    buffer.breadcrumbs.push(convert::breadcrumb(event));
+                    buffer.breadcrumbs.push(event.clone());
                 }
             }
         }
@@ -256,60 +285,49 @@ impl Subscriber for SentrySubscriber {
         }
     }
 
-    fn begin_shutdown(&self, timeout: Duration) -> bool {
-        let pending = self.begin_close(timeout);
-        *self.pending_close.lock().unwrap_or_else(|e| e.into_inner()) = Some(pending);
-        true
+    fn begin_shutdown(&self, _timeout: Duration) -> bool {
+        self.send_open_traces();
+        // Pi's transport has been delivering since each transaction was queued, and its
+        // shutdown never blocks past the timeout it is given: `shutdown` waits for it on the
+        // caller's thread. A transport supplied in the configuration promises neither.
+        self.config.transport.is_none()
     }
 
     fn shutdown(&self, timeout: Duration) -> Result<(), SubscriberError> {
-        let begun = self.pending_close.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let (deadline, closing) = begun.unwrap_or_else(|| self.begin_close(timeout));
-        let closed =
-            closing.and_then(|done| done.recv_timeout(deadline.saturating_duration_since(Instant::now())).ok());
-        match closed {
-            Some(true) => {
-                self.closed.store(true, Relaxed);
-                Ok(())
-            }
-            _ => Err(SubscriberError::Timeout),
+        self.send_open_traces();
+        let closed = if self.config.transport.is_none() {
+            self.client.close(Some(timeout))
+        } else {
+            within(timeout, &self.client, move |client| client.close(Some(timeout))) == Some(true)
+        };
+        if closed {
+            self.closed.store(true, Relaxed);
+            Ok(())
+        } else {
+            Err(SubscriberError::Timeout)
         }
     }
 }
 
 impl SentrySubscriber {
-    /// Sends the traces still open as they are (their open spans marked incomplete) and starts
-    /// closing the client within `timeout`: the deadline and what will say whether it closed.
-    fn begin_close(&self, timeout: Duration) -> PendingClose {
-        let deadline = Instant::now() + timeout;
+    /// Sends the traces still open as they are, their open spans marked incomplete.
+    fn send_open_traces(&self) {
         let open: Vec<(TraceId, TraceBuffer)> = self.traces.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
         let now = SystemTime::now();
         for (trace, buffer) in open {
             self.send_trace(trace, buffer, now);
         }
-        (deadline, on_helper(&self.client, move |client| client.close(Some(timeout))))
     }
 }
 
-/// A close begun: its deadline, and the helper that says whether the client closed.
-type PendingClose = (Instant, Option<std::sync::mpsc::Receiver<bool>>);
-
-/// Runs `f` on a helper thread and waits at most `deadline`: the Sentry client's flush and close
-/// can block past their own timeout when its transport queue is full of uploads to a silent
-/// server. On a timeout the helper is left to finish on its own.
+/// Runs `f` on a helper thread and waits at most `deadline`: the client's flush (and a
+/// configured transport's close) can block past their own timeout when the transport queue is
+/// full of uploads to a silent server. On a timeout the helper is left to finish on its own.
 fn within<T: Send + 'static>(
     deadline: Duration,
     client: &Arc<sentry::Client>,
     f: impl FnOnce(&sentry::Client) -> T + Send + 'static,
 ) -> Option<T> {
-    on_helper(client, f)?.recv_timeout(deadline).ok()
-}
-
-/// Starts `f` on a helper thread; its result arrives on the returned channel.
-fn on_helper<T: Send + 'static>(
-    client: &Arc<sentry::Client>,
-    f: impl FnOnce(&sentry::Client) -> T + Send + 'static,
-) -> Option<std::sync::mpsc::Receiver<T>> {
     let (done, result) = std::sync::mpsc::sync_channel(1);
     let client = client.clone();
     std::thread::Builder::new()
@@ -318,7 +336,7 @@ fn on_helper<T: Send + 'static>(
             let _ = done.send(f(&client));
         })
         .ok()?;
-    Some(result)
+    result.recv_timeout(deadline).ok()
 }
 
 impl Drop for SentrySubscriber {

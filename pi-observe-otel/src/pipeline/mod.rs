@@ -66,6 +66,8 @@ struct QueueState {
     records: Vec<ObsEvent>,
     control: Vec<Control>,
     closed: bool,
+    /// The worker waits with nothing queued (the next record wakes it).
+    worker_idle: bool,
 }
 
 impl Queue {
@@ -419,7 +421,10 @@ impl Subscriber for OtelSubscriber {
             return;
         }
         state.records.push(event);
-        if state.records.len() == self.queue.wake_at {
+        // A full batch wakes the worker; so does the first record after it went idle, so that
+        // it pairs what comes in as it comes (`DRAIN_INTERVAL`) instead of all of it at exit.
+        if state.records.len() == self.queue.wake_at || (state.records.len() == 1 && state.worker_idle) {
+            state.worker_idle = false;
             self.queue.wake.notify_one();
         }
     }

@@ -13,6 +13,9 @@ use pi_observe_core::{DropReason, EventKind, HubSlot, ObsEvent, SpanId};
 use pi_observe_spool::Spool;
 
 use super::{Control, Counters, DEGRADED_FOR, MAX_DEGRADED_FOR, MAX_OPEN_SPANS, Queue};
+
+/// How long records wait before the worker pairs them (it exports on its own schedule).
+const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
 use crate::convert::{Conventions, proto_span, span_data};
 use crate::export::{Delivery, Exporter, Payload};
 use crate::metrics::Aggregator;
@@ -131,15 +134,20 @@ impl Worker {
         // Double buffering: the queue's vector and this one swap places, so both keep their
         // capacity and `on_event` does not reallocate once they have grown.
         let mut records = Vec::with_capacity(self.queue.wake_at);
+        let mut next_drain = Instant::now();
         loop {
             let (controls, closed) = {
                 let mut state = self.queue.lock();
                 while state.records.len() < self.queue.wake_at && state.control.is_empty() && !state.closed {
                     let now = Instant::now();
-                    let wake = next_export.min(next_metrics);
+                    // Records waiting are paired (and encoded) every `DRAIN_INTERVAL`, so that
+                    // little is left for the exit; with none, the first one wakes the worker.
+                    let drain = if state.records.is_empty() { None } else { Some(next_drain) };
+                    let wake = next_export.min(next_metrics).min(drain.unwrap_or(next_export));
                     if now >= wake {
                         break;
                     }
+                    state.worker_idle = drain.is_none();
                     state = self
                         .queue
                         .wake
@@ -147,9 +155,11 @@ impl Worker {
                         .map(|(s, _)| s)
                         .unwrap_or_else(|e| e.into_inner().0);
                 }
+                state.worker_idle = false;
                 std::mem::swap(&mut state.records, &mut records);
                 (std::mem::take(&mut state.control), state.closed)
             };
+            next_drain = Instant::now() + DRAIN_INTERVAL;
             for event in records.drain(..) {
                 self.record(event);
                 if self.batch.len() >= self.batch_size {

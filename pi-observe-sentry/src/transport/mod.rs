@@ -67,11 +67,44 @@ pub(crate) struct CountingHttp {
     pub(crate) counters: Arc<DeliveryCounters>,
     pub(crate) spool: Option<Arc<Spool>>,
     pub(crate) exit_patience: Duration,
+    /// Where the subscriber finds the transport built.
+    pub(crate) handle: Arc<TransportHandle>,
 }
 
 impl TransportFactory for CountingHttp {
     fn create_transport_with_options(&self, options: TransportOptions) -> Arc<dyn Transport> {
-        Arc::new(HttpTransport::start(&options, self))
+        let transport = Arc::new(HttpTransport::start(&options, self));
+        *self.handle.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::downgrade(&transport));
+        transport
+    }
+}
+
+/// Work that becomes an envelope on the sender thread (a transaction assembled from a trace's
+/// records), so the thread that ended the trace does not pay for building and serializing it.
+pub(crate) type Deferred = Box<dyn FnOnce() -> Option<Envelope> + Send>;
+
+/// What the sender thread is given.
+enum Outgoing {
+    Ready(Box<Envelope>),
+    Deferred(Deferred),
+}
+
+/// The subscriber's way to pi's HTTP transport once the client has built it.
+#[derive(Default)]
+pub(crate) struct TransportHandle(Mutex<Option<std::sync::Weak<HttpTransport>>>);
+
+impl TransportHandle {
+    /// Queues `build` for the sender thread, counted like any envelope; gives it back when pi's
+    /// transport is not in use (a configured transport) or is gone (the client closed).
+    pub(crate) fn send_deferred(&self, build: Deferred) -> Result<(), Deferred> {
+        let transport = self.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(std::sync::Weak::upgrade);
+        match transport {
+            Some(transport) => {
+                transport.enqueue(Outgoing::Deferred(build));
+                Ok(())
+            }
+            None => Err(build),
+        }
     }
 }
 
@@ -137,8 +170,8 @@ impl Pending {
     }
 }
 
-struct HttpTransport {
-    queue: Mutex<Option<SyncSender<Envelope>>>,
+pub(crate) struct HttpTransport {
+    queue: Mutex<Option<SyncSender<Outgoing>>>,
     pending: Arc<Pending>,
     counters: Arc<DeliveryCounters>,
     closing: Arc<Closing>,
@@ -211,21 +244,29 @@ impl HttpTransport {
     }
 }
 
-impl Transport for HttpTransport {
-    fn send_envelope(&self, envelope: Envelope) {
+impl HttpTransport {
+    /// Hands `item` to the sender thread without waiting; a full queue (or a closed transport)
+    /// drops it and counts it.
+    fn enqueue(&self, item: Outgoing) {
         let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         let Some(queue) = queue.as_ref() else {
             self.counters.dropped_queue_full.fetch_add(1, Relaxed);
             return;
         };
         self.pending.add(1);
-        match queue.try_send(envelope) {
+        match queue.try_send(item) {
             Ok(()) => {}
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.pending.add(-1);
                 self.counters.dropped_queue_full.fetch_add(1, Relaxed);
             }
         }
+    }
+}
+
+impl Transport for HttpTransport {
+    fn send_envelope(&self, envelope: Envelope) {
+        self.enqueue(Outgoing::Ready(Box::new(envelope)));
     }
 
     fn flush(&self, timeout: Duration) -> bool {
@@ -254,11 +295,22 @@ impl Transport for HttpTransport {
 impl Sender {
     /// Posts each envelope once and counts the answer; spools what failed for a reason that
     /// may pass.
-    fn run(self, envelopes: &Receiver<Envelope>) {
+    fn run(self, envelopes: &Receiver<Outgoing>) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
         let client = client(&self.target.url, self.target.timeout);
         let mut degraded_until: Option<Instant> = None;
-        for envelope in envelopes {
+        for item in envelopes {
+            let envelope = match item {
+                Outgoing::Ready(envelope) => *envelope,
+                Outgoing::Deferred(build) => match build() {
+                    Some(envelope) => envelope,
+                    None => {
+                        self.counters.failed("cannot encode envelope".into());
+                        self.pending.add(-1);
+                        continue;
+                    }
+                },
+            };
             let mut body = Vec::new();
             if let Err(e) = envelope.to_writer(&mut body) {
                 self.counters.failed(format!("cannot encode envelope: {e}"));
