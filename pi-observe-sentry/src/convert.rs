@@ -202,7 +202,9 @@ pub fn transaction_json(parts: &TransactionParts<'_>) -> Json {
 pub fn transaction_bytes(parts: &TransactionParts<'_>) -> Option<(String, Vec<u8>)> {
     let transaction = transaction(parts);
     let event_id = transaction.event_id.as_simple().to_string();
-    let mut bytes = serde_json::to_vec(&transaction).ok()?;
+    // About a kilobyte per span: the buffer rarely grows (each growth copies it).
+    let mut bytes = Vec::with_capacity(1024 * (parts.children.len() + 1));
+    serde_json::to_writer(&mut bytes, &transaction).ok()?;
     if !parts.breadcrumbs.is_empty() && bytes.last() == Some(&b'}') {
         // The typed transaction has no breadcrumbs field: add it as the last member.
         bytes.pop();

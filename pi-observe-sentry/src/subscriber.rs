@@ -184,12 +184,17 @@ impl SentrySubscriber {
                 release: release.as_deref(),
                 cut_at,
             };
-            convert::transaction_bytes(&parts).and_then(|(id, body)| raw_envelope("transaction", &id, body))
+            convert::transaction_bytes(&parts).and_then(|(id, body)| raw_envelope("transaction", &id, &body))
         });
         self.counters.transactions.fetch_add(1, Relaxed);
         if let Err(build) = self.transport.send_deferred(build) {
             match build() {
-                Some(envelope) => self.client.send_envelope(envelope),
+                Some(bytes) => match sentry::Envelope::from_bytes_raw(bytes) {
+                    Ok(envelope) => self.client.send_envelope(envelope),
+                    Err(_) => {
+                        self.counters.transactions.fetch_sub(1, Relaxed);
+                    }
+                },
                 None => {
                     self.counters.transactions.fetch_sub(1, Relaxed);
                 }
@@ -210,16 +215,18 @@ impl SentrySubscriber {
     }
 }
 
-/// One envelope with one item of `kind` and its serialized `payload` (the typed transaction has
-/// no breadcrumbs field, so transactions are sent as raw items).
-fn raw_envelope(kind: &str, event_id: &str, payload: Vec<u8>) -> Option<sentry::Envelope> {
-    let mut bytes = serde_json::to_vec(&serde_json::json!({ "event_id": event_id })).ok()?;
+/// The bytes of one envelope with one item of `kind` and its serialized `payload`, in one
+/// buffer (the typed transaction has no breadcrumbs field, so transactions are sent as raw
+/// items).
+fn raw_envelope(kind: &str, event_id: &str, payload: &[u8]) -> Option<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(payload.len() + 128);
+    serde_json::to_writer(&mut bytes, &serde_json::json!({ "event_id": event_id })).ok()?;
     bytes.push(b'\n');
-    bytes.extend(serde_json::to_vec(&serde_json::json!({ "type": kind, "length": payload.len() })).ok()?);
+    serde_json::to_writer(&mut bytes, &serde_json::json!({ "type": kind, "length": payload.len() })).ok()?;
     bytes.push(b'\n');
-    bytes.extend(payload);
+    bytes.extend_from_slice(payload);
     bytes.push(b'\n');
-    sentry::Envelope::from_bytes_raw(bytes).ok()
+    Some(bytes)
 }
 
 impl Subscriber for SentrySubscriber {

@@ -11,6 +11,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use pi_observe_spool::{Attempt, BatchMeta, Spool, SpoolDelivery};
 use sentry::types::Dsn;
 use sentry::{Envelope, Transport, TransportFactory, TransportOptions};
@@ -79,9 +80,10 @@ impl TransportFactory for CountingHttp {
     }
 }
 
-/// Work that becomes an envelope on the sender thread (a transaction assembled from a trace's
-/// records), so the thread that ended the trace does not pay for building and serializing it.
-pub(crate) type Deferred = Box<dyn FnOnce() -> Option<Envelope> + Send>;
+/// Work that becomes a serialized envelope on the sender thread (a transaction assembled from a
+/// trace's records), so the thread that ended the trace does not pay for building and
+/// serializing it.
+pub(crate) type Deferred = Box<dyn FnOnce() -> Option<Vec<u8>> + Send>;
 
 /// What the sender thread is given.
 enum Outgoing {
@@ -300,10 +302,19 @@ impl Sender {
         let client = client(&self.target.url, self.target.timeout);
         let mut degraded_until: Option<Instant> = None;
         for item in envelopes {
-            let envelope = match item {
-                Outgoing::Ready(envelope) => *envelope,
+            // The body is shared, not copied, between the request and the spool.
+            let body: Bytes = match item {
+                Outgoing::Ready(envelope) => {
+                    let mut body = Vec::new();
+                    if let Err(e) = envelope.to_writer(&mut body) {
+                        self.counters.failed(format!("cannot encode envelope: {e}"));
+                        self.pending.add(-1);
+                        continue;
+                    }
+                    body.into()
+                }
                 Outgoing::Deferred(build) => match build() {
-                    Some(envelope) => envelope,
+                    Some(body) => body.into(),
                     None => {
                         self.counters.failed("cannot encode envelope".into());
                         self.pending.add(-1);
@@ -311,12 +322,6 @@ impl Sender {
                     }
                 },
             };
-            let mut body = Vec::new();
-            if let Err(e) = envelope.to_writer(&mut body) {
-                self.counters.failed(format!("cannot encode envelope: {e}"));
-                self.pending.add(-1);
-                continue;
-            }
             let skip = self.spool.is_some() && degraded_until.is_some_and(|until| Instant::now() < until);
             let outcome = match (&runtime, &client) {
                 _ if skip => Attempt::Failed("receiver unavailable".into()),
@@ -369,7 +374,7 @@ fn client(url: &str, timeout: Duration) -> reqwest::Result<reqwest::Client> {
 }
 
 /// Posts one envelope: the status the server answered, or why there was no answer.
-async fn send(client: &reqwest::Client, target: &Target, body: Vec<u8>) -> Result<u16, String> {
+async fn send(client: &reqwest::Client, target: &Target, body: impl Into<reqwest::Body>) -> Result<u16, String> {
     let response = client
         .post(&target.url)
         .header("X-Sentry-Auth", &target.auth)
@@ -387,7 +392,7 @@ async fn send(client: &reqwest::Client, target: &Target, body: Vec<u8>) -> Resul
 }
 
 /// Posts one envelope: delivered, or why not and whether trying later may help.
-async fn post(client: &reqwest::Client, target: &Target, body: Vec<u8>) -> Attempt {
+async fn post(client: &reqwest::Client, target: &Target, body: impl Into<reqwest::Body>) -> Attempt {
     let status = match send(client, target, body).await {
         Ok(status) => status,
         Err(why) => return Attempt::Failed(why),
