@@ -197,14 +197,29 @@ pub fn transaction_json(parts: &TransactionParts<'_>) -> Json {
     json
 }
 
-/// [`transaction_json`] serialized straight to bytes (no JSON value tree in between), with its
-/// event id: what the subscriber sends.
+/// [`transaction_json`] serialized straight to bytes, with its event id: what the subscriber
+/// sends. The spans — nearly all of it — are written straight from their records ([`SpanOut`]:
+/// no `protocol::Span` or data map rebuilt per span); the rest goes through the typed
+/// transaction.
 pub fn transaction_bytes(parts: &TransactionParts<'_>) -> Option<(String, Vec<u8>)> {
-    let transaction = transaction(parts);
+    let mut transaction = transaction_without_spans(parts);
     let event_id = transaction.event_id.as_simple().to_string();
+    transaction.spans.clear();
     // About a kilobyte per span: the buffer rarely grows (each growth copies it).
     let mut bytes = Vec::with_capacity(1024 * (parts.children.len() + 1));
     serde_json::to_writer(&mut bytes, &transaction).ok()?;
+    // The first `"spans":[]` is the key: a string value holding those characters is escaped.
+    const EMPTY: &[u8] = br#""spans":[]"#;
+    let at = bytes.windows(EMPTY.len()).position(|w| w == EMPTY)? + EMPTY.len() - 1;
+    let mut spans = Vec::with_capacity(1024 * parts.children.len());
+    let trace = parts.root.start.trace_id.hex();
+    for (i, span) in parts.children.iter().enumerate() {
+        if i > 0 {
+            spans.push(b',');
+        }
+        serde_json::to_writer(&mut spans, &SpanOut { span, trace: &trace, cut_at: parts.cut_at }).ok()?;
+    }
+    bytes.splice(at..at, spans);
     if !parts.breadcrumbs.is_empty() && bytes.last() == Some(&b'}') {
         // The typed transaction has no breadcrumbs field: add it as the last member.
         bytes.pop();
@@ -215,12 +230,68 @@ pub fn transaction_bytes(parts: &TransactionParts<'_>) -> Option<(String, Vec<u8
     Some((event_id, bytes))
 }
 
+/// One child span as the JSON of the `protocol::Span` [`transaction`] builds for it: the same
+/// fields, order and values (ids as hex, `timestamp` RFC 3339, `start_timestamp` seconds).
+struct SpanOut<'a> {
+    span: &'a SpanRecords,
+    trace: &'a str,
+    cut_at: std::time::SystemTime,
+}
+
+impl serde::Serialize for SpanOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (start, merged) = (&self.span.start, self.span.merged());
+        let (data, end) = self.span.data(self.cut_at);
+        let mut map = s.serialize_map(None)?;
+        match start.span_id {
+            Some(id) => map.serialize_entry("span_id", &*id.hex())?,
+            None => map.serialize_entry("span_id", &protocol::SpanId::default())?,
+        }
+        map.serialize_entry("trace_id", self.trace)?;
+        if let Some(parent) = start.parent_span_id {
+            map.serialize_entry("parent_span_id", &*parent.hex())?;
+        }
+        map.serialize_entry("same_process_as_parent", &true)?;
+        map.serialize_entry("op", op(&start.name))?;
+        map.serialize_entry("description", &description(&start.name, merged))?;
+        map.serialize_entry("timestamp", &Rfc3339(end))?;
+        map.serialize_entry("start_timestamp", &Seconds(start.timestamp.to_system_time()))?;
+        map.serialize_entry("status", &status(self.span.end.as_ref()))?;
+        if !data.is_empty() {
+            map.serialize_entry("data", &data)?;
+        }
+        map.end()
+    }
+}
+
+/// A time as Sentry's protocol writes `timestamp`: RFC 3339 in UTC, as precise as it is.
+struct Rfc3339(std::time::SystemTime);
+
+impl serde::Serialize for Rfc3339 {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let formatted = time::OffsetDateTime::from(self.0)
+            .format(&time::format_description::well_known::Rfc3339)
+            .map_err(serde::ser::Error::custom)?;
+        s.serialize_str(&formatted)
+    }
+}
+
+/// A time as Sentry's protocol writes `start_timestamp`: seconds since the epoch, whole when
+/// there is no fraction.
+struct Seconds(std::time::SystemTime);
+
+impl serde::Serialize for Seconds {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let since = self.0.duration_since(std::time::UNIX_EPOCH).map_err(serde::ser::Error::custom)?;
+        if since.subsec_nanos() == 0 { s.serialize_u64(since.as_secs()) } else { s.serialize_f64(since.as_secs_f64()) }
+    }
+}
+
 fn transaction(parts: &TransactionParts<'_>) -> protocol::Transaction<'static> {
-    let root = parts.root;
-    let (root_data, root_end) = root.data(parts.cut_at);
-    let root_span = root.start.span_id.map(span_id).unwrap_or_default();
-    let trace = trace_id(root.start.trace_id);
-    let spans: Vec<protocol::Span> = parts
+    let mut transaction = transaction_without_spans(parts);
+    let trace = trace_id(parts.root.start.trace_id);
+    transaction.spans = parts
         .children
         .iter()
         .map(|span| {
@@ -240,6 +311,15 @@ fn transaction(parts: &TransactionParts<'_>) -> protocol::Transaction<'static> {
             }
         })
         .collect();
+    transaction
+}
+
+/// The transaction of [`transaction`] with no spans: name, times, user, tags, trace context.
+fn transaction_without_spans(parts: &TransactionParts<'_>) -> protocol::Transaction<'static> {
+    let root = parts.root;
+    let (root_data, root_end) = root.data(parts.cut_at);
+    let root_span = root.start.span_id.map(span_id).unwrap_or_default();
+    let trace = trace_id(root.start.trace_id);
     let trace_context = TraceContext {
         span_id: root_span,
         trace_id: trace,
@@ -258,7 +338,7 @@ fn transaction(parts: &TransactionParts<'_>) -> protocol::Transaction<'static> {
         tags: tags(&root.start.context, parts.tag_keys).into_iter().collect(),
         start_timestamp: root.start.timestamp.to_system_time(),
         timestamp: Some(root_end),
-        spans,
+        spans: Vec::new(),
         contexts: [("trace".to_owned(), protocol::Context::Trace(Box::new(trace_context)))].into_iter().collect(),
         ..Default::default()
     }
@@ -302,5 +382,94 @@ pub fn error_event(
         release: release.map(|r| r.to_owned().into()),
         extra: span_data(&record.name, record).into_iter().collect(),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pi_observe_core::{ErrorInfo, Payload, SpanId, Timestamp, TraceId};
+
+    fn record(
+        kind: EventKind,
+        name: &'static str,
+        trace: TraceId,
+        span: SpanId,
+        parent: Option<SpanId>,
+        at: u64,
+    ) -> ObsEvent {
+        let mut record = ObsEvent::new(kind, name, trace);
+        record.span_id = Some(span);
+        record.parent_span_id = parent;
+        record.timestamp = Timestamp::from_unix_nanos(at);
+        record
+    }
+
+    #[test]
+    fn spans_written_straight_from_records_equal_the_typed_transaction() {
+        let trace = TraceId::random();
+        let (root, request, tool, open, whole) =
+            (SpanId::random(), SpanId::random(), SpanId::random(), SpanId::random(), SpanId::random());
+        let t0 = 1_796_323_361_465_714_700;
+        let context = Attribution::new().with("userId", "alice").with("orgId", "acme \"quoted\" \u{7}");
+        let mut root_start = record(EventKind::Start, names::AGENT_PROMPT, trace, root, None, t0);
+        root_start.context = context.clone();
+        let mut root_end = record(EventKind::End, names::AGENT_PROMPT, trace, root, None, t0 + 900_000_000);
+        root_end.context = context;
+        root_end.payload = Payload::new().safe(names::PROVIDER, "faux").safe(names::MODEL, "faux-1").safe("turns", 2);
+        let request_start = record(EventKind::Start, names::PROVIDER_REQUEST, trace, request, Some(root), t0 + 1_000);
+        let mut request_end =
+            record(EventKind::End, names::PROVIDER_REQUEST, trace, request, Some(root), t0 + 400_000_123);
+        request_end.payload = Payload::new()
+            .safe(names::MODEL, "faux-1")
+            .safe(names::INPUT_TOKENS, 1834)
+            .safe(names::CACHE_READ_TOKENS, 1024)
+            .safe(names::OUTPUT_TOKENS, 211)
+            .safe(names::STOP_REASON, "toolUse")
+            .safe("costTotal", 0.000712)
+            .safe("ratio", f64::NAN)
+            .safe("incomplete", "a payload key that collides with pi.incomplete");
+        let tool_start = record(EventKind::Start, names::AGENT_TOOL_CALL, trace, tool, Some(request), t0 + 500_000_000);
+        let mut tool_end =
+            record(EventKind::Error, names::AGENT_TOOL_CALL, trace, tool, Some(request), t0 + 600_000_000);
+        tool_end.payload = Payload::new().safe(names::TOOL_NAME, "bash").safe(names::TOOL_CALL_ID, "call_1");
+        tool_end.error = Some(ErrorInfo::new("Timeout", "took too long"));
+        let mut open_start = record(EventKind::Start, "pi.agent.hook", trace, open, Some(root), t0 + 700_000_000);
+        open_start.payload = Payload::new().safe("incomplete", "still running");
+        // Whole seconds: `start_timestamp` is written as an integer then.
+        let whole_start =
+            record(EventKind::Start, "pi.agent.turn", trace, whole, Some(root), 1_796_323_362_000_000_000);
+        let whole_end = record(EventKind::End, "pi.agent.turn", trace, whole, Some(root), 1_796_323_362_100_000_000);
+        let spans = [
+            SpanRecords { start: request_start, end: Some(request_end) },
+            SpanRecords { start: tool_start, end: Some(tool_end) },
+            SpanRecords { start: open_start, end: None },
+            SpanRecords { start: whole_start, end: Some(whole_end) },
+        ];
+        let root = SpanRecords { start: root_start, end: Some(root_end) };
+        let mut point = record(EventKind::Event, "pi.ai.provider.usage", trace, request, None, t0 + 300_000_000);
+        point.payload = Payload::new().safe(names::INPUT_TOKENS, 7);
+        let breadcrumbs = [breadcrumb(&point)];
+        let tag_keys = ["orgId".to_owned()];
+        let parts = TransactionParts {
+            root: &root,
+            children: spans.iter().collect(),
+            breadcrumbs: &breadcrumbs,
+            tag_keys: Some(&tag_keys),
+            environment: Some("ci"),
+            release: Some("pi@1.2.3"),
+            cut_at: std::time::UNIX_EPOCH + std::time::Duration::from_nanos(t0 + 950_000_000),
+        };
+        let (event_id, bytes) = transaction_bytes(&parts).unwrap();
+        let direct: Json = serde_json::from_slice(&bytes).unwrap();
+        let mut typed = transaction_json(&parts);
+        assert_eq!(direct["event_id"], event_id.as_str());
+        // Each call draws its own event id; everything else must be the same, in the same order.
+        typed["event_id"] = direct["event_id"].clone();
+        assert_eq!(direct, typed);
+        assert_eq!(serde_json::to_string(&direct).unwrap(), serde_json::to_string(&typed).unwrap());
+        assert_eq!(direct["spans"].as_array().unwrap().len(), 4);
+        assert!(direct["spans"][3]["start_timestamp"].is_u64(), "{}", direct["spans"][3]);
+        assert_eq!(direct["spans"][2]["data"]["pi.incomplete"], true);
     }
 }
