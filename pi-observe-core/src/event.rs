@@ -272,16 +272,17 @@ fn context_out<S: serde::Serializer>(context: &&Attribution, s: S) -> Result<S::
 }
 
 fn payload_out<S: serde::Serializer>(payload: &&Payload, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_map(payload.iter().map(|f| (f.key.as_ref(), ValueOut(&f.value))))
+    s.collect_map(payload.iter().map(|f| (f.key.as_ref(), ValueJson(&f.value))))
 }
 
 fn classes_out<S: serde::Serializer>(classes: &Vec<(&str, Cow<'_, str>)>, s: S) -> Result<S::Ok, S::Error> {
     s.collect_map(classes.iter().map(|(k, v)| (k, v)))
 }
 
-/// A payload value as JSON, exactly as [`value_to_json`] writes it (non-finite floats as
-/// strings).
-struct ValueOut<'a>(&'a Value);
+/// A payload value serialized as JSON straight from the field, exactly as [`value_to_json`]
+/// writes it (non-finite floats as strings), without building a `serde_json::Value`.
+#[derive(Debug, Clone, Copy)]
+pub struct ValueJson<'a>(pub &'a Value);
 
 struct F64Out(f64);
 
@@ -291,7 +292,7 @@ impl Serialize for F64Out {
     }
 }
 
-impl Serialize for ValueOut<'_> {
+impl Serialize for ValueJson<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self.0 {
             Value::Str(v) => s.serialize_str(v),
@@ -471,6 +472,26 @@ pub fn value_from_json(json: &serde_json::Value) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn value_json_writes_what_value_to_json_builds() {
+        let values = [
+            Value::Str("quote \" and \u{7}".into()),
+            Value::I64(-3),
+            Value::F64(0.1),
+            Value::F64(f64::NAN),
+            Value::F64(f64::NEG_INFINITY),
+            Value::Bool(true),
+            Value::StrArray(vec!["a".into(), "b".into()]),
+            Value::I64Array(vec![1, 2]),
+            Value::F64Array(vec![1.5, f64::INFINITY]),
+            Value::BoolArray(vec![false]),
+        ];
+        for value in &values {
+            let written = serde_json::to_string(&ValueJson(value)).unwrap();
+            assert_eq!(written, value_to_json(value).to_string(), "{value:?}");
+        }
+    }
     use crate::payload::ContentKind;
 
     #[test]

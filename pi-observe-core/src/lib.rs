@@ -63,7 +63,7 @@ pub use context::{
     Attribution, ContextExt, ObsContext, Scoped, current, run_with_context, run_with_context_sync,
     run_with_traceparent, spawn, spawn_blocking, spawn_thread, with_current,
 };
-pub use event::{ErrorInfo, EventKind, ObsEvent, Timestamp, value_from_json, value_to_json};
+pub use event::{ErrorInfo, EventKind, ObsEvent, Timestamp, ValueJson, value_from_json, value_to_json};
 pub use hub::{HubSlot, Observability, Scope, Subscription, WeakObservability};
 pub use ids::{IdHex, InvalidId, SpanId, TraceId};
 pub use operation::{

@@ -17,8 +17,8 @@ pub fn op(name: &str) -> &str {
     }
 }
 
-fn text(record: &ObsEvent, key: &str) -> Option<String> {
-    record.exportable_fields().find(|f| f.key == key).and_then(|f| f.value.as_str()).map(str::to_owned)
+fn text<'a>(record: &'a ObsEvent, key: &str) -> Option<&'a str> {
+    record.exportable_fields().find(|f| f.key == key).and_then(|f| f.value.as_str())
 }
 
 fn int(record: &ObsEvent, key: &str) -> Option<i64> {
@@ -45,8 +45,67 @@ pub fn json_value(value: &Value) -> Json {
 /// Span data: every exportable payload field as `pi.<key>`, plus the `gen_ai.*` keys Sentry's AI
 /// views read. Content-class fields appear only if the subscriber's policy captured them.
 pub fn span_data(name: &str, record: &ObsEvent) -> BTreeMap<String, Json> {
-    let mut data: BTreeMap<String, Json> =
-        record.exportable_fields().map(|f| (format!("pi.{}", f.key), json_value(&f.value))).collect();
+    data_entries(name, record).into_iter().map(|e| (format!("{}{}", e.prefix, e.key), e.value.to_json())).collect()
+}
+
+/// One entry of a span's data: its key as `prefix` + `key` (no string built for it) and its value,
+/// borrowed from the record where it can be.
+struct DataEntry<'a> {
+    prefix: &'static str,
+    key: &'a str,
+    value: DataValue<'a>,
+}
+
+impl DataEntry<'_> {
+    fn fixed(key: &'static str, value: DataValue<'static>) -> DataEntry<'static> {
+        DataEntry { prefix: "", key, value }
+    }
+
+    fn full_key(&self) -> impl Iterator<Item = u8> + '_ {
+        self.prefix.bytes().chain(self.key.bytes())
+    }
+}
+
+enum DataValue<'a> {
+    Field(&'a Value),
+    Str(&'a str),
+    Int(i64),
+    Bool(bool),
+    /// A list of one string (`gen_ai.response.finish_reasons`).
+    One(&'a str),
+}
+
+impl DataValue<'_> {
+    fn to_json(&self) -> Json {
+        match self {
+            DataValue::Field(value) => json_value(value),
+            DataValue::Str(s) => json!(s),
+            DataValue::Int(i) => json!(i),
+            DataValue::Bool(b) => json!(b),
+            DataValue::One(s) => json!([s]),
+        }
+    }
+}
+
+impl serde::Serialize for DataValue<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            DataValue::Field(value) => pi_observe_core::ValueJson(value).serialize(s),
+            DataValue::Str(text) => s.serialize_str(text),
+            DataValue::Int(i) => s.serialize_i64(*i),
+            DataValue::Bool(b) => s.serialize_bool(*b),
+            DataValue::One(text) => [text].serialize(s),
+        }
+    }
+}
+
+/// The entries of [`span_data`] in the order it inserts them (a later entry with the same key
+/// replaces an earlier one).
+fn data_entries<'a>(name: &str, record: &'a ObsEvent) -> Vec<DataEntry<'a>> {
+    let mut data: Vec<DataEntry<'a>> = record
+        .exportable_fields()
+        .map(|f| DataEntry { prefix: "pi.", key: &f.key, value: DataValue::Field(&f.value) })
+        .collect();
     let operation = match name {
         names::AGENT_PROMPT => Some("invoke_agent"),
         names::PROVIDER_REQUEST => Some("chat"),
@@ -54,32 +113,66 @@ pub fn span_data(name: &str, record: &ObsEvent) -> BTreeMap<String, Json> {
         _ => None,
     };
     if let Some(operation) = operation {
-        data.insert("gen_ai.operation.name".into(), json!(operation));
-        data.insert("gen_ai.agent.name".into(), json!("pi"));
+        data.push(DataEntry::fixed("gen_ai.operation.name", DataValue::Str(operation)));
+        data.push(DataEntry::fixed("gen_ai.agent.name", DataValue::Str("pi")));
     }
-    let mut put = |key: &str, value: Option<Json>| {
+    let mut put = |key: &'static str, value: Option<DataValue<'a>>| {
         if let Some(value) = value {
-            data.insert(key.to_owned(), value);
+            data.push(DataEntry { prefix: "", key, value });
         }
     };
-    put("gen_ai.system", text(record, names::PROVIDER).map(Json::from));
-    put("gen_ai.request.model", text(record, names::MODEL).map(Json::from));
-    put("gen_ai.response.model", text(record, names::RESPONSE_MODEL).map(Json::from));
-    put("gen_ai.tool.name", text(record, names::TOOL_NAME).map(Json::from));
-    put("gen_ai.tool.call.id", text(record, names::TOOL_CALL_ID).map(Json::from));
-    put("gen_ai.conversation.id", text(record, names::SESSION_ID).map(Json::from));
+    put("gen_ai.system", text(record, names::PROVIDER).map(DataValue::Str));
+    put("gen_ai.request.model", text(record, names::MODEL).map(DataValue::Str));
+    put("gen_ai.response.model", text(record, names::RESPONSE_MODEL).map(DataValue::Str));
+    put("gen_ai.tool.name", text(record, names::TOOL_NAME).map(DataValue::Str));
+    put("gen_ai.tool.call.id", text(record, names::TOOL_CALL_ID).map(DataValue::Str));
+    put("gen_ai.conversation.id", text(record, names::SESSION_ID).map(DataValue::Str));
     if name == names::PROVIDER_REQUEST {
         let input = int(record, names::INPUT_TOKENS).map(|i| {
             i + int(record, names::CACHE_READ_TOKENS).unwrap_or(0) + int(record, names::CACHE_WRITE_TOKENS).unwrap_or(0)
         });
         let output = int(record, names::OUTPUT_TOKENS);
-        put("gen_ai.usage.input_tokens", input.map(Json::from));
-        put("gen_ai.usage.input_tokens.cached", int(record, names::CACHE_READ_TOKENS).map(Json::from));
-        put("gen_ai.usage.output_tokens", output.map(Json::from));
-        put("gen_ai.usage.total_tokens", input.zip(output).map(|(i, o)| Json::from(i + o)));
-        put("gen_ai.response.finish_reasons", text(record, names::STOP_REASON).map(|r| json!([r])));
+        put("gen_ai.usage.input_tokens", input.map(DataValue::Int));
+        put("gen_ai.usage.input_tokens.cached", int(record, names::CACHE_READ_TOKENS).map(DataValue::Int));
+        put("gen_ai.usage.output_tokens", output.map(DataValue::Int));
+        put("gen_ai.usage.total_tokens", input.zip(output).map(|(i, o)| DataValue::Int(i + o)));
+        put("gen_ai.response.finish_reasons", text(record, names::STOP_REASON).map(DataValue::One));
     }
     data
+}
+
+/// Data entries as the map [`span_data`] would make of them, written straight: sorted by key,
+/// the last of equal keys kept.
+struct DataOut<'a>(Vec<DataEntry<'a>>);
+
+impl serde::Serialize for DataOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut order: Vec<&DataEntry<'_>> = self.0.iter().collect();
+        // Stable: of equal keys, the one inserted last stays last.
+        order.sort_by(|a, b| a.full_key().cmp(b.full_key()));
+        let mut map = s.serialize_map(None)?;
+        for (i, entry) in order.iter().enumerate() {
+            if order.get(i + 1).is_some_and(|next| next.full_key().eq(entry.full_key())) {
+                continue;
+            }
+            map.serialize_entry(&KeyOut(entry), &entry.value)?;
+        }
+        map.end()
+    }
+}
+
+/// A data key written as its prefix and name.
+struct KeyOut<'a>(&'a DataEntry<'a>);
+
+impl serde::Serialize for KeyOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.prefix.is_empty() {
+            s.serialize_str(self.0.key)
+        } else {
+            s.collect_str(&format_args!("{}{}", self.0.prefix, self.0.key))
+        }
+    }
 }
 
 /// Span status from the settling record.
@@ -242,7 +335,14 @@ impl serde::Serialize for SpanOut<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let (start, merged) = (&self.span.start, self.span.merged());
-        let (data, end) = self.span.data(self.cut_at);
+        let mut data = data_entries(&start.name, merged);
+        let end = match &self.span.end {
+            Some(end) => end.timestamp.to_system_time(),
+            None => {
+                data.push(DataEntry { prefix: "pi.", key: "incomplete", value: DataValue::Bool(true) });
+                self.cut_at
+            }
+        };
         let mut map = s.serialize_map(None)?;
         match start.span_id {
             Some(id) => map.serialize_entry("span_id", &*id.hex())?,
@@ -259,7 +359,7 @@ impl serde::Serialize for SpanOut<'_> {
         map.serialize_entry("start_timestamp", &Seconds(start.timestamp.to_system_time()))?;
         map.serialize_entry("status", &status(self.span.end.as_ref()))?;
         if !data.is_empty() {
-            map.serialize_entry("data", &data)?;
+            map.serialize_entry("data", &DataOut(data))?;
         }
         map.end()
     }
