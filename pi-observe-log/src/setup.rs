@@ -174,15 +174,22 @@ where
             /// The line being built (a plain `String`: no dynamic call per piece), reused.
             static LINE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
         }
-        LINE.with(|line| {
-            let Ok(mut line) = line.try_borrow_mut() else { return Err(fmt::Error) };
-            line.clear();
-            flat_json_line(&mut line, event);
-            let written = writer.write_str(&line);
-            if line.capacity() > 64 * 1024 {
-                *line = String::new();
+        LINE.with(|line| match line.try_borrow_mut() {
+            Ok(mut line) => {
+                line.clear();
+                flat_json_line(&mut line, event);
+                let written = writer.write_str(&line);
+                if line.capacity() > 64 * 1024 {
+                    *line = String::new();
+                }
+                written
             }
-            written
+            // An event logged while a line is being formatted on this thread gets its own buffer.
+            Err(_) => {
+                let mut line = String::new();
+                flat_json_line(&mut line, event);
+                writer.write_str(&line)
+            }
         })
     }
 }

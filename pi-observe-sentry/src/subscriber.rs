@@ -188,14 +188,10 @@ impl SentrySubscriber {
         });
         self.counters.transactions.fetch_add(1, Relaxed);
         if let Err(build) = self.transport.send_deferred(build) {
-            match build() {
-                Some(bytes) => match sentry::Envelope::from_bytes_raw(bytes) {
-                    Ok(envelope) => self.client.send_envelope(envelope),
-                    Err(_) => {
-                        self.counters.transactions.fetch_sub(1, Relaxed);
-                    }
-                },
-                None => {
+            // A transport supplied in the configuration: built here and handed to the client.
+            match build().map(sentry::Envelope::from_bytes_raw) {
+                Some(Ok(envelope)) => self.client.send_envelope(envelope),
+                _ => {
                     self.counters.transactions.fetch_sub(1, Relaxed);
                 }
             }
