@@ -42,6 +42,9 @@ const MAX_DEGRADED_FOR: Duration = Duration::from_secs(300);
 struct PendingShutdown {
     /// When the caller stops waiting.
     deadline: Instant,
+    /// When the worker stops exporting; the background spool delivery gets no longer either, so
+    /// a stalled receiver costs the exit one patience, not two.
+    worker_deadline: Instant,
     /// Says the worker stopped.
     done: mpsc::Receiver<()>,
 }
@@ -341,12 +344,16 @@ impl OtelSubscriber {
         self.counters.link.closing.store(true, Relaxed);
         self.counters.hurry.notify_waiters();
         let (ack, done) = mpsc::sync_channel(1);
-        self.control(Control::Shutdown(worker_deadline, ack)).then_some(PendingShutdown { deadline, done })
+        self.control(Control::Shutdown(worker_deadline, ack)).then_some(PendingShutdown {
+            deadline,
+            worker_deadline,
+            done,
+        })
     }
 
     /// Waits (until the shutdown's deadline) for the worker to stop.
     fn wait_for_shutdown(&self, pending: PendingShutdown) -> Result<(), SubscriberError> {
-        let PendingShutdown { deadline, done } = pending;
+        let PendingShutdown { deadline, worker_deadline, done } = pending;
         let result = done.recv_timeout(deadline.saturating_duration_since(Instant::now()));
         if result.is_ok()
             && let Some(worker) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take()
@@ -354,10 +361,9 @@ impl OtelSubscriber {
             let _ = worker.join();
         }
         // The background delivery stops after its current batch: let it finish that one (within
-        // the patience), so a batch the receiver took is also removed from the spool.
+        // the worker's patience), so a batch the receiver took is also removed from the spool.
         if let Some(draining) = self.draining.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let left = deadline.saturating_duration_since(Instant::now()).min(self.exit_patience);
-            let _ = draining.recv_timeout(left);
+            let _ = draining.recv_timeout(worker_deadline.saturating_duration_since(Instant::now()));
         }
         // On timeout the worker is left to finish on its own; the caller is not held.
         result.map_err(|_| SubscriberError::Timeout)

@@ -276,17 +276,17 @@ impl Transport for HttpTransport {
     }
 
     fn shutdown(&self, timeout: Duration) -> bool {
+        let patience_ends = Instant::now() + self.exit_patience.min(timeout);
         if self.spooling {
             // What the server has not taken by then is spooled, not waited for.
-            self.closing.begin(Instant::now() + self.exit_patience.min(timeout));
+            self.closing.begin(patience_ends);
         }
-        let started = Instant::now();
         let flushed = self.pending.wait_zero(timeout);
         // The background delivery stops after its current envelope: let it finish that one
-        // (within the patience), so an envelope the server took is also removed from the spool.
+        // within the same patience (a stalled server costs the exit one patience, not two), so an
+        // envelope the server took is also removed from the spool.
         if let Some(draining) = self.draining.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let left = timeout.saturating_sub(started.elapsed()).min(self.exit_patience);
-            let _ = draining.recv_timeout(left);
+            let _ = draining.recv_timeout(patience_ends.saturating_duration_since(Instant::now()));
         }
         // Closing the queue ends the sender thread once it is idle.
         self.queue.lock().unwrap_or_else(|e| e.into_inner()).take();
