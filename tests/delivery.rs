@@ -102,6 +102,8 @@ fn collector_down_spools_every_span_and_a_flush_delivers_them_once_with_their_id
     assert!(out.status.success(), "{}", stderr(&out));
     let report = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(report.contains(&format!("({} items)", spans.len() + 1)), "spans + one metrics request: {report}");
+    let base = endpoint.trim_end_matches("/v1/traces");
+    assert!(report.starts_with(&format!("otlp {base}/v1/{{traces,metrics,logs}}: ")), "every signal named: {report}");
     let got = received_ids(&receiver);
     assert_eq!(got.iter().cloned().collect::<BTreeSet<_>>(), spans, "the original span ids");
     assert_eq!(got.len(), spans.len(), "each span once");

@@ -46,7 +46,7 @@ pub fn run(args: &FlushArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     };
     if let Some(otlp) = setup.otlp() {
         let result = pi_observe::otel::deliver_spooled(otlp, &spool, deadline)?;
-        report("otlp", pi_observe::otel::url_without_secrets(&otlp.endpoint()), result);
+        report("otlp", otlp_destinations(otlp), result);
     }
     if let Some(sentry) = setup.sentry() {
         let result = pi_observe::sentry::deliver_spooled(sentry, &spool, deadline)?;
@@ -78,4 +78,22 @@ pub fn run(args: &FlushArgs, cfg: &Config) -> Result<ExitCode, CliError> {
         output::error(format_args!("pi: warning: {diagnostic}"));
     }
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// Where the OTLP sink delivers spooled batches of every signal, without secrets: the gRPC
+/// collector address, or the HTTP URLs of traces, metrics and logs (`…/v1/{traces,metrics,logs}`
+/// when they share a base).
+fn otlp_destinations(otlp: &pi_observe::otel::OtlpConfig) -> String {
+    use pi_observe::otel::{Protocol, url_without_secrets};
+    let traces = url_without_secrets(&otlp.endpoint());
+    if otlp.protocol == Some(Protocol::Grpc) {
+        return traces;
+    }
+    let (metrics, logs) = (url_without_secrets(&otlp.metrics_endpoint()), url_without_secrets(&otlp.logs_endpoint()));
+    match traces.strip_suffix("/v1/traces") {
+        Some(base) if metrics == format!("{base}/v1/metrics") && logs == format!("{base}/v1/logs") => {
+            format!("{base}/v1/{{traces,metrics,logs}}")
+        }
+        _ => format!("{traces}, {metrics}, {logs}"),
+    }
 }
