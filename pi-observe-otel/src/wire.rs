@@ -296,7 +296,7 @@ mod tests {
             let mut structs = Vec::new();
             for (start, end, events) in &spans() {
                 encoded.push(start, end.as_ref(), events, now, conventions, true);
-                structs.extend(proto_span(start, end.as_ref(), events, now, conventions, true));
+                structs.extend(span_parts(start, end.as_ref(), events, now, conventions, true).map(proto_span));
             }
             assert_eq!(encoded.len(), 3);
             let bytes = encoded.request(&resource.encode_to_vec(), "https://r", &scope.encode_to_vec(), "https://s");

@@ -16,7 +16,7 @@ use super::{Control, Counters, DEGRADED_FOR, MAX_DEGRADED_FOR, MAX_OPEN_SPANS, Q
 
 /// How long records wait before the worker pairs them (it exports on its own schedule).
 const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
-use crate::convert::{Conventions, proto_span, span_data};
+use crate::convert::{Conventions, proto_span, span_data, span_parts};
 use crate::export::{Delivery, Exporter, Payload};
 use crate::metrics::Aggregator;
 use opentelemetry_proto::tonic::trace::v1::Span as ProtoSpan;
@@ -92,7 +92,7 @@ impl Batch {
             Batch::Sdk(spans) => spans.extend(span_data(start, end, events, now, conventions, scope)),
             Batch::Wire(spans) => {
                 let latest = scope.schema_url() == Some(crate::names::SCHEMA_URL_LATEST);
-                spans.extend(proto_span(start, end, events, now, conventions, latest));
+                spans.extend(span_parts(start, end, events, now, conventions, latest).map(proto_span));
             }
             Batch::Encoded(spans) => {
                 let latest = scope.schema_url() == Some(crate::names::SCHEMA_URL_LATEST);
