@@ -159,6 +159,7 @@ struct Entry {
     path: PathBuf,
     name: String,
     size: u64,
+    /// The older of the name's creation time and the file's modification time (Unix ms).
     created_ms: u64,
     unreadable: bool,
 }
@@ -254,10 +255,17 @@ impl Spool {
             if !name.ends_with(BATCH) && !unreadable {
                 continue;
             }
-            let created_ms = created_of(&name).unwrap_or(0);
+            // A batch is as old as the older of its name's time and its file's modification
+            // time: a file aged by hand (or copied with its times) counts against the age cap too.
+            let modified_ms = metadata
+                .modified()
+                .ok()
+                .and_then(|m| m.duration_since(UNIX_EPOCH).ok())
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            let created_ms = created_of(&name).into_iter().chain(modified_ms).min().unwrap_or(0);
             entries.push(Entry { path: entry.path(), name, size: metadata.len(), created_ms, unreadable });
         }
-        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        entries.sort_by(|a, b| (a.created_ms, &a.name).cmp(&(b.created_ms, &b.name)));
         entries
     }
 
@@ -414,7 +422,8 @@ impl Spool {
             status.batches += 1;
             status.items += meta.items;
             status.held += u64::from(meta.auth_refused.is_some());
-            status.oldest_ms = Some(status.oldest_ms.map_or(meta.created_ms, |o| o.min(meta.created_ms)));
+            let created = entry.created_ms.min(meta.created_ms);
+            status.oldest_ms = Some(status.oldest_ms.map_or(created, |o| o.min(created)));
         }
         status
     }

@@ -107,6 +107,26 @@ fn batches_past_the_age_cap_are_removed_and_counted() {
 }
 
 #[test]
+fn a_batch_file_aged_by_its_modification_time_counts_against_the_age_cap() {
+    let d = dir("age-mtime");
+    let spool = Spool::new(SpoolConfig { max_age: Duration::from_secs(3600), ..SpoolConfig::new(&d) });
+    spool.write(&meta(5), b"touched").unwrap();
+    spool.write(&meta(2), b"fresh").unwrap();
+    // `touch -d '8 days ago'` on the first file: its name still says now.
+    let first = d.join(&batch_files(&d)[0]);
+    let eight_days_ago = std::time::SystemTime::now() - Duration::from_secs(8 * 86_400);
+    std::fs::File::options().write(true).open(&first).unwrap().set_modified(eight_days_ago).unwrap();
+    let oldest = spool.status().oldest_ms.unwrap();
+    let expected = eight_days_ago.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    assert!(oldest.abs_diff(expected) < 1_000, "status names the older time: {oldest} vs {expected}");
+    spool.enforce_limits(); // as a delivery pass starts
+    let kept = spool.pending(|_| true);
+    assert_eq!(kept.iter().map(|p| p.meta.items).collect::<Vec<_>>(), [2]);
+    let stats = spool.stats();
+    assert_eq!((stats.dropped_expired_batches, stats.dropped_expired_items), (1, 5));
+}
+
+#[test]
 fn a_torn_file_is_set_aside_counted_and_named_once() {
     let d = dir("torn");
     let spool = Spool::new(SpoolConfig::new(&d));
