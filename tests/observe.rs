@@ -99,6 +99,41 @@ fn status_after_a_down_receiver_shows_the_spooled_batches() {
 }
 
 #[test]
+fn credentials_in_the_endpoint_url_stay_out_of_errors_the_state_file_the_spool_and_the_status() {
+    let d = scratch("status-url-secrets");
+    let down = Receiver::down_endpoint();
+    let base = down.trim_end_matches("/v1/traces").replace("http://", "http://user:pa55word@");
+    let endpoint = format!("{base}/?token=t0ken");
+    for _ in 0..2 {
+        // The second run also tries to deliver the first run's batches.
+        let out = prompt(&d, &endpoint);
+        assert!(out.status.success(), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("Connection refused") && err.contains("/v1/traces"), "{err}");
+        assert!(!err.contains("pa55word") && !err.contains("t0ken") && !err.contains("user:"), "{err}");
+    }
+    for entry in walk(&d.join("agent")) {
+        let bytes = std::fs::read(&entry).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains("pa55word") && !text.contains("t0ken"), "{} keeps a credential", entry.display());
+    }
+    let doc = status(&d, &endpoint);
+    let text = doc.to_string();
+    assert!(doc["spool"]["lastDeliveryError"].as_str().is_some_and(|e| e.contains("Connection refused")), "{doc}");
+    assert!(!text.contains("pa55word") && !text.contains("t0ken"), "{text}");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() { files.extend(walk(&path)) } else { files.push(path) }
+    }
+    files
+}
+
+#[test]
 fn a_malformed_state_file_is_named() {
     let d = scratch("status-bad");
     std::fs::create_dir_all(d.join("agent")).unwrap();

@@ -64,7 +64,7 @@ impl OtlpConfig {
                 let base = url(env::ENDPOINT, &raw)?;
                 self.traces_endpoint = Some(match self.protocol {
                     Some(Protocol::Grpc) => base,
-                    _ => format!("{}/v1/traces", base.trim_end_matches('/')),
+                    _ => super::signal_url(&base, "traces"),
                 });
             }
         }
@@ -134,9 +134,7 @@ impl OtlpConfig {
         let signal_endpoint = |var: &str, signal: &str| -> Result<Option<String>, ConfigError> {
             match (get(var), get(env::ENDPOINT)) {
                 (Some(raw), _) => url(var, &raw).map(Some),
-                (None, Some(raw)) => {
-                    Ok(Some(format!("{}/v1/{signal}", url(env::ENDPOINT, &raw)?.trim_end_matches('/'))))
-                }
+                (None, Some(raw)) => Ok(Some(super::signal_url(&url(env::ENDPOINT, &raw)?, signal))),
                 (None, None) => Ok(None),
             }
         };
@@ -371,6 +369,14 @@ mod tests {
         let c = with(&[(env::ENDPOINT, "http://c:4318"), (env::TRACES_ENDPOINT, "http://t:1/custom")]).unwrap();
         assert_eq!(c.endpoint(), "http://t:1/custom");
         assert_eq!(OtlpConfig::default().endpoint(), "http://localhost:4318/v1/traces");
+        // The signal path goes on the path, before a query string.
+        let q = with(&[(env::ENDPOINT, "https://c/otlp/?api-key=k")]).unwrap();
+        assert_eq!(q.endpoint(), "https://c/otlp/v1/traces?api-key=k");
+        assert_eq!(q.metrics_endpoint(), "https://c/otlp/v1/metrics?api-key=k");
+        let full = OtlpConfig { traces_endpoint: Some("http://c:1/v1/traces?k=v".into()), ..OtlpConfig::default() };
+        assert_eq!(full.logs_endpoint(), "http://c:1/v1/logs?k=v");
+        assert_eq!(super::super::traces_url_base("http://c:1/x/v1/traces/?k=v").as_deref(), Some("http://c:1/x?k=v"));
+        assert_eq!(super::super::traces_url_base("http://c:1/x"), None);
     }
 
     #[test]

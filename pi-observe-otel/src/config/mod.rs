@@ -281,6 +281,28 @@ pub fn url_without_secrets(url: &str) -> String {
     }
 }
 
+/// `base` (an OTLP/HTTP base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT` gives it) with `/v1/<signal>`
+/// added to its path; a query string stays after the path.
+pub fn signal_url(base: &str, signal: &str) -> String {
+    match reqwest::Url::parse(base) {
+        Ok(mut url) => {
+            let path = format!("{}/v1/{signal}", url.path().trim_end_matches('/'));
+            url.set_path(&path);
+            url.to_string()
+        }
+        Err(_) => format!("{}/v1/{signal}", base.trim_end_matches('/')),
+    }
+}
+
+/// The base URL of `url` when its path ends with `/v1/traces` (a full traces URL), its query
+/// kept; `None` otherwise.
+pub fn traces_url_base(url: &str) -> Option<String> {
+    let mut parsed = reqwest::Url::parse(url).ok()?;
+    let base = parsed.path().trim_end_matches('/').strip_suffix("/v1/traces")?.to_owned();
+    parsed.set_path(&base);
+    Some(parsed.to_string())
+}
+
 /// Checks that `raw` is an http(s) URL with a host (and, if given, a valid port).
 pub fn check_url(raw: &str) -> Result<(), String> {
     let parsed = reqwest::Url::parse(raw).map_err(|e| format!("{raw:?} is not a valid URL ({e})"))?;
@@ -337,13 +359,10 @@ impl OtlpConfig {
         self.logs_endpoint.clone().unwrap_or_else(|| self.sibling("logs"))
     }
 
-    /// The traces URL with its `/v1/traces` replaced by `/v1/<signal>`.
+    /// The traces URL with its `/v1/traces` replaced by `/v1/<signal>` (added when it has none).
     fn sibling(&self, signal: &str) -> String {
         let traces = self.endpoint();
-        match traces.strip_suffix("/v1/traces") {
-            Some(base) => format!("{base}/v1/{signal}"),
-            None => format!("{}/v1/{signal}", traces.trim_end_matches('/')),
-        }
+        signal_url(&traces_url_base(&traces).unwrap_or(traces), signal)
     }
 
     pub(crate) fn dims(&self) -> Vec<String> {

@@ -14,6 +14,7 @@ use tonic::transport::Endpoint;
 use super::payload::{Body, Signal};
 use super::{Attempt, Exporter};
 use crate::config::ConfigError;
+use crate::config::url_without_secrets;
 
 /// A `Retry-After` value — delay-seconds or an HTTP-date (RFC 9110) — as a delay from `now`
 /// (a date in the past is no delay); `None` when it is neither.
@@ -111,7 +112,7 @@ impl Exporter {
                     .get("retry-after")
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| retry_after(v, std::time::SystemTime::now()));
-                let why = format!("HTTP {status} from {endpoint}");
+                let why = format!("HTTP {status} from {}", url_without_secrets(endpoint));
                 let attempt = match status {
                     401 | 403 => Attempt::Unauthorized(why),
                     408 | 429 | 500..=599 => Attempt::Retry { after, why, refused: false },
@@ -125,7 +126,7 @@ impl Exporter {
                 while let Some(next) = cause.source() {
                     cause = next;
                 }
-                let why = format!("{endpoint}: {}", one_line(&cause.to_string()));
+                let why = format!("{}: {}", url_without_secrets(endpoint), one_line(&cause.to_string()));
                 (Attempt::Retry { after: None, why, refused: e.is_connect() }, None)
             }
         }
@@ -185,8 +186,12 @@ impl Exporter {
             Ok(()) => (Attempt::Done, Some("gRPC Ok".into())),
             Err(status) => {
                 use tonic::Code;
-                let why =
-                    format!("gRPC {:?} from {}: {}", status.code(), self.endpoints[0], one_line(status.message()));
+                let why = format!(
+                    "gRPC {:?} from {}: {}",
+                    status.code(),
+                    url_without_secrets(&self.endpoints[0]),
+                    one_line(status.message())
+                );
                 // A status tonic made up for a failed connection is not an answer.
                 let answered = std::error::Error::source(&status).is_none();
                 let line = answered.then(|| format!("gRPC {:?}", status.code()));

@@ -92,10 +92,10 @@ pub fn otlp(args: &OtlpArgs, cfg: &Config) -> Result<Option<OtlpConfig>, CliErro
         if let Some(endpoint) = flag_endpoint {
             pi_observe::otel::check_url(endpoint).map_err(|why| CliError::Usage(format!("--otlp: {why}")))?;
             // gRPC takes the collector address as it is; HTTP wants the signal path.
-            let full = if grpc || endpoint.trim_end_matches('/').ends_with("/v1/traces") {
+            let full = if grpc || pi_observe::otel::traces_url_base(endpoint).is_some() {
                 endpoint.to_owned()
             } else {
-                format!("{}/v1/traces", endpoint.trim_end_matches('/'))
+                pi_observe::otel::signal_url(endpoint, "traces")
             };
             config.traces_endpoint = Some(full);
         }
@@ -151,8 +151,8 @@ fn files_as_env(cfg: &Config) -> Result<Vec<(&'static str, String)>, CliError> {
         pi_observe::otel::check_url(endpoint.trim())
             .map_err(|why| CliError::Usage(format!("{}: telemetry.sinks.otlp.endpoint: {why}", file_of(&source))))?;
         // Like `--otlp`, a full traces URL is accepted: the base is what precedes `/v1/traces`.
-        let trimmed = endpoint.trim().trim_end_matches('/');
-        vars.push((env::ENDPOINT, trimmed.strip_suffix("/v1/traces").unwrap_or(trimmed).to_owned()));
+        let trimmed = endpoint.trim();
+        vars.push((env::ENDPOINT, pi_observe::otel::traces_url_base(trimmed).unwrap_or_else(|| trimmed.to_owned())));
     }
     for (key, var) in
         [(sink_key("otlp", "protocol"), env::PROTOCOL), (sink_key("otlp", "serviceName"), env::SERVICE_NAME)]
