@@ -79,6 +79,8 @@ pub fn pipeline(setup: &SinkSetup, a: &SinkArgs, events: Option<&std::path::Path
                 "capture": capture_source("otlp"),
                 "conventions": source(&sink("otlp", "conventions"), a.otlp.conventions.as_ref().map(|_| "--conventions"), &[]),
                 "sampler": source(&["telemetry", "sampler", "name"], None, &[env::TRACES_SAMPLER]),
+                "sampleRatio": source(&["telemetry", "sampler", "arg"], None, &[env::TRACES_SAMPLER_ARG]),
+                "metrics": source(&sink("otlp", "metrics"), None, &[env::METRICS_EXPORTER]),
                 "metricDims": source(&sink("otlp", "metricDims"), (!a.otlp.metric_dims.is_empty()).then_some("--metric-dims"), &[]),
                 "logs": source(&sink("otlp", "logs"), a.otlp.otlp_logs.then_some("--otlp-logs"), &[env::LOGS_EXPORTER]),
             },
