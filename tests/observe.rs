@@ -60,6 +60,8 @@ fn status_shows_the_pipeline_with_sources_and_the_last_runs_counters_for_a_healt
     assert_eq!(otlp["sources"]["protocol"], "default");
     assert_eq!(otlp["sources"]["sampler"], "env OTEL_TRACES_SAMPLER");
     assert_eq!(otlp["sampleRatio"], 0.5);
+    assert_eq!(otlp["sources"]["sampleRatio"], "env OTEL_TRACES_SAMPLER_ARG");
+    assert_eq!(otlp["sources"]["metrics"], "default");
     assert_eq!(otlp["capture"], serde_json::json!([]));
     assert_eq!(doc["pipeline"]["spool"]["sources"]["dir"], "default");
     let run = &doc["lastRun"];
