@@ -152,12 +152,20 @@ impl Harness {
     }
 
     /// Stops the extensions, then flushes (or spools) and reports the sinks for `command`.
+    ///
+    /// The process ends next, so the agent (its conversation, tools, provider) and the hub (its
+    /// subscribers and their buffers) are not freed one allocation at a time: the operating
+    /// system takes their memory back at once. Every file they wrote is complete by now (session
+    /// lines are written whole as they come, the sinks were just closed, the extensions stopped).
     pub async fn finish(self, command: &str) {
         for extension in &self.extensions {
             extension.shutdown().await;
         }
         let traces = self.trace_ids();
-        self.sinks.finish(command, &traces);
+        let Harness { sinks, agent, hub, .. } = self;
+        sinks.finish(command, &traces);
+        std::mem::forget(agent);
+        std::mem::forget(hub);
     }
 }
 
