@@ -40,7 +40,7 @@ pub fn run(args: &TestArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     if let Some(sentry) = setup.sentry() {
         outcomes.push(pi_observe::sentry::probe(sentry, trace)?);
     }
-    let link = template.map(|t| t.replace("{trace_id}", &trace.to_string()));
+    let link = template.map(|t| t.to(&trace));
     if args.json {
         output::line(json!({
             "traceId": trace.to_string(),

@@ -419,8 +419,7 @@ fn report_otlp(otel: &OtelSubscriber, traces: &[TraceId]) {
     let stats = otel.stats();
     let template = config::trace_url_template().ok().flatten();
     for trace in traces {
-        let link =
-            template.as_ref().map(|t| format!(" {}", t.replace("{trace_id}", &trace.to_string()))).unwrap_or_default();
+        let link = template.as_ref().map(|t| format!(" {}", t.to(trace))).unwrap_or_default();
         output::error(format_args!("pi: trace {trace}{link}"));
     }
     let not_delivered = stats.spans_dropped();

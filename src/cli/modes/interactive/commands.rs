@@ -108,7 +108,7 @@ impl Ui<'_> {
         text.push_str(&format!("\ntraces this session: {}", traces.len()));
         if let Some(last) = traces.last() {
             let template = crate::cli::sinks::config::trace_url_template().ok().flatten();
-            let link = template.map(|t| format!(" {}", t.replace("{trace_id}", &last.to_string()))).unwrap_or_default();
+            let link = template.map(|t| format!(" {}", t.to(last))).unwrap_or_default();
             text.push_str(&format!("\nlast trace: {last}{link}"));
         }
         self.transcript.notice(Tone::Info, text);
