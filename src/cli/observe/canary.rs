@@ -59,6 +59,8 @@ fn markers() -> Vec<Marker> {
         marker("error_text", &[ErrorText]),
         // The second prompt goes to a provider over HTTP: its text is in the request body too.
         marker("provider_payload", &[Prompt, ProviderPayload]),
+        // An extra header on that request (as `models.json` `headers` adds one).
+        marker("header", &[Header]),
     ]
 }
 
@@ -167,15 +169,26 @@ async fn faux_session(workdir: &Path, markers: &[Marker], secrets: &str) {
     run_agent(Arc::new(faux), model, workdir, &prompt).await;
 }
 
-/// A prompt to an OpenAI-compatible provider on a closed loopback port, with a canary key:
-/// the request body (provider payload) and headers are recorded, the key must never be.
+/// A prompt to an OpenAI-compatible provider on a closed loopback port, with a canary key and
+/// an extra header carrying the header marker and every secret: the request body (provider
+/// payload) and headers are recorded, the key must never be.
 async fn provider_session(workdir: &Path, markers: &[Marker], secrets: &str, samples: &[SecretSample]) {
     let Ok(port) = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()) else {
         return;
     };
     let key = samples.iter().find(|s| s.text.starts_with("sk-proj-")).map(|s| s.text.clone());
-    let http =
-        HttpConfig { base_url: Some(format!("http://127.0.0.1:{port}/v1")), api_key: key, ..HttpConfig::default() };
+    // A header pi shows when headers are captured (its secrets must still be scrubbed), and one
+    // it never shows.
+    let headers = vec![
+        ("x-pi-canary".to_owned(), format!("{}{secrets}", find(markers, "header"))),
+        ("x-api-key".to_owned(), key.clone().unwrap_or_default()),
+    ];
+    let http = HttpConfig {
+        base_url: Some(format!("http://127.0.0.1:{port}/v1")),
+        api_key: key,
+        headers,
+        ..HttpConfig::default()
+    };
     let model = pi_agent::model::ModelInfo::unknown("openai", "canary-model", pi_agent::model::Api::OpenAiCompletions);
     let Ok(provider) = pi_agent::provider::provider_for(&model, &http) else { return };
     let prompt = format!("{}{secrets}", find(markers, "provider_payload"));
