@@ -131,9 +131,12 @@ impl OtlpConfig {
                 })
                 .transpose()
         };
+        // Over gRPC the generic endpoint is the collector address every signal goes to.
+        let grpc = self.protocol == Some(Protocol::Grpc);
         let signal_endpoint = |var: &str, signal: &str| -> Result<Option<String>, ConfigError> {
             match (get(var), get(env::ENDPOINT)) {
                 (Some(raw), _) => url(var, &raw).map(Some),
+                (None, Some(raw)) if grpc => url(env::ENDPOINT, &raw).map(Some),
                 (None, Some(raw)) => Ok(Some(super::signal_url(&url(env::ENDPOINT, &raw)?, signal))),
                 (None, None) => Ok(None),
             }
@@ -377,6 +380,9 @@ mod tests {
         assert_eq!(full.logs_endpoint(), "http://c:1/v1/logs?k=v");
         assert_eq!(super::super::traces_url_base("http://c:1/x/v1/traces/?k=v").as_deref(), Some("http://c:1/x?k=v"));
         assert_eq!(super::super::traces_url_base("http://c:1/x"), None);
+        // Over gRPC every signal goes to the collector address.
+        let grpc = with(&[(env::ENDPOINT, "http://c:4317"), (env::PROTOCOL, "grpc")]).unwrap();
+        assert_eq!((grpc.endpoint(), grpc.metrics_endpoint()), ("http://c:4317".into(), "http://c:4317".into()));
     }
 
     #[test]

@@ -359,9 +359,13 @@ impl OtlpConfig {
         self.logs_endpoint.clone().unwrap_or_else(|| self.sibling("logs"))
     }
 
-    /// The traces URL with its `/v1/traces` replaced by `/v1/<signal>` (added when it has none).
+    /// The traces URL with its `/v1/traces` replaced by `/v1/<signal>` (added when it has none);
+    /// over gRPC every signal goes to the one collector address.
     fn sibling(&self, signal: &str) -> String {
         let traces = self.endpoint();
+        if self.protocol == Some(Protocol::Grpc) {
+            return traces;
+        }
         signal_url(&traces_url_base(&traces).unwrap_or(traces), signal)
     }
 
