@@ -87,6 +87,8 @@ fn phoenix_shows_both_users_traces_with_contract_ids_and_attribution() {
                 .arg(dir.join(format!("{user}.jsonl")))
                 .env_remove("OPENAI_API_KEY")
                 .env_remove("ANTHROPIC_API_KEY")
+                .env("PI_CODING_AGENT_DIR", dir.join(format!("agent-{user}")))
+                .env_remove("PI_SPOOL_DIR")
                 .spawn()
                 .unwrap()
         })

@@ -26,6 +26,9 @@ const NOT_COMPARED: [&str; 5] = [
 
 fn pi() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi"));
+    // Its own agent directory: nothing is spooled or recorded into the real `~/.pi/agent`.
+    let agent = std::env::temp_dir().join(format!("pi-test-agent-{}", pi_observe::core::SpanId::random()));
+    cmd.env("PI_CODING_AGENT_DIR", agent).env_remove("PI_SPOOL_DIR");
     for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TRACEPARENT", "PI_USER_ID", "PI_ORG_ID", "PI_FAUX_SCRIPT"] {
         cmd.env_remove(var);
     }
