@@ -171,14 +171,15 @@ async fn faux_session(workdir: &Path, markers: &[Marker], secrets: &str) {
 
 /// A prompt to an OpenAI-compatible provider on a closed loopback port, with a canary key and
 /// an extra header carrying the header marker and every secret: the request body (provider
-/// payload) and headers are recorded, the key must never be.
+/// payload) and the provider's own non-secret headers are recorded, the key never is.
 async fn provider_session(workdir: &Path, markers: &[Marker], secrets: &str, samples: &[SecretSample]) {
     let Ok(port) = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()) else {
         return;
     };
     let key = samples.iter().find(|s| s.text.starts_with("sk-proj-")).map(|s| s.text.clone());
-    // A header pi shows when headers are captured (its secrets must still be scrubbed), and one
-    // it never shows.
+    // An extra header, as `models.json` adds one (pi records only a provider's own non-secret
+    // headers, so its marker and secrets must never appear, captured or not), and the key again
+    // under a secret header name.
     let headers = vec![
         ("x-pi-canary".to_owned(), format!("{}{secrets}", find(markers, "header"))),
         ("x-api-key".to_owned(), key.clone().unwrap_or_default()),
