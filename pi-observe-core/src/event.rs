@@ -472,6 +472,7 @@ pub fn value_from_json(json: &serde_json::Value) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::payload::ContentKind;
 
     #[test]
     fn value_json_writes_what_value_to_json_builds() {
@@ -492,7 +493,6 @@ mod tests {
             assert_eq!(written, value_to_json(value).to_string(), "{value:?}");
         }
     }
-    use crate::payload::ContentKind;
 
     #[test]
     fn json_uses_design_note_names_and_round_trips() {

@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 
 /// Bytes waiting that make the writer thread write at once.
 pub const BATCH_BYTES: usize = 64 * 1024;
+/// Largest line buffer a formatting thread keeps between lines (a captured transcript can make
+/// one line large; that memory is not kept).
+pub(crate) const KEPT_LINE_CAPACITY: usize = 64 * 1024;
 /// Longest time a line waits in memory.
 pub const INTERVAL: Duration = Duration::from_millis(100);
 

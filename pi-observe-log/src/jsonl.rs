@@ -9,11 +9,7 @@ use std::time::Duration;
 
 use pi_observe_core::{DropReason, HubSlot, ObsEvent, Observability, Subscriber, SubscriberError};
 
-use crate::batched::{BatchedWriter, Pushed};
-
-/// Largest line buffer a thread keeps between records (a captured transcript can make one line
-/// large; that memory is not kept).
-const KEPT_LINE_CAPACITY: usize = 64 * 1024;
+use crate::batched::{BatchedWriter, KEPT_LINE_CAPACITY, Pushed};
 
 /// Appends every event it receives to a file as one JSON line. `on_event` serializes and
 /// appends to a bounded in-memory buffer that a background thread writes out in batches

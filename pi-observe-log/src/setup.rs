@@ -179,7 +179,7 @@ where
                 line.clear();
                 flat_json_line(&mut line, event);
                 let written = writer.write_str(&line);
-                if line.capacity() > 64 * 1024 {
+                if line.capacity() > crate::batched::KEPT_LINE_CAPACITY {
                     *line = String::new();
                 }
                 written

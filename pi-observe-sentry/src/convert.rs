@@ -295,9 +295,8 @@ pub fn transaction_json(parts: &TransactionParts<'_>) -> Json {
 /// no `protocol::Span` or data map rebuilt per span); the rest goes through the typed
 /// transaction.
 pub fn transaction_bytes(parts: &TransactionParts<'_>) -> Option<(String, Vec<u8>)> {
-    let mut transaction = transaction_without_spans(parts);
+    let transaction = transaction_without_spans(parts);
     let event_id = transaction.event_id.as_simple().to_string();
-    transaction.spans.clear();
     // About a kilobyte per span: the buffer rarely grows (each growth copies it).
     let mut bytes = Vec::with_capacity(1024 * (parts.children.len() + 1));
     serde_json::to_writer(&mut bytes, &transaction).ok()?;

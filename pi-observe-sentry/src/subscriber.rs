@@ -153,6 +153,15 @@ impl SentrySubscriber {
         self.hub.record_dropped(DropReason::QueueFull, count);
     }
 
+    /// Sends the traces still open as they are, their open spans marked incomplete.
+    fn send_open_traces(&self) {
+        let open: Vec<(TraceId, TraceBuffer)> = self.traces.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
+        let now = SystemTime::now();
+        for (trace, buffer) in open {
+            self.send_trace(trace, buffer, now);
+        }
+    }
+
     /// Sends a finished (or, at shutdown, still open) trace as a transaction: assembled and
     /// serialized on the transport's sender thread when pi's transport is in use, here otherwise.
     fn send_trace(&self, trace: TraceId, buffer: TraceBuffer, cut_at: SystemTime) {
@@ -308,17 +317,6 @@ impl Subscriber for SentrySubscriber {
             Ok(())
         } else {
             Err(SubscriberError::Timeout)
-        }
-    }
-}
-
-impl SentrySubscriber {
-    /// Sends the traces still open as they are, their open spans marked incomplete.
-    fn send_open_traces(&self) {
-        let open: Vec<(TraceId, TraceBuffer)> = self.traces.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
-        let now = SystemTime::now();
-        for (trace, buffer) in open {
-            self.send_trace(trace, buffer, now);
         }
     }
 }

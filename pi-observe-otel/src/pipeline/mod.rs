@@ -329,7 +329,6 @@ impl OtelSubscriber {
         self.spool.as_ref().map(|s| s.stats())
     }
 
-    /// Hands a control request to the worker. After shutdown it is a no-op.
     /// Asks the worker to export what it has and stop; `None` when it was asked already.
     fn begin_shutdown_now(&self, timeout: Duration) -> Option<PendingShutdown> {
         let deadline = Instant::now() + timeout;
@@ -369,6 +368,7 @@ impl OtelSubscriber {
         result.map_err(|_| SubscriberError::Timeout)
     }
 
+    /// Hands a control request to the worker. After shutdown it is a no-op (`false`).
     fn control(&self, message: Control) -> bool {
         let mut state = self.queue.lock();
         if state.closed {

@@ -13,13 +13,13 @@ use pi_observe_core::{DropReason, EventKind, HubSlot, ObsEvent, SpanId};
 use pi_observe_spool::Spool;
 
 use super::{Control, Counters, DEGRADED_FOR, MAX_DEGRADED_FOR, MAX_OPEN_SPANS, Queue};
-
-/// How long records wait before the worker pairs them (it exports on its own schedule).
-const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
 use crate::convert::{Conventions, proto_span, span_data, span_parts};
 use crate::export::{Delivery, Exporter, Payload};
 use crate::metrics::Aggregator;
 use opentelemetry_proto::tonic::trace::v1::Span as ProtoSpan;
+
+/// How long records wait before the worker pairs them (it exports on its own schedule).
+const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
 
 pub(super) struct Worker {
     pub(super) queue: Arc<Queue>,

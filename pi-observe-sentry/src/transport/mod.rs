@@ -302,25 +302,21 @@ impl Sender {
         let client = client(&self.target.url, self.target.timeout);
         let mut degraded_until: Option<Instant> = None;
         for item in envelopes {
-            // The body is shared, not copied, between the request and the spool.
-            let body: Bytes = match item {
+            let encoded = match item {
                 Outgoing::Ready(envelope) => {
                     let mut body = Vec::new();
-                    if let Err(e) = envelope.to_writer(&mut body) {
-                        self.counters.failed(format!("cannot encode envelope: {e}"));
-                        self.pending.add(-1);
-                        continue;
-                    }
-                    body.into()
+                    envelope.to_writer(&mut body).map(|()| body).map_err(|e| format!("cannot encode envelope: {e}"))
                 }
-                Outgoing::Deferred(build) => match build() {
-                    Some(body) => body.into(),
-                    None => {
-                        self.counters.failed("cannot encode envelope".into());
-                        self.pending.add(-1);
-                        continue;
-                    }
-                },
+                Outgoing::Deferred(build) => build().ok_or_else(|| "cannot encode envelope".to_owned()),
+            };
+            // The body is shared, not copied, between the request and the spool.
+            let body: Bytes = match encoded {
+                Ok(body) => body.into(),
+                Err(why) => {
+                    self.counters.failed(why);
+                    self.pending.add(-1);
+                    continue;
+                }
             };
             let skip = self.spool.is_some() && degraded_until.is_some_and(|until| Instant::now() < until);
             let outcome = match (&runtime, &client) {
