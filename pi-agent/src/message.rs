@@ -118,9 +118,10 @@ impl StopReason {
     }
 }
 
-/// Cost in USD per token bucket (an estimate from the model registry's prices).
+/// Cost in USD per token bucket (an estimate from the model registry's prices). Read leniently
+/// as upstream's older files write it: a missing bucket is 0, a missing `total` their sum.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", from = "CostWire")]
 pub struct Cost {
     /// Fresh input tokens.
     pub input: f64,
@@ -134,9 +135,34 @@ pub struct Cost {
     pub total: f64,
 }
 
-/// Token usage in four exclusive buckets, their total, and the estimated cost.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+/// Cost as written in a file: every field optional.
+#[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
+struct CostWire {
+    #[serde(default)]
+    input: f64,
+    #[serde(default)]
+    output: f64,
+    #[serde(default)]
+    cache_read: f64,
+    #[serde(default)]
+    cache_write: f64,
+    #[serde(default)]
+    total: Option<f64>,
+}
+
+impl From<CostWire> for Cost {
+    fn from(w: CostWire) -> Self {
+        let total = w.total.unwrap_or(w.input + w.output + w.cache_read + w.cache_write);
+        Cost { input: w.input, output: w.output, cache_read: w.cache_read, cache_write: w.cache_write, total }
+    }
+}
+
+/// Token usage in four exclusive buckets, their total, and the estimated cost. Read leniently as
+/// upstream's older files write it (no `totalTokens`: the sum of the buckets; a missing bucket
+/// or cost is 0); a value of the wrong type is still an error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", from = "UsageWire")]
 pub struct Usage {
     /// Fresh (uncached) input tokens.
     pub input: u64,
@@ -150,6 +176,38 @@ pub struct Usage {
     pub total_tokens: u64,
     /// Estimated cost.
     pub cost: Cost,
+}
+
+/// Usage as written in a file: every field optional.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageWire {
+    #[serde(default)]
+    input: u64,
+    #[serde(default)]
+    output: u64,
+    #[serde(default)]
+    cache_read: u64,
+    #[serde(default)]
+    cache_write: u64,
+    #[serde(default)]
+    total_tokens: Option<u64>,
+    #[serde(default)]
+    cost: Option<Cost>,
+}
+
+impl From<UsageWire> for Usage {
+    fn from(w: UsageWire) -> Self {
+        let sum = w.input.saturating_add(w.output).saturating_add(w.cache_read).saturating_add(w.cache_write);
+        Usage {
+            input: w.input,
+            output: w.output,
+            cache_read: w.cache_read,
+            cache_write: w.cache_write,
+            total_tokens: w.total_tokens.unwrap_or(sum),
+            cost: w.cost.unwrap_or_default(),
+        }
+    }
 }
 
 impl Usage {

@@ -161,14 +161,14 @@ fn streaming_the_usage_gives_the_same_rows_as_reading_the_whole_session() {
     let mut streamed = Vec::new();
     let read = std::sync::atomic::AtomicU64::new(0);
     let torn = pi_agent::session::scan_usage_counting(&path, &read, 2, |row| streamed.push(row)).unwrap();
-    assert!(torn.is_none());
+    assert!(torn.torn_tail.is_none());
     assert_eq!(streamed, whole);
     assert_eq!(read.into_inner(), std::fs::metadata(&path).unwrap().len(), "progress counts every byte read");
     assert_eq!(streamed.len(), 5);
     assert!(streamed.iter().any(|r| r.user.as_deref() == Some("bob")));
     // A torn tail is reported, not an error; a corrupt line is an error naming it.
     std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{\"id\":\"x").unwrap();
-    let torn = pi_agent::session::scan_usage(&path, |_| {}).unwrap().unwrap();
+    let torn = pi_agent::session::scan_usage(&path, |_| {}).unwrap().torn_tail.unwrap();
     assert_eq!(torn.line, 10, "the tenth line: header, nine entries, then the torn one");
     std::fs::write(
         &path,

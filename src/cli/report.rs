@@ -26,6 +26,10 @@ pub struct ReportArgs {
     /// Group by these dimensions (comma-separated: day, user, org, model; default all four).
     #[arg(long, value_name = "DIMS")]
     pub by: Vec<String>,
+    /// Report (exit 0) even when some entries carry usage pi could not read; without it such a
+    /// report exits 1, since its totals are short.
+    #[arg(long)]
+    pub allow_partial: bool,
 }
 
 /// How `pi report` prints.
@@ -173,12 +177,20 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
     let files = session_files_of(&args.paths)?;
     let outcomes = scan_in_parallel(&files, &dims);
     // In file order, so the output (and its float sums) never depends on thread timing.
-    let (mut groups, mut failed) = (Groups::new(), 0);
+    let (mut groups, mut failed, mut partial) = (Groups::new(), 0, 0);
     for ((file, _), outcome) in files.iter().zip(outcomes) {
         match outcome {
-            Scanned::Rows(rows, torn) => {
-                if let Some(torn) = torn {
+            Scanned::Rows(rows, summary) => {
+                if let Some(torn) = summary.torn_tail {
                     output::error(format_args!("pi: report: {}:{}: torn last line skipped", file.display(), torn.line));
+                }
+                if summary.unreadable_usage > 0 {
+                    output::error(format_args!(
+                        "pi: report: {}: {} entries with usage in a shape pi cannot read were skipped (their tokens and cost are missing)",
+                        file.display(),
+                        summary.unreadable_usage
+                    ));
+                    partial += summary.unreadable_usage;
                 }
                 for (key, sums) in rows {
                     let total = groups.entry(key).or_default();
@@ -198,6 +210,12 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
         ReportFormat::Csv => print_csv(&dims, &groups),
         ReportFormat::Json => print_json(&dims, &groups),
     }
+    if partial > 0 && !args.allow_partial {
+        output::error(format_args!(
+            "pi: report: the totals leave out {partial} billed entries; --allow-partial accepts a partial report"
+        ));
+        failed += 1;
+    }
     Ok(if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
@@ -205,7 +223,7 @@ type Groups = BTreeMap<Vec<String>, Sums>;
 
 /// One session file's part of the report.
 enum Scanned {
-    Rows(Groups, Option<pi_agent::session::TornTail>),
+    Rows(Groups, pi_agent::session::ScanSummary),
     /// A JSON-lines file met while scanning a directory that is not a session (an event log).
     Skipped,
     Failed(String),
@@ -300,7 +318,7 @@ fn scan_file(file: &Path, scanned: bool, dims: &[Dim], read: &AtomicU64, threads
         sums.turns += u64::from(row.assistant_message);
     });
     match result {
-        Ok(torn) => Scanned::Rows(groups, torn),
+        Ok(summary) => Scanned::Rows(groups, summary),
         Err(SessionError::NoHeader { .. }) if scanned => Scanned::Skipped,
         Err(e) => Scanned::Failed(e.to_string()),
     }

@@ -61,21 +61,21 @@ pub(super) fn apply(mut registry: Registry, value: &Value) -> Result<Registry, W
         }
         let auth = (auth.api_key.is_some() || !auth.headers.is_empty()).then_some(auth);
         // Provider-wide settings reach the built-in models of this provider.
-        for model in registry.models.iter_mut().filter(|m| &m.provider == name) {
+        registry.for_provider(name, |model| {
             if base_url.is_some() {
                 model.base_url = base_url.clone();
             }
             if auth.is_some() {
                 model.auth = auth.clone();
             }
-        }
+        });
         if let Some(overrides) = field("modelOverrides") {
             let key = [at[0], at[1], "modelOverrides"];
             let overrides = overrides.as_object().ok_or_else(|| wrong(&key, "expected an object"))?;
             for (id, o) in overrides {
                 let path = [key[0], key[1], key[2], id.as_str()];
                 let o = o.as_object().ok_or_else(|| wrong(&path, "expected an object"))?;
-                if let Some(model) = registry.models.iter_mut().find(|m| &m.provider == name && &m.id == id) {
+                if let Some(model) = registry.find_mut(name, id) {
                     if let Some(reasoning) = o.get("reasoning").and_then(Value::as_bool) {
                         model.reasoning = reasoning;
                     }
@@ -86,6 +86,8 @@ pub(super) fn apply(mut registry: Registry, value: &Value) -> Result<Registry, W
         if let Some(models) = field("models") {
             let key = [at[0], at[1], "models"];
             let models = models.as_array().ok_or_else(|| wrong(&key, "expected a list"))?;
+            // Once per provider, not per model: the file loads in linear time.
+            let provider_api = api.or_else(|| registry.default_for(name).map(|d| d.api));
             for (i, m) in models.iter().enumerate() {
                 let index = i.to_string();
                 let path = [key[0], key[1], key[2], index.as_str()];
@@ -97,7 +99,7 @@ pub(super) fn apply(mut registry: Registry, value: &Value) -> Result<Registry, W
                 let api = match m.get("api").and_then(Value::as_str) {
                     Some(a) => parse_api(a)
                         .ok_or_else(|| wrong(&[path[0], path[1], path[2], path[3], "api"], unsupported(a)))?,
-                    None => match api.or_else(|| registry.default_for(name).map(|d| d.api)) {
+                    None => match provider_api {
                         Some(api) => api,
                         None => {
                             return Err(wrong(

@@ -8,6 +8,7 @@
 
 mod file;
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -165,10 +166,13 @@ pub enum ModelsError {
     },
 }
 
-/// The set of known models.
-#[derive(Debug, Clone)]
+/// The set of known models, indexed by provider and id (a `models.json` of tens of thousands
+/// of models loads in linear time).
+#[derive(Debug, Clone, Default)]
 pub struct Registry {
     models: Vec<ModelInfo>,
+    /// provider → id → index into `models`.
+    index: HashMap<String, HashMap<String, usize>>,
 }
 
 const BUILTIN: &str = include_str!("../../data/models.json");
@@ -177,7 +181,11 @@ impl Registry {
     /// The built-in table.
     pub fn builtin() -> Self {
         // The shipped table is covered by a test; an error here would be a packaging bug.
-        Registry { models: serde_json::from_str(BUILTIN).unwrap_or_default() }
+        let mut registry = Registry::default();
+        for model in serde_json::from_str::<Vec<ModelInfo>>(BUILTIN).unwrap_or_default() {
+            registry.upsert(model);
+        }
+        registry
     }
 
     /// The table with the models of a user file added or replaced (same `provider` and `id`
@@ -208,20 +216,41 @@ impl Registry {
 
     /// Adds `model`, replacing one with the same provider and id.
     fn upsert(&mut self, model: ModelInfo) {
-        match self.models.iter_mut().find(|m| m.provider == model.provider && m.id == model.id) {
-            Some(existing) => *existing = model,
-            None => self.models.push(model),
+        let ids = self.index.entry(model.provider.clone()).or_default();
+        match ids.get(&model.id) {
+            Some(&at) => self.models[at] = model,
+            None => {
+                ids.insert(model.id.clone(), self.models.len());
+                self.models.push(model);
+            }
         }
+    }
+
+    /// Where the model with this provider and id is in `models`.
+    fn position(&self, provider: &str, id: &str) -> Option<usize> {
+        self.index.get(provider)?.get(id).copied()
+    }
+
+    /// Calls `f` on each model of one provider.
+    fn for_provider(&mut self, provider: &str, mut f: impl FnMut(&mut ModelInfo)) {
+        for &at in self.index.get(provider).into_iter().flat_map(HashMap::values) {
+            f(&mut self.models[at]);
+        }
+    }
+
+    /// The model with this provider and id, mutably.
+    fn find_mut(&mut self, provider: &str, id: &str) -> Option<&mut ModelInfo> {
+        self.position(provider, id).map(|at| &mut self.models[at])
     }
 
     /// The model with this provider and id.
     pub fn find(&self, provider: &str, id: &str) -> Option<&ModelInfo> {
-        self.models.iter().find(|m| m.provider == provider && m.id == id)
+        self.position(provider, id).map(|at| &self.models[at])
     }
 
     /// The first model of a provider (its default).
     pub fn default_for(&self, provider: &str) -> Option<&ModelInfo> {
-        self.models.iter().find(|m| m.provider == provider)
+        self.index.get(provider)?.values().min().map(|&at| &self.models[at])
     }
 
     /// All models.

@@ -13,5 +13,5 @@ pub use entry::{ATTRIBUTION_CUSTOM_TYPE, Entry, EntryKind, SessionHeader, new_en
 pub use reader::{Session, SessionError, SessionTotals, TornTail, read_session};
 pub use replay::{REPLAYED, replay};
 pub use report::{AttributedUsage, attributed_usage};
-pub use scan::{scan_usage, scan_usage_counting};
+pub use scan::{ScanSummary, scan_usage, scan_usage_counting};
 pub use writer::{RecoveredTail, SessionWriter};

@@ -21,6 +21,16 @@ use super::report::AttributedUsage;
 use crate::message::Usage;
 use pi_observe_core::names::{CTX_ORG_ID, CTX_USER_ID};
 
+/// What a scan met besides the rows it reported.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanSummary {
+    /// A torn last line (a crash mid-append), skipped.
+    pub torn_tail: Option<TornTail>,
+    /// Entries that carry usage pi could not read (a shape this version does not know): their
+    /// tokens and cost are missing from the rows.
+    pub unreadable_usage: usize,
+}
+
 /// One line, as far as the report reads it.
 #[derive(Deserialize)]
 struct Line<'a> {
@@ -75,7 +85,7 @@ struct State {
 /// Streams `path`, calling `each` with every usage-carrying entry, attributed through the entry
 /// tree. A torn last line (a crash mid-append) is skipped and returned; any other bad line is an
 /// error naming it.
-pub fn scan_usage(path: &Path, each: impl FnMut(AttributedUsage)) -> Result<Option<TornTail>, SessionError> {
+pub fn scan_usage(path: &Path, each: impl FnMut(AttributedUsage)) -> Result<ScanSummary, SessionError> {
     scan_usage_counting(path, &AtomicU64::new(0), 1, each)
 }
 
@@ -87,7 +97,7 @@ pub fn scan_usage_counting(
     read: &AtomicU64,
     threads: usize,
     each: impl FnMut(AttributedUsage),
-) -> Result<Option<TornTail>, SessionError> {
+) -> Result<ScanSummary, SessionError> {
     scan_blocks(path, read, threads, BLOCK_BYTES, each)
 }
 
@@ -100,13 +110,13 @@ fn scan_blocks(
     threads: usize,
     block_bytes: usize,
     each: impl FnMut(AttributedUsage),
-) -> Result<Option<TornTail>, SessionError> {
+) -> Result<ScanSummary, SessionError> {
     let file = std::fs::File::open(path).map_err(|e| SessionError::io(path, e))?;
     if !file.metadata().map_err(|e| SessionError::io(path, e))?.is_file() {
         return Err(SessionError::NotAFile { path: path.display().to_string() });
     }
     let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
-    let mut next_block = move || -> std::io::Result<Option<Vec<u8>>> {
+    let next_block = move || -> std::io::Result<Option<Vec<u8>>> {
         let mut block = Vec::with_capacity(block_bytes + 4096);
         (&mut reader).take(block_bytes as u64).read_to_end(&mut block)?;
         if block.last().is_some_and(|&b| b != b'\n') {
@@ -116,6 +126,17 @@ fn scan_blocks(
         Ok((!block.is_empty()).then_some(block))
     };
     let mut fold = Fold::new(path, each);
+    let torn_tail = fold_blocks(&mut fold, next_block, threads)?;
+    Ok(ScanSummary { torn_tail, unreadable_usage: fold.unreadable_usage })
+}
+
+/// Reads every block through `fold`, parsing on `threads` threads; stops at a torn tail.
+fn fold_blocks(
+    fold: &mut Fold<'_, impl FnMut(AttributedUsage)>,
+    mut next_block: impl FnMut() -> std::io::Result<Option<Vec<u8>>> + Send,
+    threads: usize,
+) -> Result<Option<TornTail>, SessionError> {
+    let path = fold.path;
     if threads <= 1 {
         while let Some(block) = next_block().map_err(|e| SessionError::io(path, e))? {
             if let Some(torn) = fold.block(parse_block(&block))? {
@@ -153,7 +174,7 @@ fn scan_blocks(
             }
             Ok(())
         });
-        let folded = fold_in_order(parsed, &mut fold);
+        let folded = fold_in_order(parsed, fold);
         let read_result = reading.join().unwrap_or_else(|_| Err(std::io::Error::other("reader thread panicked")));
         match folded? {
             Some(torn) => Ok(Some(torn)),
@@ -200,6 +221,8 @@ struct Parsed {
     ids: Option<(u64, Option<u64>)>,
     change: Change,
     usage: Option<Usage>,
+    /// The line carries usage in a shape this version cannot read.
+    unreadable_usage: bool,
     assistant: bool,
     day: Option<String>,
 }
@@ -239,12 +262,18 @@ fn parse_line(bytes: &[u8]) -> Result<Option<Parsed>, String> {
         Err(e) => match serde_json::from_str::<serde_json::Value>(text) {
             Ok(serde_json::Value::Object(object)) => {
                 let id = |k: &str| object.get(k).and_then(|v| v.as_str()).map(key);
+                let billed = |v: Option<&serde_json::Value>| v.is_some_and(|v| !v.is_null());
+                let message = object.get("message");
+                let unreadable_usage = billed(object.get("usage"))
+                    || billed(message.and_then(|m| m.get("usage")))
+                    || message.and_then(|m| m.get("role")).and_then(|r| r.as_str()) == Some("assistant");
                 return Ok(Some(Parsed {
                     session_header: false,
                     version: None,
                     ids: id("id").map(|i| (i, id("parentId"))),
                     change: Change::Keep,
                     usage: None,
+                    unreadable_usage,
                     assistant: false,
                     day: None,
                 }));
@@ -266,6 +295,7 @@ fn parse_line(bytes: &[u8]) -> Result<Option<Parsed>, String> {
                 .unwrap_or_else(|| stamp.get(..10).unwrap_or("unknown").to_owned())
         }),
         usage,
+        unreadable_usage: false,
         assistant,
     }))
 }
@@ -282,6 +312,7 @@ struct Fold<'p, F> {
     previous: Option<u64>,
     number: usize,
     offset: u64,
+    unreadable_usage: usize,
 }
 
 impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
@@ -295,6 +326,7 @@ impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
             previous: None,
             number: 0,
             offset: 0,
+            unreadable_usage: 0,
         }
     }
 
@@ -331,6 +363,7 @@ impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
         self.previous = Some(id);
         let inherited = parent.and_then(|p| self.states.get(&p)).cloned().unwrap_or_default();
         let state = apply(parsed.change, inherited);
+        self.unreadable_usage += usize::from(parsed.unreadable_usage);
         if let Some(usage) = parsed.usage {
             (self.each)(AttributedUsage {
                 day: parsed.day.unwrap_or_else(|| "unknown".into()),
@@ -349,7 +382,7 @@ impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
         SessionError::Corrupt { path: self.path.display().to_string(), line: self.number, reason }
     }
 
-    fn finish(self) -> Result<Option<TornTail>, SessionError> {
+    fn finish(&self) -> Result<Option<TornTail>, SessionError> {
         if !self.header {
             return Err(SessionError::NoHeader { path: self.path.display().to_string() });
         }
@@ -461,7 +494,9 @@ mod tests {
         block_bytes: usize,
     ) -> (Result<Option<TornTail>, String>, Vec<AttributedUsage>, u64) {
         let (mut rows, read) = (Vec::new(), AtomicU64::new(0));
-        let result = scan_blocks(path, &read, threads, block_bytes, |row| rows.push(row)).map_err(|e| e.to_string());
+        let result = scan_blocks(path, &read, threads, block_bytes, |row| rows.push(row))
+            .map(|summary| summary.torn_tail)
+            .map_err(|e| e.to_string());
         (result, rows, read.into_inner())
     }
 

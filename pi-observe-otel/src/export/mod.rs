@@ -202,6 +202,11 @@ impl Exporter {
         &self.lanes[signal as usize]
     }
 
+    /// The `schema_url` of the names in use (the resource's).
+    fn schema_url(&self) -> String {
+        self.resource.schema_url.clone().unwrap_or_default()
+    }
+
     /// The resource, as OTLP metrics and logs want it.
     pub(crate) fn proto_resource(&self) -> opentelemetry_proto::tonic::resource::v1::Resource {
         opentelemetry_proto::tonic::resource::v1::Resource {
@@ -277,8 +282,16 @@ impl Exporter {
         Payload { signal: Signal::Traces, items: spans.len() as u64, wire }
     }
 
-    /// One metrics request, encoded for the wire.
-    pub(crate) fn metrics_payload(&self, request: ExportMetricsServiceRequest) -> Payload {
+    /// One metrics request, encoded for the wire, its resource and scope announcing the
+    /// conventions' `schema_url` as traces do.
+    pub(crate) fn metrics_payload(&self, mut request: ExportMetricsServiceRequest) -> Payload {
+        let schema_url = self.schema_url();
+        for resource in &mut request.resource_metrics {
+            resource.schema_url = schema_url.clone();
+            for scope in &mut resource.scope_metrics {
+                scope.schema_url = schema_url.clone();
+            }
+        }
         self.payload(Signal::Metrics, 1, Body::Metrics(request))
     }
 
@@ -295,9 +308,9 @@ impl Exporter {
                         ..Default::default()
                     }),
                     log_records: records,
-                    schema_url: String::new(),
+                    schema_url: self.schema_url(),
                 }],
-                schema_url: String::new(),
+                schema_url: self.schema_url(),
             }],
         };
         self.payload(Signal::Logs, items, Body::Logs(request))
