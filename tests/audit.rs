@@ -131,3 +131,100 @@ fn item_14_upstream_usage_without_total_tokens_is_counted_and_unreadable_usage_i
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[cfg(unix)]
+fn mode(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).permissions().mode() & 0o777
+}
+
+#[cfg(unix)]
+#[test]
+fn item_6_session_files_event_files_logs_and_extension_logs_are_private_whatever_the_umask() {
+    let d = scratch("audit-private");
+    let agent = d.join("agent");
+    let extension = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/extensions/gate.sh");
+    // `umask 0` first: every file the run creates would be world-readable if pi relied on it.
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("umask 0; exec \"$0\" \"$@\"")
+        .arg(pi().get_program())
+        .envs(pi().get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .args(["-p", "check", "--provider", "faux"])
+        .arg("--cwd")
+        .arg(&d)
+        .arg("--faux-script")
+        .arg(faux_script(&d))
+        .arg("--session")
+        .arg(d.join("new/sessions/s.jsonl"))
+        .arg("--events-jsonl")
+        .arg(d.join("new/events/e.jsonl"))
+        .arg("--log-json")
+        .arg(d.join("new/logs/log.jsonl"))
+        .arg("-e")
+        .arg(&extension)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for file in ["new/sessions/s.jsonl", "new/events/e.jsonl", "new/logs/log.jsonl", "agent/logs/extensions/gate.log"] {
+        assert_eq!(mode(&d.join(file)), 0o600, "{file}");
+    }
+    for dir in ["new/sessions", "new/events", "new/logs", "agent/logs/extensions", "agent/logs"] {
+        assert_eq!(mode(&d.join(dir)), 0o700, "{dir}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn item_5_more_secret_formats_in_neutral_context_never_reach_a_sink_even_captured() {
+    let d = scratch("audit-formats");
+    let events = d.join("events.jsonl");
+    // The formats this round added, in the wording a user or a tool would use (no `token:`).
+    let added = [
+        "gcp_oauth_token",
+        "slack_webhook",
+        "discord_webhook",
+        "azure_sas_signature",
+        "key_value (Azure SharedAccessKey)",
+        "mysql_password_flag",
+        "url_credentials (psql)",
+        "url_credentials (@ in the password)",
+        "docker_login_password",
+        "netrc_password",
+        "netrc_password (own line)",
+        "curl_user_password",
+        "twilio_key",
+        "sendgrid_key",
+        "mailgun_key",
+        "discord_bot_token",
+        "databricks_token",
+        "vault_token",
+        "datadog_key",
+        "private_key (ENCRYPTED)",
+        "age_secret_key",
+    ];
+    let samples: Vec<_> =
+        pi_observe::core::canary::secret_samples().into_iter().filter(|s| added.contains(&s.format)).collect();
+    assert_eq!(samples.len(), added.len(), "a sample for every added format");
+    let prompt: Vec<String> = samples.iter().map(|s| format!("look at {} please", s.text)).collect();
+    let out = pi()
+        .args(["-p", &prompt.join("\n"), "--provider", "faux", "--no-session", "--capture", "all"])
+        .arg("--cwd")
+        .arg(&d)
+        .arg("--events-jsonl")
+        .arg(&events)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let written = std::fs::read_to_string(&events).unwrap();
+    assert!(written.contains("look at"), "the prompt was captured");
+    for sample in &samples {
+        assert!(!written.contains(&sample.secret), "{} survived: {}", sample.format, sample.secret);
+    }
+    let privacy = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/privacy.md")).unwrap();
+    for name in pi_observe::core::Scrubber::builtin_rule_names() {
+        assert!(privacy.contains(&format!("`{name}`")), "docs/privacy.md does not list {name}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -51,6 +51,7 @@ pub mod names;
 mod operation;
 mod payload;
 mod policy;
+mod private_files;
 mod probe;
 mod stats;
 mod subscriber;
@@ -74,6 +75,7 @@ pub use policy::{
     ContentPolicy, DEFAULT_MAX_ERROR_BYTES, DEFAULT_MAX_FIELD_BYTES, ERROR_MESSAGE_KEY, FieldRef, REDACTED,
     RedactError, Redaction, Redactor, ScrubError, Scrubber, identifier_or_invalid, truncate,
 };
+pub use private_files::{create_private_dir_all, create_private_parent, private_file_options, write_private};
 pub use probe::ProbeOutcome;
 pub use stats::{DropReason, StatsSnapshot};
 pub use subscriber::{Subscriber, SubscriberError};

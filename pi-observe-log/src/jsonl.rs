@@ -1,7 +1,6 @@
 //! The raw contract-event JSONL file sink.
 
 use std::cell::RefCell;
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -37,10 +36,8 @@ impl JsonlFileSink {
     /// Opens (creating or appending to) `path`, buffering at most about `capacity` events;
     /// drops are also counted on the hub it is subscribed to.
     pub fn create(path: &Path, capacity: usize) -> std::io::Result<Arc<Self>> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        pi_observe_core::create_private_parent(path)?;
+        let file = pi_observe_core::private_file_options().create(true).append(true).open(path)?;
         let writer = BatchedWriter::start(file, capacity.max(1).saturating_mul(512), "pi-observe-jsonl")?;
         Ok(Arc::new(JsonlFileSink {
             path: path.to_owned(),

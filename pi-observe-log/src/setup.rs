@@ -326,10 +326,9 @@ pub fn init_json_logging(config: &JsonLogConfig) -> Result<LogGuard, LogInitErro
         LogDestination::Stderr => (non_blocking(std::io::stderr(), config.buffered_bytes), "stderr".to_owned()),
         LogDestination::File(path) => {
             let file_error = |source| LogInitError::File { path: path.display().to_string(), source };
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(file_error)?;
-            }
-            let file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(file_error)?;
+            pi_observe_core::create_private_parent(path).map_err(file_error)?;
+            let file =
+                pi_observe_core::private_file_options().create(true).append(true).open(path).map_err(file_error)?;
             (non_blocking(file, config.buffered_bytes), path.display().to_string())
         }
     };

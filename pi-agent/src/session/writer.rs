@@ -43,11 +43,12 @@ impl SessionWriter {
             cwd: cwd.display().to_string(),
             parent_session: None,
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| SessionError::io(path, e))?;
-        }
-        let file =
-            OpenOptions::new().append(true).create_new(true).open(path).map_err(|e| SessionError::io(path, e))?;
+        pi_observe_core::create_private_parent(path).map_err(|e| SessionError::io(path, e))?;
+        let file = pi_observe_core::private_file_options()
+            .append(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| SessionError::io(path, e))?;
         let mut writer = SessionWriter {
             path: path.to_owned(),
             file,
@@ -83,9 +84,8 @@ impl SessionWriter {
             let tmp = path.with_extension(format!("jsonl.migrate-{}", std::process::id()));
             let mut text = lines.join("\n");
             text.push('\n');
-            let written = std::fs::write(&tmp, text)
-                .and_then(|()| File::open(&tmp)?.sync_all())
-                .and_then(|()| std::fs::rename(&tmp, path));
+            let written =
+                pi_observe_core::write_private(&tmp, text.as_bytes()).and_then(|()| std::fs::rename(&tmp, path));
             if let Err(e) = written {
                 let _ = std::fs::remove_file(&tmp);
                 return Err(SessionError::io(path, e));
@@ -221,7 +221,9 @@ impl SessionWriter {
             text.push('\n');
         }
         let tmp = path.with_extension(format!("jsonl.fork-{}", std::process::id()));
-        std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path)).map_err(|e| SessionError::io(path, e))?;
+        pi_observe_core::write_private(&tmp, text.as_bytes())
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .map_err(|e| SessionError::io(path, e))?;
         fork.file = OpenOptions::new().append(true).open(path).map_err(|e| SessionError::io(path, e))?;
         fork.leaf = Some(entry_id.to_owned());
         fork.entries = branch;
@@ -255,7 +257,7 @@ fn save_torn_tail(path: &Path, offset: u64) -> Result<PathBuf, SessionError> {
         let mut name = path.file_name().unwrap_or_default().to_os_string();
         name.push(if attempt == 0 { format!(".torn-{stamp}") } else { format!(".torn-{stamp}-{attempt}") });
         let side = path.with_file_name(name);
-        match OpenOptions::new().write(true).create_new(true).open(&side) {
+        match pi_observe_core::private_file_options().write(true).create_new(true).open(&side) {
             Ok(file) => break (side, file),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 => attempt += 1,
             Err(e) => return Err(SessionError::io(&side, e)),

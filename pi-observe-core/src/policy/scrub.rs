@@ -107,7 +107,61 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         r#"(?i)(?P<head>authorization(?:\\?")?\s*[:=]\s*(?:\\?")?basic)\s+[A-Za-z0-9+/]{4,}={0,2}"#,
         "${head} [REDACTED]",
     ),
-    ("url_credentials", r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)[^\s/:@]+:[^\s/@]+@", "${1}[REDACTED]@"),
+    // The password runs to the last `@` before the host, so `p@ss` is not cut at its own `@`.
+    ("url_credentials", r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://)[^\s/:@]+:[^\s/]*@", "${1}[REDACTED]@"),
+    ("gcp_oauth_token", token!(r"ya29\.[0-9A-Za-z_\-]{20,}"), "${pre}[REDACTED]"),
+    (
+        "slack_webhook",
+        r"(?P<head>https://hooks\.slack\.com/)(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+",
+        "${head}[REDACTED]",
+    ),
+    (
+        "discord_webhook",
+        r"(?P<head>https://(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/)[0-9]+/[A-Za-z0-9_\-]+",
+        "${head}[REDACTED]",
+    ),
+    ("azure_sas_signature", r"(?i)(?P<head>(?:^|[?&;\s])sig=)[A-Za-z0-9%+/=_\-]{8,}", "${head}[REDACTED]"),
+    (
+        "mysql_password_flag",
+        r#"(?P<head>(?:\b|\\[nrt])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p)(?:[^\s'"\\]|\\[^nrt"\\])+"#,
+        "${head}[REDACTED]",
+    ),
+    (
+        "docker_login_password",
+        r#"(?P<head>(?:\b|\\[nrt])(?:docker|podman|nerdctl)\s+login\b[^\n|;&]*?\s(?:-p|--password)(?:\s+|=))(?:[^\s'"\\]|\\[^nrt"\\])+"#,
+        "${head}[REDACTED]",
+    ),
+    (
+        "curl_user_password",
+        r#"(?P<head>(?:\b|\\[nrt])curl\b[^\n|;&]*?\s(?:-u|--user)(?:\s+|=)['"]?[^\s:'"]+:)(?:[^\s'"\\]|\\[^nrt"\\])+"#,
+        "${head}[REDACTED]",
+    ),
+    (
+        "netrc_password",
+        r#"(?im)(?P<head>(?:(?:\b|\\[nrt])(?:machine|default)\b[^\n]*?\bpassword|(?:^|\\[nrt])[ \t]*password)[ \t]+)(?:[^\s\\]|\\[^nrt"\\])+"#,
+        "${head}[REDACTED]",
+    ),
+    ("twilio_key", token!(r"(?:SK|AC)[0-9a-fA-F]{32}\b"), "${pre}[REDACTED]"),
+    ("sendgrid_key", token!(r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"), "${pre}[REDACTED]"),
+    ("mailgun_key", token!(r"(?:key-[0-9a-zA-Z]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8})\b"), "${pre}[REDACTED]"),
+    (
+        "discord_bot_token",
+        token!(r"[MNO][A-Za-z0-9]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}"),
+        "${pre}[REDACTED]",
+    ),
+    ("databricks_token", token!(r"dapi[0-9a-f]{32}(?:-[0-9]+)?\b"), "${pre}[REDACTED]"),
+    ("vault_token", token!(r"hv[sbr]\.[A-Za-z0-9_\-]{20,}"), "${pre}[REDACTED]"),
+    (
+        "datadog_key",
+        r"(?i)(?P<head>(?:\b|\\[nrt])(?:datadog|dd)\b[^\n]{0,40}?)\b[0-9a-f]{32}(?:[0-9a-f]{8})?\b",
+        "${head}[REDACTED]",
+    ),
+    ("age_secret_key", token!(r"AGE-SECRET-KEY-1[0-9A-Z]{58}"), "${pre}[REDACTED]"),
+    (
+        "pgp_private_key",
+        r"-----BEGIN PGP PRIVATE KEY BLOCK-----[\s\S]*?(?:-----END PGP PRIVATE KEY BLOCK-----|\z)",
+        "[REDACTED]",
+    ),
     (
         "key_value",
         // Any name ending in a secret word (`DB_PASSWORD`, `GITHUB_TOKEN`, `AccountKey`), then
@@ -115,7 +169,7 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         // (`\n`, `\"`) ends it too, so the next escaped line is scrubbed on its own.
         concat!(
             r#"(?i)(?P<head>[A-Za-z0-9_\-]*(?:"#,
-            r"password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|account[_\-]?key|secret[_\-]?key|client[_\-]?secret|credentials?",
+            r"password|passwd|pwd|secret|token|api[_\-]?key|app[_\-]?key|application[_\-]?key|access[_\-]?key|private[_\-]?key|account[_\-]?key|secret[_\-]?key|client[_\-]?secret|credentials?",
             r#")(?:\\?")?\s*[=:]\s*(?:\\?")?)(?:[^\s"'&,;}\\]|\\[^nrt"])+"#
         ),
         "${head}[REDACTED]",
@@ -263,7 +317,18 @@ mod tests {
 
     #[test]
     fn ordinary_text_is_left_alone_and_borrowed() {
-        for text in ["fix the bug in main.rs", "let token_count = 3;", "sk-short", "https://example.com/a"] {
+        for text in [
+            "fix the bug in main.rs",
+            "let token_count = 3;",
+            "sk-short",
+            "https://example.com/a",
+            "the password is wrong, try again",
+            "mysql -p shop",
+            "docker login registry.example.com",
+            "curl -u alice https://api.example.com",
+            "dd if=/dev/zero of=disk.img bs=1M count=16",
+            "a sig of approval",
+        ] {
             assert!(matches!(Scrubber::default().scrub(text), Cow::Borrowed(_)), "{text}");
         }
     }

@@ -42,10 +42,8 @@ impl Connection {
     pub async fn start(spec: &ProcessSpec, has_ui: bool) -> Result<Connection, String> {
         let stderr = match &spec.stderr_log {
             Some(path) => {
-                if let Some(dir) = path.parent() {
-                    let _ = std::fs::create_dir_all(dir);
-                }
-                let file = std::fs::OpenOptions::new()
+                let _ = pi_observe_core::create_private_parent(path);
+                let file = pi_observe_core::private_file_options()
                     .create(true)
                     .append(true)
                     .open(path)
