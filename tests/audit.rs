@@ -7,8 +7,47 @@
 mod receiver;
 mod support;
 
+use std::path::Path;
+use std::process::Command;
+
+use pi_observe::sentry::testing::EnvelopeEndpoint;
 use receiver::Receiver;
 use support::{faux_script, pi, scratch};
+
+/// Runs `cmd` with every sink on (events file, `--log-json` file, OTLP with logs to a loopback
+/// receiver, Sentry to a loopback envelope endpoint) and returns its exit code and everything
+/// the sinks received, as one text to search.
+fn with_every_sink(mut cmd: Command, d: &Path, json_mode: bool) -> (Option<i32>, String, String) {
+    let receiver = Receiver::start(vec![]);
+    let sentry = EnvelopeEndpoint::start();
+    let (events, log) = (d.join("sink-events.jsonl"), d.join("sink-log.jsonl"));
+    let _ = std::fs::remove_file(&events);
+    let _ = std::fs::remove_file(&log);
+    cmd.arg("--events-jsonl").arg(&events).arg("--log-json").arg(&log);
+    cmd.args(["--otlp", &receiver.endpoint, "--otlp-logs", "--sentry", &sentry.dsn()]);
+    if json_mode {
+        cmd.args(["--mode", "json"]);
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let mut dump = String::new();
+    dump.push_str(&std::fs::read_to_string(&events).unwrap_or_default());
+    dump.push_str(&std::fs::read_to_string(&log).unwrap_or_default());
+    // `--mode json` prints agent events (the program's output) and contract events (the sink).
+    for line in String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("\"traceId\"")) {
+        dump.push_str(line);
+    }
+    dump.push_str(&format!(
+        "{:?}\n{:?}\n{:?}",
+        receiver.requests().iter().map(|r| &r.request).collect::<Vec<_>>(),
+        receiver.metrics.lock().unwrap(),
+        receiver.logs.lock().unwrap()
+    ));
+    for (_, body) in sentry.requests() {
+        dump.push_str(&String::from_utf8_lossy(&body));
+    }
+    (out.status.code(), dump, stderr)
+}
 
 #[test]
 fn item_15_metrics_and_logs_carry_the_schema_url_on_resource_and_scope() {
@@ -226,5 +265,90 @@ fn item_5_more_secret_formats_in_neutral_context_never_reach_a_sink_even_capture
     for name in pi_observe::core::Scrubber::builtin_rule_names() {
         assert!(privacy.contains(&format!("`{name}`")), "docs/privacy.md does not list {name}");
     }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A planted key in the shape the audit used.
+const PLANTED_KEY: &str = "sk-ant-api03-PlantedHeaderIdXq9Zw8Yv7Ut6Sr5Qp4";
+
+#[test]
+fn item_1_a_session_id_read_from_a_file_is_checked_on_resume_and_on_export() {
+    let d = scratch("audit-session-id");
+    let file = d.join("planted.jsonl");
+    let header = serde_json::json!({"type": "session", "version": 3, "id": PLANTED_KEY,
+        "timestamp": "2026-12-01T10:00:00.000Z", "cwd": d.display().to_string()});
+    let user = r#"{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"2026-12-01T10:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#;
+    let reply = r#"{"type":"message","id":"b1b2c3d4","parentId":"a1b2c3d4","timestamp":"2026-12-01T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"hello"}],"api":"faux","provider":"faux","model":"faux-1","usage":{"input":3,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":4,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":2}}"#;
+    std::fs::write(&file, format!("{header}\n{user}\n{reply}\n")).unwrap();
+
+    // A live run resuming the file.
+    let mut resume = pi();
+    resume.args(["-p", "again", "--provider", "faux"]).arg("--cwd").arg(&d).arg("--session").arg(&file);
+    let (code, dump, stderr) = with_every_sink(resume, &d, true);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!dump.contains("PlantedHeaderId"), "the planted header id reached a sink on resume");
+    assert!(dump.contains(r#""sessionId":"invalid""#), "the id reads invalid");
+
+    // The export of the same file.
+    let mut export = pi();
+    export.arg("export").arg(&file);
+    let (code, dump, stderr) = with_every_sink(export, &d, false);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(dump.contains("pi.agent.prompt"), "the export replayed the session");
+    assert!(!dump.contains("PlantedHeaderId"), "the planted header id reached a sink on export");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn item_2_export_classifies_replayed_names_as_the_live_run_does() {
+    let d = scratch("audit-replayed-names");
+    let file = d.join("names.jsonl");
+    let header = r#"{"type":"session","version":3,"id":"0a1b2c3d-1111-2222-3333-444455556666","timestamp":"2026-12-01T10:00:00.000Z","cwd":"/tmp"}"#;
+    let change = r#"{"type":"model_change","id":"m0000001","parentId":null,"timestamp":"2026-12-01T10:00:00.500Z","provider":"CanaryTypedProvider","modelId":"CanaryTypedModel"}"#;
+    let user = r#"{"type":"message","id":"a1b2c3d4","parentId":"m0000001","timestamp":"2026-12-01T10:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#;
+    let reply = r#"{"type":"message","id":"b1b2c3d4","parentId":"a1b2c3d4","timestamp":"2026-12-01T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"hello"}],"api":"CanaryApi name","provider":"CanaryReplyProvider","model":"CanaryResponse model!","usage":{"input":3,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":4,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":2}}"#;
+    let known = r#"{"type":"message","id":"c1b2c3d4","parentId":"b1b2c3d4","timestamp":"2026-12-01T10:00:03.000Z","message":{"role":"assistant","content":[],"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":3,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":4,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":3}}"#;
+    std::fs::write(&file, format!("{header}\n{change}\n{user}\n{reply}\n{known}\n")).unwrap();
+    let mut export = pi();
+    export.arg("export").arg(&file);
+    let (code, dump, stderr) = with_every_sink(export, &d, false);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!dump.contains("Canary"), "a recorded name no catalogue knows reached a sink: {dump}");
+    // Catalogued names still arrive as they are.
+    assert!(dump.contains("claude-sonnet-4-5") && dump.contains("anthropic-messages"));
+    // With prompts captured for the events file, the typed names are there as content.
+    let out = pi()
+        .args(["export", "--capture", "events=prompt", "--events-jsonl"])
+        .arg(d.join("captured.jsonl"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let captured = std::fs::read_to_string(d.join("captured.jsonl")).unwrap();
+    assert!(captured.contains(r#""requestedModel":"CanaryTypedModel""#), "{captured}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn item_3_user_typed_model_and_provider_names_read_invalid_unless_captured() {
+    let d = scratch("audit-typed-names");
+    let (base, server) = support::one_shot_openai_server();
+    let mut run = pi();
+    run.args(["-p", "hi", "--provider", "CanaryTypedProvider", "--model", "CanaryTypedModel", "--no-session"])
+        .args(["--base-url", &base])
+        .env("OPENAI_API_KEY", "sk-test-key-for-the-loopback-server")
+        .arg("--cwd")
+        .arg(&d);
+    let (code, dump, stderr) = with_every_sink(run, &d, true);
+    server.join().unwrap();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!dump.contains("CanaryTyped"), "a typed name reached a sink");
+    assert!(dump.contains(r#""model":"invalid""#) && dump.contains(r#""provider":"invalid""#));
+    // A catalogued model keeps its name.
+    let mut known = pi();
+    known.args(["-p", "hi", "--provider", "faux", "--model", "faux-1", "--no-session"]).arg("--cwd").arg(&d);
+    let (code, dump, stderr) = with_every_sink(known, &d, true);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(dump.contains(r#""model":"faux-1""#));
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -73,7 +73,7 @@ pub use operation::{
 pub use payload::{Class, ContentKind, Field, Payload, PayloadIntoIter, PayloadSource, Value};
 pub use policy::{
     ContentPolicy, DEFAULT_MAX_ERROR_BYTES, DEFAULT_MAX_FIELD_BYTES, ERROR_MESSAGE_KEY, FieldRef, REDACTED,
-    RedactError, Redaction, Redactor, ScrubError, Scrubber, identifier_or_invalid, truncate,
+    RedactError, Redaction, Redactor, ScrubError, Scrubber, id_or_invalid, identifier_or_invalid, truncate,
 };
 pub use private_files::{create_private_dir_all, create_private_parent, private_file_options, write_private};
 pub use probe::ProbeOutcome;

@@ -139,6 +139,12 @@ pub const PROVIDER: &str = "provider";
 pub const MODEL: &str = "model";
 /// Model id as reported in the response.
 pub const RESPONSE_MODEL: &str = "responseModel";
+/// Content (kind `prompt`): a provider name a user typed that no catalogue knows (the safe
+/// `provider` field then reads `invalid`).
+pub const REQUESTED_PROVIDER: &str = "requestedProvider";
+/// Content (kind `prompt`): a model id a user typed that no catalogue knows (the safe `model`
+/// field then reads `invalid`).
+pub const REQUESTED_MODEL: &str = "requestedModel";
 /// Provider API (`openai-completions`, `anthropic-messages`, `faux`).
 pub const API: &str = "api";
 /// Reasoning / thinking level.

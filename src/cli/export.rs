@@ -46,6 +46,8 @@ pub fn run(args: &ExportArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     let inputs: Vec<(&str, &Path)> =
         files.iter().map(|(path, _)| ("a session being exported", path.as_path())).collect();
     files::check_outputs(&inputs, &sink_setup.output_files())?;
+    // Recorded names are classified against the models a live run would know.
+    let registry = super::setup::registry_with(cfg, None)?;
     let hub = sink_setup.hub();
     let sinks = sink_setup.attach(&hub, false)?;
     if sinks.is_empty() {
@@ -64,7 +66,7 @@ pub fn run(args: &ExportArgs, cfg: &Config) -> Result<ExitCode, CliError> {
             return;
         }
         sessions += 1;
-        for event in replay(&session) {
+        for event in replay(&session, &registry) {
             if event.kind == EventKind::Start && event.parent_span_id.is_none() {
                 traces.push(event.trace_id);
             }

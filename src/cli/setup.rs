@@ -36,11 +36,16 @@ pub fn select(args: &AgentArgs, cfg: &Config) -> Result<Selected, CliError> {
 
 /// The models: the built-in table, `~/.pi/agent/models.json`, then `--models`.
 pub fn registry(args: &AgentArgs, cfg: &Config) -> Result<Registry, CliError> {
+    registry_with(cfg, args.models.as_deref())
+}
+
+/// The built-in table and `~/.pi/agent/models.json`, then `models` (`--models`) if given.
+pub fn registry_with(cfg: &Config, models: Option<&std::path::Path>) -> Result<Registry, CliError> {
     let mut registry = Registry::builtin();
     if let Some(path) = cfg.agent_dir.as_ref().map(|d| d.join("models.json")).filter(|p| p.exists()) {
         registry = registry.with_overrides(&path).map_err(|e| CliError::Usage(e.to_string()))?;
     }
-    if let Some(path) = &args.models {
+    if let Some(path) = models {
         registry = registry.with_overrides(path).map_err(|e| CliError::Usage(format!("--models: {e}")))?;
     }
     Ok(registry)
@@ -81,7 +86,7 @@ pub fn select_named(
             .filter(|m| registry.find(&provider_name, m).is_some() || provider_name != "faux")
     });
     let known_provider = registry.default_for(&provider_name).is_some();
-    let model = match &model_flag {
+    let mut model = match &model_flag {
         Some(id) => match registry.find(&provider_name, id) {
             Some(model) => model.clone(),
             None if provider_name == "anthropic" => ModelInfo::unknown(&provider_name, id, Api::AnthropicMessages),
@@ -101,6 +106,8 @@ pub fn select_named(
             }
         },
     };
+    // A typed name no catalogue knows is content: telemetry says `invalid` unless captured.
+    model.catalogued = registry.catalogued(&model.provider, &model.id);
     if !known_provider && args.base_url.is_none() && model.base_url.is_none() && model.api == Api::OpenAiCompletions {
         return Err(CliError::Usage(format!(
             "--provider {provider_name}: needs --base-url (or a baseUrl in --models)"

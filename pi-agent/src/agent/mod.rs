@@ -302,6 +302,11 @@ impl Agent {
         self.session.as_ref().map(|s| lock(s).id().to_owned())
     }
 
+    /// The session id as telemetry carries it ([`SessionWriter::exported_id`]).
+    pub fn exported_session_id(&self) -> Option<String> {
+        self.session.as_ref().map(|s| lock(s).exported_id().to_owned())
+    }
+
     /// The session file, if there is a session.
     pub fn session_file(&self) -> Option<String> {
         self.session.as_ref().map(|s| lock(s).path().display().to_string())

@@ -29,7 +29,9 @@ impl Agent {
     ) -> Result<Navigation, AgentError> {
         let session = self.session.clone().ok_or(AgentError::NoSession)?;
         let ctx = self.hook_context(cancel);
-        let payload = || Payload::new().safe("summarize", summarize).safe("targetId", target_id.to_owned());
+        // The target is typed by a user or sent by a client: exported only when shaped like an id.
+        let payload =
+            || Payload::new().safe("summarize", summarize).safe("targetId", pi_observe_core::id_or_invalid(target_id));
         trace_operation_with(names::AGENT_BRANCH_NAVIGATION, payload, |span: Span| async move {
             let (old_leaf, abandoned) = abandoned_by(&session, target_id)?;
             let mut navigation =

@@ -22,12 +22,11 @@ impl Agent {
         cancel: &CancellationToken,
         on_event: AgentSink<'_>,
     ) -> Result<PromptResult, AgentError> {
-        let session_id = self.session_id();
-        let (provider, model, source) = (self.model.provider.clone(), self.model.id.clone(), self.config.source);
+        let session_id = self.exported_session_id();
+        let (model, source) = (&self.model, self.config.source);
+        let (provider_name, model_id, catalogued) = (model.provider.clone(), model.id.clone(), model.catalogued);
         let payload = move || {
-            let mut p = Payload::new()
-                .safe(names::PROVIDER, provider)
-                .safe(names::MODEL, model)
+            let mut p = provider::model_names(None, &provider_name, &model_id, catalogued)
                 .safe(names::PROMPT_LENGTH, text.chars().count())
                 .safe(names::IMAGE_COUNT, 0)
                 .safe(names::SOURCE, source.as_str())

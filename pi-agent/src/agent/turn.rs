@@ -34,7 +34,7 @@ impl Agent {
             messages,
             tools: self.tools.specs(),
             reasoning: self.config.reasoning.clone(),
-            session_id: self.session_id(),
+            session_id: self.exported_session_id(),
             control: RequestControl::default(),
             call_kind: provider::CallKind::Turn,
         };

@@ -119,6 +119,7 @@ pub(super) fn apply(mut registry: Registry, value: &Value) -> Result<Registry, W
                     base_url: base_url.clone(),
                     reasoning: m.get("reasoning").and_then(Value::as_bool).unwrap_or(false),
                     auth: auth.clone(),
+                    catalogued: super::Catalogued::Model,
                 };
                 limits_and_cost(&mut model, m, &path)?;
                 registry.upsert(model);

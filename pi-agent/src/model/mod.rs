@@ -29,6 +29,35 @@ pub enum Api {
     Faux,
 }
 
+/// The API names upstream pi writes in sessions (its `KnownApi`), pi's own included: a fixed
+/// vocabulary, safe to export as recorded.
+pub const UPSTREAM_API_NAMES: &[&str] = &[
+    "openai-completions",
+    "openai-responses",
+    "azure-openai-responses",
+    "openai-codex-responses",
+    "anthropic-messages",
+    "bedrock-converse-stream",
+    "google-generative-ai",
+    "google-gemini-cli",
+    "google-vertex",
+    "mistral-conversations",
+    "faux",
+];
+
+/// Whether a model's names come from pi's catalogue or a `models.json` (safe to export) or only
+/// from what a user typed (`--model`, `/model`, RPC `set_model`: content).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Catalogued {
+    /// Provider and model are catalogued.
+    #[default]
+    Model,
+    /// The provider is catalogued, the model id is not.
+    Provider,
+    /// Neither is.
+    Neither,
+}
+
 impl Api {
     /// The JSON name.
     pub fn as_str(self) -> &'static str {
@@ -81,6 +110,9 @@ pub struct ModelInfo {
     /// How to authenticate, from a `models.json` provider entry (values unresolved).
     #[serde(skip)]
     pub auth: Option<ProviderAuth>,
+    /// Whether telemetry may carry the names as they are (a model from a table is catalogued).
+    #[serde(skip)]
+    pub catalogued: Catalogued,
 }
 
 /// A `models.json` provider's credentials as written: each value is a `!command` whose output
@@ -131,6 +163,7 @@ impl ModelInfo {
             base_url: None,
             reasoning: false,
             auth: None,
+            catalogued: Catalogued::Neither,
         }
     }
 }
@@ -241,6 +274,15 @@ impl Registry {
     /// The model with this provider and id, mutably.
     fn find_mut(&mut self, provider: &str, id: &str) -> Option<&mut ModelInfo> {
         self.position(provider, id).map(|at| &mut self.models[at])
+    }
+
+    /// Whether this provider and model id are in the table.
+    pub fn catalogued(&self, provider: &str, id: &str) -> Catalogued {
+        match self.index.get(provider) {
+            Some(ids) if ids.contains_key(id) => Catalogued::Model,
+            Some(_) => Catalogued::Provider,
+            None => Catalogued::Neither,
+        }
     }
 
     /// The model with this provider and id.

@@ -25,7 +25,7 @@ pub use openai::OpenAiProvider;
 pub use retry::RetryPolicy;
 
 use crate::message::{AssistantMessage, Message, StopReason};
-use crate::model::ModelInfo;
+use crate::model::{Catalogued, ModelInfo};
 
 /// A tool the model may call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,7 +51,7 @@ pub struct ProviderRequest {
     pub tools: Vec<ToolSpec>,
     /// Reasoning level (`low|medium|high`), if any.
     pub reasoning: Option<String>,
-    /// Session id (sent as a cache key where supported).
+    /// The session id as telemetry carries it ([`crate::session::SessionWriter::exported_id`]).
     pub session_id: Option<String>,
     /// What extensions decided about this request (headers, payload, response observer).
     pub control: RequestControl,
@@ -327,10 +327,7 @@ pub async fn request(
 ) -> RequestOutcome {
     let model = &request.model;
     let payload = || {
-        let mut p = Payload::new()
-            .safe(names::API, model.api.as_str())
-            .safe(names::PROVIDER, provider.name().to_owned())
-            .safe(names::MODEL, model.id.clone())
+        let mut p = model_names(Some(model.api.as_str()), &model.provider, &model.id, model.catalogued)
             .safe(names::CALL_KIND, request.call_kind.as_str());
         if let Some(session) = &request.session_id {
             p = p.safe(names::SESSION_ID, session.clone());
@@ -452,7 +449,7 @@ fn finish(
             .safe(names::RETRY_COUNT, retries)
             .safe(names::ABORTED, message.stop_reason == StopReason::Aborted)
             .safe(names::TIMEOUT, matches!(error, Some(ProviderError::Timeout(_))))
-            .safe(names::RESPONSE_MODEL, pi_observe_core::identifier_or_invalid(&message.model))
+            .safe(names::RESPONSE_MODEL, response_model(&message.model))
             .content(ContentKind::Completion, names::COMPLETION_TEXT, message.text())
             .content(ContentKind::Completion, names::OUTPUT_MESSAGES, semconv::output_messages(&message));
         let thinking = message.thinking();
@@ -474,6 +471,40 @@ impl pi_observe_core::Outcome for RequestOutcome {
     fn error_info(&self) -> Option<pi_observe_core::ErrorInfo> {
         self.error.as_ref().map(ProviderError::error_info)
     }
+}
+
+/// The names of a model as the contract carries them, classified the same way for a live run and
+/// for a replay (`pi export`): the API as recorded when it is one of upstream's API names; the
+/// provider and model as named when pi's catalogue or a `models.json` has them (`catalogued`),
+/// else `invalid` — a name only a user typed is content, which a sink capturing prompts also
+/// gets (`requestedProvider`, `requestedModel`). `api` is `None` where the record has none.
+pub fn model_names(api: Option<&str>, provider: &str, model: &str, catalogued: Catalogued) -> Payload {
+    const INVALID: &str = "invalid";
+    let mut p = Payload::new();
+    if let Some(api) = api {
+        let known = crate::model::UPSTREAM_API_NAMES.contains(&api);
+        p = p.safe(names::API, if known { api.to_owned() } else { INVALID.to_owned() });
+    }
+    let (provider_ok, model_ok) = match catalogued {
+        Catalogued::Model => (true, true),
+        Catalogued::Provider => (true, false),
+        Catalogued::Neither => (false, false),
+    };
+    p = p.safe(names::PROVIDER, if provider_ok { provider.to_owned() } else { INVALID.to_owned() });
+    p = p.safe(names::MODEL, if model_ok { model.to_owned() } else { INVALID.to_owned() });
+    if !provider_ok {
+        p = p.content(ContentKind::Prompt, names::REQUESTED_PROVIDER, provider.to_owned());
+    }
+    if !model_ok {
+        p = p.content(ContentKind::Prompt, names::REQUESTED_MODEL, model.to_owned());
+    }
+    p
+}
+
+/// The model a provider's response names, as the contract carries it (live and replayed alike):
+/// itself when identifier-shaped and not a secret, else `invalid`.
+pub fn response_model(model: &str) -> String {
+    pi_observe_core::identifier_or_invalid(model)
 }
 
 /// The safe usage fields of the contract.

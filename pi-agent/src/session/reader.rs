@@ -88,6 +88,11 @@ pub struct Session {
     pub unknown_lines: Vec<usize>,
     /// The migrated objects, every field kept, when the file was migrated.
     migrated: Option<Vec<serde_json::Value>>,
+    /// The header id as telemetry may carry it, checked when the file was read: a file's id
+    /// is outside text, so one not shaped like an id reads `invalid` ([`id_or_invalid`]).
+    ///
+    /// [`id_or_invalid`]: pi_observe_core::id_or_invalid
+    pub exported_id: String,
 }
 
 /// The current session format version.
@@ -223,7 +228,8 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Session, SessionError> {
         })
         .collect();
     let needs_newline = torn_tail.is_none() && bytes.last().is_some_and(|b| *b != b'\n');
-    Ok(Session { header, entries, torn_tail, needs_newline, migrated_from, unknown_lines, migrated })
+    let exported_id = pi_observe_core::id_or_invalid(&header.id);
+    Ok(Session { header, entries, torn_tail, needs_newline, migrated_from, unknown_lines, migrated, exported_id })
 }
 
 /// Upstream pi's migrations, on the JSON objects (so fields this version does not know are
@@ -261,6 +267,7 @@ impl Session {
     /// A session made in memory (nothing migrated, nothing unknown).
     pub fn from_parts(header: SessionHeader, entries: Vec<Entry>) -> Session {
         Session {
+            exported_id: pi_observe_core::id_or_invalid(&header.id),
             header,
             entries,
             torn_tail: None,

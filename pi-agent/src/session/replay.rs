@@ -10,6 +10,8 @@ use pi_observe_core::{
 use super::entry::{ATTRIBUTION_CUSTOM_TYPE, Entry, EntryKind};
 use super::reader::Session;
 use crate::message::{Message, StopReason, Usage};
+use crate::model::Registry;
+use crate::provider::{model_names, response_model};
 use crate::time::parse_iso8601;
 
 /// Payload key marking records rebuilt from a session file (`true`), so backends can tell a
@@ -53,10 +55,20 @@ struct State {
 ///
 /// Ids are derived from the session id and entry ids, so replaying the same file again yields
 /// the same trace and span ids (an idempotent backfill). Every record carries `replayed=true`;
-/// prompt and completion texts are content-class fields (exported only if captured). Records
-/// come depth first: a span's start, its children, its end.
-pub fn replay(session: &Session) -> Vec<ObsEvent> {
-    let mut replay = Replay { sid: &session.header.id, spans: Vec::new(), roots: Vec::new() };
+/// prompt and completion texts are content-class fields (exported only if captured). Every
+/// name read from the file is classified exactly as a live run classifies it: the session id by
+/// [`Session::exported_id`], API, provider and model by [`crate::provider::model_names`] against
+/// `registry` (what a live run would have resolved them with), the response model by
+/// [`crate::provider::response_model`]. Records come depth first: a span's start, its
+/// children, its end.
+pub fn replay(session: &Session, registry: &Registry) -> Vec<ObsEvent> {
+    let mut replay = Replay {
+        sid: &session.header.id,
+        exported_sid: &session.exported_id,
+        registry,
+        spans: Vec::new(),
+        roots: Vec::new(),
+    };
     let mut states: HashMap<&str, Rc<State>> = HashMap::with_capacity(session.entries.len());
     for entry in &session.entries {
         let inherited = entry.parent_id.as_deref().and_then(|p| states.get(p)).cloned().unwrap_or_default();
@@ -116,7 +128,11 @@ struct Here<'a> {
 
 /// The spans rebuilt so far.
 struct Replay<'a> {
+    /// The session id, for deterministic trace and span ids.
     sid: &'a str,
+    /// The session id as telemetry carries it.
+    exported_sid: &'a str,
+    registry: &'a Registry,
     spans: Vec<SpanRec>,
     roots: Vec<usize>,
 }
@@ -145,7 +161,7 @@ impl Replay<'_> {
             start_ms,
             end_ms: here.at.max(start_ms),
             context: st.attribution.clone(),
-            start: Payload::new().safe(names::SESSION_ID, self.sid.to_owned()).safe(REPLAYED, true),
+            start: Payload::new().safe(names::SESSION_ID, self.exported_sid.to_owned()).safe(REPLAYED, true),
             end: Payload::new(),
             error: None,
             children: Vec::new(),
@@ -163,8 +179,8 @@ impl Replay<'_> {
         let span = &mut self.spans[index];
         span.start.insert(names::PROMPT_LENGTH, text.chars().count(), pi_observe_core::Class::Safe);
         if let Some((provider, model)) = &st.model {
-            span.start.insert(names::PROVIDER, provider.clone(), pi_observe_core::Class::Safe);
-            span.start.insert(names::MODEL, model.clone(), pi_observe_core::Class::Safe);
+            let catalogued = self.registry.catalogued(provider, model);
+            span.start.merge(model_names(None, provider, model, catalogued));
         }
         span.start.insert(names::PROMPT_TEXT, text.to_owned(), pi_observe_core::Class::Content(ContentKind::Prompt));
         st.prompt = Some(index);
@@ -187,12 +203,11 @@ impl Replay<'_> {
         self.spans[turn].start.insert(names::TURN_INDEX, st.turns, pi_observe_core::Class::Safe);
         let request = self.span(here, st, names::PROVIDER_REQUEST, "request", Some(turn), started);
         let span = &mut self.spans[request];
-        span.start = std::mem::take(&mut span.start)
-            .safe(names::API, reply.api.clone())
-            .safe(names::PROVIDER, reply.provider.clone())
-            .safe(names::MODEL, reply.model.clone())
-            .safe(names::CALL_KIND, names::CALL_KIND_TURN);
+        let catalogued = self.registry.catalogued(&reply.provider, &reply.model);
+        span.start.merge(model_names(Some(&reply.api), &reply.provider, &reply.model, catalogued));
+        span.start = std::mem::take(&mut span.start).safe(names::CALL_KIND, names::CALL_KIND_TURN);
         span.end = usage_payload(Payload::new(), &reply.usage)
+            .safe(names::RESPONSE_MODEL, response_model(&reply.model))
             .safe(names::STOP_REASON, reply.stop_reason.as_str())
             .content(ContentKind::Completion, names::COMPLETION_TEXT, reply.text());
         span.error = match reply.stop_reason {
@@ -337,7 +352,7 @@ mod tests {
             serde_json::from_str(r#"{"type":"session","version":3,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z"}"#)
                 .unwrap();
         let session = Session::from_parts(header, entries);
-        let events = replay(&session);
+        let events = replay(&session, &Registry::builtin());
         pi_observe_core::testing::assert_paired(&events);
         let starts: HashMap<SpanId, &ObsEvent> =
             events.iter().filter(|e| e.kind == EventKind::Start).map(|e| (e.span_id.unwrap(), e)).collect();

@@ -16,6 +16,8 @@ pub struct SessionWriter {
     path: PathBuf,
     file: File,
     header: SessionHeader,
+    /// The header id as telemetry carries it (checked when the file was read).
+    exported_id: String,
     leaf: Option<String>,
     entries: Vec<Entry>,
     recovered: Option<RecoveredTail>,
@@ -52,6 +54,7 @@ impl SessionWriter {
         let mut writer = SessionWriter {
             path: path.to_owned(),
             file,
+            exported_id: pi_observe_core::id_or_invalid(&header.id),
             header,
             leaf: None,
             entries: Vec::new(),
@@ -104,6 +107,7 @@ impl SessionWriter {
         Ok(SessionWriter {
             path: path.to_owned(),
             file,
+            exported_id: session.exported_id,
             header: session.header,
             leaf,
             entries: session.entries,
@@ -132,6 +136,12 @@ impl SessionWriter {
     /// The session id.
     pub fn id(&self) -> &str {
         &self.header.id
+    }
+
+    /// The session id as telemetry carries it: the id when it is shaped like one, else
+    /// `invalid` (a file's header is outside text; see [`pi_observe_core::id_or_invalid`]).
+    pub fn exported_id(&self) -> &str {
+        &self.exported_id
     }
 
     /// The file path.

@@ -254,6 +254,23 @@ pub fn identifier_or_invalid(value: &str) -> String {
     }
 }
 
+/// `value` when it is shaped like an id pi or upstream pi mints — a UUID, 1 to 64 hex digits,
+/// or a short id of up to 16 letters, digits, `_` or `-` (entry ids such as `a1b2c3d4`) — and
+/// matches no secret format, else `"invalid"`. For ids pi did not mint itself: session and entry
+/// ids read from a file, typed by a user or sent by an RPC client.
+pub fn id_or_invalid(value: &str) -> String {
+    let hex = |s: &str| s.bytes().all(|b| b.is_ascii_hexdigit());
+    let uuid = value.len() == 36 && value.split('-').map(str::len).eq([8, 4, 4, 4, 12]) && value.split('-').all(hex);
+    let hex_id = (1..=64).contains(&value.len()) && hex(value);
+    let short =
+        (1..=16).contains(&value.len()) && value.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
+    if (uuid || hex_id || short) && matches!(Scrubber::default().scrub(value), std::borrow::Cow::Borrowed(_)) {
+        value.to_owned()
+    } else {
+        "invalid".to_owned()
+    }
+}
+
 /// The key a [`Redactor`] sees for an error message.
 pub const ERROR_MESSAGE_KEY: &str = "error.message";
 
@@ -396,6 +413,24 @@ mod tests {
             assert_eq!(identifier_or_invalid(text), "invalid", "{text:?}");
         }
         assert_eq!(identifier_or_invalid(&"a".repeat(129)), "invalid");
+    }
+
+    #[test]
+    fn ids_from_outside_keep_their_shape_or_read_invalid() {
+        for id in ["0193a6f0-7c1e-7d2a-9b3c-4d5e6f708192", "a1b2c3d4", "d4e5f6g7", "u1", &"f".repeat(64)] {
+            assert_eq!(id_or_invalid(id), id);
+        }
+        for id in [
+            "sk-ant-api03-Xy9Lq2Wm8Nz4Rt6Vb1Kc3Jh5Gf7Dd0SaPp",
+            "",
+            "has space",
+            "0193a6f0-7c1e-7d2a-9b3c-4d5e6f70819z",
+            "a-very-long-name-that-is-not-an-id",
+            &"f".repeat(65),
+            "ghp_R4nd0mT0k3nV4lu3Xq9Zw8Yv7Ut6Sr5Qp4",
+        ] {
+            assert_eq!(id_or_invalid(id), "invalid", "{id:?}");
+        }
     }
 
     #[test]
