@@ -352,3 +352,61 @@ fn item_3_user_typed_model_and_provider_names_read_invalid_unless_captured() {
     assert!(dump.contains(r#""model":"faux-1""#));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `pi` with its agent directory (and so its default spool) inside `dir`.
+fn pi_in(dir: &Path) -> Command {
+    let mut cmd = pi();
+    cmd.env("PI_CODING_AGENT_DIR", dir.join("agent"));
+    cmd
+}
+
+fn spooled_batches(dir: &Path) -> usize {
+    std::fs::read_dir(dir.join("agent/spool"))
+        .map(|r| r.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "batch")).count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn item_4_batches_spooled_under_a_wider_capture_are_not_delivered_under_a_later_policy() {
+    let d = scratch("audit-spool-cap");
+    let endpoint = Receiver::down_endpoint();
+    let prompt = "CanarySpooledPrompt please check";
+    // Spooled while OTLP captured prompts, completions and tool results (the collector is down).
+    let out = pi_in(&d)
+        .args(["-p", prompt, "--provider", "faux", "--no-session", "--otlp", &endpoint])
+        .args(["--capture", "otlp=prompt,completion,tool_result"])
+        .arg("--cwd")
+        .arg(&d)
+        .arg("--faux-script")
+        .arg(faux_script(&d))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let with_content = spooled_batches(&d);
+    assert!(with_content > 0);
+    // A run without capture spools too: its batches stay deliverable under the policy.
+    let out = pi_in(&d)
+        .args(["-p", "plain", "--provider", "faux", "--no-session", "--otlp", &endpoint])
+        .arg("--cwd")
+        .arg(&d)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plain = spooled_batches(&d) - with_content;
+    assert!(plain > 0);
+
+    // Now a managed policy caps OTLP capture to nothing.
+    let policy = d.join("managed.json");
+    std::fs::write(&policy, r#"{"telemetry": {"sinks": {"otlp": {"capture": []}}}}"#).unwrap();
+    let receiver = Receiver::start_at(&endpoint, vec![]);
+    let out =
+        pi_in(&d).env("PI_MANAGED_SETTINGS", &policy).args(["observe", "flush", "--otlp", &endpoint]).output().unwrap();
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{report}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(report.contains(&format!("{with_content} removed over the capture cap")), "{report}");
+    let sent = format!("{:?}", receiver.requests().iter().map(|r| &r.request).collect::<Vec<_>>());
+    assert!(!sent.contains("CanarySpooledPrompt"), "a batch spooled with prompts was delivered under the cap");
+    assert!(!receiver.spans().is_empty(), "the batches spooled without content are delivered");
+    assert_eq!(spooled_batches(&d), 0, "nothing is left: delivered or removed");
+    std::fs::remove_dir_all(&d).unwrap();
+}

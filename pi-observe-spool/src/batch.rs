@@ -27,6 +27,11 @@ pub struct BatchMeta {
     /// for this batch: it waits until the configured credentials differ.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_refused: Option<String>,
+    /// The content kinds the sink captured when the batch was made (stamped by the spool from
+    /// [`SpoolConfig::capture`](crate::SpoolConfig::capture)); `None` for a batch of an older
+    /// version, which recorded none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<Vec<String>>,
 }
 
 impl BatchMeta {
@@ -41,6 +46,7 @@ impl BatchMeta {
             items,
             created_ms: 0,
             auth_refused: None,
+            capture: None,
         }
     }
 
@@ -48,6 +54,16 @@ impl BatchMeta {
     pub fn with_content_encoding(mut self, encoding: Option<&str>) -> Self {
         self.content_encoding = encoding.map(str::to_owned);
         self
+    }
+
+    /// True when the batch may hold content `cap` does not allow: a kind outside it, or no
+    /// record of what it captured (fail closed). `None` = no cap.
+    pub fn exceeds(&self, cap: Option<&[String]>) -> bool {
+        match (cap, &self.capture) {
+            (None, _) => false,
+            (Some(cap), Some(kinds)) => kinds.iter().any(|k| !cap.contains(k)),
+            (Some(_), None) => true,
+        }
     }
 
     /// True when the batch waits for other credentials than `current` (a fingerprint).

@@ -29,6 +29,8 @@ pub struct SpoolDelivery {
     pub held: u64,
     /// Batches the receiver refused for good (other 4xx): removed.
     pub rejected: u64,
+    /// Batches spooled under a wider capture than the cap in force: removed unsent.
+    pub over_cap: u64,
     /// Batches left for later: the receiver failed, or the pass stopped first.
     pub kept: u64,
     /// Why the last batch that was not delivered was not.
@@ -62,6 +64,12 @@ impl Spool {
                 result.kept -= 1; // another process has it
                 continue;
             };
+            if claimed.meta.exceeds(self.config().capture_cap.as_deref()) {
+                result.kept -= 1;
+                result.over_cap += 1;
+                self.over_cap(claimed);
+                continue;
+            }
             if claimed.meta.held_for(credentials) {
                 result.kept -= 1;
                 result.held += 1;

@@ -27,6 +27,13 @@ pub struct SpoolConfig {
     pub max_bytes: u64,
     /// Oldest batch kept (default 7 days).
     pub max_age: Duration,
+    /// The content kinds the writing sink captures now (`prompt`, …), stamped on every batch it
+    /// writes.
+    pub capture: Vec<String>,
+    /// The most content a batch may hold to be delivered (a managed policy's capture cap for
+    /// the delivering sink): a batch spooled under a wider capture is removed and counted,
+    /// never sent. `None` = no cap.
+    pub capture_cap: Option<Vec<String>>,
 }
 
 impl SpoolConfig {
@@ -37,7 +44,13 @@ impl SpoolConfig {
 
     /// A spool in `dir` with the default limits.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        SpoolConfig { dir: dir.into(), max_bytes: Self::DEFAULT_MAX_BYTES, max_age: Self::DEFAULT_MAX_AGE }
+        SpoolConfig {
+            dir: dir.into(),
+            max_bytes: Self::DEFAULT_MAX_BYTES,
+            max_age: Self::DEFAULT_MAX_AGE,
+            capture: Vec::new(),
+            capture_cap: None,
+        }
     }
 }
 
@@ -54,6 +67,8 @@ struct Counters {
     full_items: AtomicU64,
     expired_batches: AtomicU64,
     expired_items: AtomicU64,
+    over_cap_batches: AtomicU64,
+    over_cap_items: AtomicU64,
     unreadable: AtomicU64,
     write_failed: AtomicU64,
 }
@@ -83,6 +98,11 @@ pub struct SpoolStats {
     pub dropped_expired_batches: u64,
     /// Items in them.
     pub dropped_expired_items: u64,
+    /// Batches removed unsent because they were spooled under a wider capture than the
+    /// policy in force allows ([`SpoolConfig::capture_cap`]).
+    pub dropped_over_cap_batches: u64,
+    /// Items in them.
+    pub dropped_over_cap_items: u64,
     /// Files found torn or unreadable (set aside, each named once in `diagnostics`).
     pub unreadable: u64,
     /// Batches that could not be written (disk full, no permission); their items are lost.
@@ -208,6 +228,9 @@ impl Spool {
         let mut meta = meta.clone();
         if meta.created_ms == 0 {
             meta.created_ms = now_ms();
+        }
+        if meta.capture.is_none() {
+            meta.capture = Some(self.config.capture.clone());
         }
         // Unique within the process across spools (the pid makes it unique across processes).
         static SEQ: AtomicU64 = AtomicU64::new(0);
@@ -375,6 +398,21 @@ impl Spool {
         }
     }
 
+    /// `claimed` holds more content than the capture cap in force allows: it is removed unsent
+    /// and counted.
+    pub fn over_cap(&self, claimed: Claimed) {
+        if fs::remove_file(&claimed.path).is_ok() {
+            self.counters.over_cap_batches.fetch_add(1, Relaxed);
+            self.counters.over_cap_items.fetch_add(claimed.meta.items, Relaxed);
+            if self.counters.over_cap_batches.load(Relaxed) == 1 {
+                self.note(format!(
+                    "spool {}: batches spooled under a wider capture than the policy now allows were removed unsent",
+                    self.config.dir.display()
+                ));
+            }
+        }
+    }
+
     /// The receiver refused `claimed` for good (a 4xx that retrying cannot fix): it is removed
     /// and counted.
     pub fn rejected(&self, claimed: Claimed) {
@@ -443,6 +481,8 @@ impl Spool {
             dropped_full_items: c.full_items.load(Relaxed),
             dropped_expired_batches: c.expired_batches.load(Relaxed),
             dropped_expired_items: c.expired_items.load(Relaxed),
+            dropped_over_cap_batches: c.over_cap_batches.load(Relaxed),
+            dropped_over_cap_items: c.over_cap_items.load(Relaxed),
             unreadable: c.unreadable.load(Relaxed),
             write_failed: c.write_failed.load(Relaxed),
             diagnostics: self.diagnostics.lock().unwrap_or_else(|e| e.into_inner()).clone(),

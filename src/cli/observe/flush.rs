@@ -29,27 +29,31 @@ pub fn run(args: &FlushArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     let Some((config, _)) = &setup.spool else {
         return Err(CliError::Usage("no spool to flush (--no-spool, or no home directory)".into()));
     };
+    // Each sink delivers through a spool of its own configuration (its capture cap applies).
     let spool = Spool::new(config.clone());
+    let otlp_spool = setup.otlp().and_then(|o| o.spool.clone()).map(Spool::new);
+    let sentry_spool = setup.sentry().and_then(|s| s.spool.clone()).map(Spool::new);
     let deadline = Instant::now() + Duration::from_secs(args.timeout);
     let mut failed = false;
     let mut report = |sink: &str, url: String, result: SpoolDelivery| {
         failed |= result.kept > 0 && result.last_error.is_some();
         output::line(format_args!(
-            "{sink} {url}: {} batches delivered ({} items), {} held for other credentials, {} rejected, {} kept{}",
+            "{sink} {url}: {} batches delivered ({} items), {} held for other credentials, {} rejected, {} removed over the capture cap, {} kept{}",
             result.delivered_batches,
             result.delivered_items,
             result.held,
             result.rejected,
+            result.over_cap,
             result.kept,
             result.last_error.map(|e| format!(" (last error: {e})")).unwrap_or_default(),
         ));
     };
-    if let Some(otlp) = setup.otlp() {
-        let result = pi_observe::otel::deliver_spooled(otlp, &spool, deadline)?;
+    if let (Some(otlp), Some(spool)) = (setup.otlp(), &otlp_spool) {
+        let result = pi_observe::otel::deliver_spooled(otlp, spool, deadline)?;
         report("otlp", otlp_destinations(otlp), result);
     }
-    if let Some(sentry) = setup.sentry() {
-        let result = pi_observe::sentry::deliver_spooled(sentry, &spool, deadline)?;
+    if let (Some(sentry), Some(spool)) = (setup.sentry(), &sentry_spool) {
+        let result = pi_observe::sentry::deliver_spooled(sentry, spool, deadline)?;
         report("sentry", sentry.envelope_url().unwrap_or_default(), result);
     }
     if setup.otlp().is_none() && setup.sentry().is_none() {
@@ -67,14 +71,14 @@ pub fn run(args: &FlushArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     for ((sink, url), (batches, items)) in others {
         output::line(format_args!("{sink} {url}: {batches} batches ({items} items) still spooled"));
     }
-    let stats = spool.stats();
-    if stats.dropped_expired_batches + stats.dropped_full_batches > 0 {
-        output::line(format_args!(
-            "spool: {} batches removed past the age cap, {} over the size cap",
-            stats.dropped_expired_batches, stats.dropped_full_batches
-        ));
+    let all_stats: Vec<_> =
+        [Some(&spool), otlp_spool.as_ref(), sentry_spool.as_ref()].into_iter().flatten().map(Spool::stats).collect();
+    let (expired, full) =
+        all_stats.iter().fold((0, 0), |(e, f), s| (e + s.dropped_expired_batches, f + s.dropped_full_batches));
+    if expired + full > 0 {
+        output::line(format_args!("spool: {expired} batches removed past the age cap, {full} over the size cap"));
     }
-    for diagnostic in stats.diagnostics {
+    for diagnostic in all_stats.into_iter().flat_map(|s| s.diagnostics) {
         output::error(format_args!("pi: warning: {diagnostic}"));
     }
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pi_observe::core::{ContentPolicy, ObsEvent, Observability, Subscription, TraceId};
+use pi_observe::core::{ContentKind, ContentPolicy, ObsEvent, Observability, Subscription, TraceId};
 use pi_observe::log::{JsonlFileSink, LogGuard};
 use pi_observe::otel::{OtelSubscriber, OtlpConfig};
 use pi_observe::sentry::{SentryConfig, SentrySubscriber};
@@ -51,11 +51,21 @@ impl SinkSetup {
         let log_json = file_sink(cfg, "log", "--log-json", args.log_json.clone().map(std::path::PathBuf::from))?
             .map(|p| p.display().to_string());
         let events = file_sink(cfg, "events", "--events-jsonl", events.map(Path::to_owned))?;
+        // Each remote sink's batches record what it captures, and are delivered only while the
+        // managed policy's cap for that sink still allows it.
+        let sink_spool = |name: &str, policy: &ContentPolicy| -> Result<_, CliError> {
+            let Some((config, _)) = &spool else { return Ok(None) };
+            let names = |kinds: &mut dyn Iterator<Item = ContentKind>| kinds.map(|k| k.as_str().to_owned()).collect();
+            let mut config = config.clone();
+            config.capture = names(&mut ContentKind::ALL.into_iter().filter(|k| policy.captures(*k)));
+            config.capture_cap = cfg.capture_cap(name)?.map(|cap| names(&mut cap.into_iter()));
+            Ok(Some(config))
+        };
         if let Some(otlp) = &mut otlp {
-            otlp.spool = spool.as_ref().map(|(c, _)| c.clone());
+            otlp.spool = sink_spool("otlp", &policies.otlp)?;
         }
         if let Some(sentry) = &mut sentry {
-            sentry.spool = spool.as_ref().map(|(c, _)| c.clone());
+            sentry.spool = sink_spool("sentry", &policies.sentry)?;
         }
         let flush_deadline = otlp.as_ref().and_then(|c| c.timeout).unwrap_or(FLUSH_DEADLINE);
         Ok(SinkSetup { policies, otlp, sentry, log_json, events, spool, flush_deadline })
@@ -467,6 +477,12 @@ fn report_from_spool(sink: &str, earlier: &pi_observe::spool::SpoolDelivery) {
         output::error(format_args!(
             "pi: {sink}: delivered {} batches ({} items) spooled by earlier runs",
             earlier.delivered_batches, earlier.delivered_items
+        ));
+    }
+    if earlier.over_cap > 0 {
+        output::error(format_args!(
+            "pi: {sink}: removed {} batches spooled by earlier runs under a wider capture than the managed policy now allows (not sent)",
+            earlier.over_cap
         ));
     }
 }
