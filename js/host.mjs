@@ -19,8 +19,11 @@ import { createRequire } from "node:module";
 
 const PROTOCOL = 1;
 const file = process.argv[2];
-const out = process.stdout;
-const send = (message) => out.write(JSON.stringify(message) + "\n");
+// The protocol owns stdout: only `send` writes there. An extension (or a library it uses) that
+// writes to process.stdout directly writes to stderr — pi's extension log — instead.
+const protocolWrite = process.stdout.write.bind(process.stdout);
+const send = (message) => protocolWrite(JSON.stringify(message) + "\n");
+process.stdout.write = (chunk, encoding, callback) => process.stderr.write(chunk, encoding, callback);
 const log = (...args) => process.stderr.write(args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" ") + "\n");
 console.log = console.info = console.debug = console.warn = console.error = log;
 

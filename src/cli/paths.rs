@@ -16,6 +16,22 @@ pub fn agent_dir() -> Option<PathBuf> {
     }
 }
 
+/// An error naming `culprit` when `dir` cannot be a directory pi creates files in: it, or the
+/// nearest of its ancestors that exists, is not a directory.
+pub fn check_dir(culprit: &str, dir: &std::path::Path) -> Result<(), String> {
+    let existing = dir.ancestors().find(|a| std::fs::symlink_metadata(a).is_ok());
+    match existing.map(|a| (a, std::fs::metadata(a))) {
+        Some((at, Ok(meta))) if !meta.is_dir() => {
+            if at == dir {
+                Err(format!("{culprit}: {} is not a directory", dir.display()))
+            } else {
+                Err(format!("{culprit}: {} cannot be a directory ({} is a file)", dir.display(), at.display()))
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
 /// `~/x` → `$HOME/x`; anything else unchanged.
 pub fn expand_home(path: PathBuf, home: Option<&PathBuf>) -> PathBuf {
     match (path.strip_prefix("~"), home) {

@@ -12,7 +12,7 @@ use pi_agent::tools::ToolRegistry;
 use super::CliError;
 use super::args::AgentArgs;
 use super::config::Config;
-use super::faux_script;
+use super::{faux_script, report};
 
 /// The chosen model and its provider.
 pub struct Selected {
@@ -112,6 +112,12 @@ pub fn select_named(
         return Err(CliError::Usage(format!(
             "--provider {provider_name}: needs --base-url (or a baseUrl in --models)"
         )));
+    }
+    if model.api == Api::Faux && args.base_url.is_some() {
+        return Err(CliError::Usage(
+            "--base-url: the offline faux provider makes no requests; drop --base-url, or name a provider (--provider openai)"
+                .into(),
+        ));
     }
     if let Some(url) = &args.base_url {
         pi_observe::otel::check_url(url.trim()).map_err(|why| CliError::Usage(format!("--base-url: {why}")))?;
@@ -219,8 +225,12 @@ pub fn session_path(args: &AgentArgs, cwd: &Path, cfg: &Config) -> Result<Option
         return Ok(None);
     }
     let path = match &args.session {
-        Some(path) => path.clone(),
-        None => new_session_path(cwd, cfg),
+        Some(path) => session_argument(path, cfg)?,
+        None => {
+            let (sessions, culprit) = sessions_dir(cfg);
+            super::paths::check_dir(&culprit, &sessions).map_err(CliError::Usage)?;
+            new_session_path(cwd, cfg)
+        }
     };
     match std::fs::metadata(&path) {
         Ok(meta) if !meta.is_file() => {
@@ -235,17 +245,7 @@ pub fn session_path(args: &AgentArgs, cwd: &Path, cfg: &Config) -> Result<Option
 /// `<sessions>` is `PI_CODING_AGENT_SESSION_DIR`, else the `sessionDir` setting, else
 /// `~/.pi/agent/sessions` (a path taken in the same millisecond gets a suffix).
 pub fn new_session_path(cwd: &Path, cfg: &Config) -> PathBuf {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let managed = cfg.managed_get(&["sessionDir"]).is_some();
-    let sessions = match std::env::var_os(SESSION_DIR_VAR).filter(|v| !v.is_empty() && !managed) {
-        Some(dir) => super::paths::expand_home(dir.into(), home.as_ref()),
-        None => match cfg.path_setting(&["sessionDir"]) {
-            Some((dir, _)) => dir,
-            None => {
-                super::paths::agent_dir().unwrap_or_else(|| std::env::temp_dir().join(".pi/agent")).join("sessions")
-            }
-        },
-    };
+    let (sessions, _) = sessions_dir(cfg);
     let slug = cwd.display().to_string().replace('/', "-");
     let stamp = pi_agent::time::iso8601(pi_agent::time::now_millis()).replace([':', '.'], "-");
     let dir = sessions.join(format!("--{slug}--"));
@@ -256,6 +256,67 @@ pub fn new_session_path(cwd: &Path, cfg: &Config) -> PathBuf {
         path = dir.join(format!("{stamp}-{n}.jsonl"));
     }
     path
+}
+
+/// The folder of new sessions and what set it, for errors: `PI_CODING_AGENT_SESSION_DIR`, else
+/// the `sessionDir` setting (naming its file), else `<agent dir>/sessions`.
+pub fn sessions_dir(cfg: &Config) -> (PathBuf, String) {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let managed = cfg.managed_get(&["sessionDir"]).is_some();
+    match std::env::var_os(SESSION_DIR_VAR).filter(|v| !v.is_empty() && !managed) {
+        Some(dir) => (super::paths::expand_home(dir.into(), home.as_ref()), SESSION_DIR_VAR.to_owned()),
+        None => match cfg.path_setting(&["sessionDir"]) {
+            Some((dir, source)) => (dir, format!("sessionDir ({source})")),
+            None => {
+                let agent = super::paths::agent_dir().unwrap_or_else(|| std::env::temp_dir().join(".pi/agent"));
+                (agent.join("sessions"), "the sessions folder".to_owned())
+            }
+        },
+    }
+}
+
+/// What `--session VALUE` names: a path (anything with a `/`, a `.jsonl` name, or an existing
+/// file), else a session id or the start of one, looked up among the session files under the
+/// sessions folder; an id that matches no file, or more than one, is an error saying so.
+fn session_argument(value: &Path, cfg: &Config) -> Result<PathBuf, CliError> {
+    let text = value.to_string_lossy();
+    let looks_like_path = text.contains('/') || text.ends_with(".jsonl") || value.exists();
+    if looks_like_path {
+        return Ok(value.to_owned());
+    }
+    if text.is_empty() || !text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        return Err(CliError::Usage(format!("--session: {text:?} is neither a session file nor a session id")));
+    }
+    let (sessions, _) = sessions_dir(cfg);
+    // A sessions folder that does not exist yet holds no match.
+    let files = report::session_files_of(std::slice::from_ref(&sessions)).unwrap_or_default();
+    let matches: Vec<PathBuf> = files
+        .into_iter()
+        .map(|(path, _)| path)
+        .filter(|path| header_id(path).is_some_and(|id| id.starts_with(text.as_ref())))
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(CliError::Usage(format!(
+            "--session: no session in {} has an id starting with {text:?} (give a path to start a new session file)",
+            sessions.display()
+        ))),
+        many => Err(CliError::Usage(format!(
+            "--session: {} sessions in {} have an id starting with {text:?}; give more of it",
+            many.len(),
+            sessions.display()
+        ))),
+    }
+}
+
+/// The `id` of a session file's header line, reading only that line.
+fn header_id(path: &Path) -> Option<String> {
+    use std::io::{BufRead, Read};
+    let file = std::fs::File::open(path).ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(file).take(64 * 1024).read_line(&mut line).ok()?;
+    let header: serde_json::Value = serde_json::from_str(&line).ok()?;
+    (header.get("type")?.as_str()? == "session").then(|| header.get("id")?.as_str().map(str::to_owned))?
 }
 
 /// Opens (or creates) the session at `path`; a torn last line is moved aside and named.

@@ -81,6 +81,13 @@ pub struct SettingsFile {
 impl SettingsFile {
     /// Reads `path`; `Ok(None)` when it does not exist.
     pub fn load(path: &Path, scope: Scope) -> Result<Option<SettingsFile>, SettingsError> {
+        // Only a regular file is read: a FIFO would block forever, a device never end.
+        if let Ok(meta) = std::fs::metadata(path)
+            && !meta.is_file()
+        {
+            let source = std::io::Error::other("not a regular file");
+            return Err(SettingsError::Read { path: path.to_owned(), source });
+        }
         match std::fs::read_to_string(path) {
             Ok(text) => SettingsFile::parse(&text, path, scope).map(Some),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),

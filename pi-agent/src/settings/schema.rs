@@ -20,6 +20,8 @@ pub(crate) enum Ty {
     Count,
     /// Any finite number ≥ 0.
     Number,
+    /// A number from 0 to 1 (a sampling ratio).
+    Ratio,
     /// A list of strings.
     Strs,
     /// Anything (kept as written; upstream's `packages` entries are strings or objects).
@@ -30,7 +32,7 @@ pub(crate) enum Ty {
     Open(&'static [(&'static str, Ty)], &'static Ty),
 }
 
-use Ty::{Any, Bool, Count, Number, Obj, OneOf, Open, Str, Strs};
+use Ty::{Any, Bool, Count, Number, Obj, OneOf, Open, Ratio, Str, Strs};
 
 const THINKING_LEVELS: &[&str] = &["off", "minimal", "low", "medium", "high", "xhigh"];
 const DELIVERY: &[&str] = &["all", "one-at-a-time"];
@@ -106,7 +108,7 @@ const TELEMETRY: &[(&str, Ty)] = &[
                     ("dsn", Str),
                     ("environment", Str),
                     ("release", Str),
-                    ("sampleRate", Number),
+                    ("sampleRate", Ratio),
                     CAPTURE,
                 ]),
             ),
@@ -129,7 +131,7 @@ const TELEMETRY: &[(&str, Ty)] = &[
                     "parentbased_traceidratio",
                 ]),
             ),
-            ("arg", Number),
+            ("arg", Ratio),
         ]),
     ),
     ("spool", Obj(&[("enabled", Bool), ("dir", Str), ("maxBytes", Count), ("maxAgeDays", Number)])),
@@ -193,6 +195,8 @@ fn check<'a>(
         Count => wrong(path, "expected a whole number ≥ 0".into()),
         Number if value.as_f64().is_some_and(|n| n >= 0.0) => Ok(()),
         Number => wrong(path, "expected a number ≥ 0".into()),
+        Ratio if value.as_f64().is_some_and(|n| (0.0..=1.0).contains(&n)) => Ok(()),
+        Ratio => wrong(path, "expected a ratio between 0 and 1".into()),
         Strs if value.as_array().is_some_and(|a| a.iter().all(Value::is_string)) => Ok(()),
         Strs => wrong(path, "expected a list of strings".into()),
         Obj(fields) | Open(fields, _) => {

@@ -104,6 +104,14 @@ impl Config {
     fn load_with(project: &Path, hook: Option<trust::TrustHook<'_>>) -> Result<Config, CliError> {
         let managed = managed::load()?;
         let agent_dir = paths::agent_dir();
+        if let Some(dir) = &agent_dir {
+            let culprit = if std::env::var_os(paths::AGENT_DIR_VAR).is_some_and(|v| !v.is_empty()) {
+                paths::AGENT_DIR_VAR
+            } else {
+                "the agent directory (~/.pi/agent)"
+            };
+            paths::check_dir(culprit, dir).map_err(CliError::Usage)?;
+        }
         let read = |path: PathBuf, scope| SettingsFile::load(&path, scope).map_err(|e| CliError::Usage(e.to_string()));
         let global = agent_dir
             .as_ref()

@@ -100,8 +100,17 @@ async fn read_commands(front: Front, stop: CancellationToken) {
             }
         }
         number += 1;
-        let line = String::from_utf8_lossy(&buf);
-        let line = line.strip_suffix('\n').unwrap_or(&line);
+        // A line that is not UTF-8 is a parse error as a whole (no id is read from mangled text).
+        let line = match std::str::from_utf8(&buf) {
+            Ok(line) => line,
+            Err(e) => {
+                let at = e.valid_up_to();
+                let why = format!("line {number}: not UTF-8 (invalid byte at offset {at}); the command was not run");
+                respond(&front.out, "parse", None, Err(why));
+                continue;
+            }
+        };
+        let line = line.strip_suffix('\n').unwrap_or(line);
         let line = line.strip_suffix('\r').unwrap_or(line);
         if line.trim().is_empty() {
             continue;

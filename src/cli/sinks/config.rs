@@ -420,6 +420,15 @@ pub fn spool(
             },
         },
     };
+    // Checked up front like other output paths: a file where the folder should be would only
+    // show when the first batch cannot be written.
+    let culprit = match &source {
+        Source::Flag(flag) => (*flag).to_owned(),
+        Source::Env(var) => var.to_string(),
+        Source::Default => "the spool folder".to_owned(),
+        other => format!("telemetry.spool.dir ({other})"),
+    };
+    crate::cli::paths::check_dir(&culprit, &dir).map_err(CliError::Usage)?;
     let mut config = SpoolConfig::new(dir);
     let env_or = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
     // (value, what to name when it is wrong): managed, then the variable, then the files.
