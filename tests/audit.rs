@@ -644,3 +644,105 @@ fn item_12_an_extension_writing_to_stdout_keeps_the_protocol_intact() {
     assert!(log.contains("NOISE not a protocol line") && log.contains("more noise"), "{log}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// True while process `pid` runs (a zombie has finished).
+fn alive(pid: &str) -> bool {
+    support::running(pid)
+}
+
+/// Waits (polling) until `path` holds `n` whole lines; returns them.
+fn wait_lines(path: &Path, n: usize) -> Vec<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        if lines.len() >= n && text.ends_with('\n') {
+            return lines;
+        }
+        assert!(std::time::Instant::now() < deadline, "{} never got {n} lines", path.display());
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn item_9_nothing_an_extension_the_js_host_or_an_attribution_command_started_outlives_pi() {
+    let d = scratch("audit-orphans");
+    let pids = d.join("pids.txt");
+    // A process extension that leaves a background child running.
+    let ext = d.join("spawner.sh");
+    std::fs::write(
+        &ext,
+        format!(
+            "#!/bin/sh\nsleep 300 &\necho $! >> {pids}\nwhile IFS= read -r line; do\n  case \"$line\" in\n    *'\"type\":\"hello\"'*) printf '%s\\n' '{{\"type\":\"register\",\"protocol\":1,\"name\":\"spawner\",\"events\":[\"tool_call\"]}}' ;;\n    *'\"type\":\"event\"'*) id=$(printf '%s' \"$line\" | sed -n 's/.*\"id\":\\([0-9][0-9]*\\)}}$/\\1/p'); printf '{{\"type\":\"result\",\"id\":%s,\"result\":null}}\\n' \"$id\" ;;\n  esac\ndone\n",
+            pids = pids.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&ext, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut extensions = vec![ext];
+    // A JavaScript extension whose host starts a child of its own.
+    let node = Command::new("node").arg("--version").output().is_ok();
+    if node {
+        let js = d.join("spawner.mjs");
+        std::fs::write(
+            &js,
+            format!(
+                "import {{ spawn }} from 'node:child_process';\nimport {{ appendFileSync }} from 'node:fs';\nexport default function (pi) {{\n  const c = spawn('sleep', ['300'], {{ stdio: 'ignore' }});\n  appendFileSync({:?}, c.pid + '\\n');\n}}\n",
+                pids.display().to_string()
+            ),
+        )
+        .unwrap();
+        extensions.push(js);
+    } else {
+        eprintln!("node not on PATH: the JavaScript host part is skipped");
+    }
+    // An attribution command that leaves a background child and answers.
+    std::fs::create_dir_all(d.join("agent")).unwrap();
+    std::fs::write(
+        d.join("agent/settings.json"),
+        serde_json::json!({"telemetry": {"attribution": {
+            "userIdCommand": format!("sleep 300 & echo $! >> {}; echo alice@acme", pids.display())
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut cmd = pi_in(&d);
+    cmd.args(["-p", "check", "--provider", "faux", "--no-session"])
+        .arg("--cwd")
+        .arg(&d)
+        .arg("--faux-script")
+        .arg(faux_script(&d));
+    for ext in &extensions {
+        cmd.arg("-e").arg(ext);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let started = wait_lines(&pids, extensions.len() + 1);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while started.iter().any(|p| alive(p)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let left: Vec<&String> = started.iter().filter(|p| alive(p)).collect();
+    for pid in &left {
+        let _ = Command::new("kill").args(["-9", pid]).status();
+    }
+    assert!(left.is_empty(), "processes outlived pi: {left:?} of {started:?}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn item_9_an_attribution_command_that_prints_too_much_is_named_as_such() {
+    let d = scratch("audit-attr-cap");
+    std::fs::create_dir_all(d.join("agent")).unwrap();
+    std::fs::write(
+        d.join("agent/settings.json"),
+        r#"{"telemetry": {"attribution": {"userIdCommand": "yes alice@acme | head -c 100000"}}}"#,
+    )
+    .unwrap();
+    let (code, err) = finished(print_run(&d));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("printed more than 4096 bytes"), "{err}");
+    assert!(!err.contains("took longer"), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

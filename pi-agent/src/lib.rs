@@ -11,6 +11,7 @@ pub mod events;
 pub mod extensions;
 pub mod message;
 pub mod model;
+pub mod process;
 pub mod provider;
 pub mod resources;
 pub mod session;

@@ -43,6 +43,9 @@ fn flag_or_env(flag: Option<&str>, flag_name: &str, var: &str) -> Result<Option<
 /// How long an attribution command (`userIdCommand`, …) may run.
 pub const COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// Most bytes an attribution command may print (an id, not a document).
+pub const COMMAND_OUTPUT_CAP: usize = 4096;
+
 /// The attribution of a run. Per key: the managed policy's value (a flag it overrides is said
 /// once), else `--user` / `--org` / `--context`, else `PI_USER_ID` / `PI_ORG_ID`, else the
 /// settings files' `telemetry.attribution` (a value, or `KEYCommand`: a command run once in
@@ -156,6 +159,8 @@ fn layer_sets(file: &SettingsFile, key: &str) -> bool {
 /// Runs `command` with `sh -c` in `cwd` (no stdin, stderr discarded) and returns its trimmed
 /// output; a failure, an empty output or [`COMMAND_TIMEOUT`] is `Err(why)`.
 fn run_command(command: &str, cwd: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     let mut child = Command::new("sh")
         .arg("-c")
@@ -164,29 +169,60 @@ fn run_command(command: &str, cwd: &Path) -> Result<String, String> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
+        // Its own group: what it starts in the background is ended with it.
+        .process_group(0)
         .spawn()
         .map_err(|e| format!("could not start ({e})"))?;
+    let group = child.id();
+    // Read on a thread, at most one byte past the cap: a command that prints more is named as
+    // such (and stopped), never left blocked on a full pipe until the timeout.
+    let (tx, output) = std::sync::mpsc::channel();
+    if let Some(stdout) = child.stdout.take() {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = stdout.take(COMMAND_OUTPUT_CAP as u64 + 1).read_to_end(&mut out);
+            let _ = tx.send(out);
+        });
+    }
     let deadline = std::time::Instant::now() + COMMAND_TIMEOUT;
+    let stop = |child: &mut std::process::Child, why: String| {
+        pi_agent::process::kill_group(group);
+        let _ = child.kill();
+        let _ = child.wait();
+        Err(why)
+    };
+    let too_much = || format!("printed more than {COMMAND_OUTPUT_CAP} bytes");
+    let timed_out = || format!("took longer than {} s", COMMAND_TIMEOUT.as_secs());
+    let mut early = None;
     let status = loop {
+        if early.is_none()
+            && let Ok(out) = output.try_recv()
+        {
+            if out.len() > COMMAND_OUTPUT_CAP {
+                return stop(&mut child, too_much());
+            }
+            early = Some(out);
+        }
         match child.try_wait() {
             Ok(Some(status)) => break status,
-            Ok(None) if std::time::Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("took longer than {} s", COMMAND_TIMEOUT.as_secs()));
-            }
-            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(5)),
-            Err(e) => return Err(format!("could not be waited for ({e})")),
+            Ok(None) if std::time::Instant::now() >= deadline => return stop(&mut child, timed_out()),
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(2)),
+            Err(e) => return stop(&mut child, format!("could not be waited for ({e})")),
         }
     };
-    let mut out = String::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        use std::io::Read;
-        let _ = stdout.read_to_string(&mut out);
+    // The command is done: whatever it left running in the background goes (and lets go of
+    // the pipe), then the answer is read.
+    pi_agent::process::kill_group(group);
+    let out = match early {
+        Some(out) => out,
+        None => output.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())).unwrap_or_default(),
+    };
+    if out.len() > COMMAND_OUTPUT_CAP {
+        return Err(too_much());
     }
     if !status.success() {
         return Err(format!("failed ({status})"));
     }
-    let value = out.trim().to_owned();
+    let value = String::from_utf8_lossy(&out).trim().to_owned();
     if value.is_empty() { Err("printed nothing".into()) } else { Ok(value) }
 }

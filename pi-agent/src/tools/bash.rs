@@ -106,11 +106,7 @@ async fn pump(
 /// Kills the command's whole process group (it runs as a group leader).
 fn kill_group(pid: Option<u32>) {
     if let Some(pid) = pid {
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pid}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        crate::process::kill_group(pid);
     }
 }
 

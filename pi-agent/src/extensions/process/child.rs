@@ -27,6 +27,8 @@ pub(super) struct Connection {
     pending: Pending,
     next_id: AtomicU64,
     child: Mutex<Child>,
+    /// The process group it leads (its pid at start: `Child::id` is gone once it is reaped).
+    group: Option<u32>,
     closed: Arc<AtomicBool>,
     /// What it registered in the handshake.
     pub register: Register,
@@ -59,9 +61,12 @@ impl Connection {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr)
+            // Its own group: whatever it starts is ended with it.
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", spec.program.display()))?;
+        let group = child.id();
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("no stdin/stdout".into());
         };
@@ -79,11 +84,11 @@ impl Connection {
         let register = match tokio::time::timeout(spec.start_timeout, handshake).await {
             Ok(Ok(register)) => register,
             Ok(Err(why)) => {
-                let _ = child.start_kill();
+                kill_group_of(&mut child, group);
                 return Err(why);
             }
             Err(_) => {
-                let _ = child.start_kill();
+                kill_group_of(&mut child, group);
                 return Err(format!("did not register within {} ms", spec.start_timeout.as_millis()));
             }
         };
@@ -117,6 +122,7 @@ impl Connection {
             pending,
             next_id: AtomicU64::new(1),
             child: Mutex::new(child),
+            group,
             closed,
             register,
         })
@@ -159,23 +165,34 @@ impl Connection {
         let deadline = tokio::time::Instant::now() + grace;
         loop {
             let exited = lock(&self.child).try_wait().map(|s| s.is_some()).unwrap_or(true);
-            if exited {
-                break;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                let _ = lock(&self.child).start_kill();
+            if exited || tokio::time::Instant::now() >= deadline {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        self.closed.store(true, Ordering::SeqCst);
+        // Whatever it started goes with it, whether it exited on its own or not.
+        self.kill();
     }
 
-    /// Kills it now (a handler that did not answer in time may be stuck).
+    /// Kills it and its process group now (a handler that did not answer in time may be stuck).
     pub fn kill(&self) {
-        let _ = lock(&self.child).start_kill();
+        kill_group_of(&mut lock(&self.child), self.group);
         self.closed.store(true, Ordering::SeqCst);
     }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        kill_group_of(&mut lock(&self.child), self.group);
+    }
+}
+
+/// SIGKILL to the process group the child leads, and to the child itself.
+fn kill_group_of(child: &mut Child, group: Option<u32>) {
+    if let Some(pid) = group {
+        crate::process::kill_group(pid);
+    }
+    let _ = child.start_kill();
 }
 
 async fn write_line(stdin: &mut ChildStdin, message: &Value) -> Result<(), String> {
