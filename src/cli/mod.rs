@@ -127,6 +127,9 @@ pub fn main() -> ExitCode {
             },
         }
     });
+    // Everything was written and flushed inside; a blocking read still waiting on stdin (RPC
+    // mode, whose client may keep it open) must not hold the exit.
+    runtime.shutdown_background();
     match outcome {
         Ok(code) => code,
         Err(e) => {

@@ -8,6 +8,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::{CliError, output};
 
+/// SIGHUP's number (the exit code of a hangup is 128 + it).
+pub const SIGHUP: i32 = 1;
+
 /// The first signal received, if any.
 pub type Interrupted = Arc<OnceLock<i32>>;
 

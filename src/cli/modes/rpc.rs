@@ -35,7 +35,7 @@ pub async fn run(args: &AgentArgs, observe: &ObserveArgs, cfg: &Config) -> Resul
     let reloaded = harness.reloaded.take();
     let cfg = reloaded.as_ref().unwrap_or(cfg);
     let (out, lines) = mpsc::unbounded_channel::<String>();
-    let writer = tokio::spawn(write_lines(lines));
+    let writer = tokio::spawn(write_lines(lines, stop.clone()));
     let events = out.clone();
     let mut encoder = Encoder::default();
     let (driver, shared) = Driver::new(harness, args, cfg, move |event: AgentEvent| {
@@ -48,24 +48,36 @@ pub async fn run(args: &AgentArgs, observe: &ObserveArgs, cfg: &Config) -> Resul
     let front = read_commands(Front { shared, jobs, out, models }, stop);
     let (harness, ()) = tokio::join!(driver.run(queued), front);
     harness.finish("rpc").await;
-    let _ = writer.await;
-    Ok(match interrupted.get() {
-        Some(signal) => signals::exit(*signal),
-        None => ExitCode::SUCCESS,
+    let broken = writer.await.ok().flatten();
+    Ok(match (interrupted.get(), broken) {
+        (Some(signal), _) => signals::exit(*signal),
+        (None, Some(why)) => {
+            output::error(format_args!("pi: rpc: the client closed stdout ({why}): the run was aborted"));
+            ExitCode::FAILURE
+        }
+        (None, None) => ExitCode::SUCCESS,
     })
 }
 
-/// Writes each line and flushes (a client waits for whole lines).
-async fn write_lines(mut lines: mpsc::UnboundedReceiver<String>) {
+/// Writes each line and flushes (a client waits for whole lines). A client that closed stdout
+/// (EPIPE) ends the run: the running prompt is aborted through `stop`, what is written is
+/// flushed, and the reason comes back for the exit line.
+async fn write_lines(mut lines: mpsc::UnboundedReceiver<String>, stop: CancellationToken) -> Option<String> {
     let mut stdout = tokio::io::stdout();
     while let Some(mut line) = lines.recv().await {
         line.push('\n');
-        if stdout.write_all(line.as_bytes()).await.is_err() || stdout.flush().await.is_err() {
+        let written = match stdout.write_all(line.as_bytes()).await {
+            Ok(()) => stdout.flush().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
             // The client is gone: nothing more can be said.
+            stop.cancel();
             while lines.recv().await.is_some() {}
-            return;
+            return Some(e.to_string());
         }
     }
+    None
 }
 
 /// What commands reach: the driver, stdout, and the model table.

@@ -76,7 +76,7 @@ pub async fn run(
     let terminal = match terminal() {
         Ok(terminal) => terminal,
         Err(e) => {
-            ratatui::restore();
+            let _ = ratatui::try_restore();
             harness.finish("interactive").await;
             return Err(CliError::Failure(format!("cannot use the terminal: {e}")));
         }
@@ -109,14 +109,17 @@ pub async fn run(
     let (harness, ui_outcome) =
         tokio::join!(driver.run(queued), ui.run(terminal, events, errors, stop.clone(), first_prompt));
     let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::event::DisableBracketedPaste);
-    ratatui::restore();
+    let _ = ratatui::try_restore();
     output::divert_errors(None);
     harness.finish("interactive").await;
-    if let Err(e) = ui_outcome {
-        return Err(CliError::Failure(format!("terminal: {e}")));
-    }
+    let hung_up = match ui_outcome {
+        Ok(ended) => ended == Ended::HungUp,
+        Err(e) => return Err(CliError::Failure(format!("terminal: {e}"))),
+    };
     Ok(match interrupted.get() {
         Some(signal) => signals::exit(*signal),
+        // The terminal went away without a SIGHUP reaching pi: the same ending as one.
+        None if hung_up => signals::exit(signals::SIGHUP),
         None => ExitCode::SUCCESS,
     })
 }
@@ -157,6 +160,29 @@ struct Ui<'a> {
 
 type Replies = mpsc::UnboundedSender<(Done, Result<Value, String>)>;
 
+/// How the screen's loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// The user quit (or a signal arrived).
+    Quit,
+    /// The terminal went away (its pseudo-terminal closed: tmux killed, SSH dropped).
+    HungUp,
+}
+
+/// True when the terminal on stdin has hung up (the other end of its pseudo-terminal closed):
+/// a zero-timeout poll that reports HUP, ERR or NVAL. crossterm's reader does not notice — on
+/// a hung-up terminal it spins — so the screen's loop asks this on every tick and failed draw.
+fn terminal_hung_up() -> bool {
+    use rustix::event::{PollFd, PollFlags, poll};
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+    let zero = rustix::time::Timespec { tv_sec: 0, tv_nsec: 0 };
+    match poll(&mut fds, Some(&zero)) {
+        Ok(_) => fds[0].revents().intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL),
+        Err(_) => true,
+    }
+}
+
 impl Ui<'_> {
     async fn run(
         mut self,
@@ -165,7 +191,7 @@ impl Ui<'_> {
         errors: std::sync::mpsc::Receiver<String>,
         stop: CancellationToken,
         first_prompt: Option<String>,
-    ) -> std::io::Result<()> {
+    ) -> std::io::Result<Ended> {
         let (keys_tx, mut keys) = mpsc::unbounded_channel();
         let reading = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let input = std::thread::spawn({
@@ -185,10 +211,10 @@ impl Ui<'_> {
                 self.transcript.notice(Tone::Warn, line);
             }
             if let Err(e) = terminal.draw(|frame| self.draw(frame)) {
-                break Err(e);
+                break if terminal_hung_up() { Ok(Ended::HungUp) } else { Err(e) };
             }
             if self.quit {
-                break Ok(());
+                break Ok(Ended::Quit);
             }
             tokio::select! {
                 key = keys.recv() => match key {
@@ -204,7 +230,11 @@ impl Ui<'_> {
                     }
                 }
                 Some((done, outcome)) = replies.recv() => self.done(done, outcome),
-                _ = tick.tick() => {}
+                _ = tick.tick() => {
+                    if terminal_hung_up() {
+                        break Ok(Ended::HungUp);
+                    }
+                }
                 () = stop.cancelled() => self.quit = true,
             }
         };
@@ -212,7 +242,15 @@ impl Ui<'_> {
         self.shared.stop();
         reading.store(false, std::sync::atomic::Ordering::SeqCst);
         drop(self.jobs);
-        let _ = input.join();
+        // The reader stops within its 50 ms poll; on a hung-up terminal crossterm never returns,
+        // so it is left behind (the process ends without it) rather than waited for.
+        let gone = Instant::now() + Duration::from_millis(200);
+        while !input.is_finished() && Instant::now() < gone {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        if input.is_finished() {
+            let _ = input.join();
+        }
         outcome
     }
 
