@@ -1000,3 +1000,113 @@ fn item_8_a_client_that_closes_pis_stdout_ends_the_run() {
     drop(stdin);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Items of each signal in the spool folder (from the batch headers).
+fn spooled_items(spool: &Path, signal: &str) -> u64 {
+    let mut items = 0;
+    for entry in std::fs::read_dir(spool).into_iter().flatten().flatten() {
+        if entry.path().extension().is_none_or(|x| x != "batch") {
+            continue;
+        }
+        let bytes = std::fs::read(entry.path()).unwrap();
+        let header = String::from_utf8_lossy(&bytes[..bytes.iter().position(|b| *b == b'\n').unwrap()]).into_owned();
+        let meta: serde_json::Value = serde_json::from_str(header.split_once(' ').map_or(&header, |(_, m)| m))
+            .or_else(|_| serde_json::from_str(&header))
+            .unwrap_or_default();
+        let meta = if meta.get("meta").is_some() { &meta["meta"] } else { &meta };
+        if header.contains(&format!("\"signal\":\"{signal}\"")) {
+            items += meta["items"].as_u64().unwrap_or(0);
+        }
+    }
+    items
+}
+
+/// The number before `what` on the line of `stderr` that starts with `prefix`.
+fn count_before(stderr: &str, prefix: &str, what: &str) -> Option<u64> {
+    let line = stderr.lines().find(|l| l.starts_with(prefix))?;
+    let at = line.find(what)?;
+    line[..at].trim_end().rsplit([' ', '(']).next()?.parse().ok()
+}
+
+#[test]
+fn item_10_spooled_counts_match_the_disk_when_the_folder_goes_mid_run() {
+    let d = scratch("audit-spool-gone");
+    let spool = d.join("spool");
+    let script = d.join("script.json");
+    // Batches go out every 50 ms; a tool removes the spool folder after the first ones were
+    // written, and the run goes on (the rest are spooled at exit).
+    std::fs::write(
+        &script,
+        serde_json::json!([
+            {"text": "One.", "tools": [{"name": "bash", "arguments": {"command": "sleep 0.6"}}]},
+            {"text": "Two.", "tools": [{"name": "bash", "arguments": {"command": format!("rm -rf {}", spool.display())}}]},
+            {"text": "Done."}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let out = pi_in(&d)
+        .args(["-p", "go", "--provider", "faux", "--no-session", "--otlp", &Receiver::down_endpoint()])
+        .arg("--spool-dir")
+        .arg(&spool)
+        .arg("--cwd")
+        .arg(&d)
+        .arg("--faux-script")
+        .arg(&script)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    let on_disk = spooled_items(&spool, "traces");
+    assert!(on_disk > 0, "the folder was made again for the later batches: {err}");
+    let claimed = count_before(&err, "pi: otlp:", "for the next run").expect("a spooled count");
+    assert_eq!(claimed, on_disk, "the exit line's count is what the disk holds: {err}");
+    assert!(err.contains("no longer in the spool folder"), "{err}");
+
+    // A folder replaced by a file: nothing can be spooled, and nothing is said to be.
+    let blocked = d.join("blocked");
+    let script2 = d.join("script2.json");
+    std::fs::write(
+        &script2,
+        serde_json::json!([
+            {"text": "One.", "tools": [{"name": "bash", "arguments": {"command": format!("rm -rf {b}; touch {b}", b = blocked.display())}}]},
+            {"text": "Done."}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let out = pi_in(&d)
+        .args(["-p", "go", "--provider", "faux", "--no-session", "--otlp", &Receiver::down_endpoint()])
+        .arg("--spool-dir")
+        .arg(&blocked)
+        .arg("--cwd")
+        .arg(&d)
+        .arg("--faux-script")
+        .arg(&script2)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!err.contains("for the next run"), "{err}");
+    assert!(err.contains("cannot write a batch"), "the reason is named: {err}");
+    let lost = count_before(&err, "pi: otlp:", "not delivered").unwrap();
+    assert!(lost > 0, "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn item_10_the_spans_line_names_the_last_error_of_traces() {
+    let d = scratch("audit-last-error");
+    let down = Receiver::down_endpoint();
+    let out = pi_in(&d)
+        .args(["-p", "go", "--provider", "faux", "--no-session", "--no-spool", "--otlp-logs", "--otlp", &down])
+        .arg("--cwd")
+        .arg(&d)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let line = err.lines().find(|l| l.starts_with("pi: otlp:")).expect("the otlp line");
+    assert!(line.contains("/v1/traces"), "{line}");
+    assert!(!line.contains("/v1/metrics") && !line.contains("/v1/logs"), "{line}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

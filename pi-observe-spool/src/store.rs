@@ -1,5 +1,6 @@
 //! The spool directory: atomic writes, limits, listing, claims.
 
+use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -107,6 +108,11 @@ pub struct SpoolStats {
     pub unreadable: u64,
     /// Batches that could not be written (disk full, no permission); their items are lost.
     pub write_failed: u64,
+    /// Of the batches this process spooled, those no longer in the spool folder although this
+    /// process did not remove them (another run delivered them, or someone removed them):
+    /// items per signal (`traces`, `metrics`, `logs`, `envelope`). "Spooled for the next run"
+    /// is true only of the rest.
+    pub gone_items: std::collections::BTreeMap<String, u64>,
     /// One line per problem worth telling the user.
     pub diagnostics: Vec<String>,
 }
@@ -160,6 +166,8 @@ pub struct Spool {
     /// scan was: a write only rescans the directory when the cap may be passed or the scan is
     /// old (other processes write too), not once per batch.
     estimate: Mutex<Option<(u64, Instant)>>,
+    /// The batches this process wrote and has not removed itself: path → (signal, items).
+    ours: Mutex<HashMap<PathBuf, (String, u64)>>,
 }
 
 /// Longest time a write trusts the size estimate instead of rescanning the directory.
@@ -187,7 +195,13 @@ struct Entry {
 impl Spool {
     /// A spool with `config`'s directory and limits.
     pub fn new(config: SpoolConfig) -> Self {
-        Spool { config, counters: Counters::default(), diagnostics: Mutex::default(), estimate: Mutex::default() }
+        Spool {
+            config,
+            counters: Counters::default(),
+            diagnostics: Mutex::default(),
+            estimate: Mutex::default(),
+            ours: Mutex::default(),
+        }
     }
 
     /// Its configuration.
@@ -201,11 +215,15 @@ impl Spool {
     pub fn write(&self, meta: &BatchMeta, body: &[u8]) -> io::Result<()> {
         let result = self.write_file(meta, body);
         match &result {
-            Ok(bytes) => {
+            Ok((bytes, path)) => {
+                let mut ours = self.ours.lock().unwrap_or_else(|e| e.into_inner());
+                ours.insert(path.clone(), (meta.signal.clone(), meta.items));
+                drop(ours);
+                let bytes = *bytes;
                 self.counters.spooled_batches.fetch_add(1, Relaxed);
                 self.counters.spooled_items.fetch_add(meta.items, Relaxed);
-                self.counters.spooled_bytes.fetch_add(*bytes, Relaxed);
-                if self.may_be_past_limits(*bytes) {
+                self.counters.spooled_bytes.fetch_add(bytes, Relaxed);
+                if self.may_be_past_limits(bytes) {
                     self.enforce_limits();
                 }
             }
@@ -218,7 +236,7 @@ impl Spool {
         result.map(|_| ())
     }
 
-    fn write_file(&self, meta: &BatchMeta, body: &[u8]) -> io::Result<u64> {
+    fn write_file(&self, meta: &BatchMeta, body: &[u8]) -> io::Result<(u64, PathBuf)> {
         let dir = &self.config.dir;
         let mut builder = fs::DirBuilder::new();
         builder.recursive(true);
@@ -254,7 +272,7 @@ impl Spool {
         if let Ok(d) = File::open(dir) {
             let _ = d.sync_all();
         }
-        Ok((header.len() + body.len()) as u64)
+        Ok(((header.len() + body.len()) as u64, dir.join(&name)))
     }
 
     /// The spool's files, oldest first; stale temporary files are removed on the way.
@@ -315,6 +333,7 @@ impl Spool {
             if now.saturating_sub(entry.created_ms) > max_age
                 && let Some(items) = remove_unclaimed(&entry)
             {
+                self.forget(&entry.path);
                 if !entry.unreadable {
                     self.counters.expired_batches.fetch_add(1, Relaxed);
                     self.counters.expired_items.fetch_add(items, Relaxed);
@@ -329,6 +348,7 @@ impl Spool {
                 break;
             }
             if let Some(items) = remove_unclaimed(&entry) {
+                self.forget(&entry.path);
                 total -= entry.size;
                 if !entry.unreadable {
                     self.counters.full_batches.fetch_add(1, Relaxed);
@@ -392,6 +412,7 @@ impl Spool {
 
     /// The receiver accepted `claimed`: it is removed.
     pub fn delivered(&self, claimed: Claimed) {
+        self.forget(&claimed.path);
         if fs::remove_file(&claimed.path).is_ok() {
             self.counters.delivered_batches.fetch_add(1, Relaxed);
             self.counters.delivered_items.fetch_add(claimed.meta.items, Relaxed);
@@ -401,6 +422,7 @@ impl Spool {
     /// `claimed` holds more content than the capture cap in force allows: it is removed unsent
     /// and counted.
     pub fn over_cap(&self, claimed: Claimed) {
+        self.forget(&claimed.path);
         if fs::remove_file(&claimed.path).is_ok() {
             self.counters.over_cap_batches.fetch_add(1, Relaxed);
             self.counters.over_cap_items.fetch_add(claimed.meta.items, Relaxed);
@@ -416,6 +438,7 @@ impl Spool {
     /// The receiver refused `claimed` for good (a 4xx that retrying cannot fix): it is removed
     /// and counted.
     pub fn rejected(&self, claimed: Claimed) {
+        self.forget(&claimed.path);
         if fs::remove_file(&claimed.path).is_ok() {
             self.counters.rejected_batches.fetch_add(1, Relaxed);
             self.counters.rejected_items.fetch_add(claimed.meta.items, Relaxed);
@@ -485,8 +508,27 @@ impl Spool {
             dropped_over_cap_items: c.over_cap_items.load(Relaxed),
             unreadable: c.unreadable.load(Relaxed),
             write_failed: c.write_failed.load(Relaxed),
+            gone_items: self.gone_items(),
             diagnostics: self.diagnostics.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         }
+    }
+
+    /// This process removed the batch at `path` itself (it is accounted for elsewhere).
+    fn forget(&self, path: &Path) {
+        self.ours.lock().unwrap_or_else(|e| e.into_inner()).remove(path);
+    }
+
+    /// Items per signal of the batches this process wrote that are gone though it did not
+    /// remove them.
+    fn gone_items(&self) -> std::collections::BTreeMap<String, u64> {
+        let ours = self.ours.lock().unwrap_or_else(|e| e.into_inner());
+        let mut gone = std::collections::BTreeMap::new();
+        for (path, (signal, items)) in ours.iter() {
+            if fs::symlink_metadata(path).is_err() {
+                *gone.entry(signal.clone()).or_insert(0) += items;
+            }
+        }
+        gone
     }
 
     fn note(&self, line: String) {

@@ -52,20 +52,22 @@ pub(crate) struct LinkState {
     /// The last try could not connect at all (refused, no route): known at once, so the exit
     /// does not wait out retries for it.
     pub(crate) unreachable: AtomicBool,
-    /// Why the last batch that failed for good failed, for the exit summary.
-    pub(crate) last_error: Mutex<Option<String>>,
+    /// Why the last batch of each signal (traces, metrics, logs) that failed for good failed,
+    /// for the exit summary: the spans' line names the traces' reason, not another signal's.
+    pub(crate) last_error: Mutex<[Option<String>; 3]>,
     /// Spans receivers accepted a request for but rejected (OTLP `partial_success`), not yet
     /// taken by the pipeline's counts.
     pub(crate) partially_rejected: AtomicU64,
 }
 
 impl LinkState {
+    /// Why the last batch of spans that failed for good failed.
     pub(crate) fn last_error(&self) -> Option<String> {
-        self.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.last_error.lock().unwrap_or_else(|e| e.into_inner())[Signal::Traces as usize].clone()
     }
 
-    fn failed(&self, why: &str) {
-        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.to_owned());
+    fn failed(&self, signal: Signal, why: &str) {
+        self.last_error.lock().unwrap_or_else(|e| e.into_inner())[signal as usize] = Some(why.to_owned());
     }
 }
 
@@ -220,11 +222,13 @@ impl Exporter {
     /// [`OtelSubscriber::with_span_exporter`](crate::OtelSubscriber::with_span_exporter).
     pub(crate) async fn export_sdk(&self, spans: Vec<SpanData>, deadline: Instant) -> Delivery {
         let Some(sdk) = &self.sdk else { return Delivery::Rejected("no span exporter".into()) };
-        match tokio::time::timeout_at(deadline.into(), sdk.export(spans)).await {
-            Ok(Ok(())) => Delivery::Exported,
-            Ok(Err(error)) => Delivery::Failed(format!("span exporter: {error}")),
-            Err(_) => Delivery::Failed("span exporter: deadline passed".into()),
-        }
+        let why = match tokio::time::timeout_at(deadline.into(), sdk.export(spans)).await {
+            Ok(Ok(())) => return Delivery::Exported,
+            Ok(Err(error)) => format!("span exporter: {error}"),
+            Err(_) => "span exporter: deadline passed".to_owned(),
+        };
+        self.link.failed(Signal::Traces, &why);
+        Delivery::Failed(why)
     }
 
     /// A batch of spans, encoded for the wire.
@@ -335,7 +339,7 @@ impl Exporter {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                self.link.failed("deadline passed");
+                self.link.failed(payload.signal, "deadline passed");
                 return Delivery::Failed("deadline passed".into());
             }
             let limit = lane.timeout.min(left);
@@ -353,11 +357,11 @@ impl Exporter {
                     return Delivery::Exported;
                 }
                 Attempt::Reject(why) => {
-                    self.link.failed(&why);
+                    self.link.failed(payload.signal, &why);
                     return Delivery::Rejected(why);
                 }
                 Attempt::Unauthorized(why) => {
-                    self.link.failed(&why);
+                    self.link.failed(payload.signal, &why);
                     return Delivery::Unauthorized(why);
                 }
                 Attempt::Retry { after, why, refused } => (after, why, refused),
@@ -367,14 +371,14 @@ impl Exporter {
             // exit must not wait out the backoff.
             let give_up = refused && self.link.closing.load(Relaxed);
             if attempt >= self.max_retries || give_up {
-                self.link.failed(&why);
+                self.link.failed(payload.signal, &why);
                 return Delivery::Failed(why);
             }
             let backoff =
                 Duration::from_millis(100u64.saturating_mul(1 << attempt.min(10))).min(Duration::from_secs(5));
             let delay = after.unwrap_or(backoff).min(Duration::from_secs(30));
             if Instant::now() + delay >= deadline {
-                self.link.failed(&why);
+                self.link.failed(payload.signal, &why);
                 return Delivery::Failed(why);
             }
             tokio::time::sleep(delay).await;
@@ -428,6 +432,17 @@ impl Exporter {
             Wire::Http(bytes) => bytes.clone(),
         };
         CapturedRequest { signal: payload.signal.name(), url: self.url_of(payload), body }
+    }
+
+    /// Records why `payload` was not sent when no try of the exporter's said so (an attempt cut
+    /// short at the exit, a receiver skipped after a recent failure), naming its own URL: each
+    /// signal's summary names that signal's reason.
+    pub(crate) fn note_unsent(&self, payload: &Payload, why: &str) {
+        let mut errors = self.link.last_error.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = &mut errors[payload.signal as usize];
+        if slot.is_none() {
+            *slot = Some(format!("{}: {why}", self.url_of(payload)));
+        }
     }
 
     /// The URL `payload` goes to, without credentials.

@@ -345,7 +345,11 @@ impl Worker {
             };
             tokio::select! {
                 delivery = export => delivery,
-                () = cut => Delivery::Failed("shutdown deadline passed".into()),
+                () = cut => Delivery::Failed(if counters.link.unreachable.load(Relaxed) {
+                    "not sent at the exit: the receiver refused connections".into()
+                } else {
+                    "shutdown deadline passed".into()
+                }),
             }
         })
     }
@@ -371,6 +375,7 @@ impl Worker {
                 Shipped::Delivered
             }
             Delivery::Failed(why) => {
+                self.exporter.note_unsent(payload, &why);
                 let Some(spool) = &self.spool else { return Shipped::Lost(Delivery::Failed(why)) };
                 if !skip && !link.closing.load(Relaxed) {
                     self.degraded_until = Some(Instant::now() + self.degraded_for);

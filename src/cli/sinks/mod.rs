@@ -435,7 +435,7 @@ fn report_otlp(otel: &OtelSubscriber, traces: &[TraceId]) {
     let not_delivered = stats.spans_dropped();
     let spooled = match (stats.spans_spooled, otel.spool_stats()) {
         (0, _) | (_, None) => String::new(),
-        (n, Some(_)) => format!(", {n} spooled for the next run"),
+        (n, Some(spool)) => spooled_note(n, spool.gone_items.get("traces").copied().unwrap_or(0)),
     };
     let why = if not_delivered > 0 || stats.spans_spooled > 0 { stats.last_error.as_deref() } else { None };
     output::error(format_args!(
@@ -456,8 +456,8 @@ fn report_sentry(sentry: &SentrySubscriber) {
     // Envelopes still queued at the deadline were not delivered either.
     let not_delivered =
         (stats.transactions + stats.errors).saturating_sub(stats.delivered + stats.spooled).max(stats.not_delivered);
-    let spooled =
-        if stats.spooled > 0 { format!(", {} spooled for the next run", stats.spooled) } else { String::new() };
+    let gone = sentry.spool_stats().and_then(|s| s.gone_items.get("envelope").copied()).unwrap_or(0);
+    let spooled = if stats.spooled > 0 { spooled_note(stats.spooled, gone) } else { String::new() };
     output::error(format_args!(
         "pi: sentry: {} transactions, {} error events: {} delivered{spooled}, {not_delivered} not delivered{}",
         stats.transactions,
@@ -468,6 +468,22 @@ fn report_sentry(sentry: &SentrySubscriber) {
     report_from_spool("sentry", &stats.from_spool);
     for diagnostic in sentry.spool_stats().map(|s| s.diagnostics).unwrap_or_default() {
         output::error(format_args!("pi: warning: {diagnostic}"));
+    }
+}
+
+/// ", N spooled for the next run", saying how many of them are no longer in the spool folder
+/// (another run delivered them, or the folder was emptied) so the count never claims what the
+/// disk does not hold.
+fn spooled_note(spooled: u64, gone: u64) -> String {
+    match gone.min(spooled) {
+        0 => format!(", {spooled} spooled for the next run"),
+        gone if gone == spooled => {
+            format!(", {spooled} spooled but no longer in the spool folder (delivered by another run, or removed)")
+        }
+        gone => format!(
+            ", {spooled} spooled ({} for the next run, {gone} no longer in the spool folder: delivered by another run, or removed)",
+            spooled - gone
+        ),
     }
 }
 
