@@ -1110,3 +1110,76 @@ fn item_10_the_spans_line_names_the_last_error_of_traces() {
     assert!(!line.contains("/v1/metrics") && !line.contains("/v1/logs"), "{line}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// A small tmpfs mounted on a fresh directory, unmounted when dropped; `None` (with the reason
+/// printed) where this test cannot mount one (not root, no mount permission).
+struct SmallFs(std::path::PathBuf);
+
+impl SmallFs {
+    fn mount(name: &str, size: &str) -> Option<SmallFs> {
+        let dir = scratch(name);
+        let out =
+            Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]).arg(&dir).output();
+        match out {
+            Ok(out) if out.status.success() => Some(SmallFs(dir)),
+            Ok(out) => {
+                eprintln!("skipped: cannot mount a tmpfs ({})", String::from_utf8_lossy(&out.stderr).trim());
+                None
+            }
+            Err(e) => {
+                eprintln!("skipped: no mount command ({e})");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn item_11_a_full_disk_keeps_whole_session_lines_and_every_writer_says_so() {
+    let Some(fs) = SmallFs::mount("audit-disk-full", "48k") else { return };
+    let d = scratch("audit-disk-full-work");
+    let script = d.join("script.json");
+    let turn =
+        serde_json::json!({"text": "x".repeat(3000), "tools": [{"name": "bash", "arguments": {"command": "echo hi"}}]});
+    let mut steps = vec![turn; 30];
+    steps.push(serde_json::json!({"text": "done"}));
+    std::fs::write(&script, serde_json::Value::Array(steps).to_string()).unwrap();
+    let session = fs.0.join("s.jsonl");
+    let out = pi_in(&d)
+        .args(["-p", "go", "--provider", "faux"])
+        .arg("--cwd")
+        .arg(&d)
+        .arg("--faux-script")
+        .arg(&script)
+        .arg("--session")
+        .arg(&session)
+        .arg("--events-jsonl")
+        .arg(fs.0.join("events.jsonl"))
+        .arg("--log-json")
+        .arg(fs.0.join("log.jsonl"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    // The session: whole lines only, each one JSON; the error says disk full.
+    let text = std::fs::read_to_string(&session).unwrap();
+    assert!(text.ends_with('\n'), "the session ends in half a line");
+    for line in text.lines() {
+        serde_json::from_str::<serde_json::Value>(line).expect("a whole JSON line");
+    }
+    let session_line = err.lines().find(|l| l.starts_with("pi: session:")).unwrap_or_else(|| panic!("{err}"));
+    assert!(session_line.contains("disk full"), "{session_line}");
+    // The events file and the log name the cause and what was lost.
+    let events_line = err.lines().find(|l| l.starts_with("pi: events-jsonl:")).unwrap_or_else(|| panic!("{err}"));
+    assert!(events_line.contains("not written") && events_line.contains("disk full"), "{events_line}");
+    let log_line = err.lines().find(|l| l.starts_with("pi: log-json:")).unwrap_or_else(|| panic!("{err}"));
+    assert!(log_line.contains("lost") && log_line.contains("disk full"), "{log_line}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

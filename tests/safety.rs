@@ -696,5 +696,7 @@ fn an_events_file_that_cannot_be_written_is_reported_and_changes_nothing_else() 
     assert!(out.status.success(), "telemetry never changes the outcome: {stderr}");
     assert!(stdout.contains("(faux)"), "{stdout}");
     let line = stderr.lines().find(|l| l.starts_with("pi: events-jsonl: ")).unwrap_or_else(|| panic!("{stderr}"));
-    assert!(line.starts_with("pi: events-jsonl: 0 records written, ") && line.contains("not written (/dev/full)"));
+    assert!(
+        line.starts_with("pi: events-jsonl: 0 records written, ") && line.contains("not written (/dev/full: disk full")
+    );
 }

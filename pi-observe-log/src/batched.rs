@@ -40,6 +40,8 @@ struct Shared {
     written: AtomicU64,
     dropped: AtomicU64,
     failed: AtomicU64,
+    /// Why the last write failed (`disk full`, or the I/O error).
+    last_error: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -95,6 +97,7 @@ impl BatchedWriter {
             written: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             failed: AtomicU64::new(0),
+            last_error: Mutex::new(None),
         });
         let worker_shared = shared.clone();
         let worker =
@@ -188,6 +191,12 @@ impl BatchedWriter {
         true
     }
 
+    /// Why the last write to the output failed, if one did: `disk full` for ENOSPC (and
+    /// EDQUOT), else the I/O error.
+    pub fn last_error(&self) -> Option<String> {
+        self.shared.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// Lines written, dropped and failed so far.
     pub fn counts(&self) -> LineCounts {
         LineCounts {
@@ -202,6 +211,15 @@ impl Drop for BatchedWriter {
     fn drop(&mut self) {
         self.shared.lock().closed = true;
         self.shared.wake.notify_one();
+    }
+}
+
+/// An I/O error as the user should read it: `disk full` when the file system is out of space
+/// or quota, else the error itself.
+pub fn describe_io_error(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => format!("disk full ({e})"),
+        _ => e.to_string(),
     }
 }
 
@@ -225,7 +243,10 @@ fn write_loop(mut out: impl Write, shared: &Shared) {
         if !batch.is_empty() {
             match out.write_all(&batch).and_then(|()| out.flush()) {
                 Ok(()) => shared.written.fetch_add(lines, Relaxed),
-                Err(_) => shared.failed.fetch_add(lines, Relaxed),
+                Err(e) => {
+                    *shared.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(describe_io_error(&e));
+                    shared.failed.fetch_add(lines, Relaxed)
+                }
             };
             batch.clear();
         }

@@ -54,6 +54,11 @@ impl JsonlFileSink {
         (counts.written, counts.dropped + counts.failed)
     }
 
+    /// Why the last write to the file failed, if one did (`disk full (…)` for ENOSPC).
+    pub fn last_error(&self) -> Option<String> {
+        self.writer.last_error()
+    }
+
     /// The file written to.
     pub fn path(&self) -> &Path {
         &self.path

@@ -87,6 +87,13 @@ impl LogGuard {
     pub fn dropped_lines(&self) -> u64 {
         self.writer.dropped_lines()
     }
+
+    /// Writes what is buffered (waiting at most `timeout`) and stops the writer; then says what
+    /// became of every line and why the last write failed, if one did.
+    pub fn close(self, timeout: Duration) -> (crate::batched::LineCounts, Option<String>) {
+        self.writer.0.close(timeout);
+        (self.writer.0.counts(), self.writer.0.last_error())
+    }
 }
 
 impl Drop for LogGuard {

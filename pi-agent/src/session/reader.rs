@@ -18,6 +18,15 @@ pub enum SessionError {
         /// The error.
         source: std::io::Error,
     },
+    /// The file system is full (ENOSPC, or out of quota): the line being appended was not
+    /// kept, every whole line before it is.
+    #[error("{path}: disk full ({source}); the session keeps every whole line written before")]
+    DiskFull {
+        /// The file.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
     /// The path exists but is not a regular file (a directory, FIFO, device).
     #[error("{path}: not a regular file")]
     NotAFile {
@@ -60,7 +69,13 @@ pub enum SessionError {
 
 impl SessionError {
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
-        SessionError::Io { path: path.display().to_string(), source }
+        let path = path.display().to_string();
+        match source.kind() {
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => {
+                SessionError::DiskFull { path, source }
+            }
+            _ => SessionError::Io { path, source },
+        }
     }
 
     pub(crate) fn encode(path: &Path, source: serde_json::Error) -> Self {

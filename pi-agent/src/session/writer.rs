@@ -245,11 +245,18 @@ impl SessionWriter {
         self.header.parent_session.as_deref()
     }
 
+    /// Appends one whole line, or nothing: a write cut short (ENOSPC mid-line) is cut back to
+    /// the file's length before it, so the file never ends in half a line.
     fn write_line(&mut self, line: &str) -> Result<(), SessionError> {
         let mut buf = Vec::with_capacity(line.len() + 1);
         buf.extend_from_slice(line.as_bytes());
         buf.push(b'\n');
-        self.file.write_all(&buf).and_then(|()| self.file.flush()).map_err(|e| SessionError::io(&self.path, e))
+        let before = self.file.metadata().map(|m| m.len());
+        let written = self.file.write_all(&buf).and_then(|()| self.file.flush());
+        if let (Err(_), Ok(before)) = (&written, before) {
+            let _ = self.file.set_len(before);
+        }
+        written.map_err(|e| SessionError::io(&self.path, e))
     }
 }
 

@@ -169,6 +169,7 @@ impl SinkSetup {
             otel: None,
             sentry: None,
             log_guard: None,
+            log_target: self.log_json.clone().filter(|t| !t.is_empty()),
             flush_deadline: self.flush_deadline,
         };
         if let Some(path) = self.events.as_deref() {
@@ -328,6 +329,8 @@ pub struct Sinks {
     otel: Option<Arc<OtelSubscriber>>,
     sentry: Option<Arc<SentrySubscriber>>,
     log_guard: Option<LogGuard>,
+    /// Where `--log-json` writes (`None`: stderr), for the exit line.
+    log_target: Option<String>,
     flush_deadline: Duration,
 }
 
@@ -372,14 +375,26 @@ impl Sinks {
         if let Some(events) = &self.events {
             let (written, not_written) = events.counts();
             if not_written > 0 {
+                let why = events.last_error().map(|w| format!(": {w}")).unwrap_or_default();
                 output::error(format_args!(
-                    "pi: events-jsonl: {written} records written, {not_written} not written ({})",
+                    "pi: events-jsonl: {written} records written, {not_written} not written ({}{why})",
                     events.path().display()
                 ));
             }
         }
         drop(std::mem::take(&mut self.subscriptions));
-        drop(self.log_guard.take());
+        if let Some(guard) = self.log_guard.take() {
+            let (counts, why) = guard.close(self.flush_deadline);
+            let lost = counts.dropped + counts.failed;
+            if lost > 0 {
+                let why = why.map(|w| format!(": {w}")).unwrap_or_default();
+                output::error(format_args!(
+                    "pi: log-json: {} lines written, {lost} lost ({}{why})",
+                    counts.written,
+                    self.log_target.as_deref().unwrap_or("stderr")
+                ));
+            }
+        }
         if let Some(otel) = &self.otel {
             report_otlp(otel, traces);
         }
