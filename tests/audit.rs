@@ -370,11 +370,13 @@ fn spooled_batches(dir: &Path) -> usize {
 fn item_4_batches_spooled_under_a_wider_capture_are_not_delivered_under_a_later_policy() {
     let d = scratch("audit-spool-cap");
     let endpoint = Receiver::down_endpoint();
+    let sentry_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let sentry_dsn = format!("http://k@127.0.0.1:{sentry_port}/1");
     let prompt = "CanarySpooledPrompt please check";
-    // Spooled while OTLP captured prompts, completions and tool results (the collector is down).
+    // Spooled while OTLP and Sentry captured prompts, completions and tool results (both down).
     let out = pi_in(&d)
-        .args(["-p", prompt, "--provider", "faux", "--no-session", "--otlp", &endpoint])
-        .args(["--capture", "otlp=prompt,completion,tool_result"])
+        .args(["-p", prompt, "--provider", "faux", "--no-session", "--otlp", &endpoint, "--sentry", &sentry_dsn])
+        .args(["--capture", "remote=prompt,completion,tool_result"])
         .arg("--cwd")
         .arg(&d)
         .arg("--faux-script")
@@ -383,30 +385,40 @@ fn item_4_batches_spooled_under_a_wider_capture_are_not_delivered_under_a_later_
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let with_content = spooled_batches(&d);
-    assert!(with_content > 0);
+    assert!(with_content > 1, "OTLP and Sentry batches");
     // A run without capture spools too: its batches stay deliverable under the policy.
     let out = pi_in(&d)
-        .args(["-p", "plain", "--provider", "faux", "--no-session", "--otlp", &endpoint])
+        .args(["-p", "plain", "--provider", "faux", "--no-session", "--otlp", &endpoint, "--sentry", &sentry_dsn])
         .arg("--cwd")
         .arg(&d)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let plain = spooled_batches(&d) - with_content;
-    assert!(plain > 0);
+    assert!(spooled_batches(&d) > with_content);
 
-    // Now a managed policy caps OTLP capture to nothing.
+    // Now a managed policy caps both remote sinks' capture to nothing.
     let policy = d.join("managed.json");
-    std::fs::write(&policy, r#"{"telemetry": {"sinks": {"otlp": {"capture": []}}}}"#).unwrap();
+    std::fs::write(&policy, r#"{"telemetry": {"sinks": {"otlp": {"capture": []}, "sentry": {"capture": []}}}}"#)
+        .unwrap();
     let receiver = Receiver::start_at(&endpoint, vec![]);
-    let out =
-        pi_in(&d).env("PI_MANAGED_SETTINGS", &policy).args(["observe", "flush", "--otlp", &endpoint]).output().unwrap();
+    let sentry = EnvelopeEndpoint::start_at(sentry_port);
+    let out = pi_in(&d)
+        .env("PI_MANAGED_SETTINGS", &policy)
+        .args(["observe", "flush", "--otlp", &endpoint, "--sentry", &sentry_dsn])
+        .output()
+        .unwrap();
     let report = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{report}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(report.contains(&format!("{with_content} removed over the capture cap")), "{report}");
-    let sent = format!("{:?}", receiver.requests().iter().map(|r| &r.request).collect::<Vec<_>>());
+    let removed: u64 =
+        report.lines().filter_map(|l| count_before(&format!("pi: {l}"), "pi: ", "removed over the capture cap")).sum();
+    assert_eq!(removed as usize, with_content, "{report}");
+    let mut sent = format!("{:?}", receiver.requests().iter().map(|r| &r.request).collect::<Vec<_>>());
+    for (_, body) in sentry.requests() {
+        sent.push_str(&String::from_utf8_lossy(&body));
+    }
     assert!(!sent.contains("CanarySpooledPrompt"), "a batch spooled with prompts was delivered under the cap");
-    assert!(!receiver.spans().is_empty(), "the batches spooled without content are delivered");
+    assert!(!receiver.spans().is_empty(), "the OTLP batches spooled without content are delivered");
+    assert!(!sentry.requests().is_empty(), "the Sentry envelope spooled without content is delivered");
     assert_eq!(spooled_batches(&d), 0, "nothing is left: delivered or removed");
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -240,6 +240,12 @@ pub fn secret_samples() -> Vec<SecretSample> {
             "0c4a9a1f00dcafe0000000000000d0d0",
         ),
         sample(
+            "datadog_key (Twilio auth token)",
+            "twilio auth 0d0c4a9a1f00dcafe000000000000777 for sms",
+            "TWILIO_AUTH_TOKEN=0d0c4a9a1f00dcafe000000000000777",
+            "0d0c4a9a1f00dcafe000000000000777",
+        ),
+        sample(
             "private_key (ENCRYPTED)",
             "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHDBOBgkqhkiG9w0BBQ0wQTCanaryEnc\n-----END ENCRYPTED PRIVATE KEY-----",
             "ENC_KEY=-----BEGIN ENCRYPTED PRIVATE KEY-----\\nMIIFHDBOBgkqhkiG9w0BBQ0wQTCanaryEnc\\n-----END ENCRYPTED PRIVATE KEY-----",

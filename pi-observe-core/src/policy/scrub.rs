@@ -152,8 +152,9 @@ const BUILTIN: &[(&str, &str, &str)] = &[
     ("databricks_token", token!(r"dapi[0-9a-f]{32}(?:-[0-9]+)?\b"), "${pre}[REDACTED]"),
     ("vault_token", token!(r"hv[sbr]\.[A-Za-z0-9_\-]{20,}"), "${pre}[REDACTED]"),
     (
+        // Datadog API/app keys and Twilio auth tokens are bare hex: found by the word near them.
         "datadog_key",
-        r"(?i)(?P<head>(?:\b|\\[nrt])(?:datadog|dd)\b[^\n]{0,40}?)\b[0-9a-f]{32}(?:[0-9a-f]{8})?\b",
+        r"(?i)(?P<head>(?:\b|\\[nrt])(?:datadog|dd|twilio)\b[^\n]{0,40}?)\b[0-9a-f]{32}(?:[0-9a-f]{8})?\b",
         "${head}[REDACTED]",
     ),
     ("age_secret_key", token!(r"AGE-SECRET-KEY-1[0-9A-Z]{58}"), "${pre}[REDACTED]"),
