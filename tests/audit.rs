@@ -838,6 +838,26 @@ impl Pty {
     }
 }
 
+/// The `sleep 60` processes (the long tool call) still running in `dir` once any that were
+/// just killed had 10 s to go.
+fn sleepers_in(dir: &Path) -> Vec<String> {
+    let find = || -> Vec<String> {
+        let sleeping = Command::new("pgrep").args(["-f", "^sleep 60$"]).output().unwrap();
+        String::from_utf8_lossy(&sleeping.stdout)
+            .lines()
+            .filter(|pid| alive(pid) && std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == dir))
+            .map(str::to_owned)
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut left = find();
+    while !left.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        left = find();
+    }
+    left
+}
+
 /// Every start record has its end in `events`, and every line is whole JSON.
 fn records_complete(events: &Path) {
     let text = std::fs::read_to_string(events).unwrap();
@@ -882,15 +902,14 @@ fn item_7_a_terminal_that_goes_away_ends_pi_with_129_and_every_record_written() 
     pty.type_text("run the long thing\r");
     let session = d.join("eof.jsonl");
     pty.until("the tool call", |_| std::fs::read_to_string(&session).unwrap_or_default().contains("sleep 60"));
-    let pid = pty.child.id();
     pty.master = None;
     let (code, took) = pty.wait();
     eprintln!("exited {took:?} after the terminal went away");
     assert_eq!(code, Some(129));
     records_complete(&d.join("eof-events.jsonl"));
     assert!(std::fs::read_to_string(&session).unwrap().ends_with('\n'));
-    let sleeping = Command::new("pgrep").args(["-g", &pid.to_string()]).output().unwrap();
-    assert!(sleeping.stdout.is_empty(), "processes of pi's tool group remain");
+
+    assert!(sleepers_in(&d).is_empty(), "the tool's sleep outlived pi");
 
     // SIGHUP (the terminal's controlling process told it hung up): the same ending.
     let mut pty = Pty::spawn(interactive(&d, "hup"));
@@ -975,12 +994,7 @@ fn item_8_rpc_mode_ends_on_sigint_sigterm_and_sighup_while_the_client_keeps_stdi
         let mut err = String::new();
         std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
         assert!(err.contains(&format!("aborted by SIG{signal}")), "{err}");
-        let sleeping = Command::new("pgrep").args(["-f", "^sleep 60$"]).output().unwrap();
-        let ours: Vec<String> = String::from_utf8_lossy(&sleeping.stdout)
-            .lines()
-            .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == d))
-            .map(str::to_owned)
-            .collect();
+        let ours = sleepers_in(&d);
         assert!(ours.is_empty(), "the tool's sleep outlived pi: {ours:?}");
         drop(stdin);
         std::fs::remove_dir_all(&d).unwrap();
