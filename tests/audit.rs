@@ -3,15 +3,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // test helpers
 
-#[path = "../pi-observe-otel/tests/support/receiver.rs"]
-mod receiver;
 mod support;
 
 use std::path::Path;
 use std::process::Command;
 
+use pi_observe::otel::testing::Receiver;
 use pi_observe::sentry::testing::EnvelopeEndpoint;
-use receiver::Receiver;
 use support::{faux_script, pi, scratch};
 
 /// Runs `cmd` with every sink on (events file, `--log-json` file, OTLP with logs to a loopback

@@ -3,13 +3,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
-#[path = "../pi-observe-otel/tests/support/receiver.rs"]
-mod receiver;
 mod support;
 
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use pi_observe::core::{EventKind, names};
-use receiver::Receiver;
+use pi_observe::otel::testing::Receiver;
 use support::{attr, events, faux_script, pi, scratch};
 
 #[test]

@@ -4,14 +4,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
-#[path = "../pi-observe-otel/tests/support/receiver.rs"]
-mod receiver;
 mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use receiver::Receiver;
+use pi_observe::otel::testing::Receiver;
 use serde_json::{Value, json};
 use support::scratch;
 

@@ -4,8 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
-#[path = "../pi-observe-otel/tests/support/receiver.rs"]
-mod receiver;
 mod support;
 
 use std::collections::BTreeSet;
@@ -14,7 +12,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use pi_observe::core::EventKind;
-use receiver::{Answer, Receiver};
+use pi_observe::otel::testing::{Answer, Receiver};
 use support::{events, faux_script, pi, scratch};
 
 fn hex(bytes: &[u8]) -> String {

@@ -5,8 +5,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
-#[path = "../pi-observe-otel/tests/support/receiver.rs"]
-mod receiver;
 mod support;
 
 use std::io::Write;
@@ -405,7 +403,7 @@ fn the_interactive_mode_emits_the_same_contract_events_as_print_mode() {
 #[test]
 fn the_footer_and_observe_show_export_health_live() {
     let dir = scratch("tui-observe");
-    let receiver = receiver::Receiver::start(vec![]);
+    let receiver = pi_observe::otel::testing::Receiver::start(vec![]);
     let script = json!([{"text": "Exported answer."}]);
     let env = [("OTEL_BSP_SCHEDULE_DELAY", "50"), ("PI_TRACE_URL_TEMPLATE", "http://traces.example/{trace_id}")];
     let mut tui = Tui::start_with_env(&dir, &script, &["--otlp", &receiver.endpoint, "hello"], &env);

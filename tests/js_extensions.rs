@@ -4,8 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
-#[path = "../pi-observe-otel/tests/support/receiver.rs"]
-mod receiver;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -216,7 +214,7 @@ fn commands_run_as_slash_commands_and_may_hand_back_a_prompt() {
 #[test]
 fn the_subagent_example_nests_the_child_trace_under_the_tool_span_and_bills_it_once() {
     let d = scratch("js-subagent");
-    let receiver = receiver::Receiver::start(vec![]);
+    let receiver = pi_observe::otel::testing::Receiver::start(vec![]);
     let base = receiver.endpoint.trim_end_matches("/v1/traces").to_owned();
     let parent = d.join("parent.json");
     std::fs::write(

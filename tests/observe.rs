@@ -2,14 +2,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
-#[path = "../pi-observe-otel/tests/support/receiver.rs"]
-mod receiver;
 mod support;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
-use receiver::{Answer, Receiver};
+use pi_observe::otel::testing::{Answer, Receiver};
 use serde_json::Value;
 use support::{pi, scratch};
 

@@ -4,8 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
-#[path = "../pi-observe-otel/tests/support/receiver.rs"]
-mod receiver;
 mod support;
 
 use std::path::Path;
@@ -16,7 +14,7 @@ use std::time::{Duration, Instant};
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use pi_observe::core::{ContentPolicy, EventKind, ObsEvent, Observability, names};
-use receiver::{Answer, Receiver};
+use pi_observe::otel::testing::{Answer, Receiver};
 use support::{attr, events, faux_script, pi, scratch};
 
 fn hex(bytes: &[u8]) -> String {
@@ -37,7 +35,7 @@ fn assert_spans_match_events(evs: &[ObsEvent], spans: &[Span]) {
             .unwrap();
         assert_eq!(hex(&span.trace_id), start.trace_id.to_string());
         assert_eq!(hex(&span.parent_span_id), start.parent_span_id.map(|p| p.to_string()).unwrap_or_default());
-        assert_eq!(receiver::operation(span), start.name);
+        assert_eq!(pi_observe::otel::testing::operation(span), start.name);
         assert_eq!(span.start_time_unix_nano, start.timestamp.unix_nanos());
         assert_eq!(span.end_time_unix_nano, end.timestamp.unix_nanos());
     }
@@ -97,7 +95,7 @@ fn two_concurrent_users_export_their_traces_with_ids_attribution_and_tokens() {
         let user = attr(span, "user.id");
         assert!(matches!(user, Some(Any::StringValue(u)) if u == "alice" || u == "bob"), "{}", span.name);
     }
-    let llm = spans.iter().find(|s| receiver::operation(s) == names::PROVIDER_REQUEST).unwrap();
+    let llm = spans.iter().find(|s| pi_observe::otel::testing::operation(s) == names::PROVIDER_REQUEST).unwrap();
     assert!(matches!(attr(llm, "gen_ai.usage.output_tokens"), Some(Any::IntValue(n)) if *n > 0));
     assert!(matches!(attr(llm, "openinference.span.kind"), Some(Any::StringValue(k)) if k == "LLM"));
     assert_eq!(receiver.requests()[0].header("x-tenant"), Some("t1"));

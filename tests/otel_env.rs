@@ -3,13 +3,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
-#[path = "../pi-observe-otel/tests/support/receiver.rs"]
-mod receiver;
 mod support;
 
 use std::process::Output;
 
-use receiver::Receiver;
+use pi_observe::otel::testing::Receiver;
 use support::{pi, scratch};
 
 fn run(base: &str, vars: &[(&str, &str)]) -> Output {

@@ -7,9 +7,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
-#[path = "../pi-observe-otel/tests/support/receiver.rs"]
-mod receiver;
-
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -20,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use pi_observe::core::testing::{SecretSample, placements, secret_samples};
 use pi_observe::core::{EventKind, ObsEvent};
+use pi_observe::otel::testing::Receiver;
 use pi_observe::sentry::testing::EnvelopeEndpoint;
-use receiver::Receiver;
 
 /// The binary under test; `PI_SAFETY_BIN` points the same checks at another build (how the
 /// audit's findings were shown to fail on the commit before the fix).
@@ -511,7 +508,7 @@ fn sigint_sigterm_and_sighup_during_a_tool_abort_kill_the_process_group_and_flus
 fn a_second_signal_exits_at_once_with_whole_lines_on_disk() {
     let d = scratch("signal-twice");
     // A collector that never answers would hold the flush for its whole deadline.
-    let stalled = Receiver::start(vec![receiver::Answer::Stall; 10]);
+    let stalled = Receiver::start(vec![pi_observe::otel::testing::Answer::Stall; 10]);
     let (child, pids) = start_tool_run(&d, &["--otlp", &stalled.endpoint]);
     signal(&child, "TERM");
     let session = d.join("session.jsonl");

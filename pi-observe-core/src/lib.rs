@@ -43,6 +43,7 @@
 #![warn(missing_docs)]
 
 pub mod canary;
+mod config_error;
 mod context;
 mod event;
 mod hub;
@@ -60,6 +61,7 @@ mod traceparent;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use config_error::ConfigError;
 pub use context::{
     Attribution, ContextExt, ObsContext, Scoped, current, run_with_context, run_with_context_sync,
     run_with_traceparent, spawn, spawn_blocking, spawn_thread, with_current,

@@ -20,6 +20,8 @@ mod pipeline;
 mod probe;
 mod self_metrics;
 mod spool;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod wire;
 
 pub use config::{

@@ -3,9 +3,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
-#[path = "support/receiver.rs"]
-mod receiver;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,8 +11,8 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use pi_observe_core::testing::conformance::{self, ConformanceFixture};
 use pi_observe_core::testing::{RecordedEvent, RecordedSpan};
 use pi_observe_core::{ErrorInfo, SpanId, Subscriber, Timestamp, TraceId, Value};
+use pi_observe_otel::testing::Receiver;
 use pi_observe_otel::{OtelSubscriber, OtlpConfig};
-use receiver::Receiver;
 
 struct OtelFixture {
     receiver: Receiver,
@@ -85,7 +82,7 @@ impl ConformanceFixture for OtelFixture {
                     })
                     .collect();
                 RecordedSpan {
-                    name: receiver::operation(&s),
+                    name: pi_observe_otel::testing::operation(&s),
                     trace_id: TraceId::from_bytes(s.trace_id.clone().try_into().unwrap()).unwrap(),
                     span_id: SpanId::from_bytes(s.span_id.clone().try_into().unwrap()).unwrap(),
                     parent_span_id: s.parent_span_id.clone().try_into().ok().and_then(SpanId::from_bytes),

@@ -5,8 +5,6 @@
 
 #[path = "support/grpc_receiver.rs"]
 mod grpc_receiver;
-#[path = "support/receiver.rs"]
-mod receiver;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,8 +13,8 @@ use pi_observe_core::testing::CaptureSubscriber;
 use pi_observe_core::{
     Attribution, ContentPolicy, EventKind, ObsEvent, Observability, Payload, names, trace_operation,
 };
+use pi_observe_otel::testing::{Answer, Receiver};
 use pi_observe_otel::{OtelSubscriber, OtlpConfig, Protocol};
-use receiver::{Answer, Receiver};
 
 type Res = Result<(), std::io::Error>;
 
@@ -125,7 +123,7 @@ fn spans_arrive_with_contract_ids_parents_times_and_attributes_over_each_http_pr
                 spans.iter().find(|s| hex(&s.span_id) == start.span_id.unwrap().to_string()).expect("span exported");
             assert_eq!(hex(&span.trace_id), start.trace_id.to_string());
             assert_eq!(hex(&span.parent_span_id), start.parent_span_id.map(|p| p.to_string()).unwrap_or_default());
-            assert_eq!(receiver::operation(span), start.name);
+            assert_eq!(pi_observe_otel::testing::operation(span), start.name);
             assert_eq!(span.start_time_unix_nano, start.timestamp.unix_nanos());
             assert_eq!(span.end_time_unix_nano, end.timestamp.unix_nanos());
             let attr = |key: &str| span.attributes.iter().find(|kv| kv.key == key).map(|kv| format!("{:?}", kv.value));
@@ -134,7 +132,8 @@ fn spans_arrive_with_contract_ids_parents_times_and_attributes_over_each_http_pr
             let status = span.status.as_ref().unwrap();
             assert_eq!(status.code == 2, end.kind == EventKind::Error, "{}", span.name);
         }
-        let request_span = spans.iter().find(|s| receiver::operation(s) == names::PROVIDER_REQUEST).unwrap();
+        let request_span =
+            spans.iter().find(|s| pi_observe_otel::testing::operation(s) == names::PROVIDER_REQUEST).unwrap();
         assert_eq!(request_span.kind, 3, "CLIENT");
         assert_eq!(request_span.events.len(), 1);
         assert_eq!(request_span.events[0].name, names::PROVIDER_FIRST_TOKEN);
@@ -336,7 +335,7 @@ fn grpc_with_gzip_delivers_traces_metrics_and_logs_with_headers_and_resource_att
 }
 
 fn fixture(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(&receiver::tls_fixtures()).join(name)
+    std::path::Path::new(&pi_observe_otel::testing::tls_fixtures()).join(name)
 }
 
 #[test]

@@ -4,15 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A setting that cannot be used; the message names the variable or flag.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{setting}: {message}")]
-pub struct ConfigError {
-    /// The variable or flag.
-    pub setting: String,
-    /// What is wrong.
-    pub message: String,
-}
+pub use pi_observe_core::ConfigError;
 
 /// Everything the Sentry subscriber needs.
 #[derive(Clone, Default)]

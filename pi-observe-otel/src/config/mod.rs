@@ -31,21 +31,7 @@ impl Protocol {
     }
 }
 
-/// A setting that cannot be used; the message names the variable or flag.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{setting}: {message}")]
-pub struct ConfigError {
-    /// The variable or flag.
-    pub setting: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl ConfigError {
-    pub(crate) fn new(setting: &str, message: impl Into<String>) -> Self {
-        ConfigError { setting: setting.to_owned(), message: message.into() }
-    }
-}
+pub use pi_observe_core::ConfigError;
 
 /// Everything the OTLP exporter needs. Build with [`OtlpConfig::default`] and fields, then
 /// [`OtlpConfig::with_env`] to fill what code left unset from the environment.

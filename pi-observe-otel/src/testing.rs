@@ -1,7 +1,8 @@
-//! An OTLP/HTTP trace receiver on 127.0.0.1:0 for tests: decodes protobuf or JSON bodies (gzip
-//! or not) with `opentelemetry-proto`, records headers, and answers with scripted statuses.
+//! Test helpers (feature `testing`): an OTLP/HTTP receiver on 127.0.0.1:0 that decodes protobuf
+//! or JSON bodies (gzip or not) with `opentelemetry-proto`, records headers, and answers with
+//! scripted statuses — the stand-in collector of this crate's and the workspace's tests.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, missing_debug_implementations)]
 
 use std::collections::VecDeque;
 use std::io::Read;
@@ -57,7 +58,6 @@ pub struct Receiver {
     pub arrivals: Arc<Mutex<Vec<std::time::Instant>>>,
     /// Every request's path and headers (traces, metrics and logs).
     pub heads: Arc<Mutex<Vec<Head>>>,
-    answers: Arc<Mutex<VecDeque<Answer>>>,
     _runtime: Option<tokio::runtime::Runtime>,
 }
 
@@ -112,7 +112,7 @@ impl Receiver {
             arrivals: arrivals.clone(),
             heads: heads.clone(),
         };
-        let (a, q) = (attempts.clone(), answers.clone());
+        let (a, q) = (attempts.clone(), answers);
         runtime.spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
                 let (s, a, q, tls) = (sinks.clone(), a.clone(), q.clone(), tls.clone());
@@ -129,7 +129,7 @@ impl Receiver {
                 });
             }
         });
-        Receiver { endpoint, received, metrics, logs, attempts, arrivals, heads, answers, _runtime: Some(runtime) }
+        Receiver { endpoint, received, metrics, logs, attempts, arrivals, heads, _runtime: Some(runtime) }
     }
 
     /// An endpoint where nothing listens.
