@@ -46,8 +46,8 @@ fn demo_runs_two_users_and_prints_tree_and_costs() {
     assert_eq!(rows.len(), 2, "{stdout}");
     assert!(rows[0].contains("acme") && rows[1].contains("globex"));
     // The tools really ran in the scratch workspace.
-    assert!(std::fs::read_to_string(d.join("workspace/src/lib.rs")).unwrap().contains("a + b"));
-    assert!(d.join("workspace/CHANGELOG.md").exists());
+    assert!(std::fs::read_to_string(d.join("workspace/alice/src/lib.rs")).unwrap().contains("a + b"));
+    assert!(d.join("workspace/bob/CHANGELOG.md").exists());
     let evs = events(&d.join("events.jsonl"));
     pi_observe::core::testing::assert_paired(&evs);
     let users: std::collections::BTreeSet<_> = evs.iter().filter_map(|e| e.context.get(names::CTX_USER_ID)).collect();

@@ -93,11 +93,10 @@ fn scripts() -> Vec<Script> {
                 ),
                 FauxResponse::tools(
                     None,
-                    vec![
-                        ("write", json!({"path": "CHANGELOG.md", "content": "# Changelog\n\n- Fix add()\n"})),
-                        ("find", json!({"pattern": "**/*.md"})),
-                    ],
+                    vec![("write", json!({"path": "CHANGELOG.md", "content": "# Changelog\n\n- Fix add()\n"}))],
                 ),
+                // After the write, not beside it: parallel, `find` would race it.
+                FauxResponse::tools(None, vec![("find", json!({"pattern": "**/*.md"}))]),
                 FauxResponse::text("Two TODOs: fix add() and start a changelog. CHANGELOG.md is started."),
             ],
         },
@@ -141,7 +140,11 @@ pub async fn run(args: DemoArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     let events_path = args.events_jsonl.unwrap_or_else(|| dir.join("events.jsonl"));
     let sink_setup = SinkSetup::resolve(&args.sinks, Some(&events_path), cfg)?;
     files::check_outputs(&[], &sink_setup.output_files())?;
-    seed(&workspace).map_err(|e| CliError::Usage(format!("--dir {}: {e}", dir.display())))?;
+    // Each user works in a checkout of their own (`workspace/alice`, `workspace/bob`): two people
+    // do not share one working tree, and the run is the same every time.
+    for script in scripts() {
+        seed(&workspace.join(script.user)).map_err(|e| CliError::Usage(format!("--dir {}: {e}", dir.display())))?;
+    }
     let hub = sink_setup.hub();
     // The span tree printed on the terminal: safe fields only.
     let terminal_policy = Arc::new(sink_setup.policies.base.clone());
@@ -196,7 +199,7 @@ async fn run_users(
     let mut tasks = Vec::new();
     for script in scripts() {
         let user = script.user;
-        let run = run_user(hub.clone(), script, workspace.to_owned(), sessions.to_owned(), cancel.clone());
+        let run = run_user(hub.clone(), script, workspace.join(user), sessions.to_owned(), cancel.clone());
         tasks.push((user, tokio::spawn(run)));
     }
     let mut failed = false;

@@ -1,0 +1,165 @@
+//! The product's outputs, held to committed copies (issue 25: the restructuring of the `pi`
+//! binary must not change what a user sees): `pi demo`, `pi -p --mode json`, `pi observe status
+//! --json` and `pi config --json`, each normalized for what legitimately differs between runs —
+//! ids, times, durations, temporary paths, and the order of sibling spans that ran in parallel.
+//!
+//! After an intended change of output, regenerate with `PI_GOLDEN_UPDATE=1 cargo test --test
+//! golden` and review the diff of `tests/golden/` like code.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use regex::Regex;
+use support::scratch;
+
+/// Runs `cmd` (which must succeed) and returns its stdout.
+fn stdout(mut cmd: Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `text` with what differs between runs replaced by placeholders.
+fn normalize(text: &str, dir: &Path) -> String {
+    let mut text = text.replace(&dir.display().to_string(), "<dir>");
+    let rules = [
+        (r"/tmp/pi-demo-[0-9a-f]+", "<demo>"),
+        (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uuid>"),
+        (r"\b[0-9a-f]{32}\b", "<trace>"),
+        (r"\b[0-9a-f]{16}\b", "<span>"),
+        (r"\d{4}-\d\d-\d\dT\d\d[-:]\d\d[-:]\d\d[.-]\d{3}Z", "<time>"),
+        (r#""(id|parentId|leafId|entryId|oldLeafId|newLeafId)":"[0-9a-f]{8}""#, r#""$1":"<entry>""#),
+        // Times and durations, whatever the key: `timestamp`, `timeUnixNano`, `durationMs`,
+        // `durationNs`, `timeToFirstTokenMs`, …
+        (r#""([A-Za-z]*(?:[Tt]imestamp|[Dd]uration[A-Za-z]*|Ms|Ns|UnixNano))":[0-9.e+]+"#, r#""$1":<n>"#),
+        (r"\b\d+(\.\d+)? ?(ms|µs|s)\b", "<dur>"),
+    ];
+    for (pattern, replacement) in rules {
+        text = Regex::new(pattern).unwrap().replace_all(&text, replacement).into_owned();
+    }
+    text
+}
+
+/// The demo's span trees in a canonical order, and the children of every span too: users and
+/// tools run in parallel, so their order is the order they happened to start or finish in.
+fn canonical_trees(text: &str) -> String {
+    fn depth(line: &str) -> usize {
+        line.len() - line.trim_start().len()
+    }
+    /// The block starting at `lines[0]` (the line and everything indented deeper), sorted.
+    fn blocks(lines: &[&str], at: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < lines.len() {
+            let mut end = i + 1;
+            while end < lines.len() && depth(lines[end]) > at {
+                end += 1;
+            }
+            let mut block = lines[i].to_owned();
+            let mut children = blocks(&lines[i + 1..end], depth(lines.get(i + 1).copied().unwrap_or("")));
+            children.sort();
+            for child in children {
+                block.push('\n');
+                block.push_str(&child);
+            }
+            out.push(block);
+            i = end;
+        }
+        out
+    }
+    // The users run at once: their traces come in the order they finished.
+    let mut out = Vec::new();
+    let mut traces = Vec::new();
+    for paragraph in text.split("\n\n") {
+        if paragraph.starts_with("trace ") {
+            let lines: Vec<&str> = paragraph.lines().collect();
+            traces.push(blocks(&lines, 0).join("\n"));
+            continue;
+        }
+        if !traces.is_empty() {
+            traces.sort();
+            out.append(&mut traces);
+        }
+        out.push(paragraph.to_owned());
+    }
+    traces.sort();
+    out.append(&mut traces);
+    out.join("\n\n")
+}
+
+/// Print mode's JSON lines as two streams, each in its own order: the agent events, then the
+/// contract records (printed by a sink as they are emitted, they interleave with the agent
+/// events differently from run to run).
+fn two_streams(text: &str) -> String {
+    let (records, events): (Vec<&str>, Vec<&str>) =
+        text.lines().partition(|line| line.starts_with(r#"{"type":"observability""#));
+    format!("{}\n\n{}\n", events.join("\n"), records.join("\n"))
+}
+
+/// Compares `actual` with `tests/golden/NAME`, or writes it there with `PI_GOLDEN_UPDATE=1`.
+fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    if std::env::var_os("PI_GOLDEN_UPDATE").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (PI_GOLDEN_UPDATE=1 writes it)", path.display()));
+    if expected != actual {
+        let first = expected.lines().zip(actual.lines()).position(|(e, a)| e != a);
+        let line = first.unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "{name} differs from tests/golden/{name} at line {}:\n  expected: {:?}\n  actual:   {:?}",
+            line + 1,
+            expected.lines().nth(line).unwrap_or("<end>"),
+            actual.lines().nth(line).unwrap_or("<end>")
+        );
+    }
+}
+
+/// `pi` in `dir`, with its agent directory there too.
+fn pi_in(dir: &Path) -> Command {
+    let mut cmd = support::pi();
+    cmd.current_dir(dir).env("PI_CODING_AGENT_DIR", dir.join("agent"));
+    cmd
+}
+
+#[test]
+fn the_outputs_users_see_stay_what_they_are() {
+    let d = scratch("golden");
+    // The offline demo: replies, span trees, the cost table, where it wrote.
+    let mut demo = pi_in(&d);
+    demo.arg("demo");
+    golden("demo.txt", &canonical_trees(&normalize(&stdout(demo), &d)));
+
+    // Print mode's JSON lines: agent events and contract records of a tool-calling prompt.
+    let script = d.join("script.json");
+    std::fs::write(
+        &script,
+        r#"[{"text": "Checking.", "tools": [{"name": "ls", "arguments": {}}]}, {"text": "All good."}]"#,
+    )
+    .unwrap();
+    std::fs::write(d.join("a.txt"), "a\n").unwrap();
+    let mut print = pi_in(&d);
+    print
+        .args(["-p", "check", "--provider", "faux", "--mode", "json", "--user", "u1", "--org", "o1"])
+        .arg("--faux-script")
+        .arg(&script)
+        .arg("--session")
+        .arg(d.join("s.jsonl"));
+    golden("print-json.txt", &two_streams(&normalize(&stdout(print), &d)));
+
+    // What the last run left for `pi observe status`, and the effective configuration.
+    let mut status = pi_in(&d);
+    status.args(["observe", "status", "--json"]);
+    golden("observe-status.json", &normalize(&stdout(status), &d));
+    let mut config = pi_in(&d);
+    config.args(["config", "--json"]);
+    golden("config.json", &normalize(&stdout(config), &d));
+    std::fs::remove_dir_all(&d).unwrap();
+}
