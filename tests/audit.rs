@@ -451,6 +451,24 @@ fn print_run(d: &Path) -> Command {
     cmd
 }
 
+/// A regular file where a directory is expected.
+fn a_file(d: &Path) -> std::path::PathBuf {
+    let file = d.join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    file
+}
+
+/// Runs `cmd`, which must be refused as a usage error (exit 2) with one stderr text naming
+/// every one of `needles`; returns that stderr.
+fn refused(cmd: Command, needles: &[&str]) -> String {
+    let (code, err) = finished(cmd);
+    assert_eq!(code, Some(2), "{err}");
+    for needle in needles {
+        assert!(err.contains(needle), "{needle:?} not named: {err}");
+    }
+    err
+}
+
 #[test]
 fn item_12_a_fifo_as_the_managed_policy_is_refused_not_waited_on() {
     let d = scratch("audit-fifo-policy");
@@ -458,36 +476,28 @@ fn item_12_a_fifo_as_the_managed_policy_is_refused_not_waited_on() {
     assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let mut cmd = print_run(&d);
     cmd.arg("--no-session").env("PI_MANAGED_SETTINGS", &fifo);
-    let (code, err) = finished(cmd);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("policy.fifo") && err.contains("not a regular file"), "{err}");
+    refused(cmd, &["policy.fifo", "not a regular file"]);
     std::fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]
 fn item_12_an_agent_dir_that_is_a_file_names_the_variable() {
     let d = scratch("audit-agent-file");
-    let file = d.join("not-a-dir");
-    std::fs::write(&file, "x").unwrap();
+    let file = a_file(&d);
     let mut cmd = print_run(&d);
     cmd.env("PI_CODING_AGENT_DIR", &file);
-    let (code, err) = finished(cmd);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("PI_CODING_AGENT_DIR") && err.contains("is not a directory"), "{err}");
+    refused(cmd, &["PI_CODING_AGENT_DIR", "is not a directory"]);
     std::fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]
 fn item_12_a_session_dir_setting_that_is_a_file_names_the_setting_and_its_file() {
     let d = scratch("audit-session-dir");
-    let file = d.join("not-a-dir");
-    std::fs::write(&file, "x").unwrap();
+    let file = a_file(&d);
     std::fs::create_dir_all(d.join("agent")).unwrap();
     let settings = d.join("agent/settings.json");
     std::fs::write(&settings, serde_json::json!({"sessionDir": file}).to_string()).unwrap();
-    let (code, err) = finished(print_run(&d));
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("sessionDir") && err.contains(&settings.display().to_string()), "{err}");
+    let err = refused(print_run(&d), &["sessionDir", &settings.display().to_string()]);
     assert!(!err.contains("--session"), "the flag was not given: {err}");
     std::fs::remove_dir_all(&d).unwrap();
 }
@@ -495,13 +505,10 @@ fn item_12_a_session_dir_setting_that_is_a_file_names_the_setting_and_its_file()
 #[test]
 fn item_12_a_spool_dir_that_is_a_file_is_refused_up_front() {
     let d = scratch("audit-spool-file");
-    let file = d.join("not-a-dir");
-    std::fs::write(&file, "x").unwrap();
+    let file = a_file(&d);
     let mut cmd = print_run(&d);
     cmd.args(["--no-session", "--otlp", &Receiver::down_endpoint()]).arg("--spool-dir").arg(&file);
-    let (code, err) = finished(cmd);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--spool-dir") && err.contains("is not a directory"), "{err}");
+    refused(cmd, &["--spool-dir", "is not a directory"]);
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -528,9 +535,7 @@ fn item_12_faux_with_a_base_url_is_refused() {
     let d = scratch("audit-faux-base");
     let mut cmd = print_run(&d);
     cmd.args(["--no-session", "--base-url", "http://127.0.0.1:9/v1"]);
-    let (code, err) = finished(cmd);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--base-url") && err.contains("faux"), "{err}");
+    refused(cmd, &["--base-url", "faux"]);
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -555,9 +560,7 @@ fn item_12_a_partial_session_id_finds_its_file_or_says_it_matches_none() {
     // An id that matches nothing is an error, not a new file named after it.
     let mut missing = print_run(&d);
     missing.args(["--session", "ffffeeee"]);
-    let (code, err) = finished(missing);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("ffffeeee") && err.contains("no session"), "{err}");
+    refused(missing, &["ffffeeee", "no session"]);
     assert!(!d.join("ffffeeee").exists());
     std::fs::remove_dir_all(&d).unwrap();
 }
@@ -1055,33 +1058,35 @@ fn count_before(stderr: &str, prefix: &str, what: &str) -> Option<u64> {
 #[test]
 fn item_10_spooled_counts_match_the_disk_when_the_folder_goes_mid_run() {
     let d = scratch("audit-spool-gone");
-    let spool = d.join("spool");
-    let script = d.join("script.json");
+    // `pi -p` to a collector that is down, spooling into `spool`, on faux `steps`; its stderr.
+    let run = |spool: &Path, steps: serde_json::Value, env: &[(&str, &str)]| {
+        let script = d.join("script.json");
+        std::fs::write(&script, steps.to_string()).unwrap();
+        let out = pi_in(&d)
+            .args(["-p", "go", "--provider", "faux", "--no-session", "--otlp", &Receiver::down_endpoint()])
+            .arg("--spool-dir")
+            .arg(spool)
+            .arg("--cwd")
+            .arg(&d)
+            .arg("--faux-script")
+            .arg(&script)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
     // Batches go out every 50 ms; a tool removes the spool folder after the first ones were
     // written, and the run goes on (the rest are spooled at exit).
-    std::fs::write(
-        &script,
+    let spool = d.join("spool");
+    let err = run(
+        &spool,
         serde_json::json!([
             {"text": "One.", "tools": [{"name": "bash", "arguments": {"command": "sleep 0.6"}}]},
             {"text": "Two.", "tools": [{"name": "bash", "arguments": {"command": format!("rm -rf {}", spool.display())}}]},
             {"text": "Done."}
-        ])
-        .to_string(),
-    )
-    .unwrap();
-    let out = pi_in(&d)
-        .args(["-p", "go", "--provider", "faux", "--no-session", "--otlp", &Receiver::down_endpoint()])
-        .arg("--spool-dir")
-        .arg(&spool)
-        .arg("--cwd")
-        .arg(&d)
-        .arg("--faux-script")
-        .arg(&script)
-        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{err}");
+        ]),
+        &[("OTEL_BSP_SCHEDULE_DELAY", "50")],
+    );
     let on_disk = spooled_items(&spool, "traces");
     assert!(on_disk > 0, "the folder was made again for the later batches: {err}");
     let claimed = count_before(&err, "pi: otlp:", "for the next run").expect("a spooled count");
@@ -1090,27 +1095,14 @@ fn item_10_spooled_counts_match_the_disk_when_the_folder_goes_mid_run() {
 
     // A folder replaced by a file: nothing can be spooled, and nothing is said to be.
     let blocked = d.join("blocked");
-    let script2 = d.join("script2.json");
-    std::fs::write(
-        &script2,
+    let err = run(
+        &blocked,
         serde_json::json!([
             {"text": "One.", "tools": [{"name": "bash", "arguments": {"command": format!("rm -rf {b}; touch {b}", b = blocked.display())}}]},
             {"text": "Done."}
-        ])
-        .to_string(),
-    )
-    .unwrap();
-    let out = pi_in(&d)
-        .args(["-p", "go", "--provider", "faux", "--no-session", "--otlp", &Receiver::down_endpoint()])
-        .arg("--spool-dir")
-        .arg(&blocked)
-        .arg("--cwd")
-        .arg(&d)
-        .arg("--faux-script")
-        .arg(&script2)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        ]),
+        &[],
+    );
     assert!(!err.contains("for the next run"), "{err}");
     assert!(err.contains("cannot write a batch"), "the reason is named: {err}");
     let lost = count_before(&err, "pi: otlp:", "not delivered").unwrap();
