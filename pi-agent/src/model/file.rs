@@ -34,99 +34,132 @@ pub(super) fn apply(mut registry: Registry, value: &Value) -> Result<Registry, W
     };
     let providers = providers.as_object().ok_or_else(|| wrong(&["providers"], "expected an object"))?;
     for (name, entry) in providers {
-        let at = ["providers", name.as_str()];
-        let entry = entry.as_object().ok_or_else(|| wrong(&at, "expected an object"))?;
-        let field = |key: &str| entry.get(key).filter(|v| !v.is_null());
-        let text = |key: &str| -> Result<Option<String>, Wrong> {
-            match field(key) {
-                None => Ok(None),
-                Some(Value::String(s)) => Ok(Some(s.clone())),
-                Some(_) => Err(wrong(&[at[0], at[1], key], "expected a string")),
-            }
-        };
-        let base_url = text("baseUrl")?;
-        let api = match text("api")? {
-            Some(api) => Some(parse_api(&api).ok_or_else(|| wrong(&[at[0], at[1], "api"], unsupported(&api)))?),
-            None => None,
-        };
-        let mut auth = ProviderAuth { api_key: text("apiKey")?, headers: Vec::new() };
-        if let Some(headers) = field("headers") {
-            let headers = headers.as_object().ok_or_else(|| wrong(&[at[0], at[1], "headers"], "expected an object"))?;
-            for (header, value) in headers {
-                let value = value
-                    .as_str()
-                    .ok_or_else(|| wrong(&[at[0], at[1], "headers", header.as_str()], "expected a string"))?;
-                auth.headers.push((header.clone(), value.to_owned()));
-            }
-        }
-        let auth = (auth.api_key.is_some() || !auth.headers.is_empty()).then_some(auth);
+        let entry = entry.as_object().ok_or_else(|| wrong(&["providers", name], "expected an object"))?;
+        let provider = ProviderEntry::parse(name, entry)?;
         // Provider-wide settings reach the built-in models of this provider.
         registry.for_provider(name, |model| {
-            if base_url.is_some() {
-                model.base_url = base_url.clone();
+            if provider.base_url.is_some() {
+                model.base_url = provider.base_url.clone();
             }
-            if auth.is_some() {
-                model.auth = auth.clone();
+            if provider.auth.is_some() {
+                model.auth = provider.auth.clone();
             }
         });
-        if let Some(overrides) = field("modelOverrides") {
-            let key = [at[0], at[1], "modelOverrides"];
-            let overrides = overrides.as_object().ok_or_else(|| wrong(&key, "expected an object"))?;
-            for (id, o) in overrides {
-                let path = [key[0], key[1], key[2], id.as_str()];
-                let o = o.as_object().ok_or_else(|| wrong(&path, "expected an object"))?;
-                if let Some(model) = registry.find_mut(name, id) {
-                    if let Some(reasoning) = o.get("reasoning").and_then(Value::as_bool) {
-                        model.reasoning = reasoning;
-                    }
-                    limits_and_cost(model, o, &path)?;
-                }
-            }
+        if let Some(overrides) = provider.field("modelOverrides") {
+            apply_overrides(&mut registry, &provider, overrides)?;
         }
-        if let Some(models) = field("models") {
-            let key = [at[0], at[1], "models"];
-            let models = models.as_array().ok_or_else(|| wrong(&key, "expected a list"))?;
-            // Once per provider, not per model: the file loads in linear time.
-            let provider_api = api.or_else(|| registry.default_for(name).map(|d| d.api));
-            for (i, m) in models.iter().enumerate() {
-                let index = i.to_string();
-                let path = [key[0], key[1], key[2], index.as_str()];
-                let m = m.as_object().ok_or_else(|| wrong(&path, "expected an object"))?;
-                let id = match m.get("id") {
-                    Some(Value::String(id)) if !id.trim().is_empty() => id.clone(),
-                    _ => return Err(wrong(&[path[0], path[1], path[2], path[3], "id"], "expected a model id")),
-                };
-                let api = match m.get("api").and_then(Value::as_str) {
-                    Some(a) => parse_api(a)
-                        .ok_or_else(|| wrong(&[path[0], path[1], path[2], path[3], "api"], unsupported(a)))?,
-                    None => match provider_api {
-                        Some(api) => api,
-                        None => {
-                            return Err(wrong(
-                                &[at[0], at[1], "api"],
-                                "expected the provider's api (e.g. openai-completions)",
-                            ));
-                        }
-                    },
-                };
-                let mut model = ModelInfo {
-                    id,
-                    provider: name.clone(),
-                    api,
-                    context_window: 128_000,
-                    max_tokens: 16_384,
-                    cost: Pricing::default(),
-                    base_url: base_url.clone(),
-                    reasoning: m.get("reasoning").and_then(Value::as_bool).unwrap_or(false),
-                    auth: auth.clone(),
-                    catalogued: super::Catalogued::Model,
-                };
-                limits_and_cost(&mut model, m, &path)?;
-                registry.upsert(model);
-            }
+        if let Some(models) = provider.field("models") {
+            add_models(&mut registry, &provider, models)?;
         }
     }
     Ok(registry)
+}
+
+/// One entry of `providers`: its name, the provider-wide settings, and the object itself.
+struct ProviderEntry<'a> {
+    name: &'a str,
+    entry: &'a Map<String, Value>,
+    base_url: Option<String>,
+    api: Option<Api>,
+    auth: Option<ProviderAuth>,
+}
+
+impl<'a> ProviderEntry<'a> {
+    fn parse(name: &'a str, entry: &'a Map<String, Value>) -> Result<Self, Wrong> {
+        let mut provider = ProviderEntry { name, entry, base_url: None, api: None, auth: None };
+        provider.base_url = provider.text("baseUrl")?;
+        provider.api = match provider.text("api")? {
+            Some(api) => Some(parse_api(&api).ok_or_else(|| wrong(&provider.at(&["api"]), unsupported(&api)))?),
+            None => None,
+        };
+        let mut auth = ProviderAuth { api_key: provider.text("apiKey")?, headers: Vec::new() };
+        if let Some(headers) = provider.field("headers") {
+            let headers = headers.as_object().ok_or_else(|| wrong(&provider.at(&["headers"]), "expected an object"))?;
+            for (header, value) in headers {
+                let value =
+                    value.as_str().ok_or_else(|| wrong(&provider.at(&["headers", header]), "expected a string"))?;
+                auth.headers.push((header.clone(), value.to_owned()));
+            }
+        }
+        provider.auth = (auth.api_key.is_some() || !auth.headers.is_empty()).then_some(auth);
+        Ok(provider)
+    }
+
+    /// `providers.NAME` followed by `rest`, as a key path.
+    fn at<'k>(&'k self, rest: &[&'k str]) -> Vec<&'k str> {
+        let mut path = vec!["providers", self.name];
+        path.extend_from_slice(rest);
+        path
+    }
+
+    /// A field that is set (`null` counts as unset).
+    fn field(&self, key: &str) -> Option<&'a Value> {
+        self.entry.get(key).filter(|v| !v.is_null())
+    }
+
+    fn text(&self, key: &str) -> Result<Option<String>, Wrong> {
+        match self.field(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(wrong(&self.at(&[key]), "expected a string")),
+        }
+    }
+}
+
+/// `modelOverrides`: built-in models changed field by field (unknown ids ignored).
+fn apply_overrides(registry: &mut Registry, provider: &ProviderEntry<'_>, overrides: &Value) -> Result<(), Wrong> {
+    let overrides =
+        overrides.as_object().ok_or_else(|| wrong(&provider.at(&["modelOverrides"]), "expected an object"))?;
+    for (id, o) in overrides {
+        let path = provider.at(&["modelOverrides", id]);
+        let o = o.as_object().ok_or_else(|| wrong(&path, "expected an object"))?;
+        if let Some(model) = registry.find_mut(provider.name, id) {
+            if let Some(reasoning) = o.get("reasoning").and_then(Value::as_bool) {
+                model.reasoning = reasoning;
+            }
+            limits_and_cost(model, o, &path)?;
+        }
+    }
+    Ok(())
+}
+
+/// `models`: added to the registry, or replacing the model with the same id.
+fn add_models(registry: &mut Registry, provider: &ProviderEntry<'_>, models: &Value) -> Result<(), Wrong> {
+    let models = models.as_array().ok_or_else(|| wrong(&provider.at(&["models"]), "expected a list"))?;
+    // Once per provider, not per model: the file loads in linear time.
+    let provider_api = provider.api.or_else(|| registry.default_for(provider.name).map(|d| d.api));
+    for (i, m) in models.iter().enumerate() {
+        let index = i.to_string();
+        let path = provider.at(&["models", &index]);
+        let key = |field: &'static str| [path.as_slice(), &[field]].concat();
+        let m = m.as_object().ok_or_else(|| wrong(&path, "expected an object"))?;
+        let id = match m.get("id") {
+            Some(Value::String(id)) if !id.trim().is_empty() => id.clone(),
+            _ => return Err(wrong(&key("id"), "expected a model id")),
+        };
+        let api = match (m.get("api").and_then(Value::as_str), provider_api) {
+            (Some(a), _) => parse_api(a).ok_or_else(|| wrong(&key("api"), unsupported(a)))?,
+            (None, Some(api)) => api,
+            (None, None) => {
+                return Err(wrong(&provider.at(&["api"]), "expected the provider's api (e.g. openai-completions)"));
+            }
+        };
+        let mut model = ModelInfo {
+            id,
+            provider: provider.name.to_owned(),
+            api,
+            context_window: 128_000,
+            max_tokens: 16_384,
+            cost: Pricing::default(),
+            base_url: provider.base_url.clone(),
+            reasoning: m.get("reasoning").and_then(Value::as_bool).unwrap_or(false),
+            auth: provider.auth.clone(),
+            catalogued: super::Catalogued::Model,
+        };
+        limits_and_cost(&mut model, m, &path)?;
+        registry.upsert(model);
+    }
+    Ok(())
 }
 
 fn parse_api(api: &str) -> Option<Api> {
