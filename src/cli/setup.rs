@@ -59,6 +59,41 @@ pub fn select_named(
     model: Option<String>,
 ) -> Result<Selected, CliError> {
     let registry = registry(args, cfg)?;
+    let (provider_name, model_flag) = chosen_names(args, cfg, &registry, provider, model);
+    let known_provider = registry.default_for(&provider_name).is_some();
+    let mut model = resolve_model(&registry, &provider_name, model_flag.as_deref())?;
+    // A typed name no catalogue knows is content: telemetry says `invalid` unless captured.
+    model.catalogued = registry.catalogued(&model.provider, &model.id);
+    if !known_provider && args.base_url.is_none() && model.base_url.is_none() && model.api == Api::OpenAiCompletions {
+        return Err(CliError::Usage(format!(
+            "--provider {provider_name}: needs --base-url (or a baseUrl in --models)"
+        )));
+    }
+    if model.api == Api::Faux && args.base_url.is_some() {
+        return Err(CliError::Usage(
+            "--base-url: the offline faux provider makes no requests; drop --base-url, or name a provider (--provider openai)"
+                .into(),
+        ));
+    }
+    if let Some(url) = &args.base_url {
+        pi_observe::otel::check_url(url.trim()).map_err(|why| CliError::Usage(format!("--base-url: {why}")))?;
+    }
+    cfg.policy().check_model(&model.provider, &model.id).map_err(CliError::Usage)?;
+    let provider = provider_of(args, &model)?;
+    Ok(Selected { model, provider })
+}
+
+/// The provider name and model id asked for: the managed policy's (a flag it overrides is said
+/// once), else the flags (or the RPC / `/model` names), else the settings, else the provider
+/// whose key is set, else `faux`. A settings default model applies only to the provider it was
+/// chosen with.
+fn chosen_names(
+    args: &AgentArgs,
+    cfg: &Config,
+    registry: &Registry,
+    provider: Option<String>,
+    model: Option<String>,
+) -> (String, Option<String>) {
     let managed = |key: &str, flag: &Option<String>, flag_name: &str| {
         let (value, file) = cfg.managed_get(&[key])?;
         if flag.as_ref().is_some_and(|f| Some(f.as_str()) != value.as_str()) {
@@ -78,26 +113,30 @@ pub fn select_named(
             None => "faux".to_owned(),
         },
     };
-    // A default model from the settings applies only to the provider it was chosen with.
     let model_flag = model_flag.or_else(|| {
         let model = cfg.settings.str(&["defaultModel"])?;
         (provider_flag.is_none() || cfg.settings.str(&["defaultProvider"]) == Some(provider_name.as_str()))
             .then(|| model.to_owned())
             .filter(|m| registry.find(&provider_name, m).is_some() || provider_name != "faux")
     });
-    let known_provider = registry.default_for(&provider_name).is_some();
-    let mut model = match &model_flag {
-        Some(id) => match registry.find(&provider_name, id) {
+    (provider_name, model_flag)
+}
+
+/// The model `id` of `provider_name` (its default without an id): from the registry, else an
+/// uncatalogued model on the provider's API (faux knows only its own models).
+fn resolve_model(registry: &Registry, provider_name: &str, id: Option<&str>) -> Result<ModelInfo, CliError> {
+    Ok(match id {
+        Some(id) => match registry.find(provider_name, id) {
             Some(model) => model.clone(),
-            None if provider_name == "anthropic" => ModelInfo::unknown(&provider_name, id, Api::AnthropicMessages),
+            None if provider_name == "anthropic" => ModelInfo::unknown(provider_name, id, Api::AnthropicMessages),
             None if provider_name == "faux" => {
                 return Err(CliError::Usage(format!(
                     "--model: {id:?} is not a model of the offline faux provider (give --provider, an API key or --base-url for a real one)"
                 )));
             }
-            None => ModelInfo::unknown(&provider_name, id, Api::OpenAiCompletions),
+            None => ModelInfo::unknown(provider_name, id, Api::OpenAiCompletions),
         },
-        None => match registry.default_for(&provider_name) {
+        None => match registry.default_for(provider_name) {
             Some(model) => model.clone(),
             None => {
                 return Err(CliError::Usage(format!(
@@ -105,51 +144,37 @@ pub fn select_named(
                 )));
             }
         },
-    };
-    // A typed name no catalogue knows is content: telemetry says `invalid` unless captured.
-    model.catalogued = registry.catalogued(&model.provider, &model.id);
-    if !known_provider && args.base_url.is_none() && model.base_url.is_none() && model.api == Api::OpenAiCompletions {
-        return Err(CliError::Usage(format!(
-            "--provider {provider_name}: needs --base-url (or a baseUrl in --models)"
-        )));
-    }
-    if model.api == Api::Faux && args.base_url.is_some() {
-        return Err(CliError::Usage(
-            "--base-url: the offline faux provider makes no requests; drop --base-url, or name a provider (--provider openai)"
-                .into(),
-        ));
-    }
-    if let Some(url) = &args.base_url {
-        pi_observe::otel::check_url(url.trim()).map_err(|why| CliError::Usage(format!("--base-url: {why}")))?;
-    }
-    cfg.policy().check_model(&model.provider, &model.id).map_err(CliError::Usage)?;
-    let provider: Arc<dyn Provider> = if model.api == Api::Faux {
+    })
+}
+
+/// The provider that serves `model`: faux (on `--faux-script`, or answering every prompt), or
+/// the HTTP client of its API with `--base-url` and the `models.json` credentials resolved for
+/// this model only (command, variable or literal).
+fn provider_of(args: &AgentArgs, model: &ModelInfo) -> Result<Arc<dyn Provider>, CliError> {
+    if model.api == Api::Faux {
         let faux = FauxProvider::new().chunk_delay(std::time::Duration::from_millis(1));
-        match &args.faux_script {
-            Some(path) => faux.push(faux_script::load(path)?),
-            None => {
-                // Every prompt gets an answer (interactive and RPC sessions have many).
-                return Ok(Selected { model, provider: Arc::new(faux.fallback(offline_answer)) });
+        return Ok(match &args.faux_script {
+            Some(path) => {
+                faux.push(faux_script::load(path)?);
+                Arc::new(faux)
             }
+            // Every prompt gets an answer (interactive and RPC sessions have many).
+            None => Arc::new(faux.fallback(offline_answer)),
+        });
+    }
+    let provider_name = &model.provider;
+    let mut http = HttpConfig { base_url: args.base_url.clone(), ..HttpConfig::default() };
+    if let Some(auth) = &model.auth {
+        let resolve = |what: &str, raw: &str| {
+            pi_agent::model::resolve_value(raw)
+                .map_err(|why| CliError::Usage(format!("models.json: providers.{provider_name}.{what}: {why}")))
+        };
+        http.api_key = auth.api_key.as_deref().map(|raw| resolve("apiKey", raw)).transpose()?;
+        for (name, raw) in &auth.headers {
+            http.headers.push((name.clone(), resolve(&format!("headers.{name}"), raw)?));
         }
-        Arc::new(faux)
-    } else {
-        let mut http = HttpConfig { base_url: args.base_url.clone(), ..HttpConfig::default() };
-        // models.json credentials: resolved (command, variable or literal) for this model only.
-        if let Some(auth) = &model.auth {
-            let resolve = |what: &str, raw: &str| {
-                pi_agent::model::resolve_value(raw)
-                    .map_err(|why| CliError::Usage(format!("models.json: providers.{provider_name}.{what}: {why}")))
-            };
-            http.api_key = auth.api_key.as_deref().map(|raw| resolve("apiKey", raw)).transpose()?;
-            for (name, raw) in &auth.headers {
-                http.headers.push((name.clone(), resolve(&format!("headers.{name}"), raw)?));
-            }
-        }
-        provider::provider_for(&model, &http)
-            .map_err(|e| CliError::Usage(format!("--provider {provider_name}: {e}")))?
-    };
-    Ok(Selected { model, provider })
+    }
+    provider::provider_for(model, &http).map_err(|e| CliError::Usage(format!("--provider {provider_name}: {e}")))
 }
 
 /// The offline faux provider's answer to a prompt (no script given): what it is and how to
