@@ -42,30 +42,7 @@ impl Connection {
     /// Starts the process, sends `hello`, and waits (at most `spec.start_timeout`) for its
     /// `register`.
     pub async fn start(spec: &ProcessSpec, has_ui: bool) -> Result<Connection, String> {
-        let stderr = match &spec.stderr_log {
-            Some(path) => {
-                let _ = pi_observe_core::create_private_parent(path);
-                let file = pi_observe_core::private_file_options()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map_err(|e| format!("cannot open its log {}: {e}", path.display()))?;
-                Stdio::from(file)
-            }
-            None => Stdio::null(),
-        };
-        let mut child = Command::new(&spec.program)
-            .args(&spec.args)
-            .current_dir(&spec.cwd)
-            .envs(spec.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            // Its own group: whatever it starts is ended with it.
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", spec.program.display()))?;
+        let mut child = spawn(spec)?;
         let group = child.id();
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("no stdin/stdout".into());
@@ -94,29 +71,7 @@ impl Connection {
         };
         let pending: Pending = Arc::default();
         let closed = Arc::new(AtomicBool::new(false));
-        let (reader_pending, reader_closed) = (pending.clone(), closed.clone());
-        tokio::spawn(async move {
-            let end = loop {
-                match lines.next_line().await {
-                    Ok(Some(line)) if line.trim().is_empty() => continue,
-                    Ok(Some(line)) => match reply(&line) {
-                        Ok(Some((id, result))) => {
-                            if let Some(tx) = lock(&reader_pending).remove(&id) {
-                                let _ = tx.send(result);
-                            }
-                        }
-                        Ok(None) => {}
-                        Err(why) => break why,
-                    },
-                    Ok(None) => break "exited".to_owned(),
-                    Err(e) => break format!("its output could not be read: {e}"),
-                }
-            };
-            reader_closed.store(true, Ordering::SeqCst);
-            for (_, tx) in lock(&reader_pending).drain() {
-                let _ = tx.send(Err(end.clone()));
-            }
-        });
+        tokio::spawn(read_replies(lines, pending.clone(), closed.clone()));
         Ok(Connection {
             stdin: tokio::sync::Mutex::new(stdin),
             pending,
@@ -193,6 +148,64 @@ fn kill_group_of(child: &mut Child, group: Option<u32>) {
         crate::process::kill_group(pid);
     }
     let _ = child.start_kill();
+}
+
+/// Starts the extension's program in a process group of its own (whatever it starts is ended
+/// with it), its stderr appended to its log (created 0600) when it has one.
+fn spawn(spec: &ProcessSpec) -> Result<Child, String> {
+    let stderr = match &spec.stderr_log {
+        Some(path) => {
+            let _ = pi_observe_core::create_private_parent(path);
+            let file = pi_observe_core::private_file_options()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| format!("cannot open its log {}: {e}", path.display()))?;
+            Stdio::from(file)
+        }
+        None => Stdio::null(),
+    };
+    Command::new(&spec.program)
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", spec.program.display()))
+}
+
+/// Hands each reply to the request waiting for its id until the output ends (exit, crash, a
+/// line outside the protocol); then marks the connection closed and fails every request still
+/// waiting with the reason.
+async fn read_replies(
+    mut lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    pending: Pending,
+    closed: Arc<AtomicBool>,
+) {
+    let end = loop {
+        match lines.next_line().await {
+            Ok(Some(line)) if line.trim().is_empty() => continue,
+            Ok(Some(line)) => match reply(&line) {
+                Ok(Some((id, result))) => {
+                    if let Some(tx) = lock(&pending).remove(&id) {
+                        let _ = tx.send(result);
+                    }
+                }
+                Ok(None) => {}
+                Err(why) => break why,
+            },
+            Ok(None) => break "exited".to_owned(),
+            Err(e) => break format!("its output could not be read: {e}"),
+        }
+    };
+    closed.store(true, Ordering::SeqCst);
+    for (_, tx) in lock(&pending).drain() {
+        let _ = tx.send(Err(end.clone()));
+    }
 }
 
 async fn write_line(stdin: &mut ChildStdin, message: &Value) -> Result<(), String> {
