@@ -119,8 +119,15 @@ pub fn attribution(args: &ObserveArgs, cfg: &Config, cwd: &Path) -> Result<Attri
             )),
         }
     }
+    check_required(&attribution, &layers)?;
+    Ok(attribution)
+}
+
+/// Refuses the run when a key of `attribution.required` (the managed list always; of a user's
+/// files, the most binding one that has a list) is unset, naming the file and how to set it.
+fn check_required(attribution: &Attribution, layers: &[&SettingsFile]) -> Result<(), CliError> {
     let mut required: Vec<(String, String)> = Vec::new();
-    for file in &layers {
+    for file in layers {
         let mut path = SECTION.to_vec();
         path.push("required");
         for key in file.get(&path).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
@@ -145,7 +152,7 @@ pub fn attribution(args: &ObserveArgs, cfg: &Config, cwd: &Path) -> Result<Attri
             )));
         }
     }
-    Ok(attribution)
+    Ok(())
 }
 
 const SECTION: [&str; 2] = ["telemetry", "attribution"];
