@@ -326,35 +326,7 @@ pub async fn request(
     sink: EventSink<'_>,
 ) -> RequestOutcome {
     let model = &request.model;
-    let payload = || {
-        let mut p = model_names(Some(model.api.as_str()), &model.provider, &model.id, model.catalogued)
-            .safe(names::CALL_KIND, request.call_kind.as_str());
-        if let Some(session) = &request.session_id {
-            p = p.safe(names::SESSION_ID, session.clone());
-        }
-        if let Some(level) = &request.reasoning {
-            p = p.safe(names::REASONING, level.clone());
-        }
-        if let Some((host, port)) = provider.server(request) {
-            p = p.safe(names::SERVER_ADDRESS, host).safe(names::SERVER_PORT, port);
-        }
-        // Content, in the conventions' schemas: dropped unless a sink captures the kind.
-        // The whole conversation (earlier answers and tool results too): the request payload.
-        // Built only when a sink captures them: the conversation grows with every turn.
-        p = p.content_with(ContentKind::ProviderPayload, names::INPUT_MESSAGES, || {
-            semconv::input_messages(&request.messages)
-        });
-        if let Some(system) = &request.system_prompt {
-            p = p
-                .content_with(ContentKind::Prompt, names::SYSTEM_INSTRUCTIONS, || semconv::system_instructions(system));
-        }
-        if !request.tools.is_empty() {
-            p = p.content_with(ContentKind::ProviderPayload, names::TOOL_DEFINITIONS, || {
-                semconv::tool_definitions(&request.tools)
-            });
-        }
-        p
-    };
+    let payload = || start_payload(provider, request);
     trace_operation_with(names::PROVIDER_REQUEST, payload, |span: Span| async move {
         let started = Instant::now();
         let mut retries = 0u32;
@@ -386,18 +358,7 @@ pub async fn request(
                 Err(error) if error.is_retryable() && !streamed && retries < retry.max_retries => {
                     let delay = retry.delay(retries, error.retry_after());
                     retries += 1;
-                    record_event(names::PROVIDER_RETRY, || {
-                        // The type from pi's vocabulary is safe; the text came from the provider.
-                        let mut p = Payload::new()
-                            .safe(names::ATTEMPT, retries)
-                            .safe(names::DELAY_MS, delay.as_millis() as u64)
-                            .safe(names::ERROR_TYPE, error.error_type())
-                            .content(ContentKind::ErrorText, names::ERROR_TEXT, error.to_string());
-                        if let Some(status) = error.status() {
-                            p = p.safe(names::STATUS_CODE, status);
-                        }
-                        p
-                    });
+                    record_event(names::PROVIDER_RETRY, || retry_payload(retries, delay, &error));
                     tokio::select! {
                         () = cancel.cancelled() => break Err(ProviderError::Aborted),
                         () = tokio::time::sleep(delay) => {}
@@ -413,6 +374,51 @@ pub async fn request(
         finish(&span, model, provider, result, retries, first_token)
     })
     .await
+}
+
+/// The start fields of `pi.ai.provider.request`: the model's names, call kind, session,
+/// reasoning level and server; the conversation, system prompt and tool definitions as content,
+/// built only when a sink captures them (the conversation grows with every turn).
+fn start_payload(provider: &dyn Provider, request: &ProviderRequest) -> Payload {
+    let model = &request.model;
+    let mut p = model_names(Some(model.api.as_str()), &model.provider, &model.id, model.catalogued)
+        .safe(names::CALL_KIND, request.call_kind.as_str());
+    if let Some(session) = &request.session_id {
+        p = p.safe(names::SESSION_ID, session.clone());
+    }
+    if let Some(level) = &request.reasoning {
+        p = p.safe(names::REASONING, level.clone());
+    }
+    if let Some((host, port)) = provider.server(request) {
+        p = p.safe(names::SERVER_ADDRESS, host).safe(names::SERVER_PORT, port);
+    }
+    // In the conventions' schemas: the whole conversation (earlier answers and tool results too).
+    p = p.content_with(ContentKind::ProviderPayload, names::INPUT_MESSAGES, || {
+        semconv::input_messages(&request.messages)
+    });
+    if let Some(system) = &request.system_prompt {
+        p = p.content_with(ContentKind::Prompt, names::SYSTEM_INSTRUCTIONS, || semconv::system_instructions(system));
+    }
+    if !request.tools.is_empty() {
+        p = p.content_with(ContentKind::ProviderPayload, names::TOOL_DEFINITIONS, || {
+            semconv::tool_definitions(&request.tools)
+        });
+    }
+    p
+}
+
+/// A `pi.ai.provider.retry` event: the error's type from pi's vocabulary is safe, its text came
+/// from the provider (content).
+fn retry_payload(attempt: u32, delay: Duration, error: &ProviderError) -> Payload {
+    let mut p = Payload::new()
+        .safe(names::ATTEMPT, attempt)
+        .safe(names::DELAY_MS, delay.as_millis() as u64)
+        .safe(names::ERROR_TYPE, error.error_type())
+        .content(ContentKind::ErrorText, names::ERROR_TEXT, error.to_string());
+    if let Some(status) = error.status() {
+        p = p.safe(names::STATUS_CODE, status);
+    }
+    p
 }
 
 fn finish(
