@@ -59,18 +59,14 @@ impl Agent {
                 kept_messages: kept.len(),
                 will_retry,
             };
-            let decision = self.hooks.session_before(crate::extensions::hooks::SessionBeforeCompact, before, ctx).await;
-            report_failures(&self.hooks, on_event);
-            let cancelled_by = match &decision {
-                Some((extension, decision)) if decision.cancel => Some(extension.clone()),
-                _ => None,
+            let supplied = match self.before_compact(before, ctx, &mut *on_event).await {
+                Ok(supplied) => supplied,
+                Err(extension) => {
+                    return self
+                        .compaction_failed(&span, reason, format!("cancelled by extension {extension}"), ctx, on_event)
+                        .await;
+                }
             };
-            if let Some(extension) = cancelled_by {
-                return self
-                    .compaction_failed(&span, reason, format!("cancelled by extension {extension}"), ctx, on_event)
-                    .await;
-            }
-            let supplied = decision.and_then(|(_, decision)| decision.summary);
             let (summary, usage, from_extension) = match supplied {
                 Some(summary) => (summary, None, true),
                 None => {
@@ -101,9 +97,7 @@ impl Agent {
                     .safe("summarizedMessages", to_summarize.len())
                     .safe("fromExtension", from_extension)
                     .content(ContentKind::Completion, "summary", summary.clone());
-                if let Some(usage) = &usage {
-                    p.merge(provider::usage_payload(usage));
-                }
+                p.merge(usage.as_ref().map(provider::usage_payload).unwrap_or_default());
                 p
             });
             let event = AgentEvent::SessionCompact {
@@ -116,6 +110,22 @@ impl Agent {
             Ok(Some(usage.unwrap_or_default()))
         })
         .await
+    }
+
+    /// Asks the `session_before_compact` handlers: `Err(extension)` when one cancelled the
+    /// compaction, else the summary one of them supplied, if any.
+    async fn before_compact(
+        &mut self,
+        event: crate::extensions::BeforeCompactEvent,
+        ctx: &HookContext,
+        on_event: AgentSink<'_>,
+    ) -> Result<Option<String>, String> {
+        let decision = self.hooks.session_before(crate::extensions::hooks::SessionBeforeCompact, event, ctx).await;
+        report_failures(&self.hooks, on_event);
+        match decision {
+            Some((extension, decision)) if decision.cancel => Err(extension),
+            decision => Ok(decision.and_then(|(_, decision)| decision.summary)),
+        }
     }
 
     /// Persists the compaction and makes the conversation its summary plus the kept messages;
