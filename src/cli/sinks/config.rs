@@ -38,89 +38,17 @@ pub fn otlp(args: &OtlpArgs, cfg: &Config) -> Result<Option<OtlpConfig>, CliErro
     let pinned = cfg.pinned("otlp");
     let env_endpoint = pinned.is_none() && [env::ENDPOINT, env::TRACES_ENDPOINT].iter().any(|v| env_set(v));
     if args.otlp.is_none() && !env_endpoint && !cfg.sink_in_files("otlp") {
-        // Flags that only shape OTLP export would silently do nothing.
-        let given = [
-            ("--otlp-protocol", args.otlp_protocol.is_some()),
-            ("--otlp-header", !args.otlp_header.is_empty()),
-            ("--service-name", args.service_name.is_some()),
-            ("--conventions", args.conventions.is_some()),
-            ("--metric-dims", !args.metric_dims.is_empty()),
-            ("--otlp-logs", args.otlp_logs),
-        ];
-        if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
-            return Err(CliError::Usage(format!(
-                "{flag}: no OTLP sink to apply it to (give --otlp or set {})",
-                env::ENDPOINT
-            )));
-        }
-        return Ok(None);
+        return no_otlp(args);
     }
     let mut config = OtlpConfig::default();
-    let flag_endpoint = args.otlp.as_deref().map(str::trim).filter(|e| !e.is_empty());
-    if let Some(managed) = pinned {
-        let overridden: Vec<&str> = [
-            ("--otlp", flag_endpoint.is_some()),
-            ("--otlp-protocol", args.otlp_protocol.is_some()),
-            ("--otlp-header", !args.otlp_header.is_empty()),
-        ]
-        .iter()
-        .filter(|(_, given)| *given)
-        .map(|(flag, _)| *flag)
-        .chain(PINNED_VARS.iter().copied().filter(|v| env_set(v)))
-        .collect();
-        if !overridden.is_empty() {
-            cfg.notice(format!(
-                "the managed policy {} pins the OTLP sink: {} ignored",
-                managed.path.display(),
-                overridden.join(", ")
-            ));
+    match pinned {
+        Some(managed) => {
+            pinned_destination(args, cfg, managed);
+            config.headers = cfg.headers(&sink_key("otlp", "headers"), true)?;
         }
-        config.headers = cfg.headers(&sink_key("otlp", "headers"), true)?;
-    } else {
-        if let Some(p) = &args.otlp_protocol {
-            config.protocol = Some(Protocol::parse(p).ok_or_else(|| {
-                CliError::Usage(format!("--otlp-protocol: {p:?} is not grpc, http/protobuf or http/json"))
-            })?);
-        }
-        let grpc = config.protocol == Some(Protocol::Grpc)
-            || (config.protocol.is_none()
-                && [env::TRACES_PROTOCOL, env::PROTOCOL]
-                    .iter()
-                    .find_map(|v| std::env::var(v).ok().filter(|p| !p.trim().is_empty()))
-                    .or_else(|| cfg.settings.str(&sink_key("otlp", "protocol")).map(str::to_owned))
-                    .is_some_and(|p| p.trim() == "grpc"));
-        if let Some(endpoint) = flag_endpoint {
-            pi_observe::otel::check_url(endpoint).map_err(|why| CliError::Usage(format!("--otlp: {why}")))?;
-            // gRPC takes the collector address as it is; HTTP wants the signal path.
-            let full = if grpc || pi_observe::otel::traces_url_base(endpoint).is_some() {
-                endpoint.to_owned()
-            } else {
-                pi_observe::otel::signal_url(endpoint, "traces")
-            };
-            config.traces_endpoint = Some(full);
-        }
-        for (name, value) in &args.otlp_header {
-            pi_observe::otel::check_header(name, value)
-                .map_err(|why| CliError::Usage(format!("--otlp-header: {why}")))?;
-        }
-        config.headers = args.otlp_header.clone();
+        None => flag_destination(&mut config, args, cfg)?,
     }
-    if let Some(name) = &args.service_name {
-        if name.trim().is_empty() {
-            return Err(CliError::Usage("--service-name: the name is empty".into()));
-        }
-        config.service_name = Some(name.trim().to_owned());
-    }
-    if let Some(c) = &args.conventions {
-        config.conventions = Conventions::parse(c)
-            .ok_or_else(|| CliError::Usage(format!("--conventions: {c:?} is not genai, openinference or both")))?;
-    }
-    if args.otlp_logs {
-        config.logs = Some(true);
-    }
-    if !args.metric_dims.is_empty() {
-        config.metric_dims = Some(metric_dims("--metric-dims", &args.metric_dims)?);
-    }
+    shaping_flags(&mut config, args)?;
     // The settings files (and the managed policy) sit below the environment: they answer for
     // the variables that are not set, with errors naming their key path.
     let from_files = files_as_env(cfg)?;
@@ -141,6 +69,101 @@ pub fn otlp(args: &OtlpArgs, cfg: &Config) -> Result<Option<OtlpConfig>, CliErro
     }
     apply_sink_settings(&mut config, args, cfg)?;
     Ok((!config.disabled).then_some(config))
+}
+
+/// No OTLP sink: fine, unless a flag that only shapes OTLP export was given (it would silently
+/// do nothing).
+fn no_otlp(args: &OtlpArgs) -> Result<Option<OtlpConfig>, CliError> {
+    let given = [
+        ("--otlp-protocol", args.otlp_protocol.is_some()),
+        ("--otlp-header", !args.otlp_header.is_empty()),
+        ("--service-name", args.service_name.is_some()),
+        ("--conventions", args.conventions.is_some()),
+        ("--metric-dims", !args.metric_dims.is_empty()),
+        ("--otlp-logs", args.otlp_logs),
+    ];
+    match given.iter().find(|(_, given)| *given) {
+        Some((flag, _)) => {
+            Err(CliError::Usage(format!("{flag}: no OTLP sink to apply it to (give --otlp or set {})", env::ENDPOINT)))
+        }
+        None => Ok(None),
+    }
+}
+
+/// The managed policy pins the destination: flags and variables that would move it are said
+/// to be ignored, once.
+fn pinned_destination(args: &OtlpArgs, cfg: &Config, managed: &pi_agent::settings::SettingsFile) {
+    let flag_endpoint = args.otlp.as_deref().map(str::trim).filter(|e| !e.is_empty());
+    let overridden: Vec<&str> = [
+        ("--otlp", flag_endpoint.is_some()),
+        ("--otlp-protocol", args.otlp_protocol.is_some()),
+        ("--otlp-header", !args.otlp_header.is_empty()),
+    ]
+    .iter()
+    .filter(|(_, given)| *given)
+    .map(|(flag, _)| *flag)
+    .chain(PINNED_VARS.iter().copied().filter(|v| env_set(v)))
+    .collect();
+    if !overridden.is_empty() {
+        cfg.notice(format!(
+            "the managed policy {} pins the OTLP sink: {} ignored",
+            managed.path.display(),
+            overridden.join(", ")
+        ));
+    }
+}
+
+/// `--otlp` (a base URL, or a full traces URL; a gRPC collector address as it is),
+/// `--otlp-protocol` and `--otlp-header`, checked.
+fn flag_destination(config: &mut OtlpConfig, args: &OtlpArgs, cfg: &Config) -> Result<(), CliError> {
+    if let Some(p) = &args.otlp_protocol {
+        config.protocol = Some(Protocol::parse(p).ok_or_else(|| {
+            CliError::Usage(format!("--otlp-protocol: {p:?} is not grpc, http/protobuf or http/json"))
+        })?);
+    }
+    let grpc = config.protocol == Some(Protocol::Grpc)
+        || (config.protocol.is_none()
+            && [env::TRACES_PROTOCOL, env::PROTOCOL]
+                .iter()
+                .find_map(|v| std::env::var(v).ok().filter(|p| !p.trim().is_empty()))
+                .or_else(|| cfg.settings.str(&sink_key("otlp", "protocol")).map(str::to_owned))
+                .is_some_and(|p| p.trim() == "grpc"));
+    if let Some(endpoint) = args.otlp.as_deref().map(str::trim).filter(|e| !e.is_empty()) {
+        pi_observe::otel::check_url(endpoint).map_err(|why| CliError::Usage(format!("--otlp: {why}")))?;
+        // gRPC takes the collector address as it is; HTTP wants the signal path.
+        let full = if grpc || pi_observe::otel::traces_url_base(endpoint).is_some() {
+            endpoint.to_owned()
+        } else {
+            pi_observe::otel::signal_url(endpoint, "traces")
+        };
+        config.traces_endpoint = Some(full);
+    }
+    for (name, value) in &args.otlp_header {
+        pi_observe::otel::check_header(name, value).map_err(|why| CliError::Usage(format!("--otlp-header: {why}")))?;
+    }
+    config.headers = args.otlp_header.clone();
+    Ok(())
+}
+
+/// `--service-name`, `--conventions`, `--otlp-logs` and `--metric-dims`, checked.
+fn shaping_flags(config: &mut OtlpConfig, args: &OtlpArgs) -> Result<(), CliError> {
+    if let Some(name) = &args.service_name {
+        if name.trim().is_empty() {
+            return Err(CliError::Usage("--service-name: the name is empty".into()));
+        }
+        config.service_name = Some(name.trim().to_owned());
+    }
+    if let Some(c) = &args.conventions {
+        config.conventions = Conventions::parse(c)
+            .ok_or_else(|| CliError::Usage(format!("--conventions: {c:?} is not genai, openinference or both")))?;
+    }
+    if args.otlp_logs {
+        config.logs = Some(true);
+    }
+    if !args.metric_dims.is_empty() {
+        config.metric_dims = Some(metric_dims("--metric-dims", &args.metric_dims)?);
+    }
+    Ok(())
 }
 
 /// The settings that stand in for `OTEL_*` variables, as (variable, value): the endpoint (a
