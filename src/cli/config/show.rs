@@ -47,40 +47,7 @@ fn shown(key: &str, value: &Value) -> Value {
 /// Prints the effective configuration. Exit 0, or the error a run would stop with.
 pub fn run(args: &ConfigArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     let cwd = setup::cwd(args.agent.cwd.as_deref())?;
-    let files: Vec<Value> = cfg
-        .managed
-        .iter()
-        .chain(cfg.settings.files())
-        .map(|f| json!({ "scope": f.scope.as_str(), "path": f.path.display().to_string(), "unknownKeys": f.unknown }))
-        .collect();
-    // The files pi looks for that are not there (so a user sees where to put them).
-    let mut missing: Vec<Value> = Vec::new();
-    if let Some(dir) = &cfg.agent_dir
-        && cfg.settings.file(pi_agent::settings::Scope::Global).is_none()
-    {
-        missing.push(
-            json!({"scope": "global", "path": dir.join(pi_agent::settings::SETTINGS_FILE).display().to_string()}),
-        );
-    }
-    if cfg.managed.is_none() {
-        missing.push(json!({"scope": "managed", "path": super::managed::MANAGED_PATH}));
-    }
-    let mut settings: Vec<Value> = Vec::new();
-    if let Some(managed) = &cfg.managed {
-        let layered = pi_agent::settings::Settings::new(vec![managed.clone()]);
-        for (key, found) in layered.leaves() {
-            settings.push(json!({ "key": key, "value": shown(&key, found.value), "source": super::Source::of(found.file).to_string() }));
-        }
-    }
-    for (key, found) in cfg.settings.leaves() {
-        let overridden = cfg.managed_get(&key.split('.').collect::<Vec<_>>()).is_some();
-        settings.push(json!({
-            "key": key,
-            "value": shown(&key, found.value),
-            "source": super::Source::of(found.file).to_string(),
-            "overriddenByManagedPolicy": overridden,
-        }));
-    }
+    let (files, missing, settings) = (file_list(cfg), missing_files(cfg), settings_list(cfg));
     let selected = setup::select(&args.agent, cfg)?;
     let model_source = |key: &str, flag: Option<&'static str>| cfg.source(&[key], flag, &[]).to_string();
     let attribution = attribution::attribution(&args.observe, cfg, &cwd)?;
@@ -88,7 +55,6 @@ pub fn run(args: &ConfigArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     let pipeline = status::pipeline(&sink_setup, &args.observe.sinks, args.observe.events_jsonl.as_deref(), cfg);
     let session_dir = setup::session_path(&args.agent, &cwd, cfg)?
         .and_then(|p| p.parent().and_then(|d| d.parent()).map(|d| d.display().to_string()));
-    let policy = cfg.policy();
     let document = json!({
         "files": files,
         "missingFiles": missing,
@@ -112,19 +78,7 @@ pub fn run(args: &ConfigArgs, cfg: &Config) -> Result<ExitCode, CliError> {
             "attribution": attribution.iter().map(|(k, v)| (k.to_owned(), json!(v))).collect::<serde_json::Map<_, _>>(),
             "telemetry": pipeline,
         },
-        "managedPolicy": cfg.managed.as_ref().map(|m| json!({
-            "path": m.path.display().to_string(),
-            "pinnedSinks": super::telemetry::SINKS.iter().filter(|(n, _)| cfg.pinned(n).is_some()).map(|(n, _)| *n).collect::<Vec<_>>(),
-            "captureCaps": super::telemetry::SINKS.iter().filter_map(|(n, _)| {
-                cfg.capture_cap(n).ok().flatten().map(|kinds| (n.to_string(), json!(kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>())))
-            }).collect::<serde_json::Map<_, _>>(),
-            "requiredAttribution": policy.required_attribution(),
-            "redactRules": cfg.redact_rules().iter().filter(|(_, s)| matches!(s, super::Source::Managed(_))).count(),
-            "allowedProviders": m.get(&["policy", "allowedProviders"]),
-            "allowedModels": m.get(&["policy", "allowedModels"]),
-            "allowNonManagedExtensions": policy.allows_non_managed_extensions(),
-            "allowProjectResources": m.get(&["policy", "allowProjectResources"]).and_then(Value::as_bool).unwrap_or(true),
-        })),
+        "managedPolicy": cfg.managed.as_ref().map(|m| managed_policy(cfg, m)),
     });
     if args.json {
         output::line(document);
@@ -132,6 +86,70 @@ pub fn run(args: &ConfigArgs, cfg: &Config) -> Result<ExitCode, CliError> {
         print_human(&document);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The settings files in force, most binding first, with the keys each has that pi does not know.
+fn file_list(cfg: &Config) -> Vec<Value> {
+    cfg.managed
+        .iter()
+        .chain(cfg.settings.files())
+        .map(|f| json!({ "scope": f.scope.as_str(), "path": f.path.display().to_string(), "unknownKeys": f.unknown }))
+        .collect()
+}
+
+/// The files pi looks for that are not there (so a user sees where to put them).
+fn missing_files(cfg: &Config) -> Vec<Value> {
+    let mut missing: Vec<Value> = Vec::new();
+    if let Some(dir) = &cfg.agent_dir
+        && cfg.settings.file(pi_agent::settings::Scope::Global).is_none()
+    {
+        missing.push(
+            json!({"scope": "global", "path": dir.join(pi_agent::settings::SETTINGS_FILE).display().to_string()}),
+        );
+    }
+    if cfg.managed.is_none() {
+        missing.push(json!({"scope": "managed", "path": super::managed::MANAGED_PATH}));
+    }
+    missing
+}
+
+/// Every setting's value and the file it came from (the managed policy's first), secrets hidden.
+fn settings_list(cfg: &Config) -> Vec<Value> {
+    let mut settings: Vec<Value> = Vec::new();
+    if let Some(managed) = &cfg.managed {
+        let layered = pi_agent::settings::Settings::new(vec![managed.clone()]);
+        for (key, found) in layered.leaves() {
+            settings.push(json!({ "key": key, "value": shown(&key, found.value), "source": super::Source::of(found.file).to_string() }));
+        }
+    }
+    for (key, found) in cfg.settings.leaves() {
+        let overridden = cfg.managed_get(&key.split('.').collect::<Vec<_>>()).is_some();
+        settings.push(json!({
+            "key": key,
+            "value": shown(&key, found.value),
+            "source": super::Source::of(found.file).to_string(),
+            "overriddenByManagedPolicy": overridden,
+        }));
+    }
+    settings
+}
+
+/// What the managed policy `m` governs: pinned sinks, capture caps, required attribution, rules.
+fn managed_policy(cfg: &Config, m: &pi_agent::settings::SettingsFile) -> Value {
+    let policy = cfg.policy();
+    json!({
+        "path": m.path.display().to_string(),
+        "pinnedSinks": super::telemetry::SINKS.iter().filter(|(n, _)| cfg.pinned(n).is_some()).map(|(n, _)| *n).collect::<Vec<_>>(),
+        "captureCaps": super::telemetry::SINKS.iter().filter_map(|(n, _)| {
+            cfg.capture_cap(n).ok().flatten().map(|kinds| (n.to_string(), json!(kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>())))
+        }).collect::<serde_json::Map<_, _>>(),
+        "requiredAttribution": policy.required_attribution(),
+        "redactRules": cfg.redact_rules().iter().filter(|(_, s)| matches!(s, super::Source::Managed(_))).count(),
+        "allowedProviders": m.get(&["policy", "allowedProviders"]),
+        "allowedModels": m.get(&["policy", "allowedModels"]),
+        "allowNonManagedExtensions": policy.allows_non_managed_extensions(),
+        "allowProjectResources": m.get(&["policy", "allowProjectResources"]).and_then(Value::as_bool).unwrap_or(true),
+    })
 }
 
 fn print_human(document: &Value) {
