@@ -343,17 +343,23 @@ impl ProcessExtension {
 
 /// Registers a handler that sends the event as `to_json` makes it and reads the reply with
 /// `from_json`.
+/// Registers, for each `(hook, name, to_json, from_json)` the process asked for, a handler that
+/// sends the event as `to_json` makes it and reads the reply with `from_json`.
 macro_rules! forward {
-    ($api:expr, $this:expr, $hook:expr, $name:literal, $to_json:path, $from_json:path) => {{
-        let this = $this.clone();
-        $api.on($hook, move |event, ctx| {
-            let this = this.clone();
-            async move {
-                let reply = this.call($name, $to_json(&event), &ctx).await?;
-                $from_json(&reply).map_err(|why| HookError::from(format!("reply to {}: {why}", $name)))
+    ($api:expr, $this:expr, $wants:expr, [$(($hook:expr, $name:literal, $to_json:path, $from_json:path)),+ $(,)?]) => {
+        $(
+            if $wants($name) {
+                let this = $this.clone();
+                $api.on($hook, move |event, ctx| {
+                    let this = this.clone();
+                    async move {
+                        let reply = this.call($name, $to_json(&event), &ctx).await?;
+                        $from_json(&reply).map_err(|why| HookError::from(format!("reply to {}: {why}", $name)))
+                    }
+                });
             }
-        });
-    }};
+        )+
+    };
 }
 
 impl Extension for ProcessExtension {
@@ -368,101 +374,22 @@ impl Extension for ProcessExtension {
     fn register(&self, api: &mut ExtensionApi<'_>) {
         let events = &self.inner.register.events;
         let wants = |name: &str| events.iter().any(|e| e == name);
-        if wants("input") {
-            forward!(api, self, hooks::Input, "input", wire::input, wire::input_action);
-        }
-        if wants("before_agent_start") {
-            forward!(
-                api,
-                self,
-                hooks::BeforeAgentStart,
-                "before_agent_start",
-                wire::before_agent_start,
-                wire::before_agent_start_result
-            );
-        }
-        if wants("context") {
-            forward!(api, self, hooks::Context, "context", wire::context, wire::context_result);
-        }
-        if wants("before_provider_headers") {
-            forward!(
-                api,
-                self,
-                hooks::BeforeProviderHeaders,
-                "before_provider_headers",
-                wire::provider_headers,
-                wire::header_patch
-            );
-        }
-        if wants("before_provider_request") {
-            forward!(
-                api,
-                self,
-                hooks::BeforeProviderRequest,
-                "before_provider_request",
-                wire::provider_request,
-                wire::request_payload
-            );
-        }
-        if wants("after_provider_response") {
-            forward!(
-                api,
-                self,
-                hooks::AfterProviderResponse,
-                "after_provider_response",
-                wire::provider_response,
-                ignore
-            );
-        }
-        if wants("tool_call") {
-            forward!(api, self, hooks::ToolCall, "tool_call", wire::tool_call, wire::tool_call_result);
-        }
-        if wants("tool_result") {
-            forward!(api, self, hooks::ToolResult, "tool_result", wire::tool_result, wire::tool_result_patch);
-        }
-        if wants("message_end") {
-            forward!(api, self, hooks::MessageEnd, "message_end", wire::message_end, wire::message_replacement);
-        }
-        if wants("session_before_compact") {
-            forward!(
-                api,
-                self,
-                hooks::SessionBeforeCompact,
-                "session_before_compact",
-                wire::before_compact,
-                wire::before_result
-            );
-        }
-        if wants("session_before_tree") {
-            forward!(
-                api,
-                self,
-                hooks::SessionBeforeTree,
-                "session_before_tree",
-                wire::before_tree,
-                wire::before_result
-            );
-        }
-        if wants("session_before_switch") {
-            forward!(
-                api,
-                self,
-                hooks::SessionBeforeSwitch,
-                "session_before_switch",
-                wire::before_switch,
-                wire::before_result
-            );
-        }
-        if wants("session_before_fork") {
-            forward!(
-                api,
-                self,
-                hooks::SessionBeforeFork,
-                "session_before_fork",
-                wire::before_fork,
-                wire::before_result
-            );
-        }
+        #[rustfmt::skip]
+        forward!(api, self, wants, [
+            (hooks::Input, "input", wire::input, wire::input_action),
+            (hooks::BeforeAgentStart, "before_agent_start", wire::before_agent_start, wire::before_agent_start_result),
+            (hooks::Context, "context", wire::context, wire::context_result),
+            (hooks::BeforeProviderHeaders, "before_provider_headers", wire::provider_headers, wire::header_patch),
+            (hooks::BeforeProviderRequest, "before_provider_request", wire::provider_request, wire::request_payload),
+            (hooks::AfterProviderResponse, "after_provider_response", wire::provider_response, ignore),
+            (hooks::ToolCall, "tool_call", wire::tool_call, wire::tool_call_result),
+            (hooks::ToolResult, "tool_result", wire::tool_result, wire::tool_result_patch),
+            (hooks::MessageEnd, "message_end", wire::message_end, wire::message_replacement),
+            (hooks::SessionBeforeCompact, "session_before_compact", wire::before_compact, wire::before_result),
+            (hooks::SessionBeforeTree, "session_before_tree", wire::before_tree, wire::before_result),
+            (hooks::SessionBeforeSwitch, "session_before_switch", wire::before_switch, wire::before_result),
+            (hooks::SessionBeforeFork, "session_before_fork", wire::before_fork, wire::before_result),
+        ]);
         for notify in NOTIFICATIONS.iter().copied().filter(|n| wants(super::Hook::name(*n))) {
             let this = self.clone();
             api.on(notify, move |event, ctx| {
