@@ -428,30 +428,12 @@ impl Ui<'_> {
                     }
                 }
             }
-            Done::Tree { navigate } => {
-                if navigate {
-                    return;
-                }
-                let rows = outcome.as_array().cloned().unwrap_or_default();
-                let listing: Vec<String> = rows
-                    .iter()
-                    .map(|row| {
-                        let depth = row["depth"].as_u64().unwrap_or(0) as usize;
-                        let mark = if row["leaf"] == true { "●" } else { " " };
-                        format!(
-                            "{mark} {}{} {}",
-                            "  ".repeat(depth),
-                            row["id"].as_str().unwrap_or(""),
-                            row["text"].as_str().unwrap_or("")
-                        )
-                    })
-                    .collect();
+            Done::Tree { navigate: true } => {}
+            Done::Tree { navigate: false } => {
+                let listing = tree_listing(&outcome);
                 self.transcript.notice(
                     Tone::Info,
-                    format!(
-                        "session tree (● = where you are; /tree ID continues from an entry):\n{}",
-                        listing.join("\n")
-                    ),
+                    format!("session tree (● = where you are; /tree ID continues from an entry):\n{listing}"),
                 );
             }
             Done::Reload => {
@@ -554,6 +536,22 @@ impl Ui<'_> {
         let warn = if health.dropped > 0 { style.fg(Color::Yellow) } else { style };
         vec![Line::styled(first, style.add_modifier(Modifier::BOLD)), Line::styled(second, warn)]
     }
+}
+
+/// The session tree as `/tree` lists it: one entry a line, indented by depth, `●` at the leaf.
+fn tree_listing(rows: &Value) -> String {
+    let rows = rows.as_array().map(Vec::as_slice).unwrap_or_default();
+    let line = |row: &Value| {
+        let depth = row["depth"].as_u64().unwrap_or(0) as usize;
+        let mark = if row["leaf"] == true { "●" } else { " " };
+        format!(
+            "{mark} {}{} {}",
+            "  ".repeat(depth),
+            row["id"].as_str().unwrap_or(""),
+            row["text"].as_str().unwrap_or("")
+        )
+    };
+    rows.iter().map(line).collect::<Vec<_>>().join("\n")
 }
 
 /// The footer's first line: model, the session's tokens and cost, the context used.
