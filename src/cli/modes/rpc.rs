@@ -131,7 +131,8 @@ async fn read_commands(front: Front, stop: CancellationToken) {
     }
 }
 
-/// One command line.
+/// One command line: parsed, then answered at once (queries, queue settings, abort), sent to
+/// the driver as a job (`job_of`), or run as a prompt (`prompt`).
 fn handle(line: &str, number: usize, front: &Front) {
     let Front { shared, jobs, out, models } = front;
     // The line is named by its number and its start (the client wrote it: no secret of pi's).
@@ -147,79 +148,13 @@ fn handle(line: &str, number: usize, front: &Front) {
     let Some(kind) = command.get("type").and_then(Value::as_str) else {
         return respond(out, "parse", id, Err(format!("{named}: the command has no \"type\"")));
     };
-    let reply = |out: &Out| -> Reply {
-        let (out, kind, id) = (out.clone(), kind.to_owned(), id.clone());
-        Box::new(move |outcome| respond(&out, &kind, id, outcome))
-    };
-    let send = |job: Job| {
-        if jobs.send((job, reply(out))).is_err() {
-            respond(out, kind, id.clone(), Err("pi is shutting down".into()));
-        }
-    };
-    let text = |field: &str| -> Result<String, String> {
-        command
-            .get(field)
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| format!("{kind}: \"{field}\" must be a string"))
-    };
-    let flag = |field: &str| -> Result<bool, String> {
-        command.get(field).and_then(Value::as_bool).ok_or_else(|| format!("{kind}: \"{field}\" must be true or false"))
-    };
+    let fields = Fields { kind, command: &command };
     let now = |outcome: Result<Value, String>| respond(out, kind, id.clone(), outcome);
+    if let Some(answer) = query(kind, shared, models) {
+        return now(Ok(answer));
+    }
     match kind {
-        "prompt" | "steer" | "follow_up" => {
-            let message = match text("message") {
-                Ok(message) => message,
-                Err(e) => return now(Err(e)),
-            };
-            if command.get("images").and_then(Value::as_array).is_some_and(|images| !images.is_empty()) {
-                return now(Err(format!("{kind}: images are not supported by this pi")));
-            }
-            let behavior = match kind {
-                "steer" => Some("steer"),
-                "follow_up" => Some("followUp"),
-                _ => command.get("streamingBehavior").and_then(Value::as_str),
-            };
-            if kind == "prompt" && shared.is_extension_command(&message) {
-                // Runs even while the agent streams (after the running job).
-                return send(Job::ExtensionCommand { line: message });
-            }
-            if kind != "prompt" && shared.is_extension_command(&message) {
-                return now(Err(format!("{kind}: extension commands are not allowed here (use prompt)")));
-            }
-            let queue = match behavior {
-                Some("steer") => Some(QueueKind::Steer),
-                Some("followUp") => Some(QueueKind::FollowUp),
-                Some(other) => {
-                    return now(Err(format!("{kind}: unknown streamingBehavior {other:?} (steer or followUp)")));
-                }
-                None => None,
-            };
-            match queue {
-                // `steer`/`follow_up` always queue (an idle agent takes steering at its next
-                // prompt's start, follow-ups at its end), as upstream.
-                Some(queue) if kind != "prompt" || shared.is_busy() => {
-                    shared.queue.push(queue, message);
-                    now(Ok(Value::Null));
-                    queue_update(shared, out);
-                }
-                None if shared.is_busy() => now(Err(
-                    "prompt: the agent is streaming; give \"streamingBehavior\": \"steer\" or \"followUp\" to queue the message".into(),
-                )),
-                _ => {
-                    shared.mark_busy();
-                    now(Ok(Value::Null));
-                    let events = out.clone();
-                    let failed: Reply = Box::new(move |outcome| {
-                        if let Err(e) = outcome {
-                            let _ = events.send(json!({"type": "error", "command": "prompt", "error": e}).to_string());
-                        }
-                    });
-                    let _ = jobs.send((Job::Prompt { text: message }, failed));
-                }
-            }
-        }
+        "prompt" | "steer" | "follow_up" => prompt(&fields, front, &now),
         "abort" => {
             shared.abort();
             now(Ok(Value::Null));
@@ -228,49 +163,9 @@ fn handle(line: &str, number: usize, front: &Front) {
             shared.abort_bash();
             now(Ok(Value::Null));
         }
-        "new_session" => send(Job::NewSession),
-        "switch_session" => match text("sessionPath") {
-            Ok(path) => send(Job::SwitchSession { path: path.into() }),
-            Err(e) => now(Err(e)),
-        },
-        "fork" => match text("entryId") {
-            Ok(entry_id) => send(Job::Fork { entry_id }),
-            Err(e) => now(Err(e)),
-        },
-        "compact" => {
-            let instructions = command.get("customInstructions").and_then(Value::as_str).map(str::to_owned);
-            send(Job::Compact { instructions });
-        }
-        "set_model" => match (text("provider"), text("modelId")) {
-            (Ok(provider), Ok(model)) => send(Job::SetModel { provider, model }),
-            (Err(e), _) | (_, Err(e)) => now(Err(e)),
-        },
-        "cycle_model" => send(Job::CycleModel),
-        "cycle_thinking_level" => send(Job::CycleThinkingLevel),
-        "set_thinking_level" => match text("level") {
-            Ok(level) => send(Job::SetThinkingLevel { level }),
-            Err(e) => now(Err(e)),
-        },
-        "set_auto_compaction" => match flag("enabled") {
-            Ok(enabled) => send(Job::SetAutoCompaction(enabled)),
-            Err(e) => now(Err(e)),
-        },
-        "set_auto_retry" => match flag("enabled") {
-            Ok(enabled) => send(Job::SetAutoRetry(enabled)),
-            Err(e) => now(Err(e)),
-        },
-        "set_session_name" => match text("name") {
-            Ok(name) if !name.trim().is_empty() => send(Job::SetSessionName(name.trim().to_owned())),
-            Ok(_) => now(Err("set_session_name: the name is empty".into())),
-            Err(e) => now(Err(e)),
-        },
-        "bash" => match text("command") {
-            Ok(command) => send(Job::Bash { command }),
-            Err(e) => now(Err(e)),
-        },
         "set_steering_mode" | "set_follow_up_mode" => {
             let queue = if kind == "set_steering_mode" { QueueKind::Steer } else { QueueKind::FollowUp };
-            match text("mode").map(|m| QueueMode::parse(&m).ok_or(m)) {
+            match fields.text("mode").map(|m| QueueMode::parse(&m).ok_or(m)) {
                 Ok(Ok(mode)) => {
                     shared.queue.set_mode(queue, mode);
                     now(Ok(Value::Null));
@@ -279,15 +174,88 @@ fn handle(line: &str, number: usize, front: &Front) {
                 Err(e) => now(Err(e)),
             }
         }
-        "get_state" => now(Ok(state_json(shared))),
-        "get_available_models" => now(Ok(json!({ "models": models }))),
-        "get_messages" => now(Ok(shared.with_state(|state| json!({ "messages": state.messages })))),
-        "get_session_stats" => now(Ok(session_stats(shared))),
+        // Answers to extension UI requests: this pi sends none (extensions run without a UI here).
+        "extension_ui_response" => {}
+        _ => match job_of(&fields) {
+            Some(Ok(job)) => {
+                let (reply_out, reply_kind, reply_id) = (out.clone(), kind.to_owned(), id.clone());
+                let reply: Reply = Box::new(move |outcome| respond(&reply_out, &reply_kind, reply_id, outcome));
+                if jobs.send((job, reply)).is_err() {
+                    now(Err("pi is shutting down".into()));
+                }
+            }
+            Some(Err(e)) => now(Err(e)),
+            None => now(Err(format!("unknown command: {kind}"))),
+        },
+    }
+}
+
+/// A command's fields, read with errors that name the command and the field.
+struct Fields<'a> {
+    kind: &'a str,
+    command: &'a Value,
+}
+
+impl Fields<'_> {
+    fn text(&self, field: &str) -> Result<String, String> {
+        self.command
+            .get(field)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{}: \"{field}\" must be a string", self.kind))
+    }
+
+    fn flag(&self, field: &str) -> Result<bool, String> {
+        self.command
+            .get(field)
+            .and_then(Value::as_bool)
+            .ok_or_else(|| format!("{}: \"{field}\" must be true or false", self.kind))
+    }
+}
+
+/// The driver's job for a command that is one, with its fields checked; `None` for a command
+/// that is not a job.
+fn job_of(fields: &Fields<'_>) -> Option<Result<Job, String>> {
+    let command = fields.command;
+    Some(match fields.kind {
+        "new_session" => Ok(Job::NewSession),
+        "switch_session" => fields.text("sessionPath").map(|path| Job::SwitchSession { path: path.into() }),
+        "fork" => fields.text("entryId").map(|entry_id| Job::Fork { entry_id }),
+        "compact" => {
+            let instructions = command.get("customInstructions").and_then(Value::as_str).map(str::to_owned);
+            Ok(Job::Compact { instructions })
+        }
+        "set_model" => match (fields.text("provider"), fields.text("modelId")) {
+            (Ok(provider), Ok(model)) => Ok(Job::SetModel { provider, model }),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        },
+        "cycle_model" => Ok(Job::CycleModel),
+        "cycle_thinking_level" => Ok(Job::CycleThinkingLevel),
+        "set_thinking_level" => fields.text("level").map(|level| Job::SetThinkingLevel { level }),
+        "set_auto_compaction" => fields.flag("enabled").map(Job::SetAutoCompaction),
+        "set_auto_retry" => fields.flag("enabled").map(Job::SetAutoRetry),
+        "set_session_name" => match fields.text("name") {
+            Ok(name) if !name.trim().is_empty() => Ok(Job::SetSessionName(name.trim().to_owned())),
+            Ok(_) => Err("set_session_name: the name is empty".into()),
+            Err(e) => Err(e),
+        },
+        "bash" => fields.text("command").map(|command| Job::Bash { command }),
+        _ => return None,
+    })
+}
+
+/// The answer to a query command (`get_*`), read from the shared state; `None` for any other.
+fn query(kind: &str, shared: &Shared, models: &[Value]) -> Option<Value> {
+    Some(match kind {
+        "get_state" => state_json(shared),
+        "get_available_models" => json!({ "models": models }),
+        "get_messages" => shared.with_state(|state| json!({ "messages": state.messages })),
+        "get_session_stats" => session_stats(shared),
         "get_fork_messages" => {
             let messages: Vec<Value> = shared.with_state(|state| {
                 state.user_entries.iter().map(|(id, text)| json!({"entryId": id, "text": text})).collect()
             });
-            now(Ok(json!({ "messages": messages })));
+            json!({ "messages": messages })
         }
         "get_last_assistant_text" => {
             let text = shared.with_state(|state| {
@@ -296,7 +264,7 @@ fn handle(line: &str, number: usize, front: &Front) {
                     _ => None,
                 })
             });
-            now(Ok(json!({ "text": text })));
+            json!({ "text": text })
         }
         "get_commands" => {
             let commands = shared.extension_commands();
@@ -311,11 +279,71 @@ fn handle(line: &str, number: usize, front: &Front) {
                     json!({"name": name, "description": description, "source": source, "path": path})
                 }))
             });
-            now(Ok(json!({ "commands": listed })));
+            json!({ "commands": listed })
         }
-        // Answers to extension UI requests: this pi sends none (extensions run without a UI here).
-        "extension_ui_response" => {}
-        other => now(Err(format!("unknown command: {other}"))),
+        _ => return None,
+    })
+}
+
+/// `prompt`, `steer` and `follow_up`: a prompt runs when the agent is idle; while it streams (and
+/// always for `steer`/`follow_up`, as upstream) the message is queued; an extension command runs
+/// after the running job.
+fn prompt(fields: &Fields<'_>, front: &Front, now: &dyn Fn(Result<Value, String>)) {
+    let (kind, command) = (fields.kind, fields.command);
+    let Front { shared, jobs, out, .. } = front;
+    let message = match fields.text("message") {
+        Ok(message) => message,
+        Err(e) => return now(Err(e)),
+    };
+    if command.get("images").and_then(Value::as_array).is_some_and(|images| !images.is_empty()) {
+        return now(Err(format!("{kind}: images are not supported by this pi")));
+    }
+    let behavior = match kind {
+        "steer" => Some("steer"),
+        "follow_up" => Some("followUp"),
+        _ => command.get("streamingBehavior").and_then(Value::as_str),
+    };
+    if shared.is_extension_command(&message) {
+        if kind != "prompt" {
+            return now(Err(format!("{kind}: extension commands are not allowed here (use prompt)")));
+        }
+        // Runs even while the agent streams (after the running job).
+        let (reply_out, reply_id) = (out.clone(), command.get("id").cloned());
+        let reply: Reply = Box::new(move |outcome| respond(&reply_out, "prompt", reply_id, outcome));
+        if jobs.send((Job::ExtensionCommand { line: message }, reply)).is_err() {
+            now(Err("pi is shutting down".into()));
+        }
+        return;
+    }
+    let queue = match behavior {
+        Some("steer") => Some(QueueKind::Steer),
+        Some("followUp") => Some(QueueKind::FollowUp),
+        Some(other) => return now(Err(format!("{kind}: unknown streamingBehavior {other:?} (steer or followUp)"))),
+        None => None,
+    };
+    match queue {
+        // `steer`/`follow_up` always queue (an idle agent takes steering at its next prompt's
+        // start, follow-ups at its end), as upstream.
+        Some(queue) if kind != "prompt" || shared.is_busy() => {
+            shared.queue.push(queue, message);
+            now(Ok(Value::Null));
+            queue_update(shared, out);
+        }
+        None if shared.is_busy() => now(Err(
+            "prompt: the agent is streaming; give \"streamingBehavior\": \"steer\" or \"followUp\" to queue the message"
+                .into(),
+        )),
+        _ => {
+            shared.mark_busy();
+            now(Ok(Value::Null));
+            let events = out.clone();
+            let failed: Reply = Box::new(move |outcome| {
+                if let Err(e) = outcome {
+                    let _ = events.send(json!({"type": "error", "command": "prompt", "error": e}).to_string());
+                }
+            });
+            let _ = jobs.send((Job::Prompt { text: message }, failed));
+        }
     }
 }
 
