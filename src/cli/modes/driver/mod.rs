@@ -8,13 +8,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pi_agent::events::AgentEvent;
-use pi_agent::message::Message;
-use pi_agent::session::{EntryKind, SessionWriter};
-use pi_agent::{MessageQueue, PromptSource, SwitchReason};
+use pi_agent::session::SessionWriter;
+use pi_agent::{MessageQueue, SwitchReason};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+mod jobs;
 mod state;
 
 pub use state::{State, model_json};
@@ -23,7 +23,7 @@ use state::{state_of, tree_rows};
 use super::harness::Harness;
 use crate::cli::args::AgentArgs;
 use crate::cli::config::Config;
-use crate::cli::{extensions, setup};
+use crate::cli::setup;
 use pi_agent::extensions::process::ProcessExtension;
 
 /// Thinking levels upstream accepts.
@@ -255,137 +255,17 @@ impl<'a> Driver<'a> {
         match job {
             Job::Prompt { text } => prompt(harness, &text, cancel, &mut sink).await,
             Job::ExtensionCommand { line } => {
-                let outcome = crate::cli::extensions::run_command(&harness.extensions, &line, &harness.cwd).await;
-                match outcome {
-                    None => Err(format!("{}: no such command", line.split_whitespace().next().unwrap_or(""))),
-                    Some(Err(e)) => Err(e),
-                    Some(Ok((output, next))) => {
-                        if let Some(next) = next {
-                            let source = harness.agent.config().source;
-                            harness.agent.config_mut().source = PromptSource::Extension;
-                            self.shared.busy.store(true, Ordering::SeqCst);
-                            let ran = prompt(harness, &next, cancel, &mut sink).await;
-                            harness.agent.config_mut().source = source;
-                            ran?;
-                        }
-                        Ok(json!({ "output": output }))
-                    }
-                }
+                jobs::extension_command(harness, &self.shared, &line, cancel, &mut sink).await
             }
             Job::Compact { instructions } => {
-                self.shared.compacting.store(true, Ordering::SeqCst);
-                let mut failure = None;
-                let mut sink = |event: AgentEvent| {
-                    if let AgentEvent::SessionCompactFailed { error, .. } = &event {
-                        failure = Some(error.clone());
-                    }
-                    sink(event);
-                };
-                let scope = harness.scope();
-                let compacted = harness
-                    .hub
-                    .enter(scope, harness.agent.compact(instructions.as_deref(), cancel, &mut sink))
-                    .await
-                    .map_err(|e| e.to_string())?;
-                if !compacted {
-                    return Err(failure.unwrap_or_else(|| "nothing was compacted".into()));
-                }
-                let last = harness.agent.with_session(|s| {
-                    s.entries().iter().rev().find_map(|e| match &e.kind {
-                        EntryKind::Compaction { summary, first_kept_entry_id, tokens_before, .. } => {
-                            Some(json!({"summary": summary, "firstKeptEntryId": first_kept_entry_id, "tokensBefore": tokens_before, "details": {}}))
-                        }
-                        _ => None,
-                    })
-                });
-                Ok(last.flatten().unwrap_or_else(|| json!({"summary": null, "tokensBefore": 0, "details": {}})))
+                jobs::compact(harness, &self.shared, instructions.as_deref(), cancel, &mut sink).await
             }
-            Job::NewSession => {
-                let next = match harness.agent.session_file() {
-                    Some(_) => Some(
-                        SessionWriter::create(&setup::new_session_path(&harness.cwd, cfg), &harness.cwd)
-                            .map_err(|e| e.to_string())?,
-                    ),
-                    None => None,
-                };
-                switch(harness, SwitchReason::New, next, &mut sink).await
-            }
-            Job::SwitchSession { path } => {
-                if !path.is_file() {
-                    return Err(format!("{}: no such session file", path.display()));
-                }
-                let next =
-                    harness.hub.in_scope(|| setup::open_session(&path, &harness.cwd)).map_err(|e| e.to_string())?;
-                switch(harness, SwitchReason::Resume, Some(next), &mut sink).await
-            }
-            Job::Fork { entry_id } => {
-                let found = harness
-                    .agent
-                    .with_session(|s| {
-                        s.entries().iter().find(|e| e.id == entry_id).map(|e| match &e.kind {
-                            EntryKind::Message { message: Message::User(user) } => {
-                                Ok((user.content.text(), e.parent_id.clone()))
-                            }
-                            _ => Err(format!("{entry_id}: not a user message")),
-                        })
-                    })
-                    .ok_or_else(|| "fork needs a session (not --no-session)".to_owned())?
-                    .ok_or_else(|| format!("{entry_id}: no such entry"))??;
-                let (text, parent) = found;
-                let parent = parent.ok_or_else(|| format!("{entry_id}: nothing before this message to fork"))?;
-                let path = setup::new_session_path(&harness.cwd, cfg);
-                let scope = harness.scope();
-                let forked = harness
-                    .hub
-                    .enter(scope, harness.agent.fork(&parent, &path, &mut sink))
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Ok(json!({"text": text, "cancelled": !forked}))
-            }
-            Job::Navigate { target, summarize } => {
-                let scope = harness.scope();
-                let navigation = harness
-                    .hub
-                    .enter(scope, harness.agent.navigate(&target, summarize, cancel, &mut sink))
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Ok(json!({
-                    "moved": navigation.moved,
-                    "cancelledBy": navigation.cancelled_by,
-                    "abandonedEntries": navigation.abandoned_entries,
-                    "summarized": navigation.summary.is_some(),
-                }))
-            }
+            Job::NewSession => jobs::new_session(harness, cfg, &mut sink).await,
+            Job::SwitchSession { path } => jobs::switch_session(harness, &path, &mut sink).await,
+            Job::Fork { entry_id } => jobs::fork(harness, cfg, &entry_id, &mut sink).await,
+            Job::Navigate { target, summarize } => jobs::navigate(harness, &target, summarize, cancel, &mut sink).await,
             Job::Reload => {
-                let scope = harness.scope();
-                harness.hub.enter(scope.clone(), harness.agent.shutdown(&mut sink)).await;
-                for extension in &harness.extensions {
-                    extension.shutdown().await;
-                }
-                let fresh = Config::load(&harness.cwd).map_err(|e| e.to_string())?;
-                let cfg = &fresh;
-                let cwd = harness.cwd.clone();
-                let (outside, project) =
-                    extensions::discover(&self.args.extensions, cfg, &cwd).map_err(|e| e.to_string())?;
-                let mut started = extensions::start(outside, cfg, &cwd).await;
-                started.extend(extensions::start(project, cfg, &cwd).await);
-                let tools = setup::tools(self.args.tools.as_deref()).map_err(|e| e.to_string())?;
-                let tools = started.iter().flat_map(|e| e.tools()).fold(tools, |tools, tool| tools.with_override(tool));
-                let (skills, prompts) = extensions::discovered_resources(&started, &cwd, "reload").await;
-                let resources = setup::resources(self.args, &cwd, cfg, (&skills, &prompts));
-                let loaded = json!({
-                    "extensions": started.len(),
-                    "skills": resources.skills.len(),
-                    "prompts": resources.templates.len(),
-                });
-                harness.agent.set_tools(tools);
-                harness.agent.set_resources(resources);
-                let refs: Vec<&dyn pi_agent::extensions::Extension> =
-                    started.iter().map(|e| e as &dyn pi_agent::extensions::Extension).collect();
-                harness.agent.replace_extensions(&refs);
-                *lock(&self.shared.extension_commands) = commands_of(&started);
-                harness.extensions = started;
-                harness.hub.enter(scope, harness.agent.restart_session("reload", &mut sink)).await;
+                let (loaded, fresh) = jobs::reload(harness, self.args, &self.shared, &mut sink).await?;
                 self.reloaded = Some(fresh);
                 Ok(loaded)
             }
@@ -393,58 +273,10 @@ impl<'a> Driver<'a> {
                 let rows = harness.agent.with_session(tree_rows).ok_or("no session file (--no-session)")?;
                 Ok(Value::Array(rows))
             }
-            Job::SetModel { provider, model } => {
-                let current = harness.agent.model().clone();
-                let selected =
-                    setup::select_named(self.args, cfg, Some(provider), Some(model)).map_err(|e| e.to_string())?;
-                // The faux provider keeps its script across a change between its models.
-                let provider = if selected.model.api == pi_agent::model::Api::Faux && current.api == selected.model.api
-                {
-                    harness.agent.provider()
-                } else {
-                    selected.provider
-                };
-                harness.agent.set_model(provider, selected.model.clone());
-                Ok(model_json(&selected.model))
-            }
-            Job::CycleModel => {
-                let current = harness.agent.model().clone();
-                let registry = setup::registry(self.args, cfg).map_err(|e| e.to_string())?;
-                let same: Vec<_> = registry.models().iter().filter(|m| m.provider == current.provider).collect();
-                if same.len() < 2 {
-                    return Ok(Value::Null);
-                }
-                let at = same.iter().position(|m| m.id == current.id).map_or(0, |i| i + 1);
-                let next = same[at % same.len()].clone();
-                let selected = setup::select_named(self.args, cfg, Some(next.provider.clone()), Some(next.id.clone()))
-                    .map_err(|e| e.to_string())?;
-                let provider = if selected.model.api == current.api && current.api == pi_agent::model::Api::Faux {
-                    harness.agent.provider()
-                } else {
-                    selected.provider
-                };
-                harness.agent.set_model(provider, selected.model.clone());
-                let level = harness.agent.config().reasoning.clone().unwrap_or_else(|| "off".into());
-                Ok(json!({"model": model_json(&selected.model), "thinkingLevel": level, "isScoped": false}))
-            }
-            Job::CycleThinkingLevel => {
-                if !harness.agent.model().reasoning {
-                    return Ok(Value::Null);
-                }
-                let current = harness.agent.config().reasoning.clone().unwrap_or_else(|| "off".into());
-                let at = THINKING_LEVELS.iter().position(|l| *l == current).map_or(0, |i| i + 1);
-                let next = THINKING_LEVELS[at % THINKING_LEVELS.len()];
-                harness.agent.config_mut().reasoning = (next != "off").then(|| next.to_owned());
-                Ok(json!({ "level": next }))
-            }
-            Job::SetThinkingLevel { level } => {
-                if !THINKING_LEVELS.contains(&level.as_str()) {
-                    return Err(format!("unknown thinking level {level:?} (give {})", THINKING_LEVELS.join(", ")));
-                }
-                let reasons = harness.agent.model().reasoning;
-                harness.agent.config_mut().reasoning = (level != "off" && reasons).then_some(level);
-                Ok(Value::Null)
-            }
+            Job::SetModel { provider, model } => jobs::set_model(harness, self.args, cfg, provider, model),
+            Job::CycleModel => jobs::cycle_model(harness, self.args, cfg),
+            Job::CycleThinkingLevel => Ok(jobs::cycle_thinking_level(harness)),
+            Job::SetThinkingLevel { level } => jobs::set_thinking_level(harness, level),
             Job::SetAutoCompaction(enabled) => {
                 harness.agent.config_mut().compaction.enabled = enabled;
                 Ok(Value::Null)
@@ -458,20 +290,7 @@ impl<'a> Driver<'a> {
                 harness.agent.set_session_name(&name).map_err(|e| e.to_string())?;
                 Ok(Value::Null)
             }
-            Job::Bash { command } => {
-                let scope = harness.scope();
-                let done = harness
-                    .hub
-                    .enter(scope, harness.agent.run_bash(&command, cancel))
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Ok(json!({
-                    "output": done.output,
-                    "exitCode": done.exit_code,
-                    "cancelled": done.cancelled,
-                    "truncated": done.truncated,
-                }))
-            }
+            Job::Bash { command } => jobs::bash(harness, &command, cancel).await,
         }
     }
 }

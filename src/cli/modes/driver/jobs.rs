@@ -1,0 +1,263 @@
+//! The jobs of the driver that are more than a line: each a function of what it needs (the
+//! harness, the shared state, the arguments), called from [`super::Driver`]'s dispatch.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use pi_agent::events::AgentEvent;
+use pi_agent::message::Message;
+use pi_agent::session::{EntryKind, SessionWriter};
+use pi_agent::{PromptSource, SwitchReason};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{Shared, THINKING_LEVELS, commands_of, lock, model_json, prompt, switch};
+use crate::cli::args::AgentArgs;
+use crate::cli::config::Config;
+use crate::cli::modes::harness::Harness;
+use crate::cli::{extensions, setup};
+
+/// The driver's event sink.
+type Sink<'a> = &'a mut (dyn FnMut(AgentEvent) + Send);
+
+/// An extension's command; the prompt it hands back, if any, runs as the extension's.
+pub(super) async fn extension_command(
+    harness: &mut Harness,
+    shared: &Shared,
+    line: &str,
+    cancel: &CancellationToken,
+    sink: Sink<'_>,
+) -> Result<Value, String> {
+    let outcome = crate::cli::extensions::run_command(&harness.extensions, line, &harness.cwd).await;
+    match outcome {
+        None => Err(format!("{}: no such command", line.split_whitespace().next().unwrap_or(""))),
+        Some(Err(e)) => Err(e),
+        Some(Ok((output, next))) => {
+            if let Some(next) = next {
+                let source = harness.agent.config().source;
+                harness.agent.config_mut().source = PromptSource::Extension;
+                shared.busy.store(true, Ordering::SeqCst);
+                let ran = prompt(harness, &next, cancel, &mut *sink).await;
+                harness.agent.config_mut().source = source;
+                ran?;
+            }
+            Ok(json!({ "output": output }))
+        }
+    }
+}
+
+/// A compaction now; the summary entry it wrote, or why it did not compact.
+pub(super) async fn compact(
+    harness: &mut Harness,
+    shared: &Shared,
+    instructions: Option<&str>,
+    cancel: &CancellationToken,
+    outer: Sink<'_>,
+) -> Result<Value, String> {
+    shared.compacting.store(true, Ordering::SeqCst);
+    let mut failure = None;
+    let mut sink = |event: AgentEvent| {
+        if let AgentEvent::SessionCompactFailed { error, .. } = &event {
+            failure = Some(error.clone());
+        }
+        outer(event);
+    };
+    let scope = harness.scope();
+    let compacted = harness
+        .hub
+        .enter(scope, harness.agent.compact(instructions, cancel, &mut sink))
+        .await
+        .map_err(|e| e.to_string())?;
+    if !compacted {
+        return Err(failure.unwrap_or_else(|| "nothing was compacted".into()));
+    }
+    let last = harness.agent.with_session(|s| {
+        s.entries().iter().rev().find_map(|e| match &e.kind {
+            EntryKind::Compaction { summary, first_kept_entry_id, tokens_before, .. } => {
+                Some(json!({"summary": summary, "firstKeptEntryId": first_kept_entry_id, "tokensBefore": tokens_before, "details": {}}))
+            }
+            _ => None,
+        })
+    });
+    Ok(last.flatten().unwrap_or_else(|| json!({"summary": null, "tokensBefore": 0, "details": {}})))
+}
+
+/// A new session file holding the branch up to the user message `entry_id`; its text comes back
+/// for the editor.
+pub(super) async fn fork(harness: &mut Harness, cfg: &Config, entry_id: &str, sink: Sink<'_>) -> Result<Value, String> {
+    let found = harness
+        .agent
+        .with_session(|s| {
+            s.entries().iter().find(|e| e.id == entry_id).map(|e| match &e.kind {
+                EntryKind::Message { message: Message::User(user) } => Ok((user.content.text(), e.parent_id.clone())),
+                _ => Err(format!("{entry_id}: not a user message")),
+            })
+        })
+        .ok_or_else(|| "fork needs a session (not --no-session)".to_owned())?
+        .ok_or_else(|| format!("{entry_id}: no such entry"))??;
+    let (text, parent) = found;
+    let parent = parent.ok_or_else(|| format!("{entry_id}: nothing before this message to fork"))?;
+    let path = setup::new_session_path(&harness.cwd, cfg);
+    let scope = harness.scope();
+    let forked = harness.hub.enter(scope, harness.agent.fork(&parent, &path, sink)).await.map_err(|e| e.to_string())?;
+    Ok(json!({"text": text, "cancelled": !forked}))
+}
+
+/// `/reload`: the session ends for the extensions, which stop; settings, extensions, tools,
+/// skills and templates are read again; the session starts again with reason `reload`. Returns
+/// what was loaded and the configuration read.
+pub(super) async fn reload(
+    harness: &mut Harness,
+    args: &AgentArgs,
+    shared: &Shared,
+    sink: Sink<'_>,
+) -> Result<(Value, Config), String> {
+    let scope = harness.scope();
+    harness.hub.enter(scope.clone(), harness.agent.shutdown(&mut *sink)).await;
+    for extension in &harness.extensions {
+        extension.shutdown().await;
+    }
+    let fresh = Config::load(&harness.cwd).map_err(|e| e.to_string())?;
+    let cfg = &fresh;
+    let cwd = harness.cwd.clone();
+    let (outside, project) = extensions::discover(&args.extensions, cfg, &cwd).map_err(|e| e.to_string())?;
+    let mut started = extensions::start(outside, cfg, &cwd).await;
+    started.extend(extensions::start(project, cfg, &cwd).await);
+    let tools = setup::tools(args.tools.as_deref()).map_err(|e| e.to_string())?;
+    let tools = started.iter().flat_map(|e| e.tools()).fold(tools, |tools, tool| tools.with_override(tool));
+    let (skills, prompts) = extensions::discovered_resources(&started, &cwd, "reload").await;
+    let resources = setup::resources(args, &cwd, cfg, (&skills, &prompts));
+    let loaded = json!({
+        "extensions": started.len(),
+        "skills": resources.skills.len(),
+        "prompts": resources.templates.len(),
+    });
+    harness.agent.set_tools(tools);
+    harness.agent.set_resources(resources);
+    let refs: Vec<&dyn pi_agent::extensions::Extension> =
+        started.iter().map(|e| e as &dyn pi_agent::extensions::Extension).collect();
+    harness.agent.replace_extensions(&refs);
+    *lock(&shared.extension_commands) = commands_of(&started);
+    harness.extensions = started;
+    harness.hub.enter(scope, harness.agent.restart_session("reload", sink)).await;
+    Ok((loaded, fresh))
+}
+
+/// RPC `set_model` / `/model`: the model and its provider (faux keeps its script).
+pub(super) fn set_model(
+    harness: &mut Harness,
+    args: &AgentArgs,
+    cfg: &Config,
+    provider: String,
+    model: String,
+) -> Result<Value, String> {
+    let current = harness.agent.model().clone();
+    let selected = setup::select_named(args, cfg, Some(provider), Some(model)).map_err(|e| e.to_string())?;
+    // The faux provider keeps its script across a change between its models.
+    let provider = if selected.model.api == pi_agent::model::Api::Faux && current.api == selected.model.api {
+        harness.agent.provider()
+    } else {
+        selected.provider
+    };
+    harness.agent.set_model(provider, selected.model.clone());
+    Ok(model_json(&selected.model))
+}
+
+/// RPC `cycle_model`: the next model of the same provider (`null` when it has one).
+pub(super) fn cycle_model(harness: &mut Harness, args: &AgentArgs, cfg: &Config) -> Result<Value, String> {
+    let current = harness.agent.model().clone();
+    let registry = setup::registry(args, cfg).map_err(|e| e.to_string())?;
+    let same: Vec<_> = registry.models().iter().filter(|m| m.provider == current.provider).collect();
+    if same.len() < 2 {
+        return Ok(Value::Null);
+    }
+    let at = same.iter().position(|m| m.id == current.id).map_or(0, |i| i + 1);
+    let next = same[at % same.len()].clone();
+    let selected = setup::select_named(args, cfg, Some(next.provider.clone()), Some(next.id.clone()))
+        .map_err(|e| e.to_string())?;
+    let provider = if selected.model.api == current.api && current.api == pi_agent::model::Api::Faux {
+        harness.agent.provider()
+    } else {
+        selected.provider
+    };
+    harness.agent.set_model(provider, selected.model.clone());
+    let level = harness.agent.config().reasoning.clone().unwrap_or_else(|| "off".into());
+    Ok(json!({"model": model_json(&selected.model), "thinkingLevel": level, "isScoped": false}))
+}
+
+/// `!cmd` / RPC `bash`: a shell command whose output joins the next request's context.
+pub(super) async fn bash(harness: &mut Harness, command: &str, cancel: &CancellationToken) -> Result<Value, String> {
+    let scope = harness.scope();
+    let done = harness.hub.enter(scope, harness.agent.run_bash(command, cancel)).await.map_err(|e| e.to_string())?;
+    Ok(json!({
+        "output": done.output,
+        "exitCode": done.exit_code,
+        "cancelled": done.cancelled,
+        "truncated": done.truncated,
+    }))
+}
+
+/// RPC `new_session` / `/new`: a fresh session file (none with `--no-session`).
+pub(super) async fn new_session(harness: &mut Harness, cfg: &Config, sink: Sink<'_>) -> Result<Value, String> {
+    let next = match harness.agent.session_file() {
+        Some(_) => Some(
+            SessionWriter::create(&setup::new_session_path(&harness.cwd, cfg), &harness.cwd)
+                .map_err(|e| e.to_string())?,
+        ),
+        None => None,
+    };
+    switch(harness, SwitchReason::New, next, sink).await
+}
+
+/// RPC `switch_session` / `/resume`: the session file at `path`.
+pub(super) async fn switch_session(harness: &mut Harness, path: &Path, sink: Sink<'_>) -> Result<Value, String> {
+    if !path.is_file() {
+        return Err(format!("{}: no such session file", path.display()));
+    }
+    let next = harness.hub.in_scope(|| setup::open_session(path, &harness.cwd)).map_err(|e| e.to_string())?;
+    switch(harness, SwitchReason::Resume, Some(next), sink).await
+}
+
+/// `/tree ID [summarize]`: the leaf moves to `target`.
+pub(super) async fn navigate(
+    harness: &mut Harness,
+    target: &str,
+    summarize: bool,
+    cancel: &CancellationToken,
+    sink: Sink<'_>,
+) -> Result<Value, String> {
+    let scope = harness.scope();
+    let navigation = harness
+        .hub
+        .enter(scope, harness.agent.navigate(target, summarize, cancel, sink))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(json!({
+        "moved": navigation.moved,
+        "cancelledBy": navigation.cancelled_by,
+        "abandonedEntries": navigation.abandoned_entries,
+        "summarized": navigation.summary.is_some(),
+    }))
+}
+
+/// RPC `cycle_thinking_level`: the next level (`null` for a model that does not reason).
+pub(super) fn cycle_thinking_level(harness: &mut Harness) -> Value {
+    if !harness.agent.model().reasoning {
+        return Value::Null;
+    }
+    let current = harness.agent.config().reasoning.clone().unwrap_or_else(|| "off".into());
+    let at = THINKING_LEVELS.iter().position(|l| *l == current).map_or(0, |i| i + 1);
+    let next = THINKING_LEVELS[at % THINKING_LEVELS.len()];
+    harness.agent.config_mut().reasoning = (next != "off").then(|| next.to_owned());
+    json!({ "level": next })
+}
+
+/// RPC `set_thinking_level`: one of [`THINKING_LEVELS`] (sent only to models that reason).
+pub(super) fn set_thinking_level(harness: &mut Harness, level: String) -> Result<Value, String> {
+    if !THINKING_LEVELS.contains(&level.as_str()) {
+        return Err(format!("unknown thinking level {level:?} (give {})", THINKING_LEVELS.join(", ")));
+    }
+    let reasons = harness.agent.model().reasoning;
+    harness.agent.config_mut().reasoning = (level != "off" && reasons).then_some(level);
+    Ok(Value::Null)
+}
