@@ -1,4 +1,5 @@
-//! The `pi` command: run a prompt (`pi -p`), or the offline demo (`pi demo`).
+//! The `pi` command: the interactive mode, print mode (`pi -p`), RPC mode (`--mode rpc`), and
+//! `demo`, `report`, `export`, `observe`, `config`, `trust` — all in the `cli` module.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // the binary is where output belongs
 
