@@ -5,6 +5,7 @@
 mod args;
 mod attribution;
 pub mod config;
+mod config_cmd;
 mod demo;
 mod error;
 mod export;
@@ -20,6 +21,7 @@ mod setup;
 mod signals;
 mod sinks;
 mod tree;
+mod trust_cmd;
 
 use std::process::ExitCode;
 
@@ -69,10 +71,10 @@ enum Command {
     Observe(observe::ObserveCommand),
     /// The effective configuration — settings files, flags, environment, managed policy —
     /// with the source of each value and what the policy capped (no secret values).
-    Config(config::show::ConfigArgs),
+    Config(config_cmd::ConfigArgs),
     /// Trust a project (default: the current directory) so its `.pi/` settings, skills,
     /// prompt templates and extensions load; `--revoke` takes the trust back.
-    Trust(config::trust_cmd::TrustArgs),
+    Trust(trust_cmd::TrustArgs),
 }
 
 /// Parses arguments (one-line errors), runs, and maps the outcome to an exit code
@@ -113,8 +115,8 @@ pub fn main() -> ExitCode {
             Some(Command::Report(args)) => report::run(&args),
             Some(Command::Export(args)) => export::run(&args, &cfg),
             Some(Command::Observe(command)) => observe::run(&command, &cfg).await,
-            Some(Command::Config(args)) => config::show::run(&args, &cfg),
-            Some(Command::Trust(args)) => config::trust_cmd::run(&args, &cfg),
+            Some(Command::Config(args)) => config_cmd::run(&args, &cfg),
+            Some(Command::Trust(args)) => trust_cmd::run(&args, &cfg),
             None => match (cli.print.as_deref(), cli.mode) {
                 (Some(_), Mode::Rpc) => Err(CliError::Usage("--mode rpc reads its prompts from stdin: drop -p".into())),
                 (None, Mode::Rpc) if cli.prompt.is_some() => {

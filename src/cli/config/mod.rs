@@ -10,9 +10,7 @@
 //! origin is a [`Source`], shown by `pi config` and `pi observe status`.
 
 pub mod managed;
-pub mod show;
 pub mod telemetry;
-pub mod trust_cmd;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

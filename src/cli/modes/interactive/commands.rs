@@ -33,7 +33,7 @@ impl Ui<'_> {
             "/quit" | "/exit" => self.quit = true,
             "/session" => self.session(),
             "/observe" => self.observe(),
-            "/trust" => match crate::cli::config::trust_cmd::trust_project(&self.cwd, self.cfg) {
+            "/trust" => match crate::cli::trust_cmd::trust_project(&self.cwd, self.cfg) {
                 Ok(said) => self.transcript.notice(Tone::Info, format!("{said} (at the next start or /reload)")),
                 Err(e) => self.transcript.notice(Tone::Error, e.to_string()),
             },

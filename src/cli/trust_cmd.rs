@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 use pi_agent::settings::trust::{TRUST_FILE, TrustStore};
 
-use super::Config;
+use crate::cli::config::Config;
 use crate::cli::{CliError, output};
 
 /// `pi trust` arguments.

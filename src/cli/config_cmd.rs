@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use pi_agent::settings::trust::TrustReason;
 
-use super::Config;
 use crate::cli::args::{AgentArgs, ObserveArgs};
+use crate::cli::config::{Config, Source, managed, telemetry};
 use crate::cli::observe::status;
 use crate::cli::sinks::SinkSetup;
 use crate::cli::{CliError, attribution, output, setup};
@@ -108,7 +108,7 @@ fn missing_files(cfg: &Config) -> Vec<Value> {
         );
     }
     if cfg.managed.is_none() {
-        missing.push(json!({"scope": "managed", "path": super::managed::MANAGED_PATH}));
+        missing.push(json!({"scope": "managed", "path": managed::MANAGED_PATH}));
     }
     missing
 }
@@ -119,7 +119,9 @@ fn settings_list(cfg: &Config) -> Vec<Value> {
     if let Some(managed) = &cfg.managed {
         let layered = pi_agent::settings::Settings::new(vec![managed.clone()]);
         for (key, found) in layered.leaves() {
-            settings.push(json!({ "key": key, "value": shown(&key, found.value), "source": super::Source::of(found.file).to_string() }));
+            settings.push(
+                json!({ "key": key, "value": shown(&key, found.value), "source": Source::of(found.file).to_string() }),
+            );
         }
     }
     for (key, found) in cfg.settings.leaves() {
@@ -127,7 +129,7 @@ fn settings_list(cfg: &Config) -> Vec<Value> {
         settings.push(json!({
             "key": key,
             "value": shown(&key, found.value),
-            "source": super::Source::of(found.file).to_string(),
+            "source": Source::of(found.file).to_string(),
             "overriddenByManagedPolicy": overridden,
         }));
     }
@@ -139,12 +141,12 @@ fn managed_policy(cfg: &Config, m: &pi_agent::settings::SettingsFile) -> Value {
     let policy = cfg.policy();
     json!({
         "path": m.path.display().to_string(),
-        "pinnedSinks": super::telemetry::SINKS.iter().filter(|(n, _)| cfg.pinned(n).is_some()).map(|(n, _)| *n).collect::<Vec<_>>(),
-        "captureCaps": super::telemetry::SINKS.iter().filter_map(|(n, _)| {
+        "pinnedSinks": telemetry::SINKS.iter().filter(|(n, _)| cfg.pinned(n).is_some()).map(|(n, _)| *n).collect::<Vec<_>>(),
+        "captureCaps": telemetry::SINKS.iter().filter_map(|(n, _)| {
             cfg.capture_cap(n).ok().flatten().map(|kinds| (n.to_string(), json!(kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>())))
         }).collect::<serde_json::Map<_, _>>(),
         "requiredAttribution": policy.required_attribution(),
-        "redactRules": cfg.redact_rules().iter().filter(|(_, s)| matches!(s, super::Source::Managed(_))).count(),
+        "redactRules": cfg.redact_rules().iter().filter(|(_, s)| matches!(s, Source::Managed(_))).count(),
         "allowedProviders": m.get(&["policy", "allowedProviders"]),
         "allowedModels": m.get(&["policy", "allowedModels"]),
         "allowNonManagedExtensions": policy.allows_non_managed_extensions(),
