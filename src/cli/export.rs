@@ -9,7 +9,7 @@ use pi_observe::core::EventKind;
 
 use super::config::Config;
 use super::sinks::SinkSetup;
-use super::{CliError, files, output, report, signals};
+use super::{CliError, files, output, sessions, signals};
 
 /// `pi export [PATH…]` and the sinks to replay into.
 #[derive(Debug, Args)]
@@ -42,7 +42,7 @@ pub fn run(args: &ExportArgs, cfg: &Config) -> Result<ExitCode, CliError> {
         sink_setup.without_metrics();
     }
     // An output that is one of the sessions being replayed would be truncated before it is read.
-    let files = report::session_files_of(&args.paths)?;
+    let files = sessions::session_files_of(&args.paths)?;
     let inputs: Vec<(&str, &Path)> =
         files.iter().map(|(path, _)| ("a session being exported", path.as_path())).collect();
     files::check_outputs(&inputs, &sink_setup.output_files())?;
@@ -61,7 +61,7 @@ pub fn run(args: &ExportArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     let interrupted = signals::abort_on(&cancel)?;
     let (mut sessions, mut pending) = (0, 0);
     let mut traces = Vec::new();
-    let failed = report::for_each_session(&args.paths, "export", |session| {
+    let failed = sessions::for_each_session(&args.paths, "export", |session| {
         if cancel.is_cancelled() {
             return;
         }

@@ -17,6 +17,8 @@ mod observe;
 mod output;
 mod paths;
 mod report;
+mod run_state;
+mod sessions;
 mod setup;
 mod signals;
 mod sinks;

@@ -12,7 +12,7 @@ use pi_agent::tools::ToolRegistry;
 use super::CliError;
 use super::args::AgentArgs;
 use super::config::Config;
-use super::{faux_script, report};
+use super::faux_script;
 
 /// The chosen model and its provider.
 pub struct Selected {
@@ -314,7 +314,7 @@ fn session_argument(value: &Path, cfg: &Config) -> Result<PathBuf, CliError> {
     }
     let (sessions, _) = sessions_dir(cfg);
     // A sessions folder that does not exist yet holds no match.
-    let files = report::session_files_of(std::slice::from_ref(&sessions)).unwrap_or_default();
+    let files = super::sessions::session_files_of(std::slice::from_ref(&sessions)).unwrap_or_default();
     let matches: Vec<PathBuf> = files
         .into_iter()
         .map(|(path, _)| path)
@@ -353,7 +353,7 @@ pub fn open_session(path: &Path, cwd: &Path) -> Result<SessionWriter, CliError> 
             path.display()
         ));
     }
-    if let Some(note) = unknown_note(writer.unknown_lines()) {
+    if let Some(note) = super::sessions::unknown_note(writer.unknown_lines()) {
         super::output::error(format_args!("pi: {}: {note}", path.display()));
     }
     if let Some(tail) = writer.recovered_tail() {
@@ -365,18 +365,6 @@ pub fn open_session(path: &Path, cwd: &Path) -> Result<SessionWriter, CliError> 
         ));
     }
     Ok(writer)
-}
-
-/// "kept N entries this version does not understand (lines …)", when there are any.
-pub fn unknown_note(lines: &[usize]) -> Option<String> {
-    let (first, more) = lines.split_first()?;
-    let mut shown: Vec<String> = std::iter::once(first).chain(more.iter().take(9)).map(|l| l.to_string()).collect();
-    if lines.len() > 10 {
-        shown.push("…".into());
-    }
-    let count = lines.len();
-    let noun = if count == 1 { "entry" } else { "entries" };
-    Some(format!("kept {count} {noun} this version does not understand, as written (line {})", shown.join(", ")))
 }
 
 /// Each directory given to `flag` exists and is a directory.

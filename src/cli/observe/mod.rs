@@ -5,7 +5,6 @@
 mod canary;
 mod flush;
 mod probe;
-pub mod state;
 pub mod status;
 
 use std::process::ExitCode;

@@ -10,10 +10,10 @@ use pi_observe::otel::{Conventions, Protocol, url_without_secrets};
 use pi_observe::spool::Spool;
 use serde_json::{Value, json};
 
-use super::state::{RunState, state_path};
 use crate::cli::args::SinkArgs;
 use crate::cli::config::Config;
 use crate::cli::config::telemetry::sink_key;
+use crate::cli::run_state::{RunState, state_path};
 use crate::cli::sinks::SinkSetup;
 use crate::cli::sinks::config::{SPOOL_MAX_AGE_VAR, SPOOL_MAX_BYTES_VAR};
 use crate::cli::{CliError, output};

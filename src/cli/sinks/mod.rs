@@ -409,8 +409,8 @@ impl Sinks {
 
     /// Writes this run's counters to the state file (a failure is one warning).
     fn save_state(&self, command: &str) {
-        use crate::cli::observe::state::{HubCounters, OtlpCounters, RunState, SentryCounters, SpoolCounters};
-        let Some(path) = crate::cli::observe::state::state_path() else { return };
+        use crate::cli::run_state::{HubCounters, OtlpCounters, RunState, SentryCounters, SpoolCounters};
+        let Some(path) = crate::cli::run_state::state_path() else { return };
         let otlp = self.otel.as_ref().map(|o| o.stats());
         let sentry = self.sentry.as_ref().map(|s| s.stats());
         let spool_stats: Vec<_> =
