@@ -156,6 +156,8 @@ pub struct Observability {
 
 struct HubInner {
     active: AtomicUsize,
+    /// Active subscribers that read payloads ([`Subscriber::wants_payloads`]).
+    reading_payloads: AtomicUsize,
     next_id: AtomicU64,
     subscribers: RwLock<Arc<[Entry]>>,
     default_policy: Arc<ContentPolicy>,
@@ -167,6 +169,7 @@ struct Entry {
     id: u64,
     subscriber: Arc<dyn Subscriber>,
     policy: Arc<ContentPolicy>,
+    reads_payloads: bool,
 }
 
 impl fmt::Debug for Observability {
@@ -206,6 +209,7 @@ impl Observability {
         Observability {
             inner: Arc::new(HubInner {
                 active: AtomicUsize::new(0),
+                reading_payloads: AtomicUsize::new(0),
                 next_id: AtomicU64::new(1),
                 subscribers: RwLock::new(Arc::from(Vec::new())),
                 default_policy: Arc::new(policy),
@@ -301,10 +305,14 @@ impl Observability {
             self.inner.stats.subscriber_panics.fetch_add(1, Relaxed);
         }
         let id = self.inner.next_id.fetch_add(1, Relaxed);
+        let reads_payloads = catch_unwind(AssertUnwindSafe(|| subscriber.wants_payloads())).unwrap_or(true);
         let mut guard = self.inner.subscribers.write().unwrap_or_else(|e| e.into_inner());
         let mut entries = guard.to_vec();
-        entries.push(Entry { id, subscriber, policy });
+        entries.push(Entry { id, subscriber, policy, reads_payloads });
         *guard = Arc::from(entries);
+        if reads_payloads {
+            self.inner.reading_payloads.fetch_add(1, Relaxed);
+        }
         self.inner.active.fetch_add(1, Relaxed);
         INTEREST.fetch_add(1, Relaxed);
         Subscription { hub: Some(self.clone()), id }
@@ -312,7 +320,10 @@ impl Observability {
 
     fn unsubscribe(&self, id: u64) {
         let mut guard = self.inner.subscribers.write().unwrap_or_else(|e| e.into_inner());
-        if guard.iter().any(|e| e.id == id) {
+        if let Some(gone) = guard.iter().find(|e| e.id == id) {
+            if gone.reads_payloads {
+                self.inner.reading_payloads.fetch_sub(1, Relaxed);
+            }
             let entries: Vec<Entry> = guard.iter().filter(|e| e.id != id).cloned().collect();
             *guard = Arc::from(entries);
             self.inner.active.fetch_sub(1, Relaxed);
@@ -322,6 +333,12 @@ impl Observability {
 
     fn snapshot(&self) -> Arc<[Entry]> {
         self.inner.subscribers.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// True when some subscriber reads payloads; when none does, emitters skip building them
+    /// (one relaxed load).
+    pub fn wants_payloads(&self) -> bool {
+        self.inner.reading_payloads.load(Relaxed) != 0
     }
 
     /// True when some subscriber's policy captures `kind`, so content of that kind that is

@@ -80,5 +80,5 @@ pub use policy::{
 pub use private_files::{create_private_dir_all, create_private_parent, private_file_options, write_private};
 pub use probe::ProbeOutcome;
 pub use stats::{DropReason, StatsSnapshot};
-pub use subscriber::{Subscriber, SubscriberError};
+pub use subscriber::{Subscriber, SubscriberError, WithoutPayloads};
 pub use traceparent::TraceParent;

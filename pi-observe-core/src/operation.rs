@@ -224,6 +224,10 @@ impl Span {
 }
 
 fn build_payload(hub: &Observability, payload: impl PayloadSource) -> Payload {
+    // Nobody reads payloads (only id and name observers listen): none is built.
+    if !hub.wants_payloads() {
+        return Payload::new();
+    }
     catch_unwind(AssertUnwindSafe(|| payload.build())).unwrap_or_else(|_| {
         hub.record_payload_failure();
         Payload::new()

@@ -24,6 +24,14 @@ pub trait Subscriber: Send + Sync + 'static {
         let _ = hub;
     }
 
+    /// Whether this subscriber reads payloads. One that reads only names, kinds, ids, times and
+    /// context (a trace-id collector, a counter) says `false`: when no subscriber of a hub reads
+    /// payloads, emitters never build them and the hub never redacts them (the idle path holds
+    /// with such observers attached). Default `true`.
+    fn wants_payloads(&self) -> bool {
+        true
+    }
+
     /// Handles one event the subscriber may keep: the hub hands over its copy instead of a
     /// reference (adapters that queue events override this to keep it without cloning; the
     /// default calls [`Subscriber::on_event`]). Of the subscribers sharing one policy, the last
@@ -66,6 +74,40 @@ where
     }
 
     /// A closure keeps nothing to finish.
+    fn begin_shutdown(&self, _timeout: Duration) -> bool {
+        true
+    }
+}
+
+/// A closure subscriber that reads no payloads ([`Subscriber::wants_payloads`] is `false`): the
+/// events it sees carry empty payloads whenever no other subscriber reads them.
+///
+/// ```
+/// use pi_observe_core::{Observability, WithoutPayloads, trace_operation_sync};
+/// let hub = Observability::new();
+/// let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+/// let names = seen.clone();
+/// let _sub = hub.subscribe(WithoutPayloads(move |e: &pi_observe_core::ObsEvent| {
+///     names.lock().unwrap().push((e.name.to_string(), e.payload.len()));
+/// }));
+/// hub.in_scope(|| trace_operation_sync("pi.test", || pi_observe_core::Payload::new().safe("k", 1), |_| ()));
+/// assert_eq!(seen.lock().unwrap()[0], ("pi.test".to_owned(), 0));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct WithoutPayloads<F>(pub F);
+
+impl<F> Subscriber for WithoutPayloads<F>
+where
+    F: Fn(&ObsEvent) + Send + Sync + 'static,
+{
+    fn on_event(&self, event: &ObsEvent) {
+        (self.0)(event)
+    }
+
+    fn wants_payloads(&self) -> bool {
+        false
+    }
+
     fn begin_shutdown(&self, _timeout: Duration) -> bool {
         true
     }

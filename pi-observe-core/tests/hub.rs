@@ -318,3 +318,40 @@ fn shutdown_begins_every_subscriber_before_waiting_and_waits_on_the_callers_thre
         assert_eq!(*thread == here, step == "shutdown exporter", "{step} ran on the wrong thread");
     }
 }
+
+#[test]
+fn payloads_are_not_built_when_no_subscriber_reads_them() {
+    use pi_observe_core::WithoutPayloads;
+    let hub = Observability::new();
+    let built = Arc::new(AtomicUsize::new(0));
+    let run = |hub: &Observability| {
+        let built = built.clone();
+        hub.in_scope(|| {
+            pi_observe_core::trace_operation_sync(
+                "pi.test",
+                move || {
+                    built.fetch_add(1, Ordering::SeqCst);
+                    pi_observe_core::Payload::new().safe("k", 1)
+                },
+                |_| (),
+            )
+        });
+    };
+    let names = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = names.clone();
+    let ids_only = hub.subscribe(WithoutPayloads(move |e: &ObsEvent| seen.lock().unwrap().push(e.name.to_string())));
+    assert!(!hub.wants_payloads());
+    run(&hub);
+    assert_eq!(built.load(Ordering::SeqCst), 0, "nobody reads payloads: none is built");
+    assert_eq!(names.lock().unwrap().len(), 2, "the observer still sees start and end");
+    // A subscriber that reads payloads: they are built again, and stop when it leaves.
+    let reader = hub.subscribe(|_: &ObsEvent| {});
+    assert!(hub.wants_payloads());
+    run(&hub);
+    assert_eq!(built.load(Ordering::SeqCst), 1);
+    drop(reader);
+    assert!(!hub.wants_payloads());
+    run(&hub);
+    assert_eq!(built.load(Ordering::SeqCst), 1);
+    drop(ids_only);
+}

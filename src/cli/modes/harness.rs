@@ -88,11 +88,12 @@ impl Harness {
         };
         let traces = Arc::new(Mutex::new(Vec::new()));
         let roots = traces.clone();
-        sinks.keep(hub.subscribe(move |e: &ObsEvent| {
+        // Reads names and ids only: with no sink attached, no payload is built at all.
+        sinks.keep(hub.subscribe(pi_observe::core::WithoutPayloads(move |e: &ObsEvent| {
             if e.name == names::AGENT_PROMPT && e.kind == pi_observe::core::EventKind::Start {
                 roots.lock().unwrap_or_else(|e| e.into_inner()).push(e.trace_id);
             }
-        }));
+        })));
         let mut config = AgentConfig { source: wants.source, has_ui: wants.has_ui, ..setup::agent_config(args, cfg) };
         if !parts.model.reasoning {
             // A thinking level is only for models that reason (others reject the parameter).
