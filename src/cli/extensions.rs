@@ -174,6 +174,39 @@ pub async fn ask_project_trust(extensions: &[ProcessExtension], cfg: &Config) ->
 
 /// Upstream's `resources_discover`: the skill and prompt-template folders the extensions add.
 /// `reason` is upstream's: `startup` or `reload`.
+/// What the extensions bring to a run — one assembly for its start and for `/reload`.
+pub struct Assembled {
+    /// The extensions started, those from outside the project first.
+    pub extensions: Vec<ProcessExtension>,
+    /// The built-in tools with the extensions' tools over them.
+    pub tools: pi_agent::tools::ToolRegistry,
+    /// The skills and prompt templates of the folders and of the extensions.
+    pub resources: pi_agent::resources::Resources,
+}
+
+/// Starts the extensions of `outside` (unless `early` already holds them: started for the
+/// trust question) and of `project`; their tools override `tools`; the skills and templates
+/// they discover (`reason`: `startup`, `reload`) join the folders'.
+pub async fn assemble(
+    args: &crate::cli::args::AgentArgs,
+    cfg: &Config,
+    cwd: &Path,
+    (outside, project): (Vec<Candidate>, Vec<Candidate>),
+    early: Option<Vec<ProcessExtension>>,
+    tools: pi_agent::tools::ToolRegistry,
+    reason: &str,
+) -> Assembled {
+    let mut started = match early {
+        Some(started) => started,
+        None => start(outside, cfg, cwd).await,
+    };
+    started.extend(start(project, cfg, cwd).await);
+    let tools = started.iter().flat_map(|e| e.tools()).fold(tools, |tools, tool| tools.with_override(tool));
+    let (skills, prompts) = discovered_resources(&started, cwd, reason).await;
+    let resources = crate::cli::setup::resources(args, cwd, cfg, (&skills, &prompts));
+    Assembled { extensions: started, tools, resources }
+}
+
 pub async fn discovered_resources(
     extensions: &[ProcessExtension],
     cwd: &Path,

@@ -195,22 +195,22 @@ fn offline_answer(request: &pi_agent::provider::ProviderRequest) -> FauxResponse
     ))
 }
 
-/// What the agent is made of: provider and model, tools, skills and prompt templates.
+/// What the agent is made of before its extensions start: provider and model, built-in tools
+/// (the skills and templates come with the extensions: `extensions::assemble`).
 pub struct AgentParts {
     pub provider: Arc<dyn Provider>,
     pub model: ModelInfo,
     pub tools: ToolRegistry,
-    pub resources: pi_observe::agent::resources::Resources,
 }
 
 /// `--provider`/`--model`/`--base-url`/`--models`/`--faux-script`, `--tools`, `--skills` and
 /// `--prompt-templates`, checked.
-pub fn agent_parts(args: &AgentArgs, cwd: &Path, cfg: &Config) -> Result<AgentParts, CliError> {
+pub fn agent_parts(args: &AgentArgs, cfg: &Config) -> Result<AgentParts, CliError> {
     let Selected { model, provider } = select(args, cfg)?;
     let tools = tools(args.tools.as_deref())?;
     check_dirs("--skills", &args.skills)?;
     check_dirs("--prompt-templates", &args.prompt_templates)?;
-    Ok(AgentParts { provider, model, tools, resources: resources(args, cwd, cfg, (&[], &[])) })
+    Ok(AgentParts { provider, model, tools })
 }
 
 /// `--tools`.

@@ -74,7 +74,7 @@ impl Harness {
         // With the configuration decided: what comes with the project (and, when no trust
         // question started them early, the others).
         let (outside, project) = extensions::discover(&args.extensions, cfg, &cwd)?;
-        let parts = setup::agent_parts(args, &cwd, cfg)?;
+        let parts = setup::agent_parts(args, cfg)?;
 
         // The sinks are attached before the session is opened, so its `pi.session.read` reaches them.
         let hub = sink_setup.hub();
@@ -100,18 +100,8 @@ impl Harness {
             config.reasoning = None;
         }
         // Extensions start with the session and stop on `session_shutdown`.
-        let mut started = match early {
-            Some(started) => started,
-            None => extensions::start(outside, cfg, &cwd).await,
-        };
-        started.extend(extensions::start(project, cfg, &cwd).await);
-        let tools = started.iter().flat_map(|e| e.tools()).fold(parts.tools, |tools, tool| tools.with_override(tool));
-        let (skills, prompts) = extensions::discovered_resources(&started, &cwd, "startup").await;
-        let resources = if skills.is_empty() && prompts.is_empty() {
-            parts.resources
-        } else {
-            setup::resources(args, &cwd, cfg, (&skills, &prompts))
-        };
+        let extensions::Assembled { extensions: started, tools, resources } =
+            extensions::assemble(args, cfg, &cwd, (outside, project), early, parts.tools, "startup").await;
         let mut agent = Agent::new(parts.provider, parts.model, tools, session, config, cwd.clone());
         agent.set_resources(resources);
         for extension in &started {

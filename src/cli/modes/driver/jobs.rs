@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use pi_agent::events::AgentEvent;
 use pi_agent::message::Message;
 use pi_agent::session::{EntryKind, SessionWriter};
-use pi_agent::{PromptSource, SwitchReason};
+use pi_agent::{AgentSink as Sink, PromptSource, SwitchReason};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -16,9 +16,6 @@ use crate::cli::args::AgentArgs;
 use crate::cli::config::Config;
 use crate::cli::modes::harness::Harness;
 use crate::cli::{extensions, setup};
-
-/// The driver's event sink.
-type Sink<'a> = &'a mut (dyn FnMut(AgentEvent) + Send);
 
 /// An extension's command; the prompt it hands back, if any, runs as the extension's.
 pub(super) async fn extension_command(
@@ -120,13 +117,10 @@ pub(super) async fn reload(
     let fresh = Config::load(&harness.cwd).map_err(|e| e.to_string())?;
     let cfg = &fresh;
     let cwd = harness.cwd.clone();
-    let (outside, project) = extensions::discover(&args.extensions, cfg, &cwd).map_err(|e| e.to_string())?;
-    let mut started = extensions::start(outside, cfg, &cwd).await;
-    started.extend(extensions::start(project, cfg, &cwd).await);
+    let found = extensions::discover(&args.extensions, cfg, &cwd).map_err(|e| e.to_string())?;
     let tools = setup::tools(args.tools.as_deref()).map_err(|e| e.to_string())?;
-    let tools = started.iter().flat_map(|e| e.tools()).fold(tools, |tools, tool| tools.with_override(tool));
-    let (skills, prompts) = extensions::discovered_resources(&started, &cwd, "reload").await;
-    let resources = setup::resources(args, &cwd, cfg, (&skills, &prompts));
+    let extensions::Assembled { extensions: started, tools, resources } =
+        extensions::assemble(args, cfg, &cwd, found, None, tools, "reload").await;
     let loaded = json!({
         "extensions": started.len(),
         "skills": resources.skills.len(),
