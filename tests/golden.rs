@@ -167,3 +167,61 @@ fn the_outputs_users_see_stay_what_they_are() {
     golden("config.json", &normalize(&stdout(config), &d));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Runs `cmd` (whatever its exit) and returns "exit N", its stdout and its stderr.
+fn everything(mut cmd: Command) -> String {
+    let out = cmd.output().unwrap();
+    format!(
+        "exit {}\n--- stdout\n{}--- stderr\n{}",
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn every_sink_says_what_it_said() {
+    let d = scratch("golden-sinks");
+    // Every sink on, from each kind of source: flags, variables and a settings file; the remote
+    // ones point at a closed loopback port so what they report does not depend on a backend.
+    std::fs::create_dir_all(d.join("agent")).unwrap();
+    std::fs::write(
+        d.join("agent/settings.json"),
+        r#"{"telemetry": {"sinks": {"events": {"path": "events.jsonl", "capture": ["prompt"]},
+            "otlp": {"conventions": "both", "metricDims": ["orgId", "userId"]},
+            "sentry": {"environment": "golden", "sampleRate": 0.5}},
+            "spool": {"maxBytes": 1048576}}}"#,
+    )
+    .unwrap();
+    let sinks = |cmd: &mut Command| {
+        cmd.args(["--otlp", "http://127.0.0.1:9/", "--otlp-header", "x-team=golden", "--log-json"])
+            .arg(d.join("log.jsonl"))
+            .args(["--capture", "otlp=prompt,completion", "--redact", "golden-[0-9]+"])
+            .env("SENTRY_DSN", "http://public@127.0.0.1:9/42")
+            .env("OTEL_EXPORTER_OTLP_TIMEOUT", "300")
+            .env("PI_SPOOL_DIR", d.join("spool"));
+    };
+    let mut print = pi_in(&d);
+    print.args(["-p", "check", "--provider", "faux", "--user", "u1", "--org", "o1"]);
+    sinks(&mut print);
+    let mut shown = normalize(&everything(print), &d);
+    for verb in [
+        &["observe", "status", "--json"][..],
+        &["observe", "status"],
+        &["config", "--json"],
+        &["observe", "flush"],
+        &["observe", "test"],
+        &["observe", "canary"],
+    ] {
+        let mut cmd = pi_in(&d);
+        cmd.args(verb);
+        sinks(&mut cmd);
+        shown.push_str(&format!("\n=== pi {}\n", verb.join(" ")));
+        shown.push_str(&normalize(&everything(cmd), &d));
+    }
+    // The spool's size in bytes depends on the length of the times written in it.
+    let bytes = Regex::new(r#"("bytes":|bytes +)\d+"#).unwrap();
+    let shown = bytes.replace_all(&shown, "$1<n>");
+    golden("sinks.txt", &shown);
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -331,3 +331,22 @@ fn self_telemetry_metrics_arrive_even_when_every_trace_is_sampled_out() {
     assert!(metric(&receiver, "pi.observe.fields", Some("withheld")).unwrap() > 0.0, "the prompt was withheld");
     assert!(metric(&receiver, "pi.observe.records", Some("dropped.queue_full")).is_none(), "zero is not sent");
 }
+
+#[test]
+fn capturing_one_kind_of_content_brings_no_other_kind_along() {
+    // Each sink opted in to a single kind carries that kind only: a completion's tool calls
+    // carry no arguments (tool_args), and only a provider payload — the conversation sent —
+    // carries the earlier turns' content with it.
+    let d = scratch("canary-one-kind");
+    for kind in pi_observe::core::ContentKind::ALL {
+        let capture = format!("all={}", kind.as_str());
+        let (out, doc) = canary(
+            &d,
+            &["--otlp", &Receiver::down_endpoint(), "--conventions", "both", "--sentry", "http://k@127.0.0.1:9/1"]
+                .into_iter()
+                .chain(["--log-json", "--capture", &capture])
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(out.status.code(), Some(0), "{capture}: {doc}");
+    }
+}

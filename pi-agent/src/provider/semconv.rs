@@ -48,7 +48,9 @@ pub fn input_messages(messages: &[Message]) -> String {
     Value::Array(messages).to_string()
 }
 
-/// The model's answer without its reasoning (`gen_ai.output.messages`).
+/// The model's answer without its reasoning (`gen_ai.output.messages`). Its tool calls carry
+/// their id and name only: the arguments are content of another kind (`tool_args`, on the
+/// tool's own span), which capturing the completion must not bring along.
 pub fn output_messages(reply: &AssistantMessage) -> String {
     let finish_reason = match reply.stop_reason {
         StopReason::Stop => "stop",
@@ -57,8 +59,15 @@ pub fn output_messages(reply: &AssistantMessage) -> String {
         StopReason::Error | StopReason::Aborted => "error",
     };
     // Reasoning is its own content kind (thinking): not part of the completion.
-    let parts: Vec<Value> =
-        reply.content.iter().filter(|b| !matches!(b, ContentBlock::Thinking { .. })).map(part).collect();
+    let parts: Vec<Value> = reply
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Thinking { .. } => None,
+            ContentBlock::ToolCall { id, name, .. } => Some(json!({"type": "tool_call", "id": id, "name": name})),
+            other => Some(part(other)),
+        })
+        .collect();
     json!([{"role": "assistant", "parts": parts, "finish_reason": finish_reason}]).to_string()
 }
 
@@ -118,6 +127,12 @@ mod tests {
         assert_eq!(
             input[2],
             json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "alpha"}]})
+        );
+        let output: Value = serde_json::from_str(&output_messages(&reply)).unwrap();
+        assert_eq!(
+            output[0]["parts"][1],
+            json!({"type": "tool_call", "id": "c1", "name": "read"}),
+            "the arguments are tool_args content, not part of the completion"
         );
         reply.content.truncate(1);
         reply.stop_reason = StopReason::Stop;

@@ -236,6 +236,26 @@ fn contains(body: &[u8], needle: &str) -> bool {
     [needle, escaped].iter().any(|n| !n.is_empty() && memchr::memmem::find(body, n.as_bytes()).is_some())
 }
 
+/// What a captured `provider_payload` (the whole conversation sent to the model) carries besides
+/// itself: the earlier prompts, replies, reasoning, tool calls and tool outputs.
+const IN_THE_CONVERSATION: [ContentKind; 7] = [
+    ContentKind::Prompt,
+    ContentKind::Completion,
+    ContentKind::Thinking,
+    ContentKind::ToolArgs,
+    ContentKind::ToolResult,
+    ContentKind::ShellOutput,
+    ContentKind::FileContent,
+];
+
+/// True when `policy` opted in to content of one of `kinds`, directly or as part of the
+/// conversation a captured provider payload carries.
+fn opted_in(policy: &ContentPolicy, kinds: &[ContentKind]) -> bool {
+    kinds.iter().any(|k| {
+        policy.captures(*k) || (policy.captures(ContentKind::ProviderPayload) && IN_THE_CONVERSATION.contains(k))
+    })
+}
+
 fn scan(
     sink: &'static str,
     bodies: &[Vec<u8>],
@@ -250,7 +270,7 @@ fn scan(
         content: markers
             .iter()
             .filter(|m| anywhere(&m.text))
-            .map(|m| Found { marker: m.name, opted_in: m.kinds.iter().any(|k| policy.captures(*k)) })
+            .map(|m| Found { marker: m.name, opted_in: opted_in(policy, m.kinds) })
             .collect(),
         secrets: secrets.iter().filter(|s| anywhere(&s.secret)).map(|s| s.format).collect(),
     }
