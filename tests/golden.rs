@@ -189,7 +189,7 @@ fn every_sink_says_what_it_said() {
         d.join("agent/settings.json"),
         r#"{"telemetry": {"sinks": {"events": {"path": "events.jsonl", "capture": ["prompt"]},
             "otlp": {"conventions": "both", "metricDims": ["orgId", "userId"]},
-            "sentry": {"environment": "golden", "sampleRate": 0.5}},
+            "sentry": {"environment": "golden", "sampleRate": 1}},
             "spool": {"maxBytes": 1048576}}}"#,
     )
     .unwrap();

@@ -52,7 +52,7 @@ pub fn run(args: &ConfigArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     let model_source = |key: &str, flag: Option<&'static str>| cfg.source(&[key], flag, &[]).to_string();
     let attribution = attribution::attribution(&args.observe, cfg, &cwd)?;
     let sink_setup = SinkSetup::resolve(&args.observe.sinks, args.observe.events_jsonl.as_deref(), cfg)?;
-    let pipeline = status::pipeline(&sink_setup, &args.observe.sinks, args.observe.events_jsonl.as_deref(), cfg);
+    let pipeline = status::pipeline(&sink_setup, &args.observe.sinks, cfg);
     let session_dir = setup::session_path(&args.agent, &cwd, cfg)?
         .and_then(|p| p.parent().and_then(|d| d.parent()).map(|d| d.display().to_string()));
     let document = json!({

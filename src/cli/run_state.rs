@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use pi_observe::core::{DropReason, StatsSnapshot};
-use pi_observe::otel::ExportStats;
-use pi_observe::sentry::SentryStats;
 use pi_observe::spool::{SpoolDelivery, SpoolStats};
 use serde::{Deserialize, Serialize};
+
+use crate::cli::sinks::Running;
 
 /// The state file's name in the agent directory.
 pub const STATE_FILE: &str = "observe-state.json";
@@ -31,12 +31,9 @@ pub struct RunState {
     pub command: String,
     /// The hub: every record, before the sinks.
     pub hub: HubCounters,
-    /// The OTLP sink, when on.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub otlp: Option<OtlpCounters>,
-    /// The Sentry sink, when on.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sentry: Option<SentryCounters>,
+    /// Each sink that keeps counters (`otlp`, `sentry`), by name, when it was on.
+    #[serde(flatten)]
+    pub sinks: BTreeMap<String, serde_json::Value>,
     /// The spool, when the run wrote to it or delivered from it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spool: Option<SpoolCounters>,
@@ -57,35 +54,6 @@ pub struct HubCounters {
     pub subscriber_errors: u64,
     pub redactor_failures: u64,
     pub payload_failures: u64,
-}
-
-/// The OTLP sink's counters, in spans.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct OtlpCounters {
-    pub spans_started: u64,
-    pub delivered: u64,
-    pub spooled: u64,
-    pub sampled_out: u64,
-    pub dropped: BTreeMap<String, u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_error: Option<String>,
-    pub delivered_from_spool: u64,
-}
-
-/// The Sentry sink's counters, in envelopes.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct SentryCounters {
-    pub transactions: u64,
-    pub error_events: u64,
-    pub delivered: u64,
-    pub spooled: u64,
-    pub not_delivered: u64,
-    pub sampled_out: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_error: Option<String>,
-    pub delivered_from_spool: u64,
 }
 
 /// What the run did with the spool, in batches.
@@ -125,45 +93,9 @@ impl HubCounters {
     }
 }
 
-impl OtlpCounters {
-    pub fn of(stats: &ExportStats) -> Self {
-        let dropped = [
-            ("queue_full", stats.dropped_queue_full),
-            ("export_failed", stats.dropped_failed),
-            ("rejected", stats.dropped_rejected),
-            ("unauthorized", stats.dropped_unauthorized),
-            ("shutdown", stats.dropped_shutdown),
-        ];
-        OtlpCounters {
-            spans_started: stats.spans_started,
-            delivered: stats.spans_exported,
-            spooled: stats.spans_spooled,
-            sampled_out: stats.spans_sampled_out,
-            dropped: dropped.into_iter().filter(|(_, n)| *n > 0).map(|(k, n)| (k.to_owned(), n)).collect(),
-            last_error: stats.last_error.clone(),
-            delivered_from_spool: stats.from_spool.delivered_items,
-        }
-    }
-}
-
-impl SentryCounters {
-    pub fn of(stats: &SentryStats) -> Self {
-        SentryCounters {
-            transactions: stats.transactions,
-            error_events: stats.errors,
-            delivered: stats.delivered,
-            spooled: stats.spooled,
-            not_delivered: stats.not_delivered,
-            sampled_out: stats.sampled_out,
-            last_error: stats.last_error.clone(),
-            delivered_from_spool: stats.from_spool.delivered_items,
-        }
-    }
-}
-
 impl SpoolCounters {
     /// The sum over the sinks' spools (each sink has its own handle on the same directory).
-    pub fn of(stats: &[SpoolStats], deliveries: &[&SpoolDelivery]) -> Option<Self> {
+    pub fn of(stats: &[SpoolStats], deliveries: &[SpoolDelivery]) -> Option<Self> {
         if stats.is_empty() {
             return None;
         }
@@ -178,6 +110,28 @@ impl SpoolCounters {
             write_failed: sum(|s| s.write_failed),
             last_delivery_error: deliveries.iter().find_map(|d| d.last_error.clone()),
         })
+    }
+}
+
+/// Records the counters of a finished `command` — the hub's and each running sink's — in the
+/// state file (a failure is one warning on stderr).
+pub fn save(command: &str, hub: &StatsSnapshot, running: &[(&'static str, std::sync::Arc<dyn Running>)]) {
+    let Some(path) = state_path() else { return };
+    let (spool_stats, deliveries): (Vec<SpoolStats>, Vec<SpoolDelivery>) =
+        running.iter().filter_map(|(_, r)| r.spool()).unzip();
+    let state = RunState {
+        version: RunState::VERSION,
+        finished_at: pi_observe::agent::time::iso8601(pi_observe::agent::time::now_millis()),
+        command: command.to_owned(),
+        hub: HubCounters::of(hub),
+        sinks: running.iter().filter_map(|(name, r)| Some(((*name).to_owned(), r.counters()?))).collect(),
+        spool: SpoolCounters::of(&spool_stats, &deliveries),
+    };
+    if let Err(e) = state.save(&path) {
+        crate::cli::output::error(format_args!(
+            "pi: warning: cannot record the run for `pi observe status` ({}: {e})",
+            path.display()
+        ));
     }
 }
 

@@ -50,6 +50,15 @@ impl Source {
             Scope::Global => Source::Global(file.path.clone()),
         }
     }
+
+    /// The file a settings source names, or the source itself (flag, variable, default), for
+    /// messages.
+    pub fn file(&self) -> String {
+        match self {
+            Source::Managed(p) | Source::Project(p) | Source::Global(p) => p.display().to_string(),
+            other => other.to_string(),
+        }
+    }
 }
 
 impl std::fmt::Display for Source {

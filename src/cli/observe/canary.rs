@@ -6,19 +6,19 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use clap::Args;
 use pi_agent::provider::{FauxBlock, FauxProvider, FauxResponse, HttpConfig, ProviderError, RetryPolicy};
 use pi_agent::{Agent, AgentConfig, PromptSource};
 use pi_observe::core::canary::{SecretSample, secret_samples};
-use pi_observe::core::{ContentKind, ContentPolicy, ObsEvent, Scope, SpanId};
+use pi_observe::core::{ContentKind, ContentPolicy, Scope, SpanId};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::args::SinkArgs;
 use crate::cli::config::Config;
-use crate::cli::sinks::{Captures, SinkPolicies, SinkSetup};
+use crate::cli::sinks::{SinkPolicies, SinkSetup, captured};
 use crate::cli::{CliError, output};
 
 /// `pi observe canary` arguments: the sinks, as for a run.
@@ -84,18 +84,10 @@ async fn run_in(args: &CanaryArgs, setup: SinkSetup, dir: &Path) -> Result<ExitC
     let workdir = dir.join("project");
     plant_files(&workdir, &markers, &secrets)?;
 
-    let events_path = dir.join("events.jsonl");
-    let (setup, captures) = setup.into_canary(&dir.join("log.jsonl"), &events_path);
+    let (setup, readers) = setup.into_canary(dir);
     let policies = setup.policies.clone();
-    let has_log = setup.has_log();
     let hub = setup.hub();
-    let mut sinks = setup.attach(&hub, false)?;
-    let json_lines = Arc::new(Mutex::new(Vec::<String>::new()));
-    let lines = json_lines.clone();
-    sinks.keep(hub.subscribe_arc(
-        Arc::new(move |e: &ObsEvent| lines.lock().unwrap_or_else(|p| p.into_inner()).push(e.to_json())),
-        Arc::new(policies.json.clone()),
-    ));
+    let sinks = setup.attach(&hub, false)?;
 
     let everything: String = secrets.iter().map(|s| format!(" {} {}", s.text, s.env_line)).collect();
     let scope = || Scope::new();
@@ -103,22 +95,12 @@ async fn run_in(args: &CanaryArgs, setup: SinkSetup, dir: &Path) -> Result<ExitC
     hub.enter(scope(), provider_session(&workdir, &markers, &everything, &secrets)).await;
     sinks.close();
 
-    let mut outputs: Vec<(&'static str, Vec<Vec<u8>>, &ContentPolicy)> = vec![
-        ("events", vec![std::fs::read(&events_path).unwrap_or_default()], &policies.events),
-        ("json", vec![json_lines.lock().unwrap_or_else(|p| p.into_inner()).join("\n").into_bytes()], &policies.json),
-    ];
-    if has_log {
-        outputs.push(("log", vec![std::fs::read(dir.join("log.jsonl")).unwrap_or_default()], &policies.log));
-    }
-    let Captures { otlp, sentry } = captures;
-    if let Some(otlp) = otlp {
-        outputs.push(("otlp", otlp.requests().into_iter().map(|r| r.body).collect(), &policies.otlp));
-    }
-    if let Some(sentry) = sentry {
-        outputs.push(("sentry", sentry.bodies(), &policies.sentry));
-    }
+    // The report lists the sinks by name.
+    let mut outputs: Vec<(&'static str, Vec<Vec<u8>>)> =
+        readers.into_iter().map(|(name, read)| (name, read())).collect();
+    outputs.sort_by_key(|(name, _)| *name);
     let reports: Vec<SinkReport> =
-        outputs.iter().map(|(sink, bodies, policy)| scan(sink, bodies, policy, &markers, &secrets)).collect();
+        outputs.iter().map(|(sink, bodies)| scan(sink, bodies, policies.of(sink), &markers, &secrets)).collect();
     report(args.json, &reports, &markers, &secrets, &policies);
     let leaked = reports.iter().any(|r| !r.secrets.is_empty() || r.content.iter().any(|c| !c.opted_in));
     Ok(if leaked { ExitCode::FAILURE } else { ExitCode::SUCCESS })
@@ -276,20 +258,6 @@ fn scan(
     }
 }
 
-fn captured(policy: &ContentPolicy) -> Vec<&'static str> {
-    ContentKind::ALL.iter().filter(|k| policy.captures(**k)).map(|k| k.as_str()).collect()
-}
-
-fn policy_of<'a>(policies: &'a SinkPolicies, sink: &str) -> &'a ContentPolicy {
-    match sink {
-        "events" => &policies.events,
-        "json" => &policies.json,
-        "log" => &policies.log,
-        "otlp" => &policies.otlp,
-        _ => &policies.sentry,
-    }
-}
-
 fn report(
     as_json: bool,
     reports: &[SinkReport],
@@ -306,7 +274,7 @@ fn report(
                     "sink": r.sink,
                     "remote": matches!(r.sink, "otlp" | "sentry"),
                     "bytes": r.bytes,
-                    "captures": captured(policy_of(policies, r.sink)),
+                    "captures": captured(policies.of(r.sink)),
                     "content": r.content.iter().map(|c| json!({"canary": c.marker, "optedIn": c.opted_in})).collect::<Vec<_>>(),
                     "secrets": r.secrets,
                 })
@@ -327,7 +295,7 @@ fn report(
         secrets.len()
     ));
     for r in reports {
-        let captures = captured(policy_of(policies, r.sink));
+        let captures = captured(policies.of(r.sink));
         let captures = if captures.is_empty() { "nothing".to_owned() } else { captures.join(",") };
         let content: Vec<String> = r
             .content

@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::cli::args::SinkArgs;
 use crate::cli::config::Config;
 use crate::cli::sinks::SinkSetup;
-use crate::cli::sinks::config::trace_url_template;
+use crate::cli::sinks::trace_link::trace_url_template;
 use crate::cli::{CliError, output};
 
 /// `pi observe test` arguments: the sinks, as for a run.
@@ -26,7 +26,7 @@ pub struct TestArgs {
 /// (linked through `PI_TRACE_URL_TEMPLATE`). Exit 1 when any sink did not take its probe.
 pub fn run(args: &TestArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     let setup = SinkSetup::resolve(&args.sinks, None, cfg)?;
-    if setup.otlp().is_none() && setup.sentry().is_none() {
+    if !setup.has_remote() {
         return Err(CliError::Usage(
             "no remote sink to test: give --otlp or --sentry (or OTEL_EXPORTER_OTLP_ENDPOINT, SENTRY_DSN)".into(),
         ));
@@ -34,11 +34,8 @@ pub fn run(args: &TestArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     let template = trace_url_template()?;
     let trace = TraceId::random();
     let mut outcomes = Vec::new();
-    if let Some(otlp) = setup.otlp() {
-        outcomes.extend(pi_observe::otel::probe(otlp, trace)?);
-    }
-    if let Some(sentry) = setup.sentry() {
-        outcomes.push(pi_observe::sentry::probe(sentry, trace)?);
+    for (_, sink) in setup.sinks() {
+        outcomes.extend(sink.probe(trace)?);
     }
     let link = template.map(|t| t.to(&trace));
     if args.json {

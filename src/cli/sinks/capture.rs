@@ -6,45 +6,44 @@ use crate::cli::CliError;
 use crate::cli::args::ContentArgs;
 use crate::cli::config::Config;
 
-/// A sink `--capture SINK=` can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Sink {
-    Events,
-    Log,
-    Json,
-    Otlp,
-    Sentry,
-}
+use super::{SINKS, SinkKind};
 
-use Sink::{Events, Json, Log, Otlp, Sentry};
-
-/// The sinks a `--capture` SINK word stands for (a sink or a group).
-fn sink_group(word: &str) -> Option<&'static [Sink]> {
-    Some(match word {
-        "events" => &[Events],
-        "log" => &[Log],
-        "json" => &[Json],
-        "otlp" => &[Otlp],
-        "sentry" => &[Sentry],
-        "local" => LOCAL,
-        "remote" => &[Otlp, Sentry],
-        "all" => &[Events, Log, Json, Otlp, Sentry],
-        _ => return None,
-    })
-}
-
-/// True when the `--capture` value `value` sets what sink `name` (`events`, `log`, `json`,
-/// `otlp`, `sentry`) captures — by name, by group, or as a bare value (`local`).
-pub fn names_sink(value: &str, name: &str) -> bool {
-    let sinks = match value.split_once('=') {
-        Some((group, _)) => sink_group(group.trim()).unwrap_or(&[]),
-        None => LOCAL,
+/// The sinks a `--capture` SINK word stands for: a sink's name, or a group (`local`, `remote`,
+/// `all`).
+fn sink_group(word: &str) -> Option<Vec<&'static SinkKind>> {
+    let group: Vec<&'static SinkKind> = match word {
+        "local" => SINKS.iter().filter(|k| !k.remote).collect(),
+        "remote" => SINKS.iter().filter(|k| k.remote).collect(),
+        "all" => SINKS.iter().collect(),
+        name => SINKS.iter().filter(|k| k.name == name).collect(),
     };
-    sinks.iter().any(|s| s.name() == name)
+    (!group.is_empty()).then_some(group)
 }
 
-/// What a bare `--capture KINDS` applies to.
-const LOCAL: &[Sink] = &[Events, Log, Json];
+/// The sinks a `--capture` value applies to, and its list of kinds: `SINK=KINDS`, or a bare
+/// `KINDS` for the local sinks (opting in for a local audit file never ships content away).
+fn split(value: &str) -> Result<(Vec<&'static SinkKind>, &str), String> {
+    match value.split_once('=') {
+        Some((word, list)) => match sink_group(word.trim()) {
+            Some(group) => Ok((group, list)),
+            None => {
+                let names: Vec<&str> = SINKS.iter().map(|k| k.name).collect();
+                Err(format!(
+                    "--capture: unknown sink {:?} (expected {}, local, remote or all)",
+                    word.trim(),
+                    names.join(", ")
+                ))
+            }
+        },
+        None => Ok((sink_group("local").unwrap_or_default(), value)),
+    }
+}
+
+/// True when the `--capture` value `value` sets what sink `name` captures — by name, by group,
+/// or as a bare value (`local`).
+pub fn names_sink(value: &str, name: &str) -> bool {
+    split(value).is_ok_and(|(sinks, _)| sinks.iter().any(|k| k.name == name))
+}
 
 /// One content policy per sink, from `--capture [SINK=]KINDS` and `--redact` (which applies to
 /// every sink). Sinks not named capture nothing.
@@ -52,30 +51,14 @@ const LOCAL: &[Sink] = &[Events, Log, Json];
 pub struct SinkPolicies {
     /// Safe-only, with the scrubber: for anything not a named sink.
     pub base: ContentPolicy,
-    /// `--events-jsonl`.
-    pub events: ContentPolicy,
-    /// `--log-json`.
-    pub log: ContentPolicy,
-    /// `--mode json` on stdout.
-    pub json: ContentPolicy,
-    /// OTLP.
-    pub otlp: ContentPolicy,
-    /// Sentry.
-    pub sentry: ContentPolicy,
+    /// Each sink's, by name, in [`SINKS`] order.
+    by_sink: Vec<(&'static str, ContentPolicy)>,
 }
 
-impl Sink {
-    const ALL: [Sink; 5] = [Events, Log, Json, Otlp, Sentry];
-
-    /// The name `--capture SINK=` and `telemetry.sinks` use.
-    fn name(self) -> &'static str {
-        match self {
-            Events => "events",
-            Log => "log",
-            Json => "json",
-            Otlp => "otlp",
-            Sentry => "sentry",
-        }
+impl SinkPolicies {
+    /// The policy of the sink `name` (the base policy for a name no sink has).
+    pub fn of(&self, name: &str) -> &ContentPolicy {
+        self.by_sink.iter().find(|(n, _)| *n == name).map_or(&self.base, |(_, p)| p)
     }
 }
 
@@ -92,53 +75,40 @@ pub fn policies(args: &ContentArgs, config: &Config) -> Result<SinkPolicies, Cli
     for pattern in &args.redact {
         scrubber = scrubber.with_pattern(pattern).map_err(|e| CliError::Usage(format!("--redact: {e}")))?;
     }
-    let mut kinds: [Vec<ContentKind>; 5] = Default::default();
-    for (i, sink) in Sink::ALL.iter().enumerate() {
-        if let Some((from_files, _)) = config.capture_in_files(sink.name())? {
-            kinds[i] = from_files;
-        }
+    let mut kinds: Vec<(&'static str, Vec<ContentKind>)> = Vec::new();
+    for kind in SINKS {
+        let from_files = config.capture_in_files(kind.name)?.map(|(kinds, _)| kinds).unwrap_or_default();
+        kinds.push((kind.name, from_files));
     }
-    let mut flagged = [false; 5];
+    let mut flagged: Vec<&str> = Vec::new();
     for value in &args.capture {
-        let (sinks, list) = match value.split_once('=') {
-            Some((sink, list)) => (
-                sink_group(sink.trim()).ok_or_else(|| {
-                    CliError::Usage(format!(
-                        "--capture: unknown sink {:?} (expected events, log, json, otlp, sentry, local, remote or all)",
-                        sink.trim()
-                    ))
-                })?,
-                list,
-            ),
-            None => (LOCAL, value.as_str()),
-        };
+        let (sinks, list) = split(value).map_err(CliError::Usage)?;
         let list = capture_kinds(list)?;
         for sink in sinks {
-            let i = Sink::ALL.iter().position(|s| s == sink).unwrap_or_default();
-            if !std::mem::replace(&mut flagged[i], true) {
-                kinds[i].clear();
+            let Some((_, captured)) = kinds.iter_mut().find(|(name, _)| *name == sink.name) else { continue };
+            if !flagged.contains(&sink.name) {
+                flagged.push(sink.name);
+                captured.clear();
             }
-            kinds[i].extend(list.iter().copied());
+            captured.extend(list.iter().copied());
         }
     }
-    for (i, sink) in Sink::ALL.iter().enumerate() {
-        if let Some(cap) = config.capture_cap(sink.name())? {
-            let removed: Vec<&str> = kinds[i].iter().filter(|k| !cap.contains(k)).map(|k| k.as_str()).collect();
+    for (name, captured) in &mut kinds {
+        if let Some(cap) = config.capture_cap(name)? {
+            let mut removed: Vec<&str> = captured.iter().filter(|k| !cap.contains(k)).map(|k| k.as_str()).collect();
             if !removed.is_empty() {
-                let mut removed = removed;
                 removed.dedup();
                 config.notice(format!(
-                    "the managed policy caps what the {} sink may capture: {} not captured",
-                    sink.name(),
+                    "the managed policy caps what the {name} sink may capture: {} not captured",
                     removed.join(", ")
                 ));
             }
-            kinds[i].retain(|k| cap.contains(k));
+            captured.retain(|k| cap.contains(k));
         }
     }
     let base = ContentPolicy::default().scrubber(scrubber);
-    let policy = |i: usize| base.clone().capture_kinds(kinds[i].iter().copied());
-    Ok(SinkPolicies { events: policy(0), log: policy(1), json: policy(2), otlp: policy(3), sentry: policy(4), base })
+    let by_sink = kinds.into_iter().map(|(name, kinds)| (name, base.clone().capture_kinds(kinds))).collect();
+    Ok(SinkPolicies { base, by_sink })
 }
 
 /// `KIND[,KIND…]` or `all`; singular and plural spellings; an empty list is an error.

@@ -107,7 +107,7 @@ impl Ui<'_> {
         }
         text.push_str(&format!("\ntraces this session: {}", traces.len()));
         if let Some(last) = traces.last() {
-            let template = crate::cli::sinks::config::trace_url_template().ok().flatten();
+            let template = crate::cli::sinks::trace_link::trace_url_template().ok().flatten();
             let link = template.map(|t| format!(" {}", t.to(last))).unwrap_or_default();
             text.push_str(&format!("\nlast trace: {last}{link}"));
         }

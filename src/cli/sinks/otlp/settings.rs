@@ -1,13 +1,13 @@
-//! OTLP, Sentry and spool configuration from the managed policy, flags, the environment and
-//! the settings files (in that order of precedence), checked.
+//! The OTLP sink's configuration from the managed policy, flags, the environment and the settings
+//! files (in that order of precedence), checked.
 
 use pi_observe::otel::names::env;
 use pi_observe::otel::{Conventions, OtlpConfig, Protocol};
 
 use crate::cli::CliError;
 use crate::cli::args::OtlpArgs;
+use crate::cli::config::Config;
 use crate::cli::config::telemetry::sink_key;
-use crate::cli::config::{Config, Source};
 use crate::cli::setup::env_set;
 
 /// The OTLP variables a pinned sink ignores: its destination, protocol, headers and on/off
@@ -33,8 +33,8 @@ const PINNED_VARS: &[&str] = &[
 /// managed > flag > environment > project > global > default; a sink the managed policy pins
 /// keeps its destination, protocol and headers whatever the flags and variables say.
 /// Malformed values are one-line errors naming the flag, variable or key path.
-pub fn otlp(args: &OtlpArgs, cfg: &Config) -> Result<Option<OtlpConfig>, CliError> {
-    trace_url_template()?;
+pub fn resolve(args: &OtlpArgs, cfg: &Config) -> Result<Option<OtlpConfig>, CliError> {
+    crate::cli::sinks::trace_link::trace_url_template()?;
     let pinned = cfg.pinned("otlp");
     let env_endpoint = pinned.is_none() && [env::ENDPOINT, env::TRACES_ENDPOINT].iter().any(|v| env_set(v));
     if args.otlp.is_none() && !env_endpoint && !cfg.sink_in_files("otlp") {
@@ -172,7 +172,7 @@ fn files_as_env(cfg: &Config) -> Result<Vec<(&'static str, String)>, CliError> {
     let mut vars = Vec::new();
     if let Some((endpoint, source)) = cfg.text(&sink_key("otlp", "endpoint"))? {
         pi_observe::otel::check_url(endpoint.trim())
-            .map_err(|why| CliError::Usage(format!("{}: telemetry.sinks.otlp.endpoint: {why}", file_of(&source))))?;
+            .map_err(|why| CliError::Usage(format!("{}: telemetry.sinks.otlp.endpoint: {why}", source.file())))?;
         // Like `--otlp`, a full traces URL is accepted: the base is what precedes `/v1/traces`.
         let trimmed = endpoint.trim();
         vars.push((env::ENDPOINT, pi_observe::otel::traces_url_base(trimmed).unwrap_or_else(|| trimmed.to_owned())));
@@ -194,21 +194,13 @@ fn files_as_env(cfg: &Config) -> Result<Vec<(&'static str, String)>, CliError> {
             if arg > 1.0 {
                 return Err(CliError::Usage(format!(
                     "{}: telemetry.sampler.arg: expected a ratio between 0 and 1, found {arg}",
-                    file_of(&source)
+                    source.file()
                 )));
             }
             vars.push((env::TRACES_SAMPLER_ARG, arg.to_string()));
         }
     }
     Ok(vars)
-}
-
-/// The file a settings source names (for messages).
-fn file_of(source: &Source) -> String {
-    match source {
-        Source::Managed(p) | Source::Project(p) | Source::Global(p) => p.display().to_string(),
-        other => other.to_string(),
-    }
 }
 
 /// `conventions`, `metrics`, `metricDims` and `logs` of `telemetry.sinks.otlp`: below flags
@@ -264,38 +256,6 @@ fn apply_sink_settings(config: &mut OtlpConfig, args: &OtlpArgs, cfg: &Config) -
     Ok(())
 }
 
-/// Variable with a link template for printed trace ids, e.g. `http://localhost:16686/trace/{trace_id}`.
-pub const TRACE_URL_TEMPLATE: &str = "PI_TRACE_URL_TEMPLATE";
-
-/// The placeholders a trace link template may use for the trace id (the second as the contract
-/// spells the field).
-const TRACE_ID_PLACEHOLDERS: [&str; 2] = ["{trace_id}", "{traceId}"];
-
-/// A validated `PI_TRACE_URL_TEMPLATE`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceLink(String);
-
-impl TraceLink {
-    /// The link to `trace`.
-    pub fn to(&self, trace: &pi_observe::core::TraceId) -> String {
-        let id = trace.to_string();
-        TRACE_ID_PLACEHOLDERS.iter().fold(self.0.clone(), |link, placeholder| link.replace(placeholder, &id))
-    }
-}
-
-/// `PI_TRACE_URL_TEMPLATE`, when set: it must contain `{trace_id}` (or `{traceId}`).
-pub fn trace_url_template() -> Result<Option<TraceLink>, CliError> {
-    match std::env::var(TRACE_URL_TEMPLATE) {
-        Ok(t) if t.trim().is_empty() => Ok(None),
-        Ok(t) if TRACE_ID_PLACEHOLDERS.iter().any(|p| t.contains(p)) => Ok(Some(TraceLink(t))),
-        Ok(_) => Err(CliError::Usage(format!("{TRACE_URL_TEMPLATE}: has no {{trace_id}} placeholder"))),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => {
-            Err(CliError::Usage(format!("{TRACE_URL_TEMPLATE}: not valid UTF-8")))
-        }
-    }
-}
-
 /// `--metric-dims` (or the setting `culprit`): attribution keys (letters, digits, `_ . -`), or
 /// `none` alone.
 fn metric_dims(culprit: &str, items: &[String]) -> Result<Vec<String>, CliError> {
@@ -322,174 +282,4 @@ fn metric_dims(culprit: &str, items: &[String]) -> Result<Vec<String>, CliError>
         }
     }
     Ok(dims)
-}
-
-/// The Sentry settings from the managed policy, `--sentry [DSN]`, `SENTRY_*` and
-/// `telemetry.sinks.sentry`; `None` when none of them asks for Sentry. A DSN the managed policy
-/// sets pins the sink.
-pub fn sentry(flag: Option<&str>, cfg: &Config) -> Result<Option<pi_observe::sentry::SentryConfig>, CliError> {
-    use pi_observe::sentry::SentryConfig;
-    const VARS: [&str; 4] = ["SENTRY_DSN", "SENTRY_ENVIRONMENT", "SENTRY_RELEASE", "SENTRY_TRACES_SAMPLE_RATE"];
-    if flag.is_none() && !env_set("SENTRY_DSN") && !cfg.sink_in_files("sentry") {
-        return Ok(None);
-    }
-    let key = |field| sink_key("sentry", field);
-    let mut config = SentryConfig::default();
-    let flag_dsn = flag.map(str::trim).filter(|d| !d.is_empty());
-    let from_file = |config: &mut SentryConfig| -> Result<(), CliError> {
-        if let Some((dsn, source)) = cfg.text(&key("dsn"))? {
-            config.dsn = Some(dsn.trim().to_owned());
-            config.dsn_source = Some(format!("{}: telemetry.sinks.sentry.dsn", file_of(&source)));
-        }
-        Ok(())
-    };
-    if let Some(managed) = cfg.pinned("sentry") {
-        if flag_dsn.is_some() || env_set("SENTRY_DSN") {
-            cfg.notice(format!(
-                "the managed policy {} pins the Sentry sink: {} ignored",
-                managed.path.display(),
-                if flag_dsn.is_some() { "--sentry DSN" } else { "SENTRY_DSN" }
-            ));
-        }
-        from_file(&mut config)?;
-    } else if let Some(dsn) = flag_dsn {
-        config.dsn = Some(dsn.to_owned());
-        config.dsn_source = Some("--sentry".into());
-    } else if !env_set("SENTRY_DSN") {
-        from_file(&mut config)?;
-    }
-    // Managed values bind over the variables; the user's files sit below them.
-    if let Some((environment, _)) = cfg.managed_get(&key("environment")) {
-        config.environment = environment.as_str().map(str::to_owned);
-    }
-    if let Some((release, _)) = cfg.managed_get(&key("release")) {
-        config.release = release.as_str().map(str::to_owned);
-    }
-    if let Some((rate, _)) = cfg.managed_get(&key("sampleRate")) {
-        config.traces_sample_rate = rate.as_f64();
-    }
-    if let Some(found) = cfg.settings.get(&key("sampleRate"))
-        && found.value.as_f64().is_some_and(|r| r > 1.0)
-    {
-        return Err(super::super::config::telemetry::bad(
-            found.file,
-            &key("sampleRate"),
-            "expected a ratio between 0 and 1",
-        ));
-    }
-    let settings_value = |name: &str| match name {
-        "SENTRY_ENVIRONMENT" => cfg.settings.str(&key("environment")).map(str::to_owned),
-        "SENTRY_RELEASE" => cfg.settings.str(&key("release")).map(str::to_owned),
-        "SENTRY_TRACES_SAMPLE_RATE" => cfg.settings.number(&key("sampleRate")).map(|r| r.to_string()),
-        _ => None,
-    };
-    let lookup = |name: &str| {
-        let env = (VARS.contains(&name) && !(name == "SENTRY_DSN" && cfg.pinned("sentry").is_some()))
-            .then(|| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
-            .flatten();
-        env.or_else(|| settings_value(name))
-    };
-    config.with_env(lookup).map(Some).map_err(|e| CliError::Usage(e.to_string()))
-}
-
-/// Variable that moves the spool.
-pub const SPOOL_DIR_VAR: &str = "PI_SPOOL_DIR";
-/// Variable with the spool's size cap in bytes.
-pub const SPOOL_MAX_BYTES_VAR: &str = "PI_SPOOL_MAX_BYTES";
-/// Variable with the spool's age cap in days.
-pub const SPOOL_MAX_AGE_VAR: &str = "PI_SPOOL_MAX_AGE_DAYS";
-
-/// The spool and where its directory came from — managed `telemetry.spool.dir`,
-/// `--spool-dir`, `PI_SPOOL_DIR`, the settings files, default — or `None` with `--no-spool`
-/// (or `telemetry.spool.enabled: false`, or no home directory to put it in).
-pub fn spool(
-    dir: Option<&std::path::Path>,
-    off: bool,
-    cfg: &Config,
-) -> Result<Option<(pi_observe::spool::SpoolConfig, Source)>, CliError> {
-    use pi_observe::spool::SpoolConfig;
-    fn key(field: &str) -> [&str; 3] {
-        ["telemetry", "spool", field]
-    }
-    if let Some((enabled, file)) = cfg.managed_get(&key("enabled")) {
-        if enabled.as_bool() == Some(false) {
-            return Ok(None);
-        }
-        if off {
-            cfg.notice(format!("the managed policy {} keeps the spool on: --no-spool ignored", file.path.display()));
-        }
-    } else if off || (dir.is_none() && cfg.settings.bool(&key("enabled")) == Some(false)) {
-        return Ok(None);
-    }
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let managed_dir = cfg.managed_get(&key("dir")).is_some();
-    if managed_dir && (dir.is_some() || env_set(SPOOL_DIR_VAR)) {
-        cfg.notice("the managed policy sets telemetry.spool.dir: --spool-dir / PI_SPOOL_DIR ignored".to_owned());
-    }
-    let (dir, source) = match (dir, std::env::var_os(SPOOL_DIR_VAR).filter(|d| !d.is_empty())) {
-        _ if managed_dir => cfg.path_setting(&key("dir")).unwrap_or_default(),
-        (Some(dir), _) if dir.as_os_str().is_empty() => {
-            return Err(CliError::Usage("--spool-dir: the path is empty".into()));
-        }
-        (Some(dir), _) => (dir.to_owned(), Source::Flag("--spool-dir")),
-        (None, Some(dir)) => {
-            (crate::cli::paths::expand_home(dir.into(), home.as_ref()), Source::Env(SPOOL_DIR_VAR.into()))
-        }
-        (None, None) => match cfg.path_setting(&key("dir")) {
-            Some(found) => found,
-            None => match crate::cli::paths::agent_dir() {
-                Some(agent) => (agent.join("spool"), Source::Default),
-                None => return Ok(None),
-            },
-        },
-    };
-    // Checked up front like other output paths: a file where the folder should be would only
-    // show when the first batch cannot be written.
-    let culprit = match &source {
-        Source::Flag(flag) => (*flag).to_owned(),
-        Source::Env(var) => var.to_string(),
-        Source::Default => "the spool folder".to_owned(),
-        other => format!("telemetry.spool.dir ({other})"),
-    };
-    crate::cli::paths::check_dir(&culprit, &dir).map_err(CliError::Usage)?;
-    let mut config = SpoolConfig::new(dir);
-    let env_or = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
-    // (value, what to name when it is wrong): managed, then the variable, then the files.
-    let layered = |field: &str, var: &str| -> Option<(String, String)> {
-        let setting =
-            |file: &pi_agent::settings::SettingsFile| format!("{}: telemetry.spool.{field}", file.path.display());
-        if let Some((value, file)) = cfg.managed_get(&key(field)) {
-            return Some((value.to_string(), setting(file)));
-        }
-        env_or(var)
-            .map(|v| (v, var.to_owned()))
-            .or_else(|| cfg.settings.get(&key(field)).map(|f| (f.value.to_string(), setting(f.file))))
-    };
-    if let Some((raw, culprit)) = layered("maxBytes", SPOOL_MAX_BYTES_VAR) {
-        config.max_bytes =
-            raw.trim().parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
-                CliError::Usage(format!("{culprit}: {raw:?} is not a positive whole number of bytes"))
-            })?;
-    }
-    if let Some((raw, culprit)) = layered("maxAgeDays", SPOOL_MAX_AGE_VAR) {
-        let days =
-            raw.trim().parse::<f64>().ok().filter(|d| d.is_finite() && *d > 0.0 && *d <= 3650.0).ok_or_else(|| {
-                CliError::Usage(format!("{culprit}: {raw:?} is not a number of days between 0 and 3650"))
-            })?;
-        config.max_age = std::time::Duration::from_secs_f64(days * 86_400.0);
-    }
-    Ok(Some((config, source)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_trace_link_fills_either_placeholder() {
-        let trace = pi_observe::core::TraceId::random();
-        let id = trace.to_string();
-        assert_eq!(TraceLink("http://j/trace/{trace_id}".into()).to(&trace), format!("http://j/trace/{id}"));
-        assert_eq!(TraceLink("http://p/{traceId}?x={trace_id}".into()).to(&trace), format!("http://p/{id}?x={id}"));
-    }
 }

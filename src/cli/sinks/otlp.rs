@@ -1,0 +1,214 @@
+//! The OTLP sink: traces, metrics and logs to a collector or backend (`--otlp`,
+//! `OTEL_EXPORTER_OTLP_*`, `telemetry.sinks.otlp`), through `pi-observe-otel`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pi_observe::core::{ProbeOutcome, TraceId};
+use pi_observe::otel::names::env;
+use pi_observe::otel::{Conventions, OtelSubscriber, OtlpConfig, Protocol, WireCapture, url_without_secrets};
+use pi_observe::spool::{Spool, SpoolDelivery, SpoolStats};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{
+    Attach, Attached, CanaryReader, Delivered, Health, Resolve, Resolved, Running, Sink, SinkKind, Sources, exit,
+};
+use crate::cli::CliError;
+use crate::cli::config::telemetry::sink_key;
+use crate::cli::output;
+
+mod settings;
+
+/// The OTLP sink in [`super::SINKS`].
+pub const KIND: SinkKind = SinkKind { name: "otlp", remote: true, resolve };
+
+fn resolve(from: &Resolve<'_>) -> Resolved {
+    let Some(mut config) = settings::resolve(&from.args.otlp, from.cfg)? else { return Ok(None) };
+    config.spool = from.spool()?;
+    Ok(Some(Box::new(OtlpSink { config })))
+}
+
+struct OtlpSink {
+    config: OtlpConfig,
+}
+
+impl Sink for OtlpSink {
+    fn status(&self, sources: &Sources<'_>) -> Option<Value> {
+        Some(status(&self.config, sources))
+    }
+
+    fn flush_deadline(&self) -> Option<Duration> {
+        self.config.timeout
+    }
+
+    fn without_metrics(&mut self) {
+        self.config.metrics = Some(false);
+    }
+
+    fn probe(&self, trace: TraceId) -> Result<Vec<ProbeOutcome>, CliError> {
+        Ok(pi_observe::otel::probe(&self.config, trace)?)
+    }
+
+    fn deliver_spooled(&self, deadline: Instant) -> Result<Option<Delivered>, CliError> {
+        let Some(spool) = self.config.spool.clone().map(Spool::new) else { return Ok(None) };
+        let result = pi_observe::otel::deliver_spooled(&self.config, &spool, deadline)?;
+        Ok(Some(Delivered { destination: destinations(&self.config), result, stats: spool.stats() }))
+    }
+
+    fn canary(&mut self, _dir: &Path) -> Option<CanaryReader> {
+        let capture = WireCapture::default();
+        self.config.capture = Some(capture.clone());
+        self.config.spool = None;
+        Some(Box::new(move || capture.requests().into_iter().map(|r| r.body).collect()))
+    }
+
+    fn attach(self: Box<Self>, to: &Attach<'_>) -> Result<Option<Attached>, CliError> {
+        let otel = OtelSubscriber::new(self.config).map_err(|e| CliError::Usage(e.to_string()))?;
+        let subscription = to.hub.subscribe_arc(otel.clone(), to.policy.clone());
+        Ok(Some(Attached { subscription, running: Some(Arc::new(RunningOtlp(otel))) }))
+    }
+}
+
+/// The sink's resolved values and their sources.
+fn status(c: &OtlpConfig, sources: &Sources<'_>) -> Value {
+    let (a, sink) = (sources.args, |field| sink_key("otlp", field));
+    let endpoint_flag = a.otlp.otlp.as_deref().filter(|e| !e.trim().is_empty()).map(|_| "--otlp");
+    let protocol = match c.protocol {
+        Some(Protocol::Grpc) => "grpc",
+        Some(Protocol::HttpJson) => "http/json",
+        _ => "http/protobuf",
+    };
+    let conventions = match c.conventions {
+        Conventions::GenAi => "genai",
+        Conventions::OpenInference => "openinference",
+        Conventions::Both => "both",
+    };
+    let sampler = std::env::var(env::TRACES_SAMPLER).ok().filter(|s| !s.trim().is_empty());
+    let dims = c.metric_dims.clone().unwrap_or_else(|| vec![pi_observe::core::names::CTX_ORG_ID.to_owned()]);
+    json!({
+        "sink": "otlp",
+        "endpoint": url_without_secrets(&c.endpoint()),
+        "protocol": protocol,
+        "headers": c.headers.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+        "capture": super::captured(sources.policy),
+        "conventions": conventions,
+        "sampler": sampler.unwrap_or_else(|| "always_on".into()),
+        "sampleRatio": c.sample_ratio.unwrap_or(1.0),
+        "metrics": c.metrics.unwrap_or(true),
+        "metricDims": dims,
+        "logs": c.logs.unwrap_or(false),
+        "pinned": sources.cfg.pinned("otlp").is_some(),
+        "sources": {
+            "endpoint": sources.of(&sink("endpoint"), endpoint_flag, &[env::TRACES_ENDPOINT, env::ENDPOINT]),
+            "protocol": sources.of(&sink("protocol"), a.otlp.otlp_protocol.as_ref().map(|_| "--otlp-protocol"), &[env::TRACES_PROTOCOL, env::PROTOCOL]),
+            "headers": sources.of(&sink("headers"), (!a.otlp.otlp_header.is_empty()).then_some("--otlp-header"), &[env::TRACES_HEADERS, env::HEADERS]),
+            "capture": sources.capture("otlp"),
+            "conventions": sources.of(&sink("conventions"), a.otlp.conventions.as_ref().map(|_| "--conventions"), &[]),
+            "sampler": sources.of(&["telemetry", "sampler", "name"], None, &[env::TRACES_SAMPLER]),
+            "sampleRatio": sources.of(&["telemetry", "sampler", "arg"], None, &[env::TRACES_SAMPLER_ARG]),
+            "metrics": sources.of(&sink("metrics"), None, &[env::METRICS_EXPORTER]),
+            "metricDims": sources.of(&sink("metricDims"), (!a.otlp.metric_dims.is_empty()).then_some("--metric-dims"), &[]),
+            "logs": sources.of(&sink("logs"), a.otlp.otlp_logs.then_some("--otlp-logs"), &[env::LOGS_EXPORTER]),
+        },
+    })
+}
+
+/// Where the sink delivers spooled batches of every signal, without secrets: the gRPC
+/// collector address, or the HTTP URLs of traces, metrics and logs (`…/v1/{traces,metrics,logs}`
+/// when they share a base).
+fn destinations(otlp: &OtlpConfig) -> String {
+    let traces = url_without_secrets(&otlp.endpoint());
+    if otlp.protocol == Some(Protocol::Grpc) {
+        return traces;
+    }
+    let (metrics, logs) = (url_without_secrets(&otlp.metrics_endpoint()), url_without_secrets(&otlp.logs_endpoint()));
+    match traces.strip_suffix("/v1/traces") {
+        Some(base) if metrics == format!("{base}/v1/metrics") && logs == format!("{base}/v1/logs") => {
+            format!("{base}/v1/{{traces,metrics,logs}}")
+        }
+        _ => format!("{traces}, {metrics}, {logs}"),
+    }
+}
+
+/// The attached sink.
+struct RunningOtlp(Arc<OtelSubscriber>);
+
+impl Running for RunningOtlp {
+    fn health(&self, health: &mut Health) {
+        let stats = self.0.stats();
+        health.exported += stats.spans_exported;
+        health.dropped += stats.spans_dropped();
+        health.spooled += stats.spans_spooled;
+        health.last_error = health.last_error.take().or(stats.last_error);
+    }
+
+    /// Each trace id (with a link from `PI_TRACE_URL_TEMPLATE`), the delivery totals and each
+    /// export diagnostic.
+    fn report(&self, traces: &[TraceId], _deadline: Duration) {
+        let (otel, stats) = (&self.0, self.0.stats());
+        let template = super::trace_link::trace_url_template().ok().flatten();
+        for trace in traces {
+            let link = template.as_ref().map(|t| format!(" {}", t.to(trace))).unwrap_or_default();
+            output::error(format_args!("pi: trace {trace}{link}"));
+        }
+        let not_delivered = stats.spans_dropped();
+        let spooled = match (stats.spans_spooled, otel.spool_stats()) {
+            (0, _) | (_, None) => String::new(),
+            (n, Some(spool)) => exit::spooled_note(n, spool.gone_items.get("traces").copied().unwrap_or(0)),
+        };
+        let why = if not_delivered > 0 || stats.spans_spooled > 0 { stats.last_error.as_deref() } else { None };
+        output::error(format_args!(
+            "pi: otlp: {} spans delivered{spooled}, {not_delivered} not delivered{}",
+            stats.spans_exported,
+            why.map(|w| format!(" (last error: {w})")).unwrap_or_default(),
+        ));
+        exit::report_from_spool("otlp", &stats.from_spool);
+        let spool_diagnostics = otel.spool_stats().map(|s| s.diagnostics).unwrap_or_default();
+        exit::warnings(stats.diagnostics.into_iter().chain(spool_diagnostics));
+    }
+
+    fn counters(&self) -> Option<Value> {
+        serde_json::to_value(Counters::of(&self.0.stats())).ok()
+    }
+
+    fn spool(&self) -> Option<(SpoolStats, SpoolDelivery)> {
+        self.0.spool_stats().map(|stats| (stats, self.0.stats().from_spool))
+    }
+}
+
+/// The sink's counters in the state file, in spans.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Counters {
+    spans_started: u64,
+    delivered: u64,
+    spooled: u64,
+    sampled_out: u64,
+    dropped: std::collections::BTreeMap<&'static str, u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_error: Option<String>,
+    delivered_from_spool: u64,
+}
+
+impl Counters {
+    fn of(stats: &pi_observe::otel::ExportStats) -> Self {
+        let dropped = [
+            ("queue_full", stats.dropped_queue_full),
+            ("export_failed", stats.dropped_failed),
+            ("rejected", stats.dropped_rejected),
+            ("unauthorized", stats.dropped_unauthorized),
+            ("shutdown", stats.dropped_shutdown),
+        ];
+        Counters {
+            spans_started: stats.spans_started,
+            delivered: stats.spans_exported,
+            spooled: stats.spans_spooled,
+            sampled_out: stats.spans_sampled_out,
+            dropped: dropped.into_iter().filter(|(_, n)| *n > 0).collect(),
+            last_error: stats.last_error.clone(),
+            delivered_from_spool: stats.from_spool.delivered_items,
+        }
+    }
+}

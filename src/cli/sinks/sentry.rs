@@ -1,0 +1,221 @@
+//! The Sentry sink: transactions and error events as envelopes (`--sentry [DSN]`, `SENTRY_*`,
+//! `telemetry.sinks.sentry`), through `pi-observe-sentry`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pi_observe::core::{ProbeOutcome, TraceId};
+use pi_observe::otel::url_without_secrets;
+use pi_observe::sentry::{EnvelopeCapture, SentryConfig, SentryStats, SentrySubscriber};
+use pi_observe::spool::{Spool, SpoolDelivery, SpoolStats};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{
+    Attach, Attached, CanaryReader, Delivered, Health, Resolve, Resolved, Running, Sink, SinkKind, Sources, exit,
+};
+use crate::cli::CliError;
+use crate::cli::config::Config;
+use crate::cli::config::telemetry::sink_key;
+use crate::cli::output;
+use crate::cli::setup::env_set;
+
+/// The Sentry sink in [`super::SINKS`].
+pub const KIND: SinkKind = SinkKind { name: "sentry", remote: true, resolve };
+
+fn resolve(from: &Resolve<'_>) -> Resolved {
+    let Some(mut config) = settings(from.args.sentry.as_deref(), from.cfg)? else { return Ok(None) };
+    config.spool = from.spool()?;
+    Ok(Some(Box::new(SentrySink { config })))
+}
+
+/// The Sentry settings from the managed policy, `--sentry [DSN]`, `SENTRY_*` and
+/// `telemetry.sinks.sentry`; `None` when none of them asks for Sentry. A DSN the managed policy
+/// sets pins the sink.
+fn settings(flag: Option<&str>, cfg: &Config) -> Result<Option<SentryConfig>, CliError> {
+    const VARS: [&str; 4] = ["SENTRY_DSN", "SENTRY_ENVIRONMENT", "SENTRY_RELEASE", "SENTRY_TRACES_SAMPLE_RATE"];
+    if flag.is_none() && !env_set("SENTRY_DSN") && !cfg.sink_in_files("sentry") {
+        return Ok(None);
+    }
+    let key = |field| sink_key("sentry", field);
+    let mut config = SentryConfig::default();
+    let flag_dsn = flag.map(str::trim).filter(|d| !d.is_empty());
+    let from_file = |config: &mut SentryConfig| -> Result<(), CliError> {
+        if let Some((dsn, source)) = cfg.text(&key("dsn"))? {
+            config.dsn = Some(dsn.trim().to_owned());
+            config.dsn_source = Some(format!("{}: telemetry.sinks.sentry.dsn", source.file()));
+        }
+        Ok(())
+    };
+    if let Some(managed) = cfg.pinned("sentry") {
+        if flag_dsn.is_some() || env_set("SENTRY_DSN") {
+            cfg.notice(format!(
+                "the managed policy {} pins the Sentry sink: {} ignored",
+                managed.path.display(),
+                if flag_dsn.is_some() { "--sentry DSN" } else { "SENTRY_DSN" }
+            ));
+        }
+        from_file(&mut config)?;
+    } else if let Some(dsn) = flag_dsn {
+        config.dsn = Some(dsn.to_owned());
+        config.dsn_source = Some("--sentry".into());
+    } else if !env_set("SENTRY_DSN") {
+        from_file(&mut config)?;
+    }
+    // Managed values bind over the variables; the user's files sit below them.
+    if let Some((environment, _)) = cfg.managed_get(&key("environment")) {
+        config.environment = environment.as_str().map(str::to_owned);
+    }
+    if let Some((release, _)) = cfg.managed_get(&key("release")) {
+        config.release = release.as_str().map(str::to_owned);
+    }
+    if let Some((rate, _)) = cfg.managed_get(&key("sampleRate")) {
+        config.traces_sample_rate = rate.as_f64();
+    }
+    if let Some(found) = cfg.settings.get(&key("sampleRate"))
+        && found.value.as_f64().is_some_and(|r| r > 1.0)
+    {
+        return Err(crate::cli::config::telemetry::bad(
+            found.file,
+            &key("sampleRate"),
+            "expected a ratio between 0 and 1",
+        ));
+    }
+    let settings_value = |name: &str| match name {
+        "SENTRY_ENVIRONMENT" => cfg.settings.str(&key("environment")).map(str::to_owned),
+        "SENTRY_RELEASE" => cfg.settings.str(&key("release")).map(str::to_owned),
+        "SENTRY_TRACES_SAMPLE_RATE" => cfg.settings.number(&key("sampleRate")).map(|r| r.to_string()),
+        _ => None,
+    };
+    let lookup = |name: &str| {
+        let env = (VARS.contains(&name) && !(name == "SENTRY_DSN" && cfg.pinned("sentry").is_some()))
+            .then(|| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+            .flatten();
+        env.or_else(|| settings_value(name))
+    };
+    config.with_env(lookup).map(Some).map_err(|e| CliError::Usage(e.to_string()))
+}
+
+struct SentrySink {
+    config: SentryConfig,
+}
+
+impl Sink for SentrySink {
+    fn status(&self, sources: &Sources<'_>) -> Option<Value> {
+        let (c, sink) = (&self.config, |field| sink_key("sentry", field));
+        let dsn_flag = sources.args.sentry.as_deref().filter(|d| !d.trim().is_empty()).map(|_| "--sentry");
+        Some(json!({
+            "sink": "sentry",
+            "endpoint": c.envelope_url().map(|u| url_without_secrets(&u)),
+            "protocol": "sentry envelope",
+            "capture": super::captured(sources.policy),
+            "environment": c.environment,
+            "release": c.release,
+            "sampleRatio": c.traces_sample_rate.unwrap_or(1.0),
+            "pinned": sources.cfg.pinned("sentry").is_some(),
+            "sources": {
+                "endpoint": sources.of(&sink("dsn"), dsn_flag, &["SENTRY_DSN"]),
+                "capture": sources.capture("sentry"),
+                "environment": sources.of(&sink("environment"), None, &["SENTRY_ENVIRONMENT"]),
+                "release": sources.of(&sink("release"), None, &["SENTRY_RELEASE"]),
+                "sampleRatio": sources.of(&sink("sampleRate"), None, &["SENTRY_TRACES_SAMPLE_RATE"]),
+            },
+        }))
+    }
+
+    fn probe(&self, trace: TraceId) -> Result<Vec<ProbeOutcome>, CliError> {
+        Ok(vec![pi_observe::sentry::probe(&self.config, trace)?])
+    }
+
+    fn deliver_spooled(&self, deadline: Instant) -> Result<Option<Delivered>, CliError> {
+        let Some(spool) = self.config.spool.clone().map(Spool::new) else { return Ok(None) };
+        let result = pi_observe::sentry::deliver_spooled(&self.config, &spool, deadline)?;
+        let destination = self.config.envelope_url().unwrap_or_default();
+        Ok(Some(Delivered { destination, result, stats: spool.stats() }))
+    }
+
+    fn canary(&mut self, _dir: &Path) -> Option<CanaryReader> {
+        let capture = EnvelopeCapture::default();
+        self.config.transport = Some(Arc::new(capture.clone()));
+        self.config.spool = None;
+        Some(Box::new(move || capture.bodies()))
+    }
+
+    fn attach(self: Box<Self>, to: &Attach<'_>) -> Result<Option<Attached>, CliError> {
+        let sentry = SentrySubscriber::new(self.config).map_err(|e| CliError::Usage(e.to_string()))?;
+        let subscription = to.hub.subscribe_arc(sentry.clone(), to.policy.clone());
+        Ok(Some(Attached { subscription, running: Some(Arc::new(RunningSentry(sentry))) }))
+    }
+}
+
+/// The attached sink.
+struct RunningSentry(Arc<SentrySubscriber>);
+
+impl Running for RunningSentry {
+    fn health(&self, health: &mut Health) {
+        let stats = self.0.stats();
+        health.exported += stats.delivered;
+        health.dropped += stats.not_delivered;
+        health.spooled += stats.spooled;
+        health.last_error = health.last_error.take().or(stats.last_error);
+    }
+
+    /// What was handed to Sentry and what the server accepted.
+    fn report(&self, _traces: &[TraceId], _deadline: Duration) {
+        let (sentry, stats) = (&self.0, self.0.stats());
+        // Envelopes still queued at the deadline were not delivered either.
+        let not_delivered = (stats.transactions + stats.errors)
+            .saturating_sub(stats.delivered + stats.spooled)
+            .max(stats.not_delivered);
+        let gone = sentry.spool_stats().and_then(|s| s.gone_items.get("envelope").copied()).unwrap_or(0);
+        let spooled = if stats.spooled > 0 { exit::spooled_note(stats.spooled, gone) } else { String::new() };
+        output::error(format_args!(
+            "pi: sentry: {} transactions, {} error events: {} delivered{spooled}, {not_delivered} not delivered{}",
+            stats.transactions,
+            stats.errors,
+            stats.delivered,
+            exit::reason(not_delivered + stats.spooled, stats.last_error.as_deref()),
+        ));
+        exit::report_from_spool("sentry", &stats.from_spool);
+        exit::warnings(sentry.spool_stats().map(|s| s.diagnostics).unwrap_or_default());
+    }
+
+    fn counters(&self) -> Option<Value> {
+        serde_json::to_value(Counters::of(&self.0.stats())).ok()
+    }
+
+    fn spool(&self) -> Option<(SpoolStats, SpoolDelivery)> {
+        self.0.spool_stats().map(|stats| (stats, self.0.stats().from_spool))
+    }
+}
+
+/// The sink's counters in the state file, in envelopes.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Counters {
+    transactions: u64,
+    error_events: u64,
+    delivered: u64,
+    spooled: u64,
+    not_delivered: u64,
+    sampled_out: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_error: Option<String>,
+    delivered_from_spool: u64,
+}
+
+impl Counters {
+    fn of(stats: &SentryStats) -> Self {
+        Counters {
+            transactions: stats.transactions,
+            error_events: stats.errors,
+            delivered: stats.delivered,
+            spooled: stats.spooled,
+            not_delivered: stats.not_delivered,
+            sampled_out: stats.sampled_out,
+            last_error: stats.last_error.clone(),
+            delivered_from_spool: stats.from_spool.delivered_items,
+        }
+    }
+}
