@@ -9,8 +9,6 @@ use pi_observe::core::{DropReason, StatsSnapshot};
 use pi_observe::spool::{SpoolDelivery, SpoolStats};
 use serde::{Deserialize, Serialize};
 
-use crate::cli::sinks::Running;
-
 /// The state file's name in the agent directory.
 pub const STATE_FILE: &str = "observe-state.json";
 
@@ -110,28 +108,6 @@ impl SpoolCounters {
             write_failed: sum(|s| s.write_failed),
             last_delivery_error: deliveries.iter().find_map(|d| d.last_error.clone()),
         })
-    }
-}
-
-/// Records the counters of a finished `command` — the hub's and each running sink's — in the
-/// state file (a failure is one warning on stderr).
-pub fn save(command: &str, hub: &StatsSnapshot, running: &[(&'static str, std::sync::Arc<dyn Running>)]) {
-    let Some(path) = state_path() else { return };
-    let (spool_stats, deliveries): (Vec<SpoolStats>, Vec<SpoolDelivery>) =
-        running.iter().filter_map(|(_, r)| r.spool()).unzip();
-    let state = RunState {
-        version: RunState::VERSION,
-        finished_at: pi_observe::agent::time::iso8601(pi_observe::agent::time::now_millis()),
-        command: command.to_owned(),
-        hub: HubCounters::of(hub),
-        sinks: running.iter().filter_map(|(name, r)| Some(((*name).to_owned(), r.counters()?))).collect(),
-        spool: SpoolCounters::of(&spool_stats, &deliveries),
-    };
-    if let Err(e) = state.save(&path) {
-        crate::cli::output::error(format_args!(
-            "pi: warning: cannot record the run for `pi observe status` ({}: {e})",
-            path.display()
-        ));
     }
 }
 

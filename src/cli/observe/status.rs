@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use crate::cli::args::SinkArgs;
 use crate::cli::config::Config;
 use crate::cli::run_state::{RunState, state_path};
+use crate::cli::sinks::SinkSetup;
 use crate::cli::sinks::spool::{SPOOL_MAX_AGE_VAR, SPOOL_MAX_BYTES_VAR};
-use crate::cli::sinks::{SinkSetup, Sources};
 use crate::cli::{CliError, output};
 
 /// `pi observe status` arguments: the sinks, as for a run.
@@ -27,10 +27,7 @@ pub struct StatusArgs {
 /// The resolved sinks and spool, each value with its source (managed, flag, env, project,
 /// global, default): `pi observe status` and `pi config` show this.
 pub fn pipeline(setup: &SinkSetup, args: &SinkArgs, cfg: &Config) -> Value {
-    let sinks: Vec<Value> = setup
-        .sinks()
-        .filter_map(|(kind, sink)| sink.status(&Sources { cfg, args, policy: setup.policies.of(kind.name) }))
-        .collect();
+    let sinks = setup.statuses(args, cfg);
     let spool_config = setup.spool.as_ref().map(|(config, from)| {
         let of = |field, var| cfg.source(&["telemetry", "spool", field], None, &[var]).to_string();
         json!({

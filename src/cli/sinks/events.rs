@@ -9,10 +9,11 @@ use pi_observe::core::TraceId;
 use pi_observe::log::JsonlFileSink;
 use serde_json::Value;
 
-use super::{Attach, Attached, CanaryReader, Resolve, Resolved, Running, Sink, SinkKind, Sources, local};
+use super::local;
+use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Running, Sink, SinkKind, Sources};
 use crate::cli::{CliError, output};
 
-/// The events sink in [`super::SINKS`].
+/// The events sink in the list of sinks (`SINKS`).
 pub const KIND: SinkKind = SinkKind { name: "events", remote: false, resolve };
 
 /// Always resolved: off until it has a file (`pi observe canary` gives it one, to try its

@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 use pi_observe::core::ObsEvent;
 use serde_json::Value;
 
-use super::{Attach, Attached, CanaryReader, Resolve, Resolved, Sink, SinkKind, Sources};
+use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Sink, SinkKind, Sources};
 use crate::cli::{CliError, output};
 
-/// The JSON sink in [`super::SINKS`].
+/// The JSON sink in the list of sinks (`SINKS`).
 pub const KIND: SinkKind = SinkKind { name: "json", remote: false, resolve };
 
 /// Always resolved: it prints only in `--mode json` (or into `pi observe canary`'s capture).

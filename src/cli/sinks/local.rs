@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::Sources;
+use super::sink::Sources;
 use crate::cli::CliError;
 use crate::cli::config::Config;
 use crate::cli::config::telemetry::{bad, sink_key};
@@ -49,16 +49,16 @@ pub fn status(name: &str, target: &str, flag: Option<&'static str>, sources: &So
         "sink": name,
         "endpoint": if target.is_empty() { "stderr" } else { target },
         "protocol": "json lines",
-        "capture": super::captured(sources.policy),
+        "capture": super::sink::captured(sources.policy),
         "pinned": sources.cfg.pinned(name).is_some(),
         "sources": {
             "endpoint": sources.of(&sink_key(name, "path"), flag, &[]),
-            "capture": sources.capture(name),
+            "capture": sources.capture,
         },
     })
 }
 
 /// Reads a canary's file (empty when the sink wrote nothing).
-pub fn read(path: PathBuf) -> super::CanaryReader {
+pub fn read(path: PathBuf) -> super::sink::CanaryReader {
     Box::new(move || vec![std::fs::read(&path).unwrap_or_default()])
 }

@@ -9,10 +9,11 @@ use pi_observe::core::TraceId;
 use pi_observe::log::{JsonLogConfig, LogDestination, LogGuard, SpanLevel, TracingSubscriber};
 use serde_json::Value;
 
-use super::{Attach, Attached, CanaryReader, Resolve, Resolved, Running, Sink, SinkKind, Sources, local};
+use super::local;
+use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Running, Sink, SinkKind, Sources};
 use crate::cli::{CliError, output};
 
-/// The log sink in [`super::SINKS`].
+/// The log sink in the list of sinks (`SINKS`).
 pub const KIND: SinkKind = SinkKind { name: "log", remote: false, resolve };
 
 fn resolve(from: &Resolve<'_>) -> Resolved {

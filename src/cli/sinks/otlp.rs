@@ -12,8 +12,9 @@ use pi_observe::spool::{Spool, SpoolDelivery, SpoolStats};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{
-    Attach, Attached, CanaryReader, Delivered, Health, Resolve, Resolved, Running, Sink, SinkKind, Sources, exit,
+use super::exit;
+use super::sink::{
+    Attach, Attached, CanaryReader, Delivered, Health, Resolve, Resolved, Running, Sink, SinkKind, Sources,
 };
 use crate::cli::CliError;
 use crate::cli::config::telemetry::sink_key;
@@ -21,7 +22,7 @@ use crate::cli::output;
 
 mod settings;
 
-/// The OTLP sink in [`super::SINKS`].
+/// The OTLP sink in the list of sinks (`SINKS`).
 pub const KIND: SinkKind = SinkKind { name: "otlp", remote: true, resolve };
 
 fn resolve(from: &Resolve<'_>) -> Resolved {
@@ -92,7 +93,7 @@ fn status(c: &OtlpConfig, sources: &Sources<'_>) -> Value {
         "endpoint": url_without_secrets(&c.endpoint()),
         "protocol": protocol,
         "headers": c.headers.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
-        "capture": super::captured(sources.policy),
+        "capture": super::sink::captured(sources.policy),
         "conventions": conventions,
         "sampler": sampler.unwrap_or_else(|| "always_on".into()),
         "sampleRatio": c.sample_ratio.unwrap_or(1.0),
@@ -104,7 +105,7 @@ fn status(c: &OtlpConfig, sources: &Sources<'_>) -> Value {
             "endpoint": sources.of(&sink("endpoint"), endpoint_flag, &[env::TRACES_ENDPOINT, env::ENDPOINT]),
             "protocol": sources.of(&sink("protocol"), a.otlp.otlp_protocol.as_ref().map(|_| "--otlp-protocol"), &[env::TRACES_PROTOCOL, env::PROTOCOL]),
             "headers": sources.of(&sink("headers"), (!a.otlp.otlp_header.is_empty()).then_some("--otlp-header"), &[env::TRACES_HEADERS, env::HEADERS]),
-            "capture": sources.capture("otlp"),
+            "capture": sources.capture.clone(),
             "conventions": sources.of(&sink("conventions"), a.otlp.conventions.as_ref().map(|_| "--conventions"), &[]),
             "sampler": sources.of(&["telemetry", "sampler", "name"], None, &[env::TRACES_SAMPLER]),
             "sampleRatio": sources.of(&["telemetry", "sampler", "arg"], None, &[env::TRACES_SAMPLER_ARG]),

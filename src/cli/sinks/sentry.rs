@@ -12,8 +12,9 @@ use pi_observe::spool::{Spool, SpoolDelivery, SpoolStats};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{
-    Attach, Attached, CanaryReader, Delivered, Health, Resolve, Resolved, Running, Sink, SinkKind, Sources, exit,
+use super::exit;
+use super::sink::{
+    Attach, Attached, CanaryReader, Delivered, Health, Resolve, Resolved, Running, Sink, SinkKind, Sources,
 };
 use crate::cli::CliError;
 use crate::cli::config::Config;
@@ -21,7 +22,7 @@ use crate::cli::config::telemetry::sink_key;
 use crate::cli::output;
 use crate::cli::setup::env_set;
 
-/// The Sentry sink in [`super::SINKS`].
+/// The Sentry sink in the list of sinks (`SINKS`).
 pub const KIND: SinkKind = SinkKind { name: "sentry", remote: true, resolve };
 
 fn resolve(from: &Resolve<'_>) -> Resolved {
@@ -109,14 +110,14 @@ impl Sink for SentrySink {
             "sink": "sentry",
             "endpoint": c.envelope_url().map(|u| url_without_secrets(&u)),
             "protocol": "sentry envelope",
-            "capture": super::captured(sources.policy),
+            "capture": super::sink::captured(sources.policy),
             "environment": c.environment,
             "release": c.release,
             "sampleRatio": c.traces_sample_rate.unwrap_or(1.0),
             "pinned": sources.cfg.pinned("sentry").is_some(),
             "sources": {
                 "endpoint": sources.of(&sink("dsn"), dsn_flag, &["SENTRY_DSN"]),
-                "capture": sources.capture("sentry"),
+                "capture": sources.capture.clone(),
                 "environment": sources.of(&sink("environment"), None, &["SENTRY_ENVIRONMENT"]),
                 "release": sources.of(&sink("release"), None, &["SENTRY_RELEASE"]),
                 "sampleRatio": sources.of(&sink("sampleRate"), None, &["SENTRY_TRACES_SAMPLE_RATE"]),

@@ -1,0 +1,188 @@
+//! What every sink implements: its entry in the list ([`SinkKind`]), its resolved configuration
+//! ([`Sink`]) and, once attached to the hub, its running side ([`Running`]).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pi_observe::core::{ContentKind, ContentPolicy, Observability, ProbeOutcome, Subscription, TraceId};
+use pi_observe::spool::{SpoolConfig, SpoolDelivery, SpoolStats};
+use serde_json::Value;
+
+use crate::cli::CliError;
+use crate::cli::args::SinkArgs;
+use crate::cli::config::Config;
+
+/// One kind of sink: its name and how it is resolved.
+pub struct SinkKind {
+    /// The name `--capture NAME=`, `telemetry.sinks.NAME`, `pi observe` and the exit lines use.
+    pub name: &'static str,
+    /// True when it sends off the machine: the `remote` group of `--capture` (others are
+    /// `local`, which a bare `--capture KINDS` means), and `pi observe test` probes it.
+    pub remote: bool,
+    /// Reads the sink's flags, settings and variables: `None` when it is off.
+    pub resolve: fn(&Resolve<'_>) -> Resolved,
+}
+
+/// A sink resolved from its configuration (`None`: off), or the one-line error naming what is
+/// wrong with it.
+pub type Resolved = Result<Option<Box<dyn Sink>>, CliError>;
+
+/// What a sink is resolved from.
+pub struct Resolve<'a> {
+    /// The command's sink flags.
+    pub args: &'a SinkArgs,
+    /// The command's `--events-jsonl` (or the demo's events file), when it has one.
+    pub events: Option<&'a Path>,
+    /// The settings files and the managed policy.
+    pub cfg: &'a Config,
+    /// What this sink captures.
+    pub policy: &'a ContentPolicy,
+    /// The spool, when it is on.
+    pub spool: Option<&'a SpoolConfig>,
+    /// The sink's name.
+    pub name: &'static str,
+}
+
+impl Resolve<'_> {
+    /// The spool for this (remote) sink's undelivered batches, stamped with what the sink
+    /// captures: its batches are delivered later only while the managed policy's cap for the
+    /// sink still allows that. `None` with the spool off.
+    pub fn spool(&self) -> Result<Option<SpoolConfig>, CliError> {
+        let Some(config) = self.spool else { return Ok(None) };
+        let names = |kinds: &mut dyn Iterator<Item = ContentKind>| kinds.map(|k| k.as_str().to_owned()).collect();
+        let mut config = config.clone();
+        config.capture = names(&mut ContentKind::ALL.into_iter().filter(|k| self.policy.captures(*k)));
+        config.capture_cap = self.cfg.capture_cap(self.name)?.map(|cap| names(&mut cap.into_iter()));
+        Ok(Some(config))
+    }
+}
+
+/// A sink resolved from its configuration, not yet created.
+pub trait Sink: Send {
+    /// Its resolved values and where each came from, for `pi observe status` and `pi config`
+    /// (`None` when there is nothing to show: off until attached, or only a stdout stream).
+    fn status(&self, sources: &Sources<'_>) -> Option<Value>;
+
+    /// The file it writes, as (flag, path), checked before any work starts.
+    fn output_file(&self) -> Option<(&'static str, &Path)> {
+        None
+    }
+
+    /// How long the exit should wait for it, when it says.
+    fn flush_deadline(&self) -> Option<Duration> {
+        None
+    }
+
+    /// For a backfill (`pi export`): metrics off (replayed spans are idempotent, sums are not).
+    fn without_metrics(&mut self) {}
+
+    /// `pi observe test`: one probe per request it would make (none for a local sink).
+    fn probe(&self, _trace: TraceId) -> Result<Vec<ProbeOutcome>, CliError> {
+        Ok(Vec::new())
+    }
+
+    /// `pi observe flush`: delivers what it spooled before `deadline` (`None`: it spools nothing).
+    fn deliver_spooled(&self, _deadline: Instant) -> Result<Option<Delivered>, CliError> {
+        Ok(None)
+    }
+
+    /// `pi observe canary`: its output goes to a local capture under `dir` instead (its spool
+    /// off); the returned reader gives what it would have sent, one item per request or file.
+    /// `None` when it would send nothing (off).
+    fn canary(&mut self, dir: &Path) -> Option<CanaryReader>;
+
+    /// Subscribes it to the hub under `policy`; `None` when it turns out to have nothing to do.
+    fn attach(self: Box<Self>, to: &Attach<'_>) -> Result<Option<Attached>, CliError>;
+}
+
+/// Reads what a sink under `pi observe canary` would have sent.
+pub type CanaryReader = Box<dyn FnOnce() -> Vec<Vec<u8>> + Send>;
+
+/// What a sink's spooled batches came to under `pi observe flush`.
+pub struct Delivered {
+    /// Where they went, without secrets.
+    pub destination: String,
+    /// What was delivered, kept, held and removed.
+    pub result: SpoolDelivery,
+    /// The sink's spool counters afterwards.
+    pub stats: SpoolStats,
+}
+
+/// Where a sink attaches.
+pub struct Attach<'a> {
+    /// The hub.
+    pub hub: &'a Observability,
+    /// The sink's content policy (shared with sinks that capture the same kinds).
+    pub policy: Arc<ContentPolicy>,
+    /// True when the command prints contract records on stdout (`--mode json`).
+    pub json_mode: bool,
+}
+
+/// An attached sink: its subscription and, when it has something to report, its running side.
+pub struct Attached {
+    /// Kept until the sinks finish.
+    pub subscription: Subscription,
+    /// What it says at exit, its live health and counters.
+    pub running: Option<Arc<dyn Running>>,
+}
+
+/// A sink at work.
+pub trait Running: Send + Sync {
+    /// Adds what it delivered, lost and spooled so far (remote sinks).
+    fn health(&self, _health: &mut Health) {}
+
+    /// After the hub is shut down: says on stderr what it delivered and did not (each trace id
+    /// in `traces` where that is how the user finds the run).
+    fn report(&self, _traces: &[TraceId], _deadline: Duration) {}
+
+    /// Its counters for the state file (`pi observe status` shows them), when it keeps any.
+    fn counters(&self) -> Option<Value> {
+        None
+    }
+
+    /// Its spool's counters and what it delivered from the spool, when it has a spool.
+    fn spool(&self) -> Option<(SpoolStats, SpoolDelivery)> {
+        None
+    }
+}
+
+/// What the attached sinks did so far (spans for OTLP, envelopes for Sentry).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Health {
+    /// The names of the sinks attached, in alphabetical order.
+    pub sinks: Vec<&'static str>,
+    /// Delivered to a remote backend.
+    pub exported: u64,
+    /// Lost (queue full, rejected, failed without a spool).
+    pub dropped: u64,
+    /// Kept in the spool for a later run.
+    pub spooled: u64,
+    /// Why the last delivery failed (no secrets: the exporters' own words).
+    pub last_error: Option<String>,
+}
+
+/// The content kinds `policy` captures.
+pub fn captured(policy: &ContentPolicy) -> Vec<&'static str> {
+    ContentKind::ALL.iter().filter(|k| policy.captures(**k)).map(|k| k.as_str()).collect()
+}
+
+/// Where each value of a sink came from, for `pi observe status`.
+pub struct Sources<'a> {
+    /// The settings files and the managed policy.
+    pub cfg: &'a Config,
+    /// The command's sink flags.
+    pub args: &'a SinkArgs,
+    /// What the sink captures.
+    pub policy: &'a ContentPolicy,
+    /// Where what it captures came from (a `--capture` flag naming it, a settings file, the
+    /// managed policy's cap).
+    pub capture: String,
+}
+
+impl Sources<'_> {
+    /// The source of the setting `key`, given by `flag` when it was given, else by `vars`.
+    pub fn of(&self, key: &[&str], flag: Option<&'static str>, vars: &[&str]) -> String {
+        self.cfg.source(key, flag, vars).to_string()
+    }
+}
