@@ -15,7 +15,6 @@ pub mod process;
 pub mod provider;
 pub mod resources;
 pub mod session;
-pub mod settings;
 pub mod time;
 pub mod tools;
 

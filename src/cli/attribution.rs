@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use pi_agent::settings::{Scope, SettingsFile};
+use crate::cli::settings::{Scope, SettingsFile};
 use pi_observe::core::{Attribution, names};
 use serde_json::Value;
 

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{Value, json};
 
-use pi_agent::settings::trust::TrustReason;
+use crate::cli::settings::trust::TrustReason;
 
 use crate::cli::args::{AgentArgs, ObserveArgs};
 use crate::cli::config::{Config, Source, managed, telemetry};
@@ -101,10 +101,10 @@ fn file_list(cfg: &Config) -> Vec<Value> {
 fn missing_files(cfg: &Config) -> Vec<Value> {
     let mut missing: Vec<Value> = Vec::new();
     if let Some(dir) = &cfg.agent_dir
-        && cfg.settings.file(pi_agent::settings::Scope::Global).is_none()
+        && cfg.settings.file(crate::cli::settings::Scope::Global).is_none()
     {
         missing.push(
-            json!({"scope": "global", "path": dir.join(pi_agent::settings::SETTINGS_FILE).display().to_string()}),
+            json!({"scope": "global", "path": dir.join(crate::cli::settings::SETTINGS_FILE).display().to_string()}),
         );
     }
     if cfg.managed.is_none() {
@@ -117,7 +117,7 @@ fn missing_files(cfg: &Config) -> Vec<Value> {
 fn settings_list(cfg: &Config) -> Vec<Value> {
     let mut settings: Vec<Value> = Vec::new();
     if let Some(managed) = &cfg.managed {
-        let layered = pi_agent::settings::Settings::new(vec![managed.clone()]);
+        let layered = crate::cli::settings::Settings::new(vec![managed.clone()]);
         for (key, found) in layered.leaves() {
             settings.push(
                 json!({ "key": key, "value": shown(&key, found.value), "source": Source::of(found.file).to_string() }),
@@ -137,7 +137,7 @@ fn settings_list(cfg: &Config) -> Vec<Value> {
 }
 
 /// What the managed policy `m` governs: pinned sinks, capture caps, required attribution, rules.
-fn managed_policy(cfg: &Config, m: &pi_agent::settings::SettingsFile) -> Value {
+fn managed_policy(cfg: &Config, m: &crate::cli::settings::SettingsFile) -> Value {
     let policy = cfg.policy();
     json!({
         "path": m.path.display().to_string(),

@@ -53,9 +53,9 @@ fn discover_all(flags: &[PathBuf], cfg: &Config, cwd: &Path) -> Result<Vec<Candi
     }
     for file in cfg.managed.iter().chain(cfg.settings.files()) {
         let origin = match file.scope {
-            pi_agent::settings::Scope::Managed => "managed",
-            pi_agent::settings::Scope::Project => "project",
-            pi_agent::settings::Scope::Global => "settings",
+            crate::cli::settings::Scope::Managed => "managed",
+            crate::cli::settings::Scope::Project => "project",
+            crate::cli::settings::Scope::Global => "settings",
         };
         for raw in file.get(&["extensions"]).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
             found.push(Candidate { path: Config::path_of(file, raw), origin });
@@ -151,7 +151,7 @@ pub fn spec(candidate: &Candidate, cwd: &Path, cfg: &Config) -> Result<ProcessSp
 /// `Some(config)` is the configuration reloaded with the project trusted.
 pub async fn ask_project_trust(extensions: &[ProcessExtension], cfg: &Config) -> Result<Option<Config>, CliError> {
     use pi_agent::extensions::Extension;
-    if cfg.trust.reason != pi_agent::settings::trust::TrustReason::Untrusted {
+    if cfg.trust.reason != crate::cli::settings::trust::TrustReason::Untrusted {
         return Ok(None);
     }
     for extension in extensions {

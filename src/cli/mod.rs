@@ -19,6 +19,7 @@ mod paths;
 mod report;
 mod run_state;
 mod sessions;
+pub mod settings;
 mod setup;
 mod signals;
 mod sinks;

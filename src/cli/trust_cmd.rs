@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::cli::settings::trust::{TRUST_FILE, TrustStore};
 use clap::Args;
-use pi_agent::settings::trust::{TRUST_FILE, TrustStore};
 
 use crate::cli::config::Config;
 use crate::cli::{CliError, output};

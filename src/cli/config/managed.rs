@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pi_agent::settings::{Scope, SettingsFile};
+use crate::cli::settings::{Scope, SettingsFile};
 
 use crate::cli::CliError;
 

@@ -16,8 +16,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use pi_agent::settings::trust::{self, TrustDecision, TrustReason, TrustStore};
-use pi_agent::settings::{Scope, Settings, SettingsFile};
+use crate::cli::settings::trust::{self, TrustDecision, TrustReason, TrustStore};
+use crate::cli::settings::{Scope, Settings, SettingsFile};
 
 pub use managed::Policy;
 
@@ -122,7 +122,7 @@ impl Config {
         let read = |path: PathBuf, scope| SettingsFile::load(&path, scope).map_err(|e| CliError::Usage(e.to_string()));
         let global = agent_dir
             .as_ref()
-            .map(|d| read(d.join(pi_agent::settings::SETTINGS_FILE), Scope::Global))
+            .map(|d| read(d.join(crate::cli::settings::SETTINGS_FILE), Scope::Global))
             .transpose()?
             .flatten();
         // Without a home there is no store: nothing is trusted.
@@ -133,7 +133,7 @@ impl Config {
         // The one decision point; an extension's `project_trust` answer comes in as the hook.
         let trust = trust::decide(project, &store, policy_allows, hook);
         let project_file = if trust.trusted {
-            read(project.join(".pi").join(pi_agent::settings::SETTINGS_FILE), Scope::Project)?
+            read(project.join(".pi").join(crate::cli::settings::SETTINGS_FILE), Scope::Project)?
         } else {
             None
         };

@@ -2,7 +2,7 @@
 //! from the managed policy and the settings files (flags and environment are applied by the
 //! resolvers in `cli::sinks` and `cli::attribution`, which call these for the file layers).
 
-use pi_agent::settings::{SettingsFile, expand_vars};
+use crate::cli::settings::{SettingsFile, expand_vars};
 use pi_observe::core::ContentKind;
 use serde_json::Value;
 

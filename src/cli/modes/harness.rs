@@ -56,7 +56,7 @@ impl Harness {
         let cwd = setup::cwd(args.cwd.as_deref())?;
         // A project nobody trusted yet: the extensions that do not come with it start now and may
         // answer upstream's `project_trust` before anything of the project is read.
-        let (early, reloaded) = if cfg.trust.reason == pi_agent::settings::trust::TrustReason::Untrusted {
+        let (early, reloaded) = if cfg.trust.reason == crate::cli::settings::trust::TrustReason::Untrusted {
             let (outside, _) = extensions::discover(&args.extensions, cfg, &cwd)?;
             let started = extensions::start(outside, cfg, &cwd).await;
             let reloaded = extensions::ask_project_trust(&started, cfg).await?;

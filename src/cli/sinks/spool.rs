@@ -71,7 +71,7 @@ pub fn spool(
     // (value, what to name when it is wrong): managed, then the variable, then the files.
     let layered = |field: &str, var: &str| -> Option<(String, String)> {
         let setting =
-            |file: &pi_agent::settings::SettingsFile| format!("{}: telemetry.spool.{field}", file.path.display());
+            |file: &crate::cli::settings::SettingsFile| format!("{}: telemetry.spool.{field}", file.path.display());
         if let Some((value, file)) = cfg.managed_get(&key(field)) {
             return Some((value.to_string(), setting(file)));
         }

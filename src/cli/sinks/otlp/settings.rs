@@ -92,7 +92,7 @@ fn no_otlp(args: &OtlpArgs) -> Result<Option<OtlpConfig>, CliError> {
 
 /// The managed policy pins the destination: flags and variables that would move it are said
 /// to be ignored, once.
-fn pinned_destination(args: &OtlpArgs, cfg: &Config, managed: &pi_agent::settings::SettingsFile) {
+fn pinned_destination(args: &OtlpArgs, cfg: &Config, managed: &crate::cli::settings::SettingsFile) {
     let flag_endpoint = args.otlp.as_deref().map(str::trim).filter(|e| !e.is_empty());
     let overridden: Vec<&str> = [
         ("--otlp", flag_endpoint.is_some()),

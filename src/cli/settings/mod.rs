@@ -8,8 +8,8 @@
 //! file is read ([`SettingsError::Value`] names the key path); unknown keys are kept as written
 //! and listed in [`SettingsFile::unknown`] for one warning each.
 //!
-//! ```
-//! use pi_agent::settings::{Scope, Settings, SettingsFile};
+//! ```text
+//! use crate::cli::settings::{Scope, Settings, SettingsFile};
 //! use std::path::Path;
 //!
 //! let global = SettingsFile::parse(r#"{"compaction":{"enabled":true,"reserveTokens":16384}}"#,
@@ -17,10 +17,9 @@
 //! let project = SettingsFile::parse(r#"{"compaction":{"reserveTokens":8192}}"#,
 //!     Path::new("project.json"), Scope::Project)?;
 //! let settings = Settings::new(vec![global, project]);
-//! assert_eq!(settings.count(&["compaction", "reserveTokens"]), Some(8192));
+//! assert_eq!(settings.get(&["compaction", "reserveTokens"]).unwrap().value, 8192);
 //! assert_eq!(settings.bool(&["compaction", "enabled"]), Some(true));
 //! assert_eq!(settings.get(&["compaction", "enabled"]).unwrap().file.scope, Scope::Global);
-//! # Ok::<(), pi_agent::settings::SettingsError>(())
 //! ```
 
 mod file;
@@ -29,7 +28,7 @@ pub mod trust;
 
 use serde_json::Value;
 
-pub use file::{Scope, SettingsError, SettingsFile, expand_vars, parse_object};
+pub use file::{Scope, SettingsFile, expand_vars};
 
 /// The settings file name, in the agent directory and in a project's `.pi/`.
 pub const SETTINGS_FILE: &str = "settings.json";
@@ -81,21 +80,9 @@ impl Settings {
         self.get(key)?.value.as_bool()
     }
 
-    /// A whole-number setting.
-    pub fn count(&self, key: &[&str]) -> Option<u64> {
-        self.get(key)?.value.as_u64()
-    }
-
     /// A number setting.
     pub fn number(&self, key: &[&str]) -> Option<f64> {
         self.get(key)?.value.as_f64()
-    }
-
-    /// A list of strings from the most binding file that sets it (lists replace, they do not
-    /// concatenate, as upstream).
-    pub fn strings(&self, key: &[&str]) -> Option<Vec<String>> {
-        let list = self.get(key)?.value.as_array()?;
-        Some(list.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
     }
 
     /// The keys of the object at `key` across all files (each once, most binding file's order
@@ -168,7 +155,7 @@ mod tests {
             ),
             file(r#"{"skills":["p"],"telemetry":{"sinks":{"otlp":{"endpoint":"http://p"}}}}"#, Scope::Project),
         ]);
-        assert_eq!(settings.strings(&["skills"]).unwrap(), ["p"]);
+        assert_eq!(settings.get(&["skills"]).unwrap().value, &serde_json::json!(["p"]), "lists replace");
         assert_eq!(settings.str(&["telemetry", "sinks", "otlp", "endpoint"]), Some("http://p"));
         assert_eq!(settings.bool(&["telemetry", "sinks", "otlp", "logs"]), Some(true));
         let leaves: Vec<(String, Scope)> = settings.leaves().into_iter().map(|(k, f)| (k, f.file.scope)).collect();

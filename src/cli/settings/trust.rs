@@ -73,11 +73,6 @@ impl TrustStore {
         dir.ancestors().find(|a| self.file.projects.contains_key(&a.display().to_string())).map(Path::to_owned)
     }
 
-    /// Every trusted folder.
-    pub fn entries(&self) -> impl Iterator<Item = (&str, &TrustEntry)> {
-        self.file.projects.iter().map(|(k, v)| (k.as_str(), v))
-    }
-
     /// Trusts `dir` (and everything below it); returns the folder as stored.
     pub fn trust(&mut self, dir: &Path, now: String) -> PathBuf {
         let dir = canonical(dir);
