@@ -75,91 +75,11 @@ pub struct ObserveArgs {
     #[arg(long, value_name = "ID")]
     pub org: Option<String>,
     /// Attribution: any `key=value` (repeatable), e.g. `--context teamId=core`.
-    #[arg(long = "context", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    #[arg(long = "context", value_name = "KEY=VALUE", value_parser = crate::cli::sinks::parse_key_value)]
     pub context: Vec<(String, String)>,
     /// Write the raw contract events to this file (JSON lines).
     #[arg(long, value_name = "PATH")]
     pub events_jsonl: Option<PathBuf>,
     #[command(flatten)]
-    pub sinks: SinkArgs,
-}
-
-/// Where contract records go besides the local files, and what content they may carry.
-#[derive(Debug, Args)]
-pub struct SinkArgs {
-    /// Send each prompt to Sentry as a transaction (errors as error events). Without a value:
-    /// `SENTRY_DSN` (which alone also turns this on). `SENTRY_ENVIRONMENT`, `SENTRY_RELEASE`,
-    /// `SENTRY_TRACES_SAMPLE_RATE` apply.
-    #[arg(long, value_name = "DSN", num_args = 0..=1, default_missing_value = "")]
-    pub sentry: Option<String>,
-    /// Structured JSON-lines logs of every contract record (through `tracing`) to stderr, or to
-    /// PATH; filtered by `PI_LOG` / `RUST_LOG` (default `info`).
-    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
-    pub log_json: Option<String>,
-    /// Where OTLP and Sentry batches that could not be delivered are kept for the next run
-    /// (default `PI_SPOOL_DIR`, else `~/.pi/agent/spool`); bounded by `PI_SPOOL_MAX_BYTES`
-    /// (64 MiB) and `PI_SPOOL_MAX_AGE_DAYS` (7).
-    #[arg(long, value_name = "DIR")]
-    pub spool_dir: Option<PathBuf>,
-    /// Keep nothing on disk: what cannot be delivered is dropped (and counted).
-    #[arg(long, conflicts_with = "spool_dir")]
-    pub no_spool: bool,
-    #[command(flatten)]
-    pub content: ContentArgs,
-    #[command(flatten)]
-    pub otlp: OtlpArgs,
-}
-
-/// OTLP export (also enabled by `OTEL_EXPORTER_OTLP_ENDPOINT` / `_TRACES_ENDPOINT`).
-#[derive(Debug, Args)]
-pub struct OtlpArgs {
-    /// Export traces over OTLP; ENDPOINT is the collector base URL (e.g. `http://localhost:4318`)
-    /// or a full `…/v1/traces` URL. Without a value: the `OTEL_*` variables, else localhost:4318.
-    #[arg(long, value_name = "ENDPOINT", num_args = 0..=1, default_missing_value = "")]
-    pub otlp: Option<String>,
-    /// `http/protobuf` (default), `http/json` or `grpc`.
-    #[arg(long, value_name = "PROTOCOL")]
-    pub otlp_protocol: Option<String>,
-    /// Extra OTLP request header `key=value` (repeatable).
-    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_key_value)]
-    pub otlp_header: Vec<(String, String)>,
-    /// `service.name` resource attribute (default `pi`, or `OTEL_SERVICE_NAME`).
-    #[arg(long, value_name = "NAME")]
-    pub service_name: Option<String>,
-    /// Attribute conventions: `genai` (default), `openinference` (Phoenix/Arize LLM views), `both`.
-    #[arg(long, value_name = "PROFILE")]
-    pub conventions: Option<String>,
-    /// Attribution keys that become metric dimensions (default `orgId`; `userId` can explode
-    /// cardinality). Comma-separated; `none` for no attribution dimensions.
-    #[arg(long, value_name = "KEY,...", value_delimiter = ',')]
-    pub metric_dims: Vec<String>,
-    /// Also export every contract record as an OTLP log record correlated to its span.
-    #[arg(long)]
-    pub otlp_logs: bool,
-}
-
-/// What content each sink may receive.
-#[derive(Debug, Args)]
-pub struct ContentArgs {
-    /// Opt in to content capture, per sink (repeatable). KINDS: prompt, completion, thinking,
-    /// tool_args, tool_result, shell_output, file_content, provider_payload, header, error_text,
-    /// or `all` (singular or plural). SINK: events (--events-jsonl), log (--log-json), json
-    /// (--mode json), otlp, sentry, or the groups local (events, log, json), remote (otlp,
-    /// sentry), all. A bare `--capture KINDS` means `local`: content reaches OTLP or Sentry only
-    /// when named, e.g. `--capture otlp=prompt`. Errors are content: their text is `error_text`.
-    /// Captured content is scrubbed of known secret formats, then `--redact`ed, then cut to 8 KiB.
-    #[arg(long, value_name = "[SINK=]KIND,...")]
-    pub capture: Vec<String>,
-    /// Extra secret pattern (regex) scrubbed from captured content of every sink (repeatable;
-    /// added to the built-in rules, never replacing them).
-    #[arg(long, value_name = "REGEX")]
-    pub redact: Vec<String>,
-}
-
-/// `KEY=VALUE` (the key trimmed and non-empty).
-pub fn parse_key_value(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
-        _ => Err(format!("{s:?} is not KEY=VALUE")),
-    }
+    pub sinks: crate::cli::sinks::SinkArgs,
 }

@@ -30,7 +30,7 @@ pub struct DemoArgs {
     #[arg(long, value_name = "PATH")]
     pub events_jsonl: Option<PathBuf>,
     #[command(flatten)]
-    pub sinks: super::args::SinkArgs,
+    pub sinks: super::sinks::SinkArgs,
 }
 
 /// A fake credential placed in a file the demo agent reads: it must never reach telemetry

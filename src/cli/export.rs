@@ -26,7 +26,7 @@ pub struct ExportArgs {
     #[arg(long)]
     pub export_metrics: bool,
     #[command(flatten)]
-    pub sinks: super::args::SinkArgs,
+    pub sinks: super::sinks::SinkArgs,
 }
 
 /// Records handed to the adapters before waiting for them to catch up: below every adapter's

@@ -83,7 +83,9 @@ enum Command {
 /// Parses arguments (one-line errors), runs, and maps the outcome to an exit code
 /// ([`error`] lists them).
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let command = sinks::with_sink_flags(<Cli as clap::CommandFactory>::command());
+    let parsed = command.try_get_matches().and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind;

@@ -20,11 +20,6 @@ pub struct Selected {
     pub provider: Arc<dyn Provider>,
 }
 
-/// True when the variable is set and not empty.
-pub fn env_set(name: &str) -> bool {
-    std::env::var_os(name).is_some_and(|v| !v.is_empty())
-}
-
 /// Picks the provider and model: the managed policy's `defaultProvider`/`defaultModel`, then
 /// explicit flags, then the settings files' defaults; otherwise a configured key or base URL
 /// selects a real provider, and with none of those the offline `faux` provider is used. The
@@ -108,8 +103,8 @@ fn chosen_names(
         None if args.base_url.is_some() => "openai".to_owned(),
         None => match cfg.settings.str(&["defaultProvider"]) {
             Some(p) => p.to_owned(),
-            None if env_set("ANTHROPIC_API_KEY") => "anthropic".to_owned(),
-            None if env_set("OPENAI_API_KEY") => "openai".to_owned(),
+            None if crate::cli::config::env_set("ANTHROPIC_API_KEY") => "anthropic".to_owned(),
+            None if crate::cli::config::env_set("OPENAI_API_KEY") => "openai".to_owned(),
             None => "faux".to_owned(),
         },
     };

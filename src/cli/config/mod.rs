@@ -41,6 +41,11 @@ pub enum Source {
     Default,
 }
 
+/// True when the variable is set and not empty.
+pub fn env_set(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty())
+}
+
 impl Source {
     /// The source of a value read from `file`.
     pub fn of(file: &SettingsFile) -> Source {
@@ -233,7 +238,7 @@ impl Config {
         if let Some(flag) = flag {
             return Source::Flag(flag);
         }
-        if let Some(var) = vars.iter().find(|v| super::setup::env_set(v)) {
+        if let Some(var) = vars.iter().find(|v| env_set(v)) {
             return Source::Env((*var).to_owned());
         }
         self.settings.get(key).map_or(Source::Default, |found| Source::of(found.file))

@@ -16,8 +16,8 @@ use pi_observe::core::{ContentKind, ContentPolicy, Scope, SpanId};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::args::SinkArgs;
 use crate::cli::config::Config;
+use crate::cli::sinks::SinkArgs;
 use crate::cli::sinks::{SinkPolicies, SinkSetup, captured};
 use crate::cli::{CliError, output};
 

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use pi_observe::spool::Spool;
 
-use crate::cli::args::SinkArgs;
 use crate::cli::config::Config;
+use crate::cli::sinks::SinkArgs;
 use crate::cli::sinks::{Delivered, SinkSetup};
 use crate::cli::{CliError, output};
 

@@ -6,8 +6,8 @@ use clap::Args;
 use pi_observe::core::{ProbeOutcome, TraceId};
 use serde_json::json;
 
-use crate::cli::args::SinkArgs;
 use crate::cli::config::Config;
+use crate::cli::sinks::SinkArgs;
 use crate::cli::sinks::SinkSetup;
 use crate::cli::sinks::trace_link::trace_url_template;
 use crate::cli::{CliError, output};

@@ -7,9 +7,9 @@ use clap::Args;
 use pi_observe::spool::Spool;
 use serde_json::{Value, json};
 
-use crate::cli::args::SinkArgs;
 use crate::cli::config::Config;
 use crate::cli::run_state::{RunState, state_path};
+use crate::cli::sinks::SinkArgs;
 use crate::cli::sinks::SinkSetup;
 use crate::cli::sinks::spool::{SPOOL_MAX_AGE_VAR, SPOOL_MAX_BYTES_VAR};
 use crate::cli::{CliError, output};

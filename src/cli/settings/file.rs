@@ -98,7 +98,7 @@ impl SettingsFile {
     /// Parses `text` as the file at `path`: JSON syntax, then the types of the known keys.
     pub fn parse(text: &str, path: &Path, scope: Scope) -> Result<SettingsFile, SettingsError> {
         let value = parse_object(text, path)?;
-        let Checked { unknown } = schema::check_settings(&value, scope)
+        let Checked { unknown } = schema::check_settings(&value, scope == Scope::Managed)
             .map_err(|(key, expected)| SettingsError::Value { path: path.to_owned(), key, expected })?;
         Ok(SettingsFile { path: path.to_owned(), scope, value, unknown })
     }

@@ -5,8 +5,6 @@
 
 use serde_json::{Map, Value};
 
-use super::file::Scope;
-
 /// The type of a known key.
 #[derive(Debug)]
 pub(crate) enum Ty {
@@ -156,14 +154,14 @@ pub(crate) struct Checked {
     pub unknown: Vec<String>,
 }
 
-/// Checks every known key of a settings object; `Err((key path, expected))` for the first
-/// wrong value.
-pub(crate) fn check_settings(value: &Map<String, Value>, scope: Scope) -> Result<Checked, (String, String)> {
+/// Checks every known key of a settings object (`managed`: the managed policy's file, which also
+/// knows `policy`); `Err((key path, expected))` for the first wrong value.
+pub(crate) fn check_settings(value: &Map<String, Value>, managed: bool) -> Result<Checked, (String, String)> {
     let mut checked = Checked::default();
     let mut path = Vec::new();
     for (key, v) in value {
         path.push(key.as_str());
-        let ty = SETTINGS.iter().chain((scope == Scope::Managed).then_some(&POLICY)).find(|(k, _)| k == key);
+        let ty = SETTINGS.iter().chain(managed.then_some(&POLICY)).find(|(k, _)| k == key);
         match ty {
             Some((_, ty)) => check(v, ty, &mut path, &mut checked)?,
             None => checked.unknown.push(key.clone()),
@@ -231,9 +229,12 @@ pub(crate) fn describe(value: &Value) -> String {
 mod tests {
     use super::*;
 
-    fn run(json: &str, scope: Scope) -> Result<Vec<String>, (String, String)> {
+    const GLOBAL: bool = false;
+    const MANAGED: bool = true;
+
+    fn run(json: &str, managed: bool) -> Result<Vec<String>, (String, String)> {
         let Value::Object(map) = serde_json::from_str(json).unwrap() else { panic!() };
-        check_settings(&map, scope).map(|c| c.unknown)
+        check_settings(&map, managed).map(|c| c.unknown)
     }
 
     #[test]
@@ -243,7 +244,7 @@ mod tests {
                 "packages":["a",{"source":"b"}],"defaultThinkingLevel":"high","telemetery":{},
                 "telemetry":{"sinks":{"otlp":{"endpiont":"x","headers":{"authorization":"Bearer ${T}"}}},
                              "attribution":{"orgId":"acme","userIdCommand":"git config user.email","required":["userId"]}}}"#,
-            Scope::Global,
+            GLOBAL,
         )
         .unwrap();
         assert_eq!(unknown, ["compaction.extra", "telemetery", "telemetry.sinks.otlp.endpiont"]);
@@ -251,19 +252,19 @@ mod tests {
 
     #[test]
     fn wrong_values_name_the_key_path() {
-        let (key, expected) = run(r#"{"telemetry":{"spool":{"maxBytes":"big"}}}"#, Scope::Global).unwrap_err();
+        let (key, expected) = run(r#"{"telemetry":{"spool":{"maxBytes":"big"}}}"#, GLOBAL).unwrap_err();
         assert_eq!(key, "telemetry.spool.maxBytes");
         assert_eq!(expected, "expected a whole number ≥ 0, found a string");
-        let (key, expected) = run(r#"{"defaultThinkingLevel":"max"}"#, Scope::Global).unwrap_err();
+        let (key, expected) = run(r#"{"defaultThinkingLevel":"max"}"#, GLOBAL).unwrap_err();
         assert_eq!((key.as_str(), expected.contains("off, minimal")), ("defaultThinkingLevel", true));
-        let (key, _) = run(r#"{"telemetry":{"attribution":{"orgId":7}}}"#, Scope::Global).unwrap_err();
+        let (key, _) = run(r#"{"telemetry":{"attribution":{"orgId":7}}}"#, GLOBAL).unwrap_err();
         assert_eq!(key, "telemetry.attribution.orgId");
     }
 
     #[test]
     fn policy_is_known_only_in_the_managed_file() {
-        assert_eq!(run(r#"{"policy":{"allowProjectResources":false}}"#, Scope::Global).unwrap(), ["policy"]);
-        assert!(run(r#"{"policy":{"allowProjectResources":false}}"#, Scope::Managed).unwrap().is_empty());
-        assert!(run(r#"{"policy":{"allowProjectResources":"no"}}"#, Scope::Managed).is_err());
+        assert_eq!(run(r#"{"policy":{"allowProjectResources":false}}"#, GLOBAL).unwrap(), ["policy"]);
+        assert!(run(r#"{"policy":{"allowProjectResources":false}}"#, MANAGED).unwrap().is_empty());
+        assert!(run(r#"{"policy":{"allowProjectResources":"no"}}"#, MANAGED).is_err());
     }
 }

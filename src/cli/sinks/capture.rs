@@ -2,8 +2,8 @@
 
 use pi_observe::core::{ContentKind, ContentPolicy, Scrubber};
 
+use super::flags::ContentArgs;
 use crate::cli::CliError;
-use crate::cli::args::ContentArgs;
 use crate::cli::config::Config;
 
 use super::sink::SinkKind;

@@ -10,11 +10,11 @@ use pi_observe::log::JsonlFileSink;
 use serde_json::Value;
 
 use super::local;
-use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Running, Sink, SinkKind, Sources};
+use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Running, Sink, SinkKind, Sources, no_flags};
 use crate::cli::{CliError, output};
 
 /// The events sink in the list of sinks (`SINKS`).
-pub const KIND: SinkKind = SinkKind { name: "events", remote: false, resolve };
+pub const KIND: SinkKind = SinkKind { name: "events", remote: false, flags: no_flags, resolve };
 
 /// Always resolved: off until it has a file (`pi observe canary` gives it one, to try its
 /// capture policy).

@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use pi_observe::core::ObsEvent;
 use serde_json::Value;
 
-use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Sink, SinkKind, Sources};
+use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Sink, SinkKind, Sources, no_flags};
 use crate::cli::{CliError, output};
 
 /// The JSON sink in the list of sinks (`SINKS`).
-pub const KIND: SinkKind = SinkKind { name: "json", remote: false, resolve };
+pub const KIND: SinkKind = SinkKind { name: "json", remote: false, flags: no_flags, resolve };
 
 /// Always resolved: it prints only in `--mode json` (or into `pi observe canary`'s capture).
 fn resolve(_from: &Resolve<'_>) -> Resolved {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use clap::{Arg, Command};
 use pi_observe::core::TraceId;
 use pi_observe::log::{JsonLogConfig, LogDestination, LogGuard, SpanLevel, TracingSubscriber};
 use serde_json::Value;
@@ -14,10 +15,21 @@ use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Running, Si
 use crate::cli::{CliError, output};
 
 /// The log sink in the list of sinks (`SINKS`).
-pub const KIND: SinkKind = SinkKind { name: "log", remote: false, resolve };
+pub const KIND: SinkKind = SinkKind { name: "log", remote: false, flags, resolve };
+
+/// The flag's id.
+const LOG_JSON: &str = "log_json";
+
+/// `--log-json [PATH]`.
+fn flags(cmd: Command) -> Command {
+    cmd.arg(Arg::new(LOG_JSON).long("log-json").value_name("PATH").num_args(0..=1).default_missing_value("").help(
+        "Structured JSON-lines logs of every contract record (through `tracing`) to stderr, or to PATH; \
+                 filtered by `PI_LOG` / `RUST_LOG` (default `info`)",
+    ))
+}
 
 fn resolve(from: &Resolve<'_>) -> Resolved {
-    let flag = from.args.log_json.clone().map(PathBuf::from);
+    let flag = from.args.declared.matches().get_one::<String>(LOG_JSON).map(PathBuf::from);
     let flagged = flag.is_some();
     let path = local::path(from.cfg, "log", "--log-json", flag)?;
     Ok(path.map(|path| Box::new(LogSink { target: path.display().to_string(), flagged }) as Box<dyn Sink>))

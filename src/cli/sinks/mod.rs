@@ -31,7 +31,9 @@ use serde_json::Value;
 pub mod capture;
 mod events;
 pub mod exit;
+mod flags;
 mod json;
+mod list;
 mod local;
 mod log;
 mod otlp;
@@ -41,14 +43,24 @@ pub mod spool;
 pub mod trace_link;
 
 pub use capture::SinkPolicies;
+pub use flags::{OtlpArgs, SinkArgs, parse_key_value};
+pub use list::SINKS;
 pub use sink::{Attach, CanaryReader, Delivered, Health, Resolve, Running, Sink, SinkKind, Sources, captured};
 
 use crate::cli::CliError;
-use crate::cli::args::SinkArgs;
 use crate::cli::config::{Config, Source};
 
-/// Every sink, in the order `pi observe status` lists them and the exit lines speak.
-pub const SINKS: &[SinkKind] = &[otlp::KIND, sentry::KIND, log::KIND, events::KIND, json::KIND];
+/// `cmd` with the flags each sink declares itself ([`SinkKind::flags`]) added to every command
+/// (and subcommand) that takes the sink flags ([`SinkArgs`], found by its argument group).
+pub fn with_sink_flags(cmd: clap::Command) -> clap::Command {
+    let takes_sinks = cmd.get_groups().any(|g| g.get_id() == "SinkArgs");
+    let mut cmd = if takes_sinks { SINKS.iter().fold(cmd, |cmd, kind| (kind.flags)(cmd)) } else { cmd };
+    let names: Vec<String> = cmd.get_subcommands().map(|c| c.get_name().to_owned()).collect();
+    for name in names {
+        cmd = cmd.mut_subcommand(name, with_sink_flags);
+    }
+    cmd
+}
 
 /// How long the exit waits for sinks to write what they have (unless a sink sets its own).
 pub const FLUSH_DEADLINE: Duration = Duration::from_secs(5);

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::exit;
 use super::sink::{
-    Attach, Attached, CanaryReader, Delivered, Health, Resolve, Resolved, Running, Sink, SinkKind, Sources,
+    Attach, Attached, CanaryReader, Delivered, Health, Resolve, Resolved, Running, Sink, SinkKind, Sources, no_flags,
 };
 use crate::cli::CliError;
 use crate::cli::config::telemetry::sink_key;
@@ -23,7 +23,7 @@ use crate::cli::output;
 mod settings;
 
 /// The OTLP sink in the list of sinks (`SINKS`).
-pub const KIND: SinkKind = SinkKind { name: "otlp", remote: true, resolve };
+pub const KIND: SinkKind = SinkKind { name: "otlp", remote: true, flags: no_flags, resolve };
 
 fn resolve(from: &Resolve<'_>) -> Resolved {
     let Some(mut config) = settings::resolve(&from.args.otlp, from.cfg)? else { return Ok(None) };

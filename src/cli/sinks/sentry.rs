@@ -14,16 +14,16 @@ use serde_json::{Value, json};
 
 use super::exit;
 use super::sink::{
-    Attach, Attached, CanaryReader, Delivered, Health, Resolve, Resolved, Running, Sink, SinkKind, Sources,
+    Attach, Attached, CanaryReader, Delivered, Health, Resolve, Resolved, Running, Sink, SinkKind, Sources, no_flags,
 };
 use crate::cli::CliError;
 use crate::cli::config::Config;
+use crate::cli::config::env_set;
 use crate::cli::config::telemetry::sink_key;
 use crate::cli::output;
-use crate::cli::setup::env_set;
 
 /// The Sentry sink in the list of sinks (`SINKS`).
-pub const KIND: SinkKind = SinkKind { name: "sentry", remote: true, resolve };
+pub const KIND: SinkKind = SinkKind { name: "sentry", remote: true, flags: no_flags, resolve };
 
 fn resolve(from: &Resolve<'_>) -> Resolved {
     let Some(mut config) = settings(from.args.sentry.as_deref(), from.cfg)? else { return Ok(None) };

@@ -9,8 +9,8 @@ use pi_observe::core::{ContentKind, ContentPolicy, Observability, ProbeOutcome, 
 use pi_observe::spool::{SpoolConfig, SpoolDelivery, SpoolStats};
 use serde_json::Value;
 
+use super::flags::SinkArgs;
 use crate::cli::CliError;
-use crate::cli::args::SinkArgs;
 use crate::cli::config::Config;
 
 /// One kind of sink: its name and how it is resolved.
@@ -20,8 +20,17 @@ pub struct SinkKind {
     /// True when it sends off the machine: the `remote` group of `--capture` (others are
     /// `local`, which a bare `--capture KINDS` means), and `pi observe test` probes it.
     pub remote: bool,
+    /// Adds the flags the sink declares itself (read back from
+    /// [`SinkArgs::declared`](super::flags::SinkArgs::declared)); the built-in sinks' flags are
+    /// fields of `SinkArgs`, so theirs add nothing.
+    pub flags: fn(clap::Command) -> clap::Command,
     /// Reads the sink's flags, settings and variables: `None` when it is off.
     pub resolve: fn(&Resolve<'_>) -> Resolved,
+}
+
+/// For [`SinkKind::flags`]: a sink that declares no flags of its own.
+pub fn no_flags(cmd: clap::Command) -> clap::Command {
+    cmd
 }
 
 /// A sink resolved from its configuration (`None`: off), or the one-line error naming what is

@@ -3,8 +3,8 @@
 //! files (in that order of precedence), checked.
 
 use crate::cli::CliError;
+use crate::cli::config::env_set;
 use crate::cli::config::{Config, Source};
-use crate::cli::setup::env_set;
 
 /// Variable that moves the spool.
 pub const SPOOL_DIR_VAR: &str = "PI_SPOOL_DIR";

@@ -5,10 +5,10 @@ use pi_observe::otel::names::env;
 use pi_observe::otel::{Conventions, OtlpConfig, Protocol};
 
 use crate::cli::CliError;
-use crate::cli::args::OtlpArgs;
 use crate::cli::config::Config;
+use crate::cli::config::env_set;
 use crate::cli::config::telemetry::sink_key;
-use crate::cli::setup::env_set;
+use crate::cli::sinks::OtlpArgs;
 
 /// The OTLP variables a pinned sink ignores: its destination, protocol, headers and on/off
 /// switch belong to the managed policy.
