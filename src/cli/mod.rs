@@ -83,6 +83,7 @@ enum Command {
 /// Parses arguments (one-line errors), runs, and maps the outcome to an exit code
 /// ([`error`] lists them).
 pub fn main() -> ExitCode {
+    sinks::declare_settings();
     let command = sinks::with_sink_flags(<Cli as clap::CommandFactory>::command());
     let parsed = command.try_get_matches().and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
     let cli = match parsed {

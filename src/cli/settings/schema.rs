@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 /// The type of a known key.
 #[derive(Debug)]
-pub(crate) enum Ty {
+pub enum Ty {
     /// Any string.
     Str,
     /// One of these strings.
@@ -28,7 +28,22 @@ pub(crate) enum Ty {
     Obj(&'static [(&'static str, Ty)]),
     /// An object with these known keys; every other key holds a value of the given type.
     Open(&'static [(&'static str, Ty)], &'static Ty),
+    /// `telemetry.sinks`: one object per sink, with the keys each sink declares
+    /// ([`declare_sinks`]); a name no sink has is unknown.
+    Sinks,
 }
+
+/// Every sink's settings object, by name, as the sinks declare them at start.
+static SINKS: std::sync::OnceLock<Vec<(&'static str, &'static Ty)>> = std::sync::OnceLock::new();
+
+/// Declares the sinks' settings (`telemetry.sinks.NAME`), once, before any settings file is read.
+/// Until then every sink name is unknown.
+pub fn declare_sinks(sinks: Vec<(&'static str, &'static Ty)>) {
+    let _ = SINKS.set(sinks);
+}
+
+/// `enabled`, which every sink's settings have: on (or off) from the settings files.
+pub const ENABLED: (&str, Ty) = ("enabled", Ty::Bool);
 
 use Ty::{Any, Bool, Count, Number, Obj, OneOf, Open, Ratio, Str, Strs};
 
@@ -76,44 +91,12 @@ pub(crate) const SETTINGS: &[(&str, Ty)] = &[
     ("telemetry", Obj(TELEMETRY)),
 ];
 
-/// What a sink's `capture` holds: content kinds (or `all`).
-const CAPTURE: (&str, Ty) = ("capture", Strs);
+/// `capture`, which every sink's settings have: content kinds (or `all`).
+pub const CAPTURE: (&str, Ty) = ("capture", Strs);
 
 /// Our `telemetry` section.
 const TELEMETRY: &[(&str, Ty)] = &[
-    (
-        "sinks",
-        Obj(&[
-            (
-                "otlp",
-                Obj(&[
-                    ("enabled", Bool),
-                    ("endpoint", Str),
-                    ("protocol", OneOf(&["http/protobuf", "http/json", "grpc"])),
-                    ("headers", Open(&[], &Str)),
-                    ("serviceName", Str),
-                    ("conventions", OneOf(&["genai", "openinference", "both"])),
-                    ("metrics", Bool),
-                    ("metricDims", Strs),
-                    ("logs", Bool),
-                    CAPTURE,
-                ]),
-            ),
-            (
-                "sentry",
-                Obj(&[
-                    ("enabled", Bool),
-                    ("dsn", Str),
-                    ("environment", Str),
-                    ("release", Str),
-                    ("sampleRate", Ratio),
-                    CAPTURE,
-                ]),
-            ),
-            ("log", Obj(&[("enabled", Bool), ("path", Str), CAPTURE])),
-            ("events", Obj(&[("enabled", Bool), ("path", Str), CAPTURE])),
-        ]),
-    ),
+    ("sinks", Ty::Sinks),
     ("redact", Strs),
     (
         "sampler",
@@ -197,6 +180,19 @@ fn check<'a>(
         Ratio => wrong(path, "expected a ratio between 0 and 1".into()),
         Strs if value.as_array().is_some_and(|a| a.iter().all(Value::is_string)) => Ok(()),
         Strs => wrong(path, "expected a list of strings".into()),
+        Ty::Sinks => {
+            let Some(object) = value.as_object() else { return wrong(path, "expected an object".into()) };
+            let declared = SINKS.get().map(Vec::as_slice).unwrap_or_default();
+            for (name, v) in object {
+                path.push(name.as_str());
+                match declared.iter().find(|(n, _)| n == name) {
+                    Some((_, ty)) => check(v, ty, path, checked)?,
+                    None => checked.unknown.push(path.join(".")),
+                }
+                path.pop();
+            }
+            Ok(())
+        }
         Obj(fields) | Open(fields, _) => {
             let Some(object) = value.as_object() else { return wrong(path, "expected an object".into()) };
             for (key, v) in object {
@@ -229,10 +225,17 @@ pub(crate) fn describe(value: &Value) -> String {
 mod tests {
     use super::*;
 
+    /// The OTLP sink's settings, as a sink would declare them.
+    fn declare() {
+        const OTLP: Ty = Obj(&[ENABLED, ("endpoint", Str), ("headers", Open(&[], &Str)), CAPTURE]);
+        declare_sinks(vec![("otlp", &OTLP)]);
+    }
+
     const GLOBAL: bool = false;
     const MANAGED: bool = true;
 
     fn run(json: &str, managed: bool) -> Result<Vec<String>, (String, String)> {
+        declare();
         let Value::Object(map) = serde_json::from_str(json).unwrap() else { panic!() };
         check_settings(&map, managed).map(|c| c.unknown)
     }

@@ -12,10 +12,13 @@ use serde_json::Value;
 
 use super::local;
 use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Running, Sink, SinkKind, Sources};
+use crate::cli::settings::{CAPTURE, ENABLED, Ty};
 use crate::cli::{CliError, output};
 
 /// The log sink in the list of sinks (`SINKS`).
-pub const KIND: SinkKind = SinkKind { name: "log", remote: false, flags, resolve };
+pub const KIND: SinkKind = SinkKind { name: "log", remote: false, flags, settings: Some(&SETTINGS), resolve };
+/// `telemetry.sinks.log`.
+const SETTINGS: Ty = Ty::Obj(&[ENABLED, ("path", Ty::Str), CAPTURE]);
 
 /// The flag's id.
 const LOG_JSON: &str = "log_json";

@@ -62,6 +62,11 @@ pub fn with_sink_flags(cmd: clap::Command) -> clap::Command {
     cmd
 }
 
+/// Declares each sink's settings keys to the settings files' check (before any file is read).
+pub fn declare_settings() {
+    crate::cli::settings::declare_sinks(SINKS.iter().filter_map(|k| Some((k.name, k.settings?))).collect());
+}
+
 /// How long the exit waits for sinks to write what they have (unless a sink sets its own).
 pub const FLUSH_DEADLINE: Duration = Duration::from_secs(5);
 

@@ -19,11 +19,26 @@ use super::sink::{
 use crate::cli::CliError;
 use crate::cli::config::telemetry::sink_key;
 use crate::cli::output;
+use crate::cli::settings::{CAPTURE, ENABLED, Ty};
 
 mod settings;
 
 /// The OTLP sink in the list of sinks (`SINKS`).
-pub const KIND: SinkKind = SinkKind { name: "otlp", remote: true, flags: no_flags, resolve };
+pub const KIND: SinkKind = SinkKind { name: "otlp", remote: true, flags: no_flags, settings: Some(&SETTINGS), resolve };
+
+/// `telemetry.sinks.otlp`.
+const SETTINGS: Ty = Ty::Obj(&[
+    ENABLED,
+    ("endpoint", Ty::Str),
+    ("protocol", Ty::OneOf(&["http/protobuf", "http/json", "grpc"])),
+    ("headers", Ty::Open(&[], &Ty::Str)),
+    ("serviceName", Ty::Str),
+    ("conventions", Ty::OneOf(&["genai", "openinference", "both"])),
+    ("metrics", Ty::Bool),
+    ("metricDims", Ty::Strs),
+    ("logs", Ty::Bool),
+    CAPTURE,
+]);
 
 fn resolve(from: &Resolve<'_>) -> Resolved {
     let Some(mut config) = settings::resolve(&from.args.otlp, from.cfg)? else { return Ok(None) };

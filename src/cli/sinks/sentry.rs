@@ -21,9 +21,21 @@ use crate::cli::config::Config;
 use crate::cli::config::env_set;
 use crate::cli::config::telemetry::sink_key;
 use crate::cli::output;
+use crate::cli::settings::{CAPTURE, ENABLED, Ty};
 
 /// The Sentry sink in the list of sinks (`SINKS`).
-pub const KIND: SinkKind = SinkKind { name: "sentry", remote: true, flags: no_flags, resolve };
+pub const KIND: SinkKind =
+    SinkKind { name: "sentry", remote: true, flags: no_flags, settings: Some(&SETTINGS), resolve };
+
+/// `telemetry.sinks.sentry`.
+const SETTINGS: Ty = Ty::Obj(&[
+    ENABLED,
+    ("dsn", Ty::Str),
+    ("environment", Ty::Str),
+    ("release", Ty::Str),
+    ("sampleRate", Ty::Ratio),
+    CAPTURE,
+]);
 
 fn resolve(from: &Resolve<'_>) -> Resolved {
     let Some(mut config) = settings(from.args.sentry.as_deref(), from.cfg)? else { return Ok(None) };

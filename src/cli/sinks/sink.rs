@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::flags::SinkArgs;
 use crate::cli::CliError;
 use crate::cli::config::Config;
+use crate::cli::settings::Ty;
 
 /// One kind of sink: its name and how it is resolved.
 pub struct SinkKind {
@@ -24,6 +25,11 @@ pub struct SinkKind {
     /// [`SinkArgs::declared`](super::flags::SinkArgs::declared)); the built-in sinks' flags are
     /// fields of `SinkArgs`, so theirs add nothing.
     pub flags: fn(clap::Command) -> clap::Command,
+    /// The keys of its `telemetry.sinks.NAME` settings object, with their types (`enabled` and
+    /// `capture` among them: [`ENABLED`](crate::cli::settings::ENABLED),
+    /// [`CAPTURE`](crate::cli::settings::CAPTURE)); `None` when settings cannot configure it. A
+    /// wrong value is an error naming its key path, an unknown key one warning.
+    pub settings: Option<&'static Ty>,
     /// Reads the sink's flags, settings and variables: `None` when it is off.
     pub resolve: fn(&Resolve<'_>) -> Resolved,
 }
