@@ -8,17 +8,21 @@
 //! | [`events`] | `events` | `--events-jsonl`: the contract records as JSON lines (local) |
 //! | [`json`] | `json` | `--mode json`: the contract records on stdout (local) |
 //!
-//! The life of a sink: [`SinkKind::resolve`] reads its flags, typed settings and variables
-//! into a [`Sink`] before any work starts (nothing is created yet; a bad value is a one-line
+//! The life of a sink: [`SinkKind::flags`] and [`SinkKind::settings`] declare its flags and
+//! settings keys (the built-in sinks' older flags are fields of [`SinkArgs`]);
+//! [`SinkKind::resolve`] reads its flags, settings and variables into a [`Sink`] before any work
+//! starts (nothing is created yet; a bad value is a one-line
 //! error naming it); [`SinkSetup::attach`] subscribes every resolved sink to the hub under its
 //! capture policy, each becoming a [`Running`] sink; [`Sinks::finish`] shuts the hub down within
 //! the deadline, lets each running sink say on stderr what it delivered and did not, and records
 //! their counters for `pi observe status`. `pi observe status`, `test`, `flush` and `canary` ask
 //! the resolved sinks the same way. [`SINKS`] is the list: adding a sink is its adapter crate, one
-//! file here and one line there (CONTRIBUTING.md, "Adding a sink").
+//! file here and its line in the list (CONTRIBUTING.md, "Adding a sink").
 //!
-//! Support modules: [`capture`] (one content policy per sink), [`spool`] (where undelivered
-//! batches go), `local` (what the file sinks share), [`trace_link`] (`PI_TRACE_URL_TEMPLATE`), [`exit`] (the exit lines' wording).
+//! Support modules: `sink` (the traits), `flags` (the sink flags), [`capture`] (one content
+//! policy per sink), [`spool`] (where undelivered batches go), `local` (what the file sinks
+//! share), [`trace_link`] (`PI_TRACE_URL_TEMPLATE`), [`exit`] (the exit lines' wording). None of
+//! them, and no sink, uses this module: the list is handed to what needs it.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -33,7 +37,6 @@ mod events;
 pub mod exit;
 mod flags;
 mod json;
-mod list;
 mod local;
 mod log;
 mod otlp;
@@ -44,11 +47,14 @@ pub mod trace_link;
 
 pub use capture::SinkPolicies;
 pub use flags::{OtlpArgs, SinkArgs, parse_key_value};
-pub use list::SINKS;
 pub use sink::{Attach, CanaryReader, Delivered, Health, Resolve, Running, Sink, SinkKind, Sources, captured};
 
 use crate::cli::CliError;
 use crate::cli::config::{Config, Source};
+
+/// Every sink, in the order `pi observe status` lists them and the exit lines speak. Adding a
+/// sink: its file above (`mod NAME;`) and its `NAME::KIND` here (CONTRIBUTING.md, "Adding a sink").
+pub const SINKS: &[SinkKind] = &[otlp::KIND, sentry::KIND, log::KIND, events::KIND, json::KIND];
 
 /// `cmd` with the flags each sink declares itself ([`SinkKind::flags`]) added to every command
 /// (and subcommand) that takes the sink flags ([`SinkArgs`], found by its argument group).
