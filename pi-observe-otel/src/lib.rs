@@ -20,6 +20,7 @@ mod pipeline;
 mod probe;
 mod self_metrics;
 mod spool;
+mod stats;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod wire;
@@ -29,6 +30,7 @@ pub use config::{
     check_url, signal_url, traces_url_base, url_without_secrets,
 };
 pub use convert::Conventions;
-pub use pipeline::{ExportStats, OtelSubscriber};
+pub use pipeline::OtelSubscriber;
 pub use probe::{PROBE_SPAN, probe};
 pub use spool::deliver_spooled;
+pub use stats::ExportStats;

@@ -9,7 +9,6 @@ use crate::config::{ConfigError, OtlpConfig};
 use crate::convert::span_data;
 use crate::export::{Attempt, Exporter, Payload};
 use crate::metrics::{Aggregator, metric_names};
-use crate::pipeline::resource;
 
 /// The probe span's name.
 pub const PROBE_SPAN: &str = "pi.observe.probe";
@@ -19,7 +18,7 @@ pub const PROBE_SPAN: &str = "pi.observe.probe";
 /// retries — and says what came back. Blocks the calling thread (which may be inside an async
 /// runtime).
 pub fn probe(config: &OtlpConfig, trace_id: TraceId) -> Result<Vec<ProbeOutcome>, ConfigError> {
-    let resource = resource(config);
+    let resource = config.resource();
     let exporter = Exporter::new(config, &resource)?;
     let scope = InstrumentationScope::builder("pi-observe")
         .with_version(env!("CARGO_PKG_VERSION"))

@@ -9,7 +9,7 @@ use pi_observe_spool::{Attempt, Spool, SpoolDelivery};
 
 use crate::config::{ConfigError, OtlpConfig};
 use crate::export::{Delivery, Exporter};
-use crate::pipeline::{Counters, resource};
+use crate::stats::Counters;
 
 /// Delivers the batches in `spool` that were going to `config`'s endpoints (same transport),
 /// oldest first, until `deadline`. One try per batch; the first batch that fails for a
@@ -17,7 +17,7 @@ use crate::pipeline::{Counters, resource};
 /// process are skipped: each batch is delivered once. Blocks the calling thread (it may be
 /// inside an async runtime: the work runs on a thread of its own).
 pub fn deliver_spooled(config: &OtlpConfig, spool: &Spool, deadline: Instant) -> Result<SpoolDelivery, ConfigError> {
-    let exporter = Exporter::new(config, &resource(config))?;
+    let exporter = Exporter::new(config, &config.resource())?;
     std::thread::scope(|scope| {
         scope
             .spawn(|| {
@@ -52,7 +52,7 @@ pub(crate) fn drain_in_background(
     let (done, finished) = mpsc::channel();
     let spawned = std::thread::Builder::new().name("pi-observe-otlp-spool".into()).spawn(move || {
         // The worker built the same exporter already: this cannot fail for a reason it did not.
-        if let (Ok(exporter), Ok(runtime)) = (Exporter::new(&config, &resource(&config)), runtime()) {
+        if let (Ok(exporter), Ok(runtime)) = (Exporter::new(&config, &config.resource()), runtime()) {
             let stop = || counters.link.closing.load(Relaxed);
             let far = Instant::now() + Duration::from_secs(24 * 3600);
             let result = drain(&exporter, &spool, &runtime, far, &stop);

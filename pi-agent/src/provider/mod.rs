@@ -51,7 +51,7 @@ pub struct ProviderRequest {
     pub tools: Vec<ToolSpec>,
     /// Reasoning level (`low|medium|high`), if any.
     pub reasoning: Option<String>,
-    /// The session id as telemetry carries it ([`crate::session::SessionWriter::exported_id`]).
+    /// The session id as telemetry carries it (the session writer's `exported_id`).
     pub session_id: Option<String>,
     /// What extensions decided about this request (headers, payload, response observer).
     pub control: RequestControl,

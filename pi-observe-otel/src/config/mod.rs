@@ -302,6 +302,19 @@ pub fn check_url(raw: &str) -> Result<(), String> {
 }
 
 impl OtlpConfig {
+    /// The resource: `service.name` plus the configured attributes.
+    pub(crate) fn resource(&self) -> opentelemetry_sdk::Resource {
+        use opentelemetry::KeyValue;
+        let mut attributes = vec![KeyValue::new(names::SERVICE_NAME, self.service())];
+        attributes.extend(
+            self.resource_attributes
+                .iter()
+                .filter(|(k, _)| k != names::SERVICE_NAME)
+                .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
+        );
+        opentelemetry_sdk::Resource::builder_empty().with_schema_url(attributes, self.schema_url()).build()
+    }
+
     /// Reads the configured certificate files; a missing file or one without the expected PEM
     /// block is an error naming the setting.
     pub(crate) fn tls_files(&self) -> Result<TlsFiles, ConfigError> {

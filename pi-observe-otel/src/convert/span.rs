@@ -1,6 +1,6 @@
 //! One span from its records: the parts every form shares, then the SDK's `SpanData` (for the
 //! in-memory exporter and the probe), or OTLP's protobuf terms (for the direct encoder in
-//! [`crate::wire`] and the gRPC / OTLP-JSON exporters).
+//! the `wire` module and the gRPC / OTLP-JSON exporters).
 
 use opentelemetry::trace::{SpanContext, SpanKind, Status, TraceFlags, TraceState};
 use opentelemetry::{InstrumentationScope, KeyValue};
@@ -105,7 +105,7 @@ pub fn span_data(
 
 /// A span's parts in the form OTLP's protobuf wants them (ids as bytes, times as Unix
 /// nanoseconds, the status as code and message): what [`proto_span`] and the direct encoder
-/// ([`crate::wire`]) both build from.
+/// (the `wire` module) both build from.
 pub(crate) struct SpanParts {
     pub(crate) trace_id: [u8; 16],
     pub(crate) span_id: [u8; 8],

@@ -2,21 +2,21 @@
 //! spans, batches them and exports them. `on_event` never blocks and never does I/O.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use opentelemetry::{InstrumentationScope, KeyValue};
-use opentelemetry_sdk::Resource;
+use opentelemetry::InstrumentationScope;
 use pi_observe_core::{DropReason, EventKind, HubSlot, ObsEvent, Observability, Subscriber, SubscriberError};
 use pi_observe_spool::Spool;
 
 use crate::config::{ConfigError, OtlpConfig};
 use crate::export::Exporter;
 use crate::metrics::Aggregator;
-use crate::names;
+use crate::stats::Counters;
+use crate::stats::ExportStats;
 
 mod worker;
 
@@ -79,82 +79,6 @@ impl Queue {
     }
 }
 
-#[derive(Default)]
-pub(crate) struct Counters {
-    started: AtomicU64,
-    exported: AtomicU64,
-    sampled_out: AtomicU64,
-    dropped_queue_full: AtomicU64,
-    dropped_failed: AtomicU64,
-    dropped_rejected: AtomicU64,
-    dropped_unauthorized: AtomicU64,
-    dropped_shutdown: AtomicU64,
-    spooled: AtomicU64,
-    /// Batches and spans of earlier runs delivered from the spool by this process.
-    pub(crate) from_spool: Mutex<pi_observe_spool::SpoolDelivery>,
-    diagnostics: Mutex<Vec<String>>,
-    /// Set by `shutdown`: no export may run past it, including one already in flight.
-    shutdown_deadline: Mutex<Option<Instant>>,
-    /// With a spool, set by `flush`: an export still running then is cut and spooled, so a
-    /// stalled receiver cannot hold the caller (cleared when the flush is done).
-    flush_by: Mutex<Option<Instant>>,
-    /// Woken when `shutdown_deadline` or `flush_by` is set.
-    hurry: tokio::sync::Notify,
-    /// The exporter's view of its receiver (shared with it).
-    pub(crate) link: Arc<crate::export::LinkState>,
-}
-
-/// What the exporter did, in spans. `spans_started = spans_exported + spans_spooled +
-/// spans_dropped() + spans_sampled_out + spans still open`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ExportStats {
-    /// Start records received.
-    pub spans_started: u64,
-    /// Spans accepted by the receiver.
-    pub spans_exported: u64,
-    /// Spans not kept by the sampler (or not exported at all: `OTEL_TRACES_EXPORTER=none`).
-    pub spans_sampled_out: u64,
-    /// Dropped because the queue was full.
-    pub dropped_queue_full: u64,
-    /// Dropped after retries failed (network, 5xx, 429, timeouts).
-    pub dropped_failed: u64,
-    /// Dropped because the receiver refused them (4xx).
-    pub dropped_rejected: u64,
-    /// Dropped because the receiver said 401/403 (export stopped).
-    pub dropped_unauthorized: u64,
-    /// Dropped because shutdown's deadline passed.
-    pub dropped_shutdown: u64,
-    /// Not delivered now but written to the spool, for a later run to deliver.
-    pub spans_spooled: u64,
-    /// What this process delivered from the spool (batches earlier runs could not deliver).
-    pub from_spool: pi_observe_spool::SpoolDelivery,
-    /// One line per distinct problem worth telling the user (e.g. 401 once).
-    pub diagnostics: Vec<String>,
-    /// Why the last batch that could not be delivered failed (e.g. connection refused).
-    pub last_error: Option<String>,
-}
-
-impl Counters {
-    /// Records that `signal` export stopped for good (401/403): one diagnostic line.
-    fn stopped(&self, signal: &str, why: &str) {
-        self.diagnostics
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(format!("OTLP {signal} export stopped: {why} (check the credentials in the OTLP headers)"));
-    }
-}
-
-impl ExportStats {
-    /// All drops.
-    pub fn spans_dropped(&self) -> u64 {
-        self.dropped_queue_full
-            + self.dropped_failed
-            + self.dropped_rejected
-            + self.dropped_unauthorized
-            + self.dropped_shutdown
-    }
-}
-
 /// Exports contract events as OTLP spans. Subscribe it to a hub; call [`Subscriber::shutdown`]
 /// (or the hub's) before exit to flush within a deadline.
 pub struct OtelSubscriber {
@@ -177,19 +101,6 @@ impl std::fmt::Debug for OtelSubscriber {
     }
 }
 
-/// The resource: `service.name` plus configured attributes.
-pub(crate) fn resource(config: &OtlpConfig) -> Resource {
-    let mut attributes = vec![KeyValue::new(names::SERVICE_NAME, config.service())];
-    attributes.extend(
-        config
-            .resource_attributes
-            .iter()
-            .filter(|(k, _)| k != names::SERVICE_NAME)
-            .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
-    );
-    Resource::builder_empty().with_schema_url(attributes, config.schema_url()).build()
-}
-
 impl OtelSubscriber {
     /// Starts the worker. Drops and export failures are also counted on the hub it is
     /// subscribed to.
@@ -207,7 +118,7 @@ impl OtelSubscriber {
     where
         E: opentelemetry_sdk::trace::SpanExporter + Send + Sync + 'static,
     {
-        exporter.set_resource(&resource(&config));
+        exporter.set_resource(&config.resource());
         Self::start(config, Some(Box::new(exporter)))
     }
 
@@ -234,7 +145,7 @@ impl OtelSubscriber {
         let worker = if disabled {
             None
         } else {
-            let mut exporter = Exporter::new(&config, &resource(&config))?;
+            let mut exporter = Exporter::new(&config, &config.resource())?;
             exporter.sdk = sdk;
             let batch = if exporter.sdk.is_some() {
                 Batch::Sdk(Vec::new())

@@ -1,0 +1,82 @@
+//! What the OTLP pipeline counts: its live counters (shared by the queue, the worker, the
+//! exporter and the spool's background delivery) and the snapshot users read.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) started: AtomicU64,
+    pub(crate) exported: AtomicU64,
+    pub(crate) sampled_out: AtomicU64,
+    pub(crate) dropped_queue_full: AtomicU64,
+    pub(crate) dropped_failed: AtomicU64,
+    pub(crate) dropped_rejected: AtomicU64,
+    pub(crate) dropped_unauthorized: AtomicU64,
+    pub(crate) dropped_shutdown: AtomicU64,
+    pub(crate) spooled: AtomicU64,
+    /// Batches and spans of earlier runs delivered from the spool by this process.
+    pub(crate) from_spool: Mutex<pi_observe_spool::SpoolDelivery>,
+    pub(crate) diagnostics: Mutex<Vec<String>>,
+    /// Set by `shutdown`: no export may run past it, including one already in flight.
+    pub(crate) shutdown_deadline: Mutex<Option<Instant>>,
+    /// With a spool, set by `flush`: an export still running then is cut and spooled, so a
+    /// stalled receiver cannot hold the caller (cleared when the flush is done).
+    pub(crate) flush_by: Mutex<Option<Instant>>,
+    /// Woken when `shutdown_deadline` or `flush_by` is set.
+    pub(crate) hurry: tokio::sync::Notify,
+    /// The exporter's view of its receiver (shared with it).
+    pub(crate) link: Arc<crate::export::LinkState>,
+}
+
+/// What the exporter did, in spans. `spans_started = spans_exported + spans_spooled +
+/// spans_dropped() + spans_sampled_out + spans still open`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportStats {
+    /// Start records received.
+    pub spans_started: u64,
+    /// Spans accepted by the receiver.
+    pub spans_exported: u64,
+    /// Spans not kept by the sampler (or not exported at all: `OTEL_TRACES_EXPORTER=none`).
+    pub spans_sampled_out: u64,
+    /// Dropped because the queue was full.
+    pub dropped_queue_full: u64,
+    /// Dropped after retries failed (network, 5xx, 429, timeouts).
+    pub dropped_failed: u64,
+    /// Dropped because the receiver refused them (4xx).
+    pub dropped_rejected: u64,
+    /// Dropped because the receiver said 401/403 (export stopped).
+    pub dropped_unauthorized: u64,
+    /// Dropped because shutdown's deadline passed.
+    pub dropped_shutdown: u64,
+    /// Not delivered now but written to the spool, for a later run to deliver.
+    pub spans_spooled: u64,
+    /// What this process delivered from the spool (batches earlier runs could not deliver).
+    pub from_spool: pi_observe_spool::SpoolDelivery,
+    /// One line per distinct problem worth telling the user (e.g. 401 once).
+    pub diagnostics: Vec<String>,
+    /// Why the last batch that could not be delivered failed (e.g. connection refused).
+    pub last_error: Option<String>,
+}
+
+impl Counters {
+    /// Records that `signal` export stopped for good (401/403): one diagnostic line.
+    pub(crate) fn stopped(&self, signal: &str, why: &str) {
+        self.diagnostics
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(format!("OTLP {signal} export stopped: {why} (check the credentials in the OTLP headers)"));
+    }
+}
+
+impl ExportStats {
+    /// All drops.
+    pub fn spans_dropped(&self) -> u64 {
+        self.dropped_queue_full
+            + self.dropped_failed
+            + self.dropped_rejected
+            + self.dropped_unauthorized
+            + self.dropped_shutdown
+    }
+}
