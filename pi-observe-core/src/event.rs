@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::context::Attribution;
+use crate::attribution::Attribution;
 use crate::ids::{SpanId, TraceId};
 use crate::payload::{Class, Field, Payload, Value};
 

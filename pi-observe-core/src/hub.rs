@@ -9,9 +9,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use crate::context::{self, Attribution, ObsContext, Scoped};
+use crate::attribution::Attribution;
+use crate::context::{self, ObsContext, Scoped};
 use crate::event::ObsEvent;
 use crate::policy::ContentPolicy;
+use crate::shared::{Entry, HubInner, Observability};
 use crate::stats::{DropReason, Stats, StatsSnapshot};
 use crate::subscriber::{Subscriber, SubscriberError};
 use crate::traceparent::TraceParent;
@@ -120,71 +122,6 @@ impl HubSlot {
         }
     }
 }
-
-/// An event hub (upstream pi's `PiObservability`; see `docs/design/contract.md`).
-///
-/// There is one process-wide hub ([`Observability::global`]) and any number of explicit ones
-/// (cheap to clone: one `Arc`). Code runs "on" a hub through [`Observability::enter`] (or its
-/// shorthands [`Observability::scope`] and [`Observability::run_with_context`]); instrumentation
-/// inside emits to it, so tests can run in parallel, each on its own hub, without sharing
-/// globals.
-///
-/// ```
-/// use pi_observe_core::{names, trace_operation, Attribution, Observability, Payload};
-///
-/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// let hub = Observability::new();
-/// let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-/// let sink = seen.clone();
-/// let _subscription = hub.subscribe(move |e: &pi_observe_core::ObsEvent| {
-///     sink.lock().unwrap().push(format!("{} {}", e.kind.as_str(), e.name));
-/// });
-/// let user = Attribution::new().with("userId", "u1").with("orgId", "acme");
-/// let answer = hub
-///     .run_with_context(user, trace_operation(names::AGENT_PROMPT, Payload::new(), async {
-///         Ok::<_, std::io::Error>(42)
-///     }))
-///     .await;
-/// assert_eq!(answer.unwrap(), 42);
-/// assert_eq!(*seen.lock().unwrap(), ["start pi.agent.prompt", "end pi.agent.prompt"]);
-/// # });
-/// ```
-#[derive(Clone)]
-pub struct Observability {
-    inner: Arc<HubInner>,
-}
-
-struct HubInner {
-    active: AtomicUsize,
-    /// Active subscribers that read payloads ([`Subscriber::wants_payloads`]).
-    reading_payloads: AtomicUsize,
-    next_id: AtomicU64,
-    subscribers: RwLock<Arc<[Entry]>>,
-    default_policy: Arc<ContentPolicy>,
-    stats: Stats,
-}
-
-#[derive(Clone)]
-struct Entry {
-    id: u64,
-    subscriber: Arc<dyn Subscriber>,
-    policy: Arc<ContentPolicy>,
-    reads_payloads: bool,
-}
-
-impl fmt::Debug for Observability {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Observability")
-            .field("subscribers", &self.inner.active.load(Relaxed))
-            .field("default_policy", &self.inner.default_policy)
-            .finish()
-    }
-}
-
-// A hub stays consistent if a panic unwinds past it: counters are atomics, the subscriber list
-// is swapped whole and its lock ignores poisoning, and subscriber panics are caught.
-impl std::panic::UnwindSafe for Observability {}
-impl std::panic::RefUnwindSafe for Observability {}
 
 impl Default for Observability {
     fn default() -> Self {

@@ -42,6 +42,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod attribution;
 pub mod canary;
 mod config_error;
 mod context;
@@ -54,6 +55,7 @@ mod payload;
 mod policy;
 mod private_files;
 mod probe;
+mod shared;
 mod stats;
 mod subscriber;
 mod traceparent;
@@ -61,16 +63,17 @@ mod traceparent;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use attribution::Attribution;
 pub use config_error::ConfigError;
 pub use context::{
-    Attribution, ContextExt, ObsContext, Scoped, current, run_with_context, run_with_context_sync,
-    run_with_traceparent, spawn, spawn_blocking, spawn_thread, with_current,
+    ContextExt, ObsContext, Scoped, current, run_with_context, run_with_context_sync, run_with_traceparent, spawn,
+    spawn_blocking, spawn_thread, with_current,
 };
 pub use event::{ErrorInfo, EventKind, ObsEvent, Timestamp, ValueJson, value_from_json, value_to_json};
-pub use hub::{HubSlot, Observability, Scope, Subscription, WeakObservability};
+pub use hub::{HubSlot, Scope, Subscription, WeakObservability};
 pub use ids::{IdHex, InvalidId, SpanId, TraceId};
 pub use operation::{
-    Operation, Outcome, Span, Status, record, record_event, trace_operation, trace_operation_sync, trace_operation_with,
+    Operation, Outcome, Span, record, record_event, trace_operation, trace_operation_sync, trace_operation_with,
 };
 pub use payload::{Class, ContentKind, Field, Payload, PayloadIntoIter, PayloadSource, Value};
 pub use policy::{
@@ -79,6 +82,7 @@ pub use policy::{
 };
 pub use private_files::{create_private_dir_all, create_private_parent, private_file_options, write_private};
 pub use probe::ProbeOutcome;
+pub use shared::{Observability, Status};
 pub use stats::{DropReason, StatsSnapshot};
 pub use subscriber::{Subscriber, SubscriberError, WithoutPayloads};
 pub use traceparent::TraceParent;

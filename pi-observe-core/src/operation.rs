@@ -12,12 +12,13 @@ use std::time::Instant;
 
 use pin_project_lite::pin_project;
 
-use crate::context::{self, Attribution, ObsContext, Scoped};
+use crate::context::{self, ObsContext, Scoped};
 use crate::event::{ErrorInfo, EventKind, ObsEvent, Timestamp};
-use crate::hub::{Observability, any_interest};
+use crate::hub::any_interest;
 use crate::ids::{SpanId, TraceId};
 use crate::names;
 use crate::payload::{Payload, PayloadSource};
+use crate::shared::{Observability, SpanInner, SpanState, Status};
 use crate::traceparent::TraceParent;
 
 /// How an operation's result maps to the end/error record.
@@ -51,34 +52,6 @@ fn error_type_name<E: ?Sized>() -> String {
         "Box" | "Arc" | "Rc" | "" => "Error".to_owned(),
         other => other.to_owned(),
     }
-}
-
-/// An operation's explicit status, set through [`Span::set_status`]; it overrides the status
-/// derived from the result (not a panic or a cancellation).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Status {
-    /// Report success even if the result was an `Err`.
-    Ok,
-    /// Report this error even if the result was `Ok`.
-    Error(ErrorInfo),
-}
-
-pub(crate) struct SpanInner {
-    hub: Observability,
-    name: Cow<'static, str>,
-    trace_id: TraceId,
-    span_id: SpanId,
-    parent: Option<SpanId>,
-    attribution: Attribution,
-    start: Timestamp,
-    started: Instant,
-    state: Mutex<SpanState>,
-}
-
-struct SpanState {
-    settled: bool,
-    payload: Payload,
-    status: Option<Status>,
 }
 
 enum Settlement {

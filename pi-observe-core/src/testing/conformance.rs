@@ -26,13 +26,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::tree::{RecordedSpan, span_named};
-use crate::context::{Attribution, spawn};
+use crate::attribution::Attribution;
+use crate::context::spawn;
 use crate::event::ErrorInfo;
-use crate::hub::Observability;
 use crate::names;
-use crate::operation::{Span, Status, trace_operation, trace_operation_with};
+use crate::operation::{Span, trace_operation, trace_operation_with};
 use crate::payload::{ContentKind, Payload, Value};
 use crate::policy::ContentPolicy;
+use crate::shared::{Observability, Status};
 use crate::subscriber::Subscriber;
 
 /// What an adapter provides to run the suite against itself.

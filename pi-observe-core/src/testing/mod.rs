@@ -16,7 +16,8 @@ pub use tree::{
 };
 
 use crate::event::ObsEvent;
-use crate::hub::{Observability, Subscription};
+use crate::hub::Subscription;
+use crate::shared::Observability;
 use crate::subscriber::Subscriber;
 
 /// Keeps panics whose message contains one of `markers` out of the test output (tests that
