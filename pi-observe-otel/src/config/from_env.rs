@@ -14,253 +14,282 @@ impl OtlpConfig {
     }
 
     /// Fills unset fields from `lookup` (the `OTEL_*` variables; per-signal ones win over
-    /// generic ones). Malformed values are errors naming the variable.
+    /// generic ones). Malformed values are errors naming the variable. Each field has its own
+    /// resolver below, which says its variables in order of precedence; a value set in code wins
+    /// over all of them.
     pub fn with_env(mut self, lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        if let Some(raw) = get(env::SDK_DISABLED) {
-            match raw.trim().to_ascii_lowercase().as_str() {
-                "true" => self.disabled = true,
-                "false" => {}
-                _ => return Err(ConfigError::new(env::SDK_DISABLED, format!("{raw:?} is not true or false"))),
-            }
+        let mut vars = Vars { lookup: &lookup, grpc_scheme: None };
+        if resolve_disabled(&vars)? {
+            self.disabled = true;
         }
         if self.protocol.is_none() {
-            for var in [env::TRACES_PROTOCOL, env::PROTOCOL] {
-                if let Some(raw) = get(var) {
-                    self.protocol = Some(Protocol::parse(&raw).ok_or_else(|| {
-                        ConfigError::new(var, format!("{raw:?} is not grpc, http/protobuf or http/json"))
-                    })?);
-                    break;
-                }
-            }
+            self.protocol = resolve_protocol(&vars, &[env::TRACES_PROTOCOL, env::PROTOCOL])?;
         }
-        let mut insecure = None;
-        for var in [env::TRACES_INSECURE, env::INSECURE] {
-            if let Some(raw) = get(var) {
-                insecure = Some(match raw.trim().to_ascii_lowercase().as_str() {
-                    "true" => true,
-                    "false" => false,
-                    other => return Err(ConfigError::new(var, format!("{other:?} is not true or false"))),
-                });
-                break;
-            }
-        }
-        // gRPC collectors are often given as `host:port`: the scheme follows `…_INSECURE`.
         let grpc = self.protocol == Some(Protocol::Grpc);
-        let get = |name: &str| {
-            get(name).map(|raw| {
-                let is_endpoint = name.ends_with("_ENDPOINT");
-                if grpc && is_endpoint && !raw.contains("://") {
-                    format!("{}://{}", if insecure == Some(true) { "http" } else { "https" }, raw.trim())
-                } else {
-                    raw
-                }
-            })
-        };
+        let insecure = resolve_insecure(&vars)?;
+        if grpc {
+            // gRPC collectors are often given as `host:port`: the scheme follows `…_INSECURE`.
+            vars.grpc_scheme = Some(if insecure == Some(true) { "http" } else { "https" });
+        }
         if self.traces_endpoint.is_none() {
-            if let Some(raw) = get(env::TRACES_ENDPOINT) {
-                self.traces_endpoint = Some(url(env::TRACES_ENDPOINT, &raw)?);
-            } else if let Some(raw) = get(env::ENDPOINT) {
-                let base = url(env::ENDPOINT, &raw)?;
-                self.traces_endpoint = Some(match self.protocol {
-                    Some(Protocol::Grpc) => base,
-                    _ => super::signal_url(&base, "traces"),
-                });
-            }
+            self.traces_endpoint = resolve_traces_endpoint(&vars, grpc)?;
         }
         for var in [env::HEADERS, env::TRACES_HEADERS] {
-            if let Some(raw) = get(var) {
-                for (k, v) in parse_pairs(var, &raw)? {
-                    check_header(&k, &v).map_err(|why| ConfigError::new(var, why))?;
-                    if !self.headers.iter().any(|(existing, _)| existing.eq_ignore_ascii_case(&k)) {
-                        self.headers.push((k, v));
-                    }
-                }
-            }
+            resolve_headers(&vars, var, &mut self.headers)?;
         }
         if self.timeout.is_none() {
-            for var in [env::TRACES_TIMEOUT, env::TIMEOUT, env::BSP_EXPORT_TIMEOUT] {
-                if let Some(raw) = get(var) {
-                    self.timeout = Some(millis(var, &raw)?);
-                    break;
-                }
-            }
+            self.timeout = first(&vars, &[env::TRACES_TIMEOUT, env::TIMEOUT, env::BSP_EXPORT_TIMEOUT], millis)?;
         }
         if self.gzip.is_none() {
-            for var in [env::TRACES_COMPRESSION, env::COMPRESSION] {
-                if let Some(raw) = get(var) {
-                    self.gzip = Some(gzip(var, &raw)?);
-                    break;
-                }
-            }
+            self.gzip = first(&vars, &[env::TRACES_COMPRESSION, env::COMPRESSION], gzip)?;
         }
         if self.service_name.is_none() {
-            self.service_name = get(env::SERVICE_NAME).map(|s| s.trim().to_owned());
+            self.service_name = vars.get(env::SERVICE_NAME).map(|s| s.trim().to_owned());
         }
-        if let Some(raw) = get(env::RESOURCE_ATTRIBUTES) {
-            for (k, v) in parse_pairs(env::RESOURCE_ATTRIBUTES, &raw)? {
-                if !self.resource_attributes.iter().any(|(existing, _)| existing == &k) {
-                    self.resource_attributes.push((k, v));
-                }
-            }
-        }
+        resolve_resource_attributes(&vars, &mut self.resource_attributes)?;
         if self.max_queue_size.is_none() {
-            self.max_queue_size =
-                get(env::BSP_MAX_QUEUE_SIZE).map(|r| count(env::BSP_MAX_QUEUE_SIZE, &r)).transpose()?;
+            self.max_queue_size = first(&vars, &[env::BSP_MAX_QUEUE_SIZE], count)?;
         }
         if self.max_export_batch_size.is_none() {
-            self.max_export_batch_size =
-                get(env::BSP_MAX_EXPORT_BATCH_SIZE).map(|r| count(env::BSP_MAX_EXPORT_BATCH_SIZE, &r)).transpose()?;
+            self.max_export_batch_size = first(&vars, &[env::BSP_MAX_EXPORT_BATCH_SIZE], count)?;
         }
         if self.schedule_delay.is_none() {
-            self.schedule_delay =
-                get(env::BSP_SCHEDULE_DELAY).map(|r| millis(env::BSP_SCHEDULE_DELAY, &r)).transpose()?;
+            self.schedule_delay = first(&vars, &[env::BSP_SCHEDULE_DELAY], millis)?;
         }
         if self.parent_based.is_none() {
-            self.parent_based = get(env::TRACES_SAMPLER).map(|name| name.trim().starts_with("parentbased_"));
+            self.parent_based = vars.get(env::TRACES_SAMPLER).map(|name| name.trim().starts_with("parentbased_"));
         }
         if self.sample_ratio.is_none() {
-            self.sample_ratio = sampler(get(env::TRACES_SAMPLER), get(env::TRACES_SAMPLER_ARG))?;
+            self.sample_ratio = sampler(vars.get(env::TRACES_SAMPLER), vars.get(env::TRACES_SAMPLER_ARG))?;
         }
-        let switch = |var: &str| -> Result<Option<bool>, ConfigError> {
-            get(var)
-                .map(|raw| match raw.trim() {
-                    "none" => Ok(false),
-                    "otlp" => Ok(true),
-                    other => Err(ConfigError::new(var, format!("{other:?} is not otlp or none"))),
-                })
-                .transpose()
-        };
-        // Over gRPC the generic endpoint is the collector address every signal goes to.
-        let grpc = self.protocol == Some(Protocol::Grpc);
-        let signal_endpoint = |var: &str, signal: &str| -> Result<Option<String>, ConfigError> {
-            match (get(var), get(env::ENDPOINT)) {
-                (Some(raw), _) => url(var, &raw).map(Some),
-                (None, Some(raw)) if grpc => url(env::ENDPOINT, &raw).map(Some),
-                (None, Some(raw)) => Ok(Some(super::signal_url(&url(env::ENDPOINT, &raw)?, signal))),
-                (None, None) => Ok(None),
-            }
-        };
         if self.latest_genai.is_none() {
-            self.latest_genai = get(env::SEMCONV_STABILITY_OPT_IN)
+            self.latest_genai = vars
+                .get(env::SEMCONV_STABILITY_OPT_IN)
                 .map(|raw| raw.split(',').any(|v| v.trim() == crate::names::GEN_AI_LATEST_EXPERIMENTAL));
         }
         if self.metrics.is_none() {
-            self.metrics = switch(env::METRICS_EXPORTER)?;
+            self.metrics = first(&vars, &[env::METRICS_EXPORTER], otlp_or_none)?;
         }
         if self.metrics_endpoint.is_none() {
-            self.metrics_endpoint = signal_endpoint(env::METRICS_ENDPOINT, "metrics")?;
+            self.metrics_endpoint = resolve_signal_endpoint(&vars, env::METRICS_ENDPOINT, "metrics", grpc)?;
         }
         if self.logs.is_none() {
-            self.logs = switch(env::LOGS_EXPORTER)?;
+            self.logs = first(&vars, &[env::LOGS_EXPORTER], otlp_or_none)?;
         }
         if self.logs_endpoint.is_none() {
-            self.logs_endpoint = signal_endpoint(env::LOGS_ENDPOINT, "logs")?;
+            self.logs_endpoint = resolve_signal_endpoint(&vars, env::LOGS_ENDPOINT, "logs", grpc)?;
         }
         if self.metric_interval.is_none() {
-            self.metric_interval =
-                get(env::METRIC_EXPORT_INTERVAL).map(|r| millis(env::METRIC_EXPORT_INTERVAL, &r)).transpose()?;
+            self.metric_interval = first(&vars, &[env::METRIC_EXPORT_INTERVAL], millis)?;
         }
-        if self.metric_temporality.is_none()
-            && let Some(raw) = get(env::METRICS_TEMPORALITY_PREFERENCE)
-        {
-            self.metric_temporality = Some(crate::metrics::Temporality::parse(&raw).ok_or_else(|| {
-                ConfigError::new(
-                    env::METRICS_TEMPORALITY_PREFERENCE,
-                    format!("{raw:?} is not cumulative, delta or lowmemory"),
-                )
-            })?);
+        if self.metric_temporality.is_none() {
+            self.metric_temporality = first(&vars, &[env::METRICS_TEMPORALITY_PREFERENCE], temporality)?;
         }
-        if self.traces_exporter.is_none()
-            && let Some(raw) = get(env::TRACES_EXPORTER)
-        {
-            self.traces_exporter = Some(match raw.trim() {
-                "otlp" => TracesExporter::Otlp,
-                "none" => TracesExporter::None,
-                "console" => TracesExporter::Console,
-                other => {
-                    return Err(ConfigError::new(
-                        env::TRACES_EXPORTER,
-                        format!("{other:?} is not otlp, none or console"),
-                    ));
-                }
-            });
+        if self.traces_exporter.is_none() {
+            self.traces_exporter = first(&vars, &[env::TRACES_EXPORTER], traces_exporter)?;
         }
-        for (settings, [headers, protocol, timeout, compression, certificate]) in [
-            (
-                &mut self.metrics_signal,
-                [
-                    env::METRICS_HEADERS,
-                    env::METRICS_PROTOCOL,
-                    env::METRICS_TIMEOUT,
-                    env::METRICS_COMPRESSION,
-                    env::METRICS_CERTIFICATE,
-                ],
-            ),
-            (
-                &mut self.logs_signal,
-                [
-                    env::LOGS_HEADERS,
-                    env::LOGS_PROTOCOL,
-                    env::LOGS_TIMEOUT,
-                    env::LOGS_COMPRESSION,
-                    env::LOGS_CERTIFICATE,
-                ],
-            ),
-        ] {
-            if let Some(raw) = get(headers) {
-                for (k, v) in parse_pairs(headers, &raw)? {
-                    check_header(&k, &v).map_err(|why| ConfigError::new(headers, why))?;
-                    if !settings.headers.iter().any(|(existing, _)| existing.eq_ignore_ascii_case(&k)) {
-                        settings.headers.push((k, v));
-                    }
-                }
-            }
-            if settings.protocol.is_none()
-                && let Some(raw) = get(protocol)
-            {
-                settings.protocol = Some(Protocol::parse(&raw).ok_or_else(|| {
-                    ConfigError::new(protocol, format!("{raw:?} is not grpc, http/protobuf or http/json"))
-                })?);
-            }
-            if settings.timeout.is_none() {
-                settings.timeout = get(timeout).map(|r| millis(timeout, &r)).transpose()?;
-            }
-            if settings.gzip.is_none() {
-                settings.gzip = get(compression).map(|r| gzip(compression, &r)).transpose()?;
-            }
-            if settings.certificate.is_none() {
-                settings.certificate = get(certificate).map(|p| PathBuf::from(p.trim()));
-            }
-        }
-        let grpc = self.protocol == Some(Protocol::Grpc);
-        for (settings, var) in [(&self.metrics_signal, env::METRICS_PROTOCOL), (&self.logs_signal, env::LOGS_PROTOCOL)]
-        {
-            if settings.protocol.is_some_and(|p| (p == Protocol::Grpc) != grpc) {
-                return Err(ConfigError::new(
-                    var,
-                    "must be gRPC exactly when traces use gRPC (one transport per exporter)".to_owned(),
-                ));
-            }
-        }
-        let path = |vars: [&'static str; 2]| vars.iter().find_map(|v| get(v).map(|p| (*v, PathBuf::from(p.trim()))));
+        resolve_signal(&vars, &mut self.metrics_signal, METRICS_VARS, grpc)?;
+        resolve_signal(&vars, &mut self.logs_signal, LOGS_VARS, grpc)?;
         if self.certificate.is_none() {
-            self.certificate = path([env::TRACES_CERTIFICATE, env::CERTIFICATE]).map(|(_, p)| p);
+            self.certificate = path(&vars, [env::TRACES_CERTIFICATE, env::CERTIFICATE]).map(|(_, p)| p);
         }
         if self.client_certificate.is_none() {
-            match (
-                path([env::TRACES_CLIENT_CERTIFICATE, env::CLIENT_CERTIFICATE]),
-                path([env::TRACES_CLIENT_KEY, env::CLIENT_KEY]),
-            ) {
-                (Some((_, cert)), Some((_, key))) => self.client_certificate = Some((cert, key)),
-                (Some((var, _)), None) => return Err(ConfigError::new(var, format!("set {} too", env::CLIENT_KEY))),
-                (None, Some((var, _))) => {
-                    return Err(ConfigError::new(var, format!("set {} too", env::CLIENT_CERTIFICATE)));
-                }
-                (None, None) => {}
-            }
+            self.client_certificate = resolve_client_certificate(&vars)?;
         }
         Ok(self)
+    }
+}
+
+/// The variables as `with_env` reads them: blank counts as unset, and with gRPC an endpoint
+/// without a scheme gets one.
+struct Vars<'a> {
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+    /// The scheme a gRPC `host:port` endpoint gets (`OTEL_EXPORTER_OTLP_INSECURE`).
+    grpc_scheme: Option<&'static str>,
+}
+
+impl Vars<'_> {
+    fn get(&self, name: &str) -> Option<String> {
+        let raw = (self.lookup)(name).filter(|v| !v.trim().is_empty())?;
+        match self.grpc_scheme {
+            Some(scheme) if name.ends_with("_ENDPOINT") && !raw.contains("://") => {
+                Some(format!("{scheme}://{}", raw.trim()))
+            }
+            _ => Some(raw),
+        }
+    }
+}
+
+/// The first of `names` that is set, parsed by `parse` (its errors name the variable).
+fn first<T>(
+    vars: &Vars<'_>,
+    names: &[&'static str],
+    parse: fn(&str, &str) -> Result<T, ConfigError>,
+) -> Result<Option<T>, ConfigError> {
+    names.iter().find_map(|name| vars.get(name).map(|raw| parse(name, &raw))).transpose()
+}
+
+/// `OTEL_SDK_DISABLED`: `true` turns every signal off.
+fn resolve_disabled(vars: &Vars<'_>) -> Result<bool, ConfigError> {
+    Ok(first(vars, &[env::SDK_DISABLED], boolean)?.unwrap_or(false))
+}
+
+/// The protocol: the first of `names` set (the signal's own variable, then the generic one).
+fn resolve_protocol(vars: &Vars<'_>, names: &[&'static str]) -> Result<Option<Protocol>, ConfigError> {
+    first(vars, names, |var, raw| {
+        Protocol::parse(raw)
+            .ok_or_else(|| ConfigError::new(var, format!("{raw:?} is not grpc, http/protobuf or http/json")))
+    })
+}
+
+/// `OTEL_EXPORTER_OTLP_TRACES_INSECURE`, then `OTEL_EXPORTER_OTLP_INSECURE`: plain-text gRPC.
+fn resolve_insecure(vars: &Vars<'_>) -> Result<Option<bool>, ConfigError> {
+    first(vars, &[env::TRACES_INSECURE, env::INSECURE], boolean)
+}
+
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as it is, then `OTEL_EXPORTER_OTLP_ENDPOINT` with the
+/// traces path added (over gRPC: the collector address as it is).
+fn resolve_traces_endpoint(vars: &Vars<'_>, grpc: bool) -> Result<Option<String>, ConfigError> {
+    if let Some(raw) = vars.get(env::TRACES_ENDPOINT) {
+        return url(env::TRACES_ENDPOINT, &raw).map(Some);
+    }
+    let Some(raw) = vars.get(env::ENDPOINT) else { return Ok(None) };
+    let base = url(env::ENDPOINT, &raw)?;
+    Ok(Some(if grpc { base } else { super::signal_url(&base, "traces") }))
+}
+
+/// The signal's own endpoint variable as it is, then `OTEL_EXPORTER_OTLP_ENDPOINT` with the
+/// signal's path added (over gRPC: the collector address every signal goes to).
+fn resolve_signal_endpoint(
+    vars: &Vars<'_>,
+    var: &'static str,
+    signal: &str,
+    grpc: bool,
+) -> Result<Option<String>, ConfigError> {
+    match (vars.get(var), vars.get(env::ENDPOINT)) {
+        (Some(raw), _) => url(var, &raw).map(Some),
+        (None, Some(raw)) if grpc => url(env::ENDPOINT, &raw).map(Some),
+        (None, Some(raw)) => Ok(Some(super::signal_url(&url(env::ENDPOINT, &raw)?, signal))),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Headers from `var` (`key=value,…`, percent-decoded), added to `headers` unless a header of
+/// that name (in any case) is already there: code first, then the variables in call order.
+fn resolve_headers(vars: &Vars<'_>, var: &'static str, headers: &mut Vec<(String, String)>) -> Result<(), ConfigError> {
+    let Some(raw) = vars.get(var) else { return Ok(()) };
+    for (k, v) in parse_pairs(var, &raw)? {
+        check_header(&k, &v).map_err(|why| ConfigError::new(var, why))?;
+        if !headers.iter().any(|(existing, _)| existing.eq_ignore_ascii_case(&k)) {
+            headers.push((k, v));
+        }
+    }
+    Ok(())
+}
+
+/// `OTEL_RESOURCE_ATTRIBUTES`, added under the attributes set in code.
+fn resolve_resource_attributes(vars: &Vars<'_>, attributes: &mut Vec<(String, String)>) -> Result<(), ConfigError> {
+    let Some(raw) = vars.get(env::RESOURCE_ATTRIBUTES) else { return Ok(()) };
+    for (k, v) in parse_pairs(env::RESOURCE_ATTRIBUTES, &raw)? {
+        if !attributes.iter().any(|(existing, _)| existing == &k) {
+            attributes.push((k, v));
+        }
+    }
+    Ok(())
+}
+
+/// A signal's own variables: headers, protocol, timeout, compression, certificate.
+type SignalVars = [&'static str; 5];
+
+const METRICS_VARS: SignalVars = [
+    env::METRICS_HEADERS,
+    env::METRICS_PROTOCOL,
+    env::METRICS_TIMEOUT,
+    env::METRICS_COMPRESSION,
+    env::METRICS_CERTIFICATE,
+];
+
+const LOGS_VARS: SignalVars =
+    [env::LOGS_HEADERS, env::LOGS_PROTOCOL, env::LOGS_TIMEOUT, env::LOGS_COMPRESSION, env::LOGS_CERTIFICATE];
+
+/// The metrics or logs exporter's own settings (`OTEL_EXPORTER_OTLP_{METRICS,LOGS}_*`), over
+/// the traces ones. Its protocol must be gRPC exactly when the traces' is (one transport).
+fn resolve_signal(
+    vars: &Vars<'_>,
+    settings: &mut SignalSettings,
+    [headers, protocol, timeout, compression, certificate]: SignalVars,
+    grpc: bool,
+) -> Result<(), ConfigError> {
+    resolve_headers(vars, headers, &mut settings.headers)?;
+    if settings.protocol.is_none() {
+        settings.protocol = resolve_protocol(vars, &[protocol])?;
+    }
+    if settings.timeout.is_none() {
+        settings.timeout = first(vars, &[timeout], millis)?;
+    }
+    if settings.gzip.is_none() {
+        settings.gzip = first(vars, &[compression], gzip)?;
+    }
+    if settings.certificate.is_none() {
+        settings.certificate = vars.get(certificate).map(|p| PathBuf::from(p.trim()));
+    }
+    if settings.protocol.is_some_and(|p| (p == Protocol::Grpc) != grpc) {
+        return Err(ConfigError::new(
+            protocol,
+            "must be gRPC exactly when traces use gRPC (one transport per exporter)".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// The first of `names` set, as a path, with the variable that set it.
+fn path(vars: &Vars<'_>, names: [&'static str; 2]) -> Option<(&'static str, PathBuf)> {
+    names.into_iter().find_map(|v| vars.get(v).map(|p| (v, PathBuf::from(p.trim()))))
+}
+
+/// The client certificate and key for mutual TLS: `…_TRACES_CLIENT_CERTIFICATE` then
+/// `…_CLIENT_CERTIFICATE`, with `…_TRACES_CLIENT_KEY` then `…_CLIENT_KEY`; one without the
+/// other is an error.
+fn resolve_client_certificate(vars: &Vars<'_>) -> Result<Option<(PathBuf, PathBuf)>, ConfigError> {
+    match (
+        path(vars, [env::TRACES_CLIENT_CERTIFICATE, env::CLIENT_CERTIFICATE]),
+        path(vars, [env::TRACES_CLIENT_KEY, env::CLIENT_KEY]),
+    ) {
+        (Some((_, cert)), Some((_, key))) => Ok(Some((cert, key))),
+        (Some((var, _)), None) => Err(ConfigError::new(var, format!("set {} too", env::CLIENT_KEY))),
+        (None, Some((var, _))) => Err(ConfigError::new(var, format!("set {} too", env::CLIENT_CERTIFICATE))),
+        (None, None) => Ok(None),
+    }
+}
+
+fn boolean(setting: &str, raw: &str) -> Result<bool, ConfigError> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(ConfigError::new(setting, format!("{raw:?} is not true or false"))),
+    }
+}
+
+/// `OTEL_METRICS_EXPORTER` / `OTEL_LOGS_EXPORTER`: `otlp` or `none`.
+fn otlp_or_none(setting: &str, raw: &str) -> Result<bool, ConfigError> {
+    match raw.trim() {
+        "none" => Ok(false),
+        "otlp" => Ok(true),
+        other => Err(ConfigError::new(setting, format!("{other:?} is not otlp or none"))),
+    }
+}
+
+fn temporality(setting: &str, raw: &str) -> Result<crate::metrics::Temporality, ConfigError> {
+    crate::metrics::Temporality::parse(raw)
+        .ok_or_else(|| ConfigError::new(setting, format!("{raw:?} is not cumulative, delta or lowmemory")))
+}
+
+fn traces_exporter(setting: &str, raw: &str) -> Result<TracesExporter, ConfigError> {
+    match raw.trim() {
+        "otlp" => Ok(TracesExporter::Otlp),
+        "none" => Ok(TracesExporter::None),
+        "console" => Ok(TracesExporter::Console),
+        other => Err(ConfigError::new(setting, format!("{other:?} is not otlp, none or console"))),
     }
 }
 
