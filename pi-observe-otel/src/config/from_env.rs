@@ -63,9 +63,7 @@ impl OtlpConfig {
             self.sample_ratio = sampler(vars.get(env::TRACES_SAMPLER), vars.get(env::TRACES_SAMPLER_ARG))?;
         }
         if self.latest_genai.is_none() {
-            self.latest_genai = vars
-                .get(env::SEMCONV_STABILITY_OPT_IN)
-                .map(|raw| raw.split(',').any(|v| v.trim() == crate::names::GEN_AI_LATEST_EXPERIMENTAL));
+            self.latest_genai = first(&vars, &[env::SEMCONV_STABILITY_OPT_IN], latest_genai)?;
         }
         if self.metrics.is_none() {
             self.metrics = first(&vars, &[env::METRICS_EXPORTER], otlp_or_none)?;
@@ -268,6 +266,11 @@ fn boolean(setting: &str, raw: &str) -> Result<bool, ConfigError> {
         "false" => Ok(false),
         _ => Err(ConfigError::new(setting, format!("{raw:?} is not true or false"))),
     }
+}
+
+/// `OTEL_SEMCONV_STABILITY_OPT_IN`: whether it lists `gen_ai_latest_experimental`.
+fn latest_genai(_setting: &str, raw: &str) -> Result<bool, ConfigError> {
+    Ok(raw.split(',').any(|v| v.trim() == crate::names::GEN_AI_LATEST_EXPERIMENTAL))
 }
 
 /// `OTEL_METRICS_EXPORTER` / `OTEL_LOGS_EXPORTER`: `otlp` or `none`.
