@@ -8,7 +8,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
-use super::{MAX_OUTPUT_BYTES, SessionEnv, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, str_arg, u64_arg};
+use super::{
+    MAX_OUTPUT_BYTES, SessionEnv, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, describe, str_arg, u64_arg,
+};
 
 /// Variables a child process gets from the session (and loses when `expose` is off).
 pub const SESSION_VARS: [&str; 6] =
@@ -111,17 +113,13 @@ fn kill_group(pid: Option<u32>) {
 }
 
 impl Tool for BashTool {
-    fn name(&self) -> &'static str {
-        "bash"
-    }
-    fn description(&self) -> &'static str {
-        "Run a bash command in the working directory. Returns stdout and stderr (last 50 KB). `timeout` in seconds."
-    }
+    describe!(
+        "bash",
+        "Run a bash command in the working directory. Returns stdout and stderr (last 50 KB). `timeout` in seconds.",
+        {"type": "object", "properties": {"command": {"type": "string"}, "timeout": {"type": "integer", "minimum": 1}}, "required": ["command"]}
+    );
     fn output_kind(&self) -> pi_observe_core::ContentKind {
         pi_observe_core::ContentKind::ShellOutput
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"command": {"type": "string"}, "timeout": {"type": "integer", "minimum": 1}}, "required": ["command"]})
     }
     fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {

@@ -2,24 +2,20 @@
 
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput, str_arg};
+use super::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput, describe, str_arg};
 
 /// Replaces one exact occurrence of `oldText` with `newText`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EditTool;
 
 impl Tool for EditTool {
-    fn name(&self) -> &'static str {
-        "edit"
-    }
-    fn description(&self) -> &'static str {
-        "Replace `oldText` with `newText` in the file at `path`. `oldText` must match exactly once."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
+    describe!(
+        "edit",
+        "Replace `oldText` with `newText` in the file at `path`. `oldText` must match exactly once.",
+        {"type": "object", "properties": {
             "path": {"type": "string"}, "oldText": {"type": "string"}, "newText": {"type": "string"}
-        }, "required": ["path", "oldText", "newText"]})
-    }
+        }, "required": ["path", "oldText", "newText"]}
+    );
     fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let path = ctx.resolve(str_arg(args, "path")?);

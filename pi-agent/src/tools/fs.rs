@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput, cap_head, str_arg, u64_arg};
+use super::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput, cap_head, describe, str_arg, u64_arg};
 
 /// Reads a text file, optionally a line range.
 #[derive(Debug, Clone, Copy, Default)]
@@ -12,19 +12,15 @@ pub struct ReadTool;
 pub const DEFAULT_READ_LINES: u64 = 2000;
 
 impl Tool for ReadTool {
-    fn name(&self) -> &'static str {
-        "read"
-    }
-    fn description(&self) -> &'static str {
-        "Read a text file. `offset` is the 1-based first line, `limit` the number of lines (default 2000)."
-    }
+    describe!(
+        "read",
+        "Read a text file. `offset` is the 1-based first line, `limit` the number of lines (default 2000).",
+        {"type": "object", "properties": {
+            "path": {"type": "string"}, "offset": {"type": "integer", "minimum": 1}, "limit": {"type": "integer", "minimum": 1}
+        }, "required": ["path"]}
+    );
     fn output_kind(&self) -> pi_observe_core::ContentKind {
         pi_observe_core::ContentKind::FileContent
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "path": {"type": "string"}, "offset": {"type": "integer", "minimum": 1}, "limit": {"type": "integer", "minimum": 1}
-        }, "required": ["path"]})
     }
     fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
@@ -62,15 +58,11 @@ impl Tool for ReadTool {
 pub struct WriteTool;
 
 impl Tool for WriteTool {
-    fn name(&self) -> &'static str {
-        "write"
-    }
-    fn description(&self) -> &'static str {
-        "Write `content` to the file at `path`, creating parent directories and replacing any existing content."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]})
-    }
+    describe!(
+        "write",
+        "Write `content` to the file at `path`, creating parent directories and replacing any existing content.",
+        {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}
+    );
     fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let path = ctx.resolve(str_arg(args, "path")?);
@@ -93,15 +85,11 @@ impl Tool for WriteTool {
 pub struct LsTool;
 
 impl Tool for LsTool {
-    fn name(&self) -> &'static str {
-        "ls"
-    }
-    fn description(&self) -> &'static str {
-        "List the entries of a directory (default: the working directory); directories end with `/`."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"path": {"type": "string"}}})
-    }
+    describe!(
+        "ls",
+        "List the entries of a directory (default: the working directory); directories end with `/`.",
+        {"type": "object", "properties": {"path": {"type": "string"}}}
+    );
     fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let path = ctx.resolve(args.get("path").and_then(Value::as_str).unwrap_or("."));

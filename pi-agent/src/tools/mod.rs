@@ -139,6 +139,23 @@ impl ToolError {
 /// The boxed future a tool returns.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
 
+/// The `name`, `description` and `parameters` (a `json!` schema) of a built-in tool's
+/// [`Tool`] impl.
+macro_rules! describe {
+    ($name:literal, $description:literal, $parameters:tt) => {
+        fn name(&self) -> &'static str {
+            $name
+        }
+        fn description(&self) -> &'static str {
+            $description
+        }
+        fn parameters(&self) -> Value {
+            json!($parameters)
+        }
+    };
+}
+pub(crate) use describe;
+
 /// A tool the model can call.
 pub trait Tool: Send + Sync {
     /// Name the model uses.

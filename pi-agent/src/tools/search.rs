@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use regex::Regex;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput, cap_head, str_arg};
+use super::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput, cap_head, describe, str_arg};
 
 const SKIP_DIRS: [&str; 3] = [".git", "target", "node_modules"];
 const MAX_RESULTS: usize = 200;
@@ -41,15 +41,11 @@ fn relative(root: &Path, path: &Path) -> String {
 pub struct GrepTool;
 
 impl Tool for GrepTool {
-    fn name(&self) -> &'static str {
-        "grep"
-    }
-    fn description(&self) -> &'static str {
-        "Search files under `path` (default: working directory) for the regular expression `pattern`; prints path:line:text."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"]})
-    }
+    describe!(
+        "grep",
+        "Search files under `path` (default: working directory) for the regular expression `pattern`; prints path:line:text.",
+        {"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"]}
+    );
     fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let pattern = str_arg(args, "pattern")?;
@@ -113,15 +109,11 @@ fn glob_regex(glob: &str) -> Result<Regex, ToolError> {
 }
 
 impl Tool for FindTool {
-    fn name(&self) -> &'static str {
-        "find"
-    }
-    fn description(&self) -> &'static str {
-        "Find files under `path` (default: working directory) whose relative path matches the glob `pattern` (e.g. `**/*.rs`)."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"]})
-    }
+    describe!(
+        "find",
+        "Find files under `path` (default: working directory) whose relative path matches the glob `pattern` (e.g. `**/*.rs`).",
+        {"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"]}
+    );
     fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let glob = str_arg(args, "pattern")?.to_owned();
