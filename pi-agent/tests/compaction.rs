@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -22,13 +24,7 @@ use pi_observe_core::{Attribution, ContentKind, ContentPolicy, ObsEvent, Observa
 use tokio_util::sync::CancellationToken;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "pi-compaction-{name}-{}-{}",
-        std::process::id(),
-        pi_observe_core::SpanId::random()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("compaction", name)
 }
 
 /// faux-1 with a 1,000-token window: compaction above 800 tokens, keeping ~100 recent tokens.

@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -25,12 +27,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "pi-extensions-{name}-{}-{}",
-        std::process::id(),
-        pi_observe_core::SpanId::random()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("extensions", name);
     std::fs::write(dir.join("a.txt"), "alpha\n").unwrap();
     std::fs::write(dir.join("b.txt"), "beta\n").unwrap();
     dir

@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,11 +22,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "pi-harness-{name}-{}-{}",
-        std::process::id(),
-        pi_observe_core::SpanId::random()
-    ));
+    let dir = common::scratch("harness", name);
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(dir.join("a.txt"), "alpha\nbeta\n").unwrap();
     std::fs::write(dir.join("src/lib.rs"), "pub fn add(a: i32, b: i32) -> i32 { a - b }\n").unwrap();

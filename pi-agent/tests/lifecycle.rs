@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -18,9 +20,7 @@ use pi_agent::{Agent, AgentConfig, SwitchReason};
 use tokio_util::sync::CancellationToken;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pi-lifecycle-{name}-{}", pi_observe_core::SpanId::random()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("lifecycle", name)
 }
 
 /// What handlers saw, shared between the test and its extension.

@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -18,13 +20,7 @@ use pi_observe_core::{Attribution, Observability, Value, names};
 use tokio_util::sync::CancellationToken;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "pi-resources-{name}-{}-{}",
-        std::process::id(),
-        pi_observe_core::SpanId::random()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch("resources", name)
 }
 
 fn write(path: &Path, text: &str) {

@@ -1,0 +1,16 @@
+//! What every test of this crate needs: a fresh folder of its own.
+
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::path::PathBuf;
+
+/// A new empty folder under the temporary directory, named after the test file and case.
+pub fn scratch(file: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "pi-{file}-{name}-{}-{}",
+        std::process::id(),
+        pi_observe_core::SpanId::random()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
