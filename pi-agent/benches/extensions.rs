@@ -11,10 +11,9 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use pi_agent::extensions::process::{ProcessExtension, ProcessSpec};
-use pi_agent::extensions::{HookContext, Hooks, SessionFacade, ToolCallEvent, extension, hooks};
+use pi_agent::extensions::{HookContext, Hooks, ToolCallEvent, extension, hooks};
 use pi_agent::model::Registry;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 const NOOP: &str = r#"
 import json, sys
@@ -30,13 +29,7 @@ for line in sys.stdin:
 
 fn round_trip(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let ctx = HookContext {
-        has_ui: false,
-        cancel: CancellationToken::new(),
-        cwd: std::env::temp_dir(),
-        session: SessionFacade::default(),
-        model: Registry::builtin().find("faux", "faux-1").unwrap().clone(),
-    };
+    let ctx = HookContext::detached(Registry::builtin().find("faux", "faux-1").unwrap().clone());
     let event =
         ToolCallEvent { tool_call_id: "c1".into(), tool_name: "bash".into(), input: json!({"command": "ls -la"}) };
 

@@ -6,14 +6,15 @@
 
 mod common;
 
+use common::Log;
+
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use pi_agent::events::AgentEvent;
 use pi_agent::extensions::{
     BeforeAgentStartResult, BeforeCompactEvent, BeforeResult, BeforeTreeEvent, Extension, ExtensionApi, HeaderPatch,
-    Hook, HookContext, Hooks, InjectedMessage, InputAction, SessionFacade, ToolCallResult, ToolResultPatch, extension,
-    hooks,
+    Hook, HookContext, Hooks, InjectedMessage, InputAction, ToolCallResult, ToolResultPatch, extension, hooks,
 };
 use pi_agent::message::{ContentBlock, Message, StopReason};
 use pi_agent::model::Registry;
@@ -62,19 +63,6 @@ fn run(agent: &mut Agent, prompt: &str) -> Run {
         agent.prompt(prompt, &cancel, &mut sink).await.unwrap()
     }));
     Run { result, events: capture.take(), agent_events }
-}
-
-/// Records what handlers saw, shared between the test and its extensions.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<String>>>);
-
-impl Log {
-    fn push(&self, line: impl Into<String>) {
-        self.0.lock().unwrap().push(line.into());
-    }
-    fn lines(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
-    }
 }
 
 /// Registers a handler that only logs `label(event)` and returns no result.
@@ -593,13 +581,7 @@ fn session_before_hooks_the_first_cancel_wins_else_the_last_result() {
     for e in [&summarizer as &dyn Extension, &veto, &late] {
         hooks.add(e);
     }
-    let ctx = HookContext {
-        has_ui: false,
-        cancel: CancellationToken::new(),
-        cwd: std::env::temp_dir(),
-        session: SessionFacade::default(),
-        model: Registry::builtin().find("faux", "faux-1").unwrap().clone(),
-    };
+    let ctx = HookContext::detached(Registry::builtin().find("faux", "faux-1").unwrap().clone());
     let compact = |reason: &str| BeforeCompactEvent {
         reason: reason.into(),
         tokens_before: 1000,

@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::Log;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -21,19 +23,6 @@ use tokio_util::sync::CancellationToken;
 
 fn scratch(name: &str) -> PathBuf {
     common::scratch("lifecycle", name)
-}
-
-/// What handlers saw, shared between the test and its extension.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<String>>>);
-
-impl Log {
-    fn push(&self, line: impl Into<String>) {
-        self.0.lock().unwrap().push(line.into());
-    }
-    fn lines(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
-    }
 }
 
 #[test]

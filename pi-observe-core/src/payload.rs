@@ -186,6 +186,13 @@ impl ContentKind {
         ContentKind::ErrorText,
     ];
 
+    /// True for the kinds a conversation sent to a model carries (its earlier prompts, replies,
+    /// reasoning, tool calls and tool outputs): what a captured `provider_payload` holds besides
+    /// itself.
+    pub fn in_conversation(self) -> bool {
+        !matches!(self, ContentKind::ProviderPayload | ContentKind::Header | ContentKind::ErrorText)
+    }
+
     /// The snake_case name used in JSON, the CLI (`--capture`) and settings.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -356,18 +356,16 @@ impl Aggregator {
                 })
                 .collect()
         };
+        let new_metric = |name: &str, data| Metric {
+            name: name.to_owned(),
+            unit: unit(name).to_owned(),
+            data: Some(data),
+            ..Default::default()
+        };
         let mut metrics: BTreeMap<&'static str, Metric> = BTreeMap::new();
         for ((name, attrs), value) in &sums {
-            let metric = metrics.entry(name).or_insert_with(|| Metric {
-                name: (*name).to_owned(),
-                unit: unit(name).to_owned(),
-                data: Some(metric::Data::Sum(Sum {
-                    data_points: vec![],
-                    aggregation_temporality: temporality,
-                    is_monotonic: true,
-                })),
-                ..Default::default()
-            });
+            let empty = Sum { data_points: vec![], aggregation_temporality: temporality, is_monotonic: true };
+            let metric = metrics.entry(name).or_insert_with(|| new_metric(name, metric::Data::Sum(empty)));
             if let Some(metric::Data::Sum(sum)) = &mut metric.data {
                 sum.data_points.push(NumberDataPoint {
                     attributes: kv(attrs),
@@ -379,15 +377,8 @@ impl Aggregator {
             }
         }
         for ((name, attrs), h) in &histograms {
-            let metric = metrics.entry(name).or_insert_with(|| Metric {
-                name: (*name).to_owned(),
-                unit: unit(name).to_owned(),
-                data: Some(metric::Data::Histogram(Histogram {
-                    data_points: vec![],
-                    aggregation_temporality: temporality,
-                })),
-                ..Default::default()
-            });
+            let empty = Histogram { data_points: vec![], aggregation_temporality: temporality };
+            let metric = metrics.entry(name).or_insert_with(|| new_metric(name, metric::Data::Histogram(empty)));
             if let Some(metric::Data::Histogram(hist)) = &mut metric.data {
                 hist.data_points.push(HistogramDataPoint {
                     attributes: kv(attrs),

@@ -157,6 +157,27 @@ impl Hooks {
         .await;
     }
 
+    /// A chain whose handlers each replace a part of the event (`set`); returns the event as
+    /// the last one left it.
+    async fn replacing<H: Hook>(
+        &self,
+        hook: H,
+        ctx: &HookContext,
+        event: H::Event,
+        set: impl Fn(&mut H::Event, H::Output),
+    ) -> H::Event
+    where
+        H::Event: Clone,
+    {
+        let current = Mutex::new(event);
+        let apply = |_: &str, output| {
+            set(&mut lock(&current), output);
+            (Outcome::Transformed, false)
+        };
+        self.chain(hook, ctx, || lock(&current).clone(), apply).await;
+        into_inner(current)
+    }
+
     /// `input`: transforms chain, the first `Handled` wins.
     pub async fn input(&self, event: InputEvent, ctx: &HookContext) -> InputOutcome {
         let current = Mutex::new(event);
@@ -211,18 +232,8 @@ impl Hooks {
 
     /// `context`: each handler may replace the messages; the last replacement is sent.
     pub async fn context(&self, messages: Vec<Message>, ctx: &HookContext) -> Vec<Message> {
-        let current = Mutex::new(ContextEvent { messages });
-        self.chain(
-            hooks::Context,
-            ctx,
-            || lock(&current).clone(),
-            |_, messages| {
-                lock(&current).messages = messages;
-                (Outcome::Transformed, false)
-            },
-        )
-        .await;
-        into_inner(current).messages
+        let event = ContextEvent { messages };
+        self.replacing(hooks::Context, ctx, event, |event, messages| event.messages = messages).await.messages
     }
 
     /// `before_provider_headers`: patches chain; returns the combined patch (lowercase names).
@@ -252,18 +263,8 @@ impl Hooks {
 
     /// `before_provider_request`: replacements chain; returns the payload to send.
     pub async fn before_provider_request(&self, payload: Value, ctx: &HookContext) -> Value {
-        let current = Mutex::new(ProviderRequestEvent { payload });
-        self.chain(
-            hooks::BeforeProviderRequest,
-            ctx,
-            || lock(&current).clone(),
-            |_, payload| {
-                lock(&current).payload = payload;
-                (Outcome::Transformed, false)
-            },
-        )
-        .await;
-        into_inner(current).payload
+        let event = ProviderRequestEvent { payload };
+        self.replacing(hooks::BeforeProviderRequest, ctx, event, |event, payload| event.payload = payload).await.payload
     }
 
     /// `after_provider_response`: observation.

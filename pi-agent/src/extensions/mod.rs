@@ -183,6 +183,20 @@ pub struct HookContext {
     pub model: ModelInfo,
 }
 
+impl HookContext {
+    /// A context outside any session: no user interface, nothing to cancel, the temporary
+    /// directory, an empty session, `model` (for running hooks directly: tests, benchmarks).
+    pub fn detached(model: ModelInfo) -> HookContext {
+        HookContext {
+            has_ui: false,
+            cancel: CancellationToken::new(),
+            cwd: std::env::temp_dir(),
+            session: SessionFacade::default(),
+            model,
+        }
+    }
+}
+
 impl fmt::Debug for HookContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HookContext").field("has_ui", &self.has_ui).field("model", &self.model.id).finish()

@@ -139,10 +139,16 @@ impl ToolError {
 /// The boxed future a tool returns.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
 
-/// The `name`, `description` and `parameters` (a `json!` schema) of a built-in tool's
-/// [`Tool`] impl.
+/// The `name`, `description` and `parameters` (a `json!` schema, or the name of a constant
+/// holding one as JSON text) of a built-in tool's [`Tool`] impl.
 macro_rules! describe {
+    ($name:literal, $description:literal, $schema:ident) => {
+        describe!(@parts $name, $description, serde_json::from_str($schema).unwrap_or_default());
+    };
     ($name:literal, $description:literal, $parameters:tt) => {
+        describe!(@parts $name, $description, json!($parameters));
+    };
+    (@parts $name:literal, $description:literal, $parameters:expr) => {
         fn name(&self) -> &'static str {
             $name
         }
@@ -150,7 +156,7 @@ macro_rules! describe {
             $description
         }
         fn parameters(&self) -> Value {
-            json!($parameters)
+            $parameters
         }
     };
 }

@@ -36,6 +36,9 @@ fn relative(root: &Path, path: &Path) -> String {
     path.strip_prefix(root).unwrap_or(path).display().to_string()
 }
 
+/// The arguments `grep` and `find` take: a `pattern` and an optional `path`.
+const PATTERN_AND_PATH: &str = r#"{"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"]}"#;
+
 /// Searches file contents with a regular expression.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GrepTool;
@@ -44,7 +47,7 @@ impl Tool for GrepTool {
     describe!(
         "grep",
         "Search files under `path` (default: working directory) for the regular expression `pattern`; prints path:line:text.",
-        {"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"]}
+        PATTERN_AND_PATH
     );
     fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
@@ -112,7 +115,7 @@ impl Tool for FindTool {
     describe!(
         "find",
         "Find files under `path` (default: working directory) whose relative path matches the glob `pattern` (e.g. `**/*.rs`).",
-        {"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"]}
+        PATTERN_AND_PATH
     );
     fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {

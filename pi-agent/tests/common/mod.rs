@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 /// A new empty folder under the temporary directory, named after the test file and case.
 pub fn scratch(file: &str, name: &str) -> PathBuf {
@@ -13,4 +14,18 @@ pub fn scratch(file: &str, name: &str) -> PathBuf {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// What handlers saw, shared between a test and its extensions.
+#[derive(Clone, Default)]
+pub struct Log(Arc<Mutex<Vec<String>>>);
+
+impl Log {
+    pub fn push(&self, line: impl Into<String>) {
+        self.0.lock().unwrap().push(line.into());
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
 }

@@ -218,24 +218,10 @@ fn contains(body: &[u8], needle: &str) -> bool {
     [needle, escaped].iter().any(|n| !n.is_empty() && memchr::memmem::find(body, n.as_bytes()).is_some())
 }
 
-/// What a captured `provider_payload` (the whole conversation sent to the model) carries besides
-/// itself: the earlier prompts, replies, reasoning, tool calls and tool outputs.
-const IN_THE_CONVERSATION: [ContentKind; 7] = [
-    ContentKind::Prompt,
-    ContentKind::Completion,
-    ContentKind::Thinking,
-    ContentKind::ToolArgs,
-    ContentKind::ToolResult,
-    ContentKind::ShellOutput,
-    ContentKind::FileContent,
-];
-
 /// True when `policy` opted in to content of one of `kinds`, directly or as part of the
 /// conversation a captured provider payload carries.
 fn opted_in(policy: &ContentPolicy, kinds: &[ContentKind]) -> bool {
-    kinds.iter().any(|k| {
-        policy.captures(*k) || (policy.captures(ContentKind::ProviderPayload) && IN_THE_CONVERSATION.contains(k))
-    })
+    kinds.iter().any(|k| policy.captures(*k) || (policy.captures(ContentKind::ProviderPayload) && k.in_conversation()))
 }
 
 fn scan(
