@@ -5,6 +5,10 @@
 
 mod support;
 
+use support::Flag;
+
+use support::Succeeds;
+
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use pi_observe::core::{EventKind, names};
 use pi_observe::otel::testing::Receiver;
@@ -17,8 +21,7 @@ fn a_backfill_exports_spans_only_so_replaying_twice_adds_no_cost() {
     for prompt in ["first", "second"] {
         let out = pi()
             .args(["-p", prompt, "--provider", "faux", "--tools", "none", "--user", "u1"])
-            .arg("--session")
-            .arg(&session)
+            .flag("--session", &session)
             .output()
             .unwrap();
         assert!(out.status.success());
@@ -73,16 +76,12 @@ fn trace_sampling_never_skews_the_bill_metrics_count_every_prompt() {
     let d = scratch("sampling");
     let receiver = Receiver::start(vec![]);
     for user in ["u1", "u2", "u3"] {
-        let out = pi()
-            .args(["-p", "hello", "--provider", "faux", "--no-session", "--tools", "none", "--user", user])
+        pi().args(["-p", "hello", "--provider", "faux", "--no-session", "--tools", "none", "--user", user])
             .args(["--otlp", &receiver.endpoint])
             .env("OTEL_TRACES_SAMPLER", "traceidratio")
             .env("OTEL_TRACES_SAMPLER_ARG", "0")
-            .arg("--events-jsonl")
-            .arg(d.join(format!("{user}.jsonl")))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            .flag("--events-jsonl", d.join(format!("{user}.jsonl")))
+            .succeeds();
         let prompts = sum_metric(&receiver, "pi.prompts");
         let cost = sum_metric(&receiver, "pi.cost.usage");
         let expected: f64 = events(&d.join(format!("{user}.jsonl")))
@@ -181,12 +180,9 @@ fn cost_reconciles_three_ways_metrics_spans_and_report() {
         let out = pi()
             .args(["-p", prompt, "--provider", "faux", "--user", user, "--org", org])
             .args(["--otlp", &receiver.endpoint, "--metric-dims", "orgId,userId"])
-            .arg("--cwd")
-            .arg(&d)
-            .arg("--faux-script")
-            .arg(&script)
-            .arg("--session")
-            .arg(sessions.join(session))
+            .flag("--cwd", &d)
+            .flag("--faux-script", &script)
+            .flag("--session", sessions.join(session))
             .output()
             .unwrap();
         assert!(out.status.success(), "{prompt}: {}", String::from_utf8_lossy(&out.stderr));
@@ -244,12 +240,9 @@ fn cost_reconciles_three_ways_metrics_spans_and_report() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     let receiver = Receiver::start(vec![]);
-    let out = pi()
-        .args(["export", "--export-metrics", "--otlp", &receiver.endpoint, "--metric-dims", "orgId,userId"])
+    pi().args(["export", "--export-metrics", "--otlp", &receiver.endpoint, "--metric-dims", "orgId,userId"])
         .arg(&sessions)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        .succeeds();
     let (metrics, spans) = (metric_totals(&receiver), span_totals(&receiver));
     for row in rows {
         let user = row["user"].as_str().unwrap();
@@ -272,14 +265,11 @@ fn cost_reconciles_three_ways_metrics_spans_and_report() {
 fn parent_based_samplers_follow_the_sampled_flag_of_an_adopted_traceparent() {
     let run = |flags: &str, sampler: &str| {
         let receiver = Receiver::start(vec![]);
-        let out = pi()
-            .args(["-p", "hi", "--provider", "faux", "--no-session", "--tools", "none"])
+        pi().args(["-p", "hi", "--provider", "faux", "--no-session", "--tools", "none"])
             .args(["--otlp", &receiver.endpoint])
             .env("TRACEPARENT", format!("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-{flags}"))
             .env("OTEL_TRACES_SAMPLER", sampler)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            .succeeds();
         (receiver.spans().len(), sum_metric(&receiver, "pi.prompts"))
     };
     // The caller did not sample: a parent-based sampler exports nothing (even always-on roots)...

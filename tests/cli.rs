@@ -5,6 +5,10 @@
 
 mod support;
 
+use support::Flag;
+
+use support::Succeeds;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -121,23 +125,16 @@ fn env_file(path: &Path) -> std::collections::HashMap<String, String> {
 fn bash_children_get_the_session_environment_and_traceparent_but_no_credentials() {
     let d = scratch("bash-env");
     let script = faux_script(&d, "env > child.env");
-    let out = pi()
-        .args(["-p", "dump the environment", "--provider", "faux", "--user", "u1", "--org", "acme"])
-        .arg("--cwd")
-        .arg(&d)
-        .arg("--faux-script")
-        .arg(&script)
-        .arg("--session")
-        .arg(d.join("s.jsonl"))
-        .arg("--events-jsonl")
-        .arg(d.join("events.jsonl"))
+    pi().args(["-p", "dump the environment", "--provider", "faux", "--user", "u1", "--org", "acme"])
+        .flag("--cwd", &d)
+        .flag("--faux-script", &script)
+        .flag("--session", d.join("s.jsonl"))
+        .flag("--events-jsonl", d.join("events.jsonl"))
         .env("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer otel-secret")
         .env("OPENAI_API_KEY", "sk-parent-secret-0123456789")
         .env("SENTRY_DSN", "https://key@sentry.invalid/1")
         .env("PI_MODEL", "inherited-model")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out).1);
+        .succeeds();
     let env = env_file(&d.join("child.env"));
     let evs = events(&d.join("events.jsonl"));
     let tool = evs.iter().find(|e| e.kind == EventKind::Start && e.name == names::AGENT_TOOL_CALL).unwrap();
@@ -156,17 +153,12 @@ fn bash_children_get_the_session_environment_and_traceparent_but_no_credentials(
     // --no-session-env: no session variables, and inherited ones are stripped.
     let d2 = scratch("bash-env-off");
     let script = faux_script(&d2, "env > child.env");
-    let out = pi()
-        .args(["-p", "x", "--provider", "faux", "--no-session", "--no-session-env"])
-        .arg("--cwd")
-        .arg(&d2)
-        .arg("--faux-script")
-        .arg(&script)
+    pi().args(["-p", "x", "--provider", "faux", "--no-session", "--no-session-env"])
+        .flag("--cwd", &d2)
+        .flag("--faux-script", &script)
         .env("PI_MODEL", "inherited-model")
         .env("TRACEPARENT", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out).1);
+        .succeeds();
     let env = env_file(&d2.join("child.env"));
     for absent in ["PI_MODEL", "PI_SESSION_ID", "PI_PROVIDER", "TRACEPARENT"] {
         assert!(!env.contains_key(absent), "{absent} reached the child with the session env off");
@@ -181,8 +173,7 @@ fn print_mode_talks_to_a_loopback_openai_compatible_server() {
     let (base, server) = support::one_shot_openai_server();
     let out = pi()
         .args(["-p", "say hello", "--model", "llama-local", "--no-session", "--tools", "none", "--base-url", &base])
-        .arg("--events-jsonl")
-        .arg(d.join("events.jsonl"))
+        .flag("--events-jsonl", d.join("events.jsonl"))
         .output()
         .unwrap();
     let (stdout, stderr) = text(&out);
@@ -203,8 +194,7 @@ fn an_incoming_traceparent_becomes_the_parent_of_the_prompt_root() {
     let d = scratch("traceparent");
     let out = pi()
         .args(["-p", "hi", "--no-session", "--tools", "none"])
-        .arg("--events-jsonl")
-        .arg(d.join("events.jsonl"))
+        .flag("--events-jsonl", d.join("events.jsonl"))
         .env("TRACEPARENT", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
         .output()
         .unwrap();
@@ -249,10 +239,8 @@ fn skills_and_templates_load_from_flags_and_bad_files_are_named_on_stderr() {
     let out = pi()
         .args(["-p", "/skill:greet Ada", "--no-session", "--tools", "none", "--mode", "json", "--cwd"])
         .arg(&d)
-        .arg("--skills")
-        .arg(&skills)
-        .arg("--events-jsonl")
-        .arg(d.join("events.jsonl"))
+        .flag("--skills", &skills)
+        .flag("--events-jsonl", d.join("events.jsonl"))
         .output()
         .unwrap();
     let (stdout, stderr) = text(&out);
@@ -297,16 +285,7 @@ fn report_sums_each_session_once_per_user_org_model_and_day() {
     let d = scratch("report");
     let sessions = d.join("sessions");
     let prompt = |session: &Path, who: &[&str], message: &str| {
-        let out = pi()
-            .args(["-p", message, "--tools", "none"])
-            .args(who)
-            .arg("--cwd")
-            .arg(&d)
-            .arg("--session")
-            .arg(session)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out).1);
+        pi().args(["-p", message, "--tools", "none"]).args(who).flag("--cwd", &d).flag("--session", session).succeeds();
     };
     let alice = sessions.join("alice.jsonl");
     let bob = sessions.join("team/bob.jsonl");
@@ -386,15 +365,10 @@ fn a_resumed_sessions_read_reaches_the_sinks() {
     let d = scratch("resume-read");
     let session = d.join("s.jsonl");
     for round in ["first", "second"] {
-        let out = pi()
-            .args(["-p", round, "--tools", "none"])
-            .arg("--session")
-            .arg(&session)
-            .arg("--events-jsonl")
-            .arg(d.join(format!("{round}.jsonl")))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out).1);
+        pi().args(["-p", round, "--tools", "none"])
+            .flag("--session", &session)
+            .flag("--events-jsonl", d.join(format!("{round}.jsonl")))
+            .succeeds();
     }
     let reads = |name: &str| events(&d.join(name)).iter().filter(|e| e.name == names::SESSION_READ).count();
     assert_eq!(reads("first.jsonl"), 0, "a new session is not read");

@@ -6,6 +6,8 @@
 
 mod support;
 
+use support::Flag;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -30,12 +32,9 @@ fn pi_in(dir: &Path) -> Command {
 fn run(dir: &Path, endpoint: &str, events: &Path, extra: &[&str]) -> Output {
     pi_in(dir)
         .args(["-p", "check the project", "--provider", "faux", "--no-session", "--otlp", endpoint])
-        .arg("--cwd")
-        .arg(dir)
-        .arg("--faux-script")
-        .arg(faux_script(dir))
-        .arg("--events-jsonl")
-        .arg(events)
+        .flag("--cwd", dir)
+        .flag("--faux-script", faux_script(dir))
+        .flag("--events-jsonl", events)
         .args(extra)
         .output()
         .unwrap()
@@ -487,8 +486,7 @@ fn two_runs_started_together_deliver_the_earlier_batches_once() {
         .map(|i| {
             pi_in(&d)
                 .args(["-p", "again", "--provider", "faux", "--no-session", "--tools", "none", "--otlp", &endpoint])
-                .arg("--events-jsonl")
-                .arg(d.join(format!("up{i}.jsonl")))
+                .flag("--events-jsonl", d.join(format!("up{i}.jsonl")))
                 .stderr(std::process::Stdio::piped())
                 .spawn()
                 .unwrap()

@@ -10,6 +10,8 @@
 
 mod support;
 
+use support::Flag;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -152,10 +154,8 @@ fn the_outputs_users_see_stay_what_they_are() {
     let mut print = pi_in(&d);
     print
         .args(["-p", "check", "--provider", "faux", "--mode", "json", "--user", "u1", "--org", "o1"])
-        .arg("--faux-script")
-        .arg(&script)
-        .arg("--session")
-        .arg(d.join("s.jsonl"));
+        .flag("--faux-script", &script)
+        .flag("--session", d.join("s.jsonl"));
     golden("print-json.txt", &two_streams(&normalize(&stdout(print), &d)));
 
     // What the last run left for `pi observe status`, and the effective configuration.

@@ -7,6 +7,10 @@
 
 mod support;
 
+use support::Flag;
+
+use support::Succeeds;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,10 +47,8 @@ impl Tui {
         std::fs::write(dir.join("script.json"), script.to_string()).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi"));
         cmd.current_dir(dir)
-            .arg("--faux-script")
-            .arg(dir.join("script.json"))
-            .arg("-e")
-            .arg(gate())
+            .flag("--faux-script", dir.join("script.json"))
+            .flag("-e", gate())
             .args(args)
             .env("PI_CODING_AGENT_DIR", dir.join("agent"))
             .env("PI_CODING_AGENT_SESSION_DIR", dir.join("sessions"))
@@ -376,18 +378,13 @@ fn the_interactive_mode_emits_the_same_contract_events_as_print_mode() {
     ]);
     std::fs::write(dir.join("print-script.json"), script.to_string()).unwrap();
     let print_events = dir.join("print.jsonl");
-    let out = support::pi()
+    support::pi()
         .args(["-p", "go", "--faux-script"])
         .arg(dir.join("print-script.json"))
-        .arg("-e")
-        .arg(gate())
-        .arg("--session")
-        .arg(dir.join("print-session.jsonl"))
-        .arg("--events-jsonl")
-        .arg(&print_events)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        .flag("-e", gate())
+        .flag("--session", dir.join("print-session.jsonl"))
+        .flag("--events-jsonl", &print_events)
+        .succeeds();
 
     let tui_events = dir.join("tui.jsonl");
     let mut tui = Tui::start(&dir, &script, &["--events-jsonl", tui_events.to_str().unwrap(), "go"]);

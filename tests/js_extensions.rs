@@ -6,6 +6,10 @@
 
 mod support;
 
+use support::Flag;
+
+use support::Succeeds;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -40,12 +44,9 @@ fn the_example_extensions_gate_audit_and_number_lines_in_print_mode() {
         .args(["--cwd"])
         .arg(&d)
         // The audit log first: handlers after a block do not run, and it should see every call.
-        .arg("-e")
-        .arg(example("audit-log.mjs"))
-        .arg("-e")
-        .arg(example("permission-gate.mjs"))
-        .arg("-e")
-        .arg(example("line-numbers.mjs"))
+        .flag("-e", example("audit-log.mjs"))
+        .flag("-e", example("permission-gate.mjs"))
+        .flag("-e", example("line-numbers.mjs"))
         .env("PI_CODING_AGENT_DIR", d.join("agent"))
         .env("PI_AUDIT_LOG", &audit)
         .output()
@@ -72,8 +73,7 @@ fn the_example_extensions_gate_audit_and_number_lines_in_print_mode() {
     let plain = pi()
         .args(["-p", "go", "--no-session", "--faux-script"])
         .arg(&script)
-        .arg("--cwd")
-        .arg(&d)
+        .flag("--cwd", &d)
         .env("PI_CODING_AGENT_DIR", d.join("agent"))
         .output()
         .unwrap();
@@ -90,15 +90,11 @@ fn the_example_extensions_gate_audit_and_number_lines_in_print_mode() {
 fn the_trace_header_example_reaches_the_provider() {
     let d = scratch("js-header");
     let (base, server) = support::one_shot_openai_server();
-    let out = pi()
-        .args(["-p", "hi", "--tools", "none", "--model", "llama-local", "--base-url", &base, "--session"])
+    pi().args(["-p", "hi", "--tools", "none", "--model", "llama-local", "--base-url", &base, "--session"])
         .arg(d.join("s.jsonl"))
-        .arg("-e")
-        .arg(example("trace-header.mjs"))
+        .flag("-e", example("trace-header.mjs"))
         .env("PI_CODING_AGENT_DIR", d.join("agent"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        .succeeds();
     let request = server.join().unwrap().to_ascii_lowercase();
     let session: Value =
         serde_json::from_str(std::fs::read_to_string(d.join("s.jsonl")).unwrap().lines().next().unwrap()).unwrap();
@@ -116,9 +112,7 @@ fn a_broken_javascript_extension_is_named_and_the_run_goes_on() {
         .args(["-p", "hi", "--no-session", "--tools", "none", "-e"])
         .arg(&file)
         .env("PI_CODING_AGENT_DIR", d.join("agent"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        .succeeds();
     assert!(String::from_utf8_lossy(&out.stderr).contains("broken.mjs"));
     let log = std::fs::read_to_string(d.join("agent/logs/extensions/broken.log")).unwrap();
     assert!(log.contains("default export is not a function"), "{log}");
@@ -143,17 +137,12 @@ fn a_typescript_extension_runs_unmodified() {
     .unwrap();
     let source = std::fs::read_to_string(example("protected-paths.ts")).unwrap();
     assert!(source.contains("import type {") && source.contains(": ToolCallEvent"), "the example really is TypeScript");
-    let out = pi()
-        .args(["-p", "go", "--no-session", "--faux-script"])
+    pi().args(["-p", "go", "--no-session", "--faux-script"])
         .arg(&script)
-        .arg("--cwd")
-        .arg(&d)
-        .arg("-e")
-        .arg(example("protected-paths.ts"))
+        .flag("--cwd", &d)
+        .flag("-e", example("protected-paths.ts"))
         .env("PI_CODING_AGENT_DIR", d.join("agent"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        .succeeds();
     assert!(!d.join(".env").exists(), "the protected write was blocked");
     assert_eq!(std::fs::read_to_string(d.join("ok.txt")).unwrap(), "fine");
     std::fs::remove_dir_all(&d).unwrap();
@@ -178,8 +167,7 @@ fn commands_run_as_slash_commands_and_may_hand_back_a_prompt() {
         let _ = std::fs::remove_file(&session);
         pi().args(["-p", prompt, "--tools", "none", "--session"])
             .arg(&session)
-            .arg("-e")
-            .arg(&file)
+            .flag("-e", &file)
             .env("PI_CODING_AGENT_DIR", d.join("agent"))
             .output()
             .unwrap()
@@ -227,19 +215,14 @@ fn the_subagent_example_nests_the_child_trace_under_the_tool_span_and_bills_it_o
     let child = d.join("child.json");
     std::fs::write(&child, json!([{"text": "There are 3 files."}]).to_string()).unwrap();
     let session = d.join("s.jsonl");
-    let out = pi()
-        .args(["-p", "go", "--user", "ada", "--org", "acme", "--session"])
+    pi().args(["-p", "go", "--user", "ada", "--org", "acme", "--session"])
         .arg(&session)
-        .arg("--faux-script")
-        .arg(&parent)
-        .arg("-e")
-        .arg(example("subagent.mjs"))
+        .flag("--faux-script", &parent)
+        .flag("-e", example("subagent.mjs"))
         .env("PI_CODING_AGENT_DIR", d.join("agent"))
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &base)
         .env("SUBAGENT_FAUX_SCRIPT", &child)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        .succeeds();
     let spans = receiver.spans();
     let tool = spans.iter().find(|s| s.name == "execute_tool subagent").expect("the tool span");
     let roots: Vec<_> = spans.iter().filter(|s| s.name.starts_with("invoke_agent")).collect();

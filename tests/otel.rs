@@ -6,6 +6,8 @@
 
 mod support;
 
+use support::Flag;
+
 use std::path::Path;
 use std::process::Output;
 use std::sync::Arc;
@@ -44,12 +46,9 @@ fn assert_spans_match_events(evs: &[ObsEvent], spans: &[Span]) {
 fn run_pi(dir: &Path, user: &str, org: &str, otlp: Option<&str>) -> std::process::Child {
     let mut cmd = pi();
     cmd.args(["-p", "check the project", "--provider", "faux", "--no-session", "--user", user, "--org", org])
-        .arg("--cwd")
-        .arg(dir)
-        .arg("--faux-script")
-        .arg(faux_script(dir))
-        .arg("--events-jsonl")
-        .arg(dir.join(format!("{user}.jsonl")))
+        .flag("--cwd", dir)
+        .flag("--faux-script", faux_script(dir))
+        .flag("--events-jsonl", dir.join(format!("{user}.jsonl")))
         .env("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
@@ -259,8 +258,7 @@ fn print_mode_exports_over_grpc_to_an_in_process_collector() {
     let mut cmd = pi();
     cmd.args(["-p", "hi", "--provider", "faux", "--no-session", "--tools", "none", "--user", "carol"])
         .args(["--otlp", &collector.endpoint(), "--otlp-protocol", "grpc"])
-        .arg("--events-jsonl")
-        .arg(d.join("grpc.jsonl"));
+        .flag("--events-jsonl", d.join("grpc.jsonl"));
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let evs = events(&d.join("grpc.jsonl"));
@@ -282,15 +280,11 @@ fn otlp_sentry_and_json_logs_run_at_once_and_agree_on_the_trace() {
     let log = d.join("pi.log.jsonl");
     let out = pi()
         .args(["-p", "check the project", "--provider", "faux", "--no-session", "--user", "u1", "--org", "acme"])
-        .arg("--cwd")
-        .arg(&d)
-        .arg("--faux-script")
-        .arg(faux_script(&d))
-        .arg("--events-jsonl")
-        .arg(d.join("events.jsonl"))
+        .flag("--cwd", &d)
+        .flag("--faux-script", faux_script(&d))
+        .flag("--events-jsonl", d.join("events.jsonl"))
         .args(["--otlp", &receiver.endpoint, "--sentry", &sentry.dsn()])
-        .arg("--log-json")
-        .arg(&log)
+        .flag("--log-json", &log)
         .env_remove("SENTRY_DSN")
         .env_remove("RUST_LOG")
         .env_remove("PI_LOG")
@@ -403,12 +397,9 @@ fn every_span_of_a_prompt_carries_the_conversation_id_and_the_schema_url_names_t
         let receiver = Receiver::start(vec![]);
         let mut cmd = pi();
         cmd.args(["-p", "check", "--provider", "faux", "--user", "u1", "--otlp", &receiver.endpoint])
-            .arg("--cwd")
-            .arg(&d)
-            .arg("--faux-script")
-            .arg(faux_script(&d))
-            .arg("--session")
-            .arg(&session);
+            .flag("--cwd", &d)
+            .flag("--faux-script", faux_script(&d))
+            .flag("--session", &session);
         if let Some(value) = opt_in {
             cmd.env("OTEL_SEMCONV_STABILITY_OPT_IN", value);
         }

@@ -5,6 +5,8 @@
 
 mod support;
 
+use support::Flag;
+
 use std::process::Output;
 
 use pi_observe::otel::testing::Receiver;
@@ -14,8 +16,7 @@ fn run(base: &str, vars: &[(&str, &str)]) -> Output {
     let d = scratch("otel-env");
     let mut cmd = pi();
     cmd.args(["-p", "hi", "--no-session", "--tools", "none"])
-        .arg("--events-jsonl")
-        .arg(d.join("events.jsonl"))
+        .flag("--events-jsonl", d.join("events.jsonl"))
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", base);
     for (k, v) in vars {
         cmd.env(k, v);

@@ -7,6 +7,10 @@
 
 mod support;
 
+use support::Flag;
+
+use support::Succeeds;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -207,14 +211,10 @@ fn an_extension_tool_is_offered_runs_and_its_usage_is_billed_once() {
     let out = pi()
         .args(["-p", "go", "--mode", "json", "--session"])
         .arg(&session)
-        .arg("--faux-script")
-        .arg(&script)
-        .arg("-e")
-        .arg(fixture("gate.py"))
+        .flag("--faux-script", &script)
+        .flag("-e", fixture("gate.py"))
         .env("PI_CODING_AGENT_DIR", d.join("agent"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        .succeeds();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let result = stdout
         .lines()
@@ -302,8 +302,7 @@ fn a_policy_that_forbids_other_extensions_keeps_only_its_own() {
         let mut cmd = pi();
         cmd.args(["-p", "go", "--no-session", "--mode", "json", "--faux-script"])
             .arg(script(&d))
-            .arg("-e")
-            .arg(fixture("gate.py"))
+            .flag("-e", fixture("gate.py"))
             .env("PI_CODING_AGENT_DIR", d.join("agent"))
             .env("PI_MANAGED_SETTINGS", &policy);
         cmd.output().unwrap()

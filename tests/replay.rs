@@ -10,6 +10,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
+mod support;
+
+use support::Flag;
+
+use support::Succeeds;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -91,19 +97,12 @@ fn a_replayed_session_matches_its_live_run_in_generation_spans() {
     ]);
     std::fs::write(&script, steps.to_string()).unwrap();
     let session = d.join("s.jsonl");
-    let out = pi()
-        .args(["-p", "check the project", "--provider", "faux", "--user", "alice", "--org", "acme"])
-        .arg("--cwd")
-        .arg(&d)
-        .arg("--faux-script")
-        .arg(&script)
-        .arg("--session")
-        .arg(&session)
-        .arg("--events-jsonl")
-        .arg(d.join("live.jsonl"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    pi().args(["-p", "check the project", "--provider", "faux", "--user", "alice", "--org", "acme"])
+        .flag("--cwd", &d)
+        .flag("--faux-script", &script)
+        .flag("--session", &session)
+        .flag("--events-jsonl", d.join("live.jsonl"))
+        .succeeds();
     let out = pi().arg("export").arg(&session).arg("--events-jsonl").arg(d.join("replay.jsonl")).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 

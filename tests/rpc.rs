@@ -7,6 +7,10 @@
 
 mod support;
 
+use support::Flag;
+
+use support::Succeeds;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Stdio};
@@ -350,17 +354,12 @@ fn rpc_emits_the_same_contract_events_as_print_mode() {
     let dir = scratch("rpc-parity");
     let print_events = dir.join("print.jsonl");
     std::fs::write(dir.join("script.json"), script.to_string()).unwrap();
-    let out = pi()
-        .args(["-p", "go", "--faux-script"])
+    pi().args(["-p", "go", "--faux-script"])
         .arg(dir.join("script.json"))
-        .arg("--session")
-        .arg(dir.join("print-session.jsonl"))
-        .arg("--events-jsonl")
-        .arg(&print_events)
+        .flag("--session", dir.join("print-session.jsonl"))
+        .flag("--events-jsonl", &print_events)
         .args(["--user", "alice", "--org", "acme"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        .succeeds();
 
     let rpc_events = dir.join("rpc.jsonl");
     let session = dir.join("rpc-session.jsonl");
@@ -438,8 +437,7 @@ fn traceparent_is_the_parent_of_the_first_prompt_only() {
     let mut cmd = pi();
     cmd.args(["--mode", "rpc", "--no-session", "--faux-script"])
         .arg(&script_path)
-        .arg("--events-jsonl")
-        .arg(&records)
+        .flag("--events-jsonl", &records)
         .env("TRACEPARENT", format!("00-{parent_trace}-00f067aa0ba902b7-01"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -1,6 +1,7 @@
 //! Items 10, 11, 13, 14: counts that never lie, a full disk, a large models.json, older upstream usage.
 
 use super::*;
+use crate::support::Flag;
 
 /// An upstream-shaped `models.json` of `providers` providers with `per` models each.
 fn big_models_json(providers: usize, per: usize) -> String {
@@ -40,8 +41,7 @@ fn item_13_a_20_mb_models_json_loads_in_linear_time() {
         let mut child = pi()
             .env("PI_CODING_AGENT_DIR", &agent)
             .args(["-p", "hi", "--provider", "faux", "--no-session"])
-            .arg("--cwd")
-            .arg(&d)
+            .flag("--cwd", &d)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -109,12 +109,9 @@ fn item_10_spooled_counts_match_the_disk_when_the_folder_goes_mid_run() {
         std::fs::write(&script, steps.to_string()).unwrap();
         let out = pi_in(&d)
             .args(["-p", "go", "--provider", "faux", "--no-session", "--otlp", &Receiver::down_endpoint()])
-            .arg("--spool-dir")
-            .arg(spool)
-            .arg("--cwd")
-            .arg(&d)
-            .arg("--faux-script")
-            .arg(&script)
+            .flag("--spool-dir", spool)
+            .flag("--cwd", &d)
+            .flag("--faux-script", &script)
             .envs(env.iter().copied())
             .output()
             .unwrap();
@@ -161,8 +158,7 @@ fn item_10_the_spans_line_names_the_last_error_of_traces() {
     let down = Receiver::down_endpoint();
     let out = pi_in(&d)
         .args(["-p", "go", "--provider", "faux", "--no-session", "--no-spool", "--otlp-logs", "--otlp", &down])
-        .arg("--cwd")
-        .arg(&d)
+        .flag("--cwd", &d)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -215,16 +211,11 @@ fn item_11_a_full_disk_keeps_whole_session_lines_and_every_writer_says_so() {
     let session = fs.0.join("s.jsonl");
     let out = pi_in(&d)
         .args(["-p", "go", "--provider", "faux"])
-        .arg("--cwd")
-        .arg(&d)
-        .arg("--faux-script")
-        .arg(&script)
-        .arg("--session")
-        .arg(&session)
-        .arg("--events-jsonl")
-        .arg(fs.0.join("events.jsonl"))
-        .arg("--log-json")
-        .arg(fs.0.join("log.jsonl"))
+        .flag("--cwd", &d)
+        .flag("--faux-script", &script)
+        .flag("--session", &session)
+        .flag("--events-jsonl", fs.0.join("events.jsonl"))
+        .flag("--log-json", fs.0.join("log.jsonl"))
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();

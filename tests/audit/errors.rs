@@ -1,6 +1,7 @@
 //! Item 12: clear errors for the rest of the audit's bad inputs.
 
 use super::*;
+use crate::support::Flag;
 
 /// A regular file where a directory is expected.
 fn a_file(d: &Path) -> std::path::PathBuf {
@@ -135,8 +136,7 @@ fn item_12_rpc_lines_that_are_not_utf8_get_a_parse_error() {
     let d = scratch("audit-rpc-utf8");
     let mut child = pi_in(&d)
         .args(["--mode", "rpc", "--provider", "faux", "--no-session"])
-        .arg("--cwd")
-        .arg(&d)
+        .flag("--cwd", &d)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -181,14 +181,10 @@ fn item_12_an_extension_writing_to_stdout_keeps_the_protocol_intact() {
     .unwrap();
     let mut cmd = pi_in(&d);
     cmd.args(["-p", "check", "--provider", "faux", "--no-session"])
-        .arg("--cwd")
-        .arg(&d)
-        .arg("--faux-script")
-        .arg(faux_script(&d))
-        .arg("-e")
-        .arg(&ext)
-        .arg("--events-jsonl")
-        .arg(d.join("events.jsonl"));
+        .flag("--cwd", &d)
+        .flag("--faux-script", faux_script(&d))
+        .flag("-e", &ext)
+        .flag("--events-jsonl", d.join("events.jsonl"));
     let out = cmd.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");

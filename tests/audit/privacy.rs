@@ -1,20 +1,17 @@
 //! Items 1–6 and 15: what leaves the machine (ids, replayed and typed names, spool under a later policy, secret formats, file modes, schema_url).
 
 use super::*;
+use crate::support::Flag;
+use crate::support::Succeeds;
 
 #[test]
 fn item_15_metrics_and_logs_carry_the_schema_url_on_resource_and_scope() {
     let d = scratch("audit-schema");
     let receiver = Receiver::start(vec![]);
-    let out = pi()
-        .args(["-p", "check", "--provider", "faux", "--no-session", "--otlp-logs", "--otlp", &receiver.endpoint])
-        .arg("--cwd")
-        .arg(&d)
-        .arg("--faux-script")
-        .arg(faux_script(&d))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    pi().args(["-p", "check", "--provider", "faux", "--no-session", "--otlp-logs", "--otlp", &receiver.endpoint])
+        .flag("--cwd", &d)
+        .flag("--faux-script", faux_script(&d))
+        .succeeds();
     let schema = pi_observe::otel::names::SCHEMA_URL;
     let metrics = receiver.metrics.lock().unwrap().clone();
     assert!(!metrics.is_empty(), "no metrics request");
@@ -48,28 +45,19 @@ fn item_6_session_files_event_files_logs_and_extension_logs_are_private_whatever
     let agent = d.join("agent");
     let extension = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/extensions/gate.sh");
     // `umask 0` first: every file the run creates would be world-readable if pi relied on it.
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg("umask 0; exec \"$0\" \"$@\"")
+    std::process::Command::new("sh")
+        .flag("-c", "umask 0; exec \"$0\" \"$@\"")
         .arg(pi().get_program())
         .envs(pi().get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
         .env("PI_CODING_AGENT_DIR", &agent)
         .args(["-p", "check", "--provider", "faux"])
-        .arg("--cwd")
-        .arg(&d)
-        .arg("--faux-script")
-        .arg(faux_script(&d))
-        .arg("--session")
-        .arg(d.join("new/sessions/s.jsonl"))
-        .arg("--events-jsonl")
-        .arg(d.join("new/events/e.jsonl"))
-        .arg("--log-json")
-        .arg(d.join("new/logs/log.jsonl"))
-        .arg("-e")
-        .arg(&extension)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        .flag("--cwd", &d)
+        .flag("--faux-script", faux_script(&d))
+        .flag("--session", d.join("new/sessions/s.jsonl"))
+        .flag("--events-jsonl", d.join("new/events/e.jsonl"))
+        .flag("--log-json", d.join("new/logs/log.jsonl"))
+        .flag("-e", &extension)
+        .succeeds();
     for file in ["new/sessions/s.jsonl", "new/events/e.jsonl", "new/logs/log.jsonl", "agent/logs/extensions/gate.log"] {
         assert_eq!(mode(&d.join(file)), 0o600, "{file}");
     }
@@ -111,15 +99,10 @@ fn item_5_more_secret_formats_in_neutral_context_never_reach_a_sink_even_capture
         pi_observe::core::canary::secret_samples().into_iter().filter(|s| added.contains(&s.format)).collect();
     assert_eq!(samples.len(), added.len(), "a sample for every added format");
     let prompt: Vec<String> = samples.iter().map(|s| format!("look at {} please", s.text)).collect();
-    let out = pi()
-        .args(["-p", &prompt.join("\n"), "--provider", "faux", "--no-session", "--capture", "all"])
-        .arg("--cwd")
-        .arg(&d)
-        .arg("--events-jsonl")
-        .arg(&events)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    pi().args(["-p", &prompt.join("\n"), "--provider", "faux", "--no-session", "--capture", "all"])
+        .flag("--cwd", &d)
+        .flag("--events-jsonl", &events)
+        .succeeds();
     let written = std::fs::read_to_string(&events).unwrap();
     assert!(written.contains("look at"), "the prompt was captured");
     for sample in &samples {
@@ -181,13 +164,10 @@ fn item_2_export_classifies_replayed_names_as_the_live_run_does() {
     // Catalogued names still arrive as they are.
     assert!(dump.contains("claude-sonnet-4-5") && dump.contains("anthropic-messages"));
     // With prompts captured for the events file, the typed names are there as content.
-    let out = pi()
-        .args(["export", "--capture", "events=prompt", "--events-jsonl"])
+    pi().args(["export", "--capture", "events=prompt", "--events-jsonl"])
         .arg(d.join("captured.jsonl"))
         .arg(&file)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        .succeeds();
     let captured = std::fs::read_to_string(d.join("captured.jsonl")).unwrap();
     assert!(captured.contains(r#""requestedModel":"CanaryTypedModel""#), "{captured}");
     std::fs::remove_dir_all(&d).unwrap();
@@ -201,8 +181,7 @@ fn item_3_user_typed_model_and_provider_names_read_invalid_unless_captured() {
     run.args(["-p", "hi", "--provider", "CanaryTypedProvider", "--model", "CanaryTypedModel", "--no-session"])
         .args(["--base-url", &base])
         .env("OPENAI_API_KEY", "sk-test-key-for-the-loopback-server")
-        .arg("--cwd")
-        .arg(&d);
+        .flag("--cwd", &d);
     let (code, dump, stderr) = with_every_sink(run, &d, true);
     server.join().unwrap();
     assert_eq!(code, Some(0), "{stderr}");
@@ -225,26 +204,19 @@ fn item_4_batches_spooled_under_a_wider_capture_are_not_delivered_under_a_later_
     let sentry_dsn = format!("http://k@127.0.0.1:{sentry_port}/1");
     let prompt = "CanarySpooledPrompt please check";
     // Spooled while OTLP and Sentry captured prompts, completions and tool results (both down).
-    let out = pi_in(&d)
+    pi_in(&d)
         .args(["-p", prompt, "--provider", "faux", "--no-session", "--otlp", &endpoint, "--sentry", &sentry_dsn])
         .args(["--capture", "remote=prompt,completion,tool_result"])
-        .arg("--cwd")
-        .arg(&d)
-        .arg("--faux-script")
-        .arg(faux_script(&d))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        .flag("--cwd", &d)
+        .flag("--faux-script", faux_script(&d))
+        .succeeds();
     let with_content = spooled_batches(&d);
     assert!(with_content > 1, "OTLP and Sentry batches");
     // A run without capture spools too: its batches stay deliverable under the policy.
-    let out = pi_in(&d)
+    pi_in(&d)
         .args(["-p", "plain", "--provider", "faux", "--no-session", "--otlp", &endpoint, "--sentry", &sentry_dsn])
-        .arg("--cwd")
-        .arg(&d)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        .flag("--cwd", &d)
+        .succeeds();
     assert!(spooled_batches(&d) > with_content);
 
     // Now a managed policy caps both remote sinks' capture to nothing.

@@ -1,6 +1,7 @@
 //! Items 7–9: hangups, signals and process groups — nothing lost, nothing left running.
 
 use super::*;
+use crate::support::Flag;
 
 /// True while process `pid` runs (a zombie has finished).
 fn alive(pid: &str) -> bool {
@@ -66,10 +67,8 @@ fn item_9_nothing_an_extension_the_js_host_or_an_attribution_command_started_out
     .unwrap();
     let mut cmd = pi_in(&d);
     cmd.args(["-p", "check", "--provider", "faux", "--no-session"])
-        .arg("--cwd")
-        .arg(&d)
-        .arg("--faux-script")
-        .arg(faux_script(&d));
+        .flag("--cwd", &d)
+        .flag("--faux-script", faux_script(&d));
     for ext in &extensions {
         cmd.arg("-e").arg(ext);
     }
@@ -227,14 +226,10 @@ fn interactive(d: &Path, name: &str) -> Command {
     .unwrap();
     let mut cmd = pi_in(d);
     cmd.args(["--provider", "faux"])
-        .arg("--cwd")
-        .arg(d)
-        .arg("--faux-script")
-        .arg(&script)
-        .arg("--session")
-        .arg(d.join(format!("{name}.jsonl")))
-        .arg("--events-jsonl")
-        .arg(d.join(format!("{name}-events.jsonl")));
+        .flag("--cwd", d)
+        .flag("--faux-script", &script)
+        .flag("--session", d.join(format!("{name}.jsonl")))
+        .flag("--events-jsonl", d.join(format!("{name}-events.jsonl")));
     cmd
 }
 
@@ -280,12 +275,9 @@ fn rpc(d: &Path) -> std::process::Child {
     .unwrap();
     pi_in(d)
         .args(["--mode", "rpc", "--provider", "faux"])
-        .arg("--cwd")
-        .arg(d)
-        .arg("--faux-script")
-        .arg(&script)
-        .arg("--session")
-        .arg(d.join("rpc.jsonl"))
+        .flag("--cwd", d)
+        .flag("--faux-script", &script)
+        .flag("--session", d.join("rpc.jsonl"))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -27,6 +27,30 @@ pub fn pi() -> Command {
     cmd
 }
 
+/// `--name value` in one call.
+pub trait Flag {
+    fn flag(&mut self, name: &str, value: impl AsRef<std::ffi::OsStr>) -> &mut Self;
+}
+
+impl Flag for Command {
+    fn flag(&mut self, name: &str, value: impl AsRef<std::ffi::OsStr>) -> &mut Self {
+        self.arg(name).arg(value)
+    }
+}
+
+/// Runs a command that must succeed (its stderr in the failure message) and returns its output.
+pub trait Succeeds {
+    fn succeeds(&mut self) -> std::process::Output;
+}
+
+impl Succeeds for Command {
+    fn succeeds(&mut self) -> std::process::Output {
+        let out = self.output().unwrap();
+        assert!(out.status.success(), "{self:?}: {}", String::from_utf8_lossy(&out.stderr));
+        out
+    }
+}
+
 /// A fresh scratch directory named after the test.
 pub fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("pi-otel-{name}-{}", pi_observe::core::SpanId::random()));
