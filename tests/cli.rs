@@ -5,25 +5,14 @@
 
 mod support;
 
-use support::Flag;
+use support::{Flag, pi};
 
 use support::Succeeds;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use pi_observe::core::{EventKind, ObsEvent, Value, names};
-
-fn pi() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi"));
-    // Its own agent directory: nothing is spooled or recorded into the real `~/.pi/agent`.
-    let agent = std::env::temp_dir().join(format!("pi-test-agent-{}", pi_observe::core::SpanId::random()));
-    cmd.env("PI_CODING_AGENT_DIR", agent).env_remove("PI_SPOOL_DIR");
-    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PI_USER_ID", "PI_ORG_ID", "TRACEPARENT", "PI_FAUX_SCRIPT"] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
 
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("pi-cli-{name}-{}", pi_observe::core::SpanId::random()));

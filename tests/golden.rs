@@ -10,6 +10,8 @@
 
 mod support;
 
+use support::global_settings;
+
 use support::Flag;
 
 use std::path::Path;
@@ -184,15 +186,13 @@ fn every_sink_says_what_it_said() {
     let d = scratch("golden-sinks");
     // Every sink on, from each kind of source: flags, variables and a settings file; the remote
     // ones point at a closed loopback port so what they report does not depend on a backend.
-    std::fs::create_dir_all(d.join("agent")).unwrap();
-    std::fs::write(
-        d.join("agent/settings.json"),
+    global_settings(
+        &d,
         r#"{"telemetry": {"sinks": {"events": {"path": "events.jsonl", "capture": ["prompt"]},
             "otlp": {"conventions": "both", "metricDims": ["orgId", "userId"]},
             "sentry": {"environment": "golden", "sampleRate": 1}},
             "spool": {"maxBytes": 1048576}}}"#,
-    )
-    .unwrap();
+    );
     let sinks = |cmd: &mut Command| {
         cmd.args(["--otlp", "http://127.0.0.1:9/", "--otlp-header", "x-team=golden", "--log-json"])
             .arg(d.join("log.jsonl"))

@@ -12,12 +12,11 @@
 
 mod support;
 
-use support::Flag;
+use support::{Flag, pi};
 
 use support::Succeeds;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use pi_observe::core::{EventKind, ObsEvent, Value, names};
 
@@ -29,17 +28,6 @@ const NOT_COMPARED: [&str; 5] = [
     names::SESSION_READ,
     names::AGENT_SKILL,
 ];
-
-fn pi() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi"));
-    // Its own agent directory: nothing is spooled or recorded into the real `~/.pi/agent`.
-    let agent = std::env::temp_dir().join(format!("pi-test-agent-{}", pi_observe::core::SpanId::random()));
-    cmd.env("PI_CODING_AGENT_DIR", agent).env_remove("PI_SPOOL_DIR");
-    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TRACEPARENT", "PI_USER_ID", "PI_ORG_ID", "PI_FAUX_SCRIPT"] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
 
 fn events(path: &Path) -> Vec<ObsEvent> {
     std::fs::read_to_string(path).unwrap().lines().map(|l| ObsEvent::from_json(l).unwrap()).collect()

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::support::Flag;
+use crate::support::global_settings;
 
 /// A regular file where a directory is expected.
 fn a_file(d: &Path) -> std::path::PathBuf {
@@ -67,8 +68,7 @@ fn item_12_a_spool_dir_that_is_a_file_is_refused_up_front() {
 #[test]
 fn item_12_the_sampler_ratio_is_checked_whether_or_not_otlp_is_on() {
     let d = scratch("audit-sampler");
-    std::fs::create_dir_all(d.join("agent")).unwrap();
-    std::fs::write(d.join("agent/settings.json"), r#"{"telemetry": {"sampler": {"arg": 5}}}"#).unwrap();
+    global_settings(&d, r#"{"telemetry": {"sampler": {"arg": 5}}}"#);
     for otlp in [false, true] {
         let mut cmd = print_run(&d);
         cmd.arg("--no-session");

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::support::Flag;
+use crate::support::global_settings;
 
 /// True while process `pid` runs (a zombie has finished).
 fn alive(pid: &str) -> bool {
@@ -56,15 +57,14 @@ fn item_9_nothing_an_extension_the_js_host_or_an_attribution_command_started_out
         eprintln!("node not on PATH: the JavaScript host part is skipped");
     }
     // An attribution command that leaves a background child and answers.
-    std::fs::create_dir_all(d.join("agent")).unwrap();
-    std::fs::write(
-        d.join("agent/settings.json"),
+    global_settings(
+        &d,
         serde_json::json!({"telemetry": {"attribution": {
             "userIdCommand": format!("sleep 300 & echo $! >> {}; echo alice@acme", pids.display())
         }}})
-        .to_string(),
-    )
-    .unwrap();
+        .to_string()
+        .as_str(),
+    );
     let mut cmd = pi_in(&d);
     cmd.args(["-p", "check", "--provider", "faux", "--no-session"])
         .flag("--cwd", &d)
@@ -90,12 +90,7 @@ fn item_9_nothing_an_extension_the_js_host_or_an_attribution_command_started_out
 #[test]
 fn item_9_an_attribution_command_that_prints_too_much_is_named_as_such() {
     let d = scratch("audit-attr-cap");
-    std::fs::create_dir_all(d.join("agent")).unwrap();
-    std::fs::write(
-        d.join("agent/settings.json"),
-        r#"{"telemetry": {"attribution": {"userIdCommand": "yes alice@acme | head -c 100000"}}}"#,
-    )
-    .unwrap();
+    global_settings(&d, r#"{"telemetry": {"attribution": {"userIdCommand": "yes alice@acme | head -c 100000"}}}"#);
     let (code, err) = finished(print_run(&d));
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("printed more than 4096 bytes"), "{err}");
@@ -296,17 +291,26 @@ fn read_until(lines: &mut impl Iterator<Item = std::io::Result<String>>, want: i
     panic!("stdout ended first");
 }
 
+/// `pi --mode rpc` in `d`, prompted into its long-running tool (the prompt's
+/// `tool_execution_start` read): the child, its stdin and the rest of its stdout.
+fn rpc_in_a_long_tool(
+    d: &Path,
+) -> (std::process::Child, std::process::ChildStdin, std::io::Lines<std::io::BufReader<std::process::ChildStdout>>) {
+    use std::io::{BufRead, Write};
+    let mut child = rpc(d);
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    stdin.write_all(b"{\"type\":\"prompt\",\"id\":\"p\",\"message\":\"run the long thing\"}\n").unwrap();
+    stdin.flush().unwrap();
+    read_until(&mut lines, |v| v["type"] == "tool_execution_start");
+    (child, stdin, lines)
+}
+
 #[test]
 fn item_8_rpc_mode_ends_on_sigint_sigterm_and_sighup_while_the_client_keeps_stdin_open() {
-    use std::io::{BufRead, Write};
     for (signal, number) in [("INT", 2), ("TERM", 15), ("HUP", 1)] {
         let d = scratch("audit-rpc-signal");
-        let mut child = rpc(&d);
-        let mut stdin = child.stdin.take().unwrap();
-        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        stdin.write_all(b"{\"type\":\"prompt\",\"id\":\"p\",\"message\":\"run the long thing\"}\n").unwrap();
-        stdin.flush().unwrap();
-        read_until(&mut lines, |v| v["type"] == "tool_execution_start");
+        let (mut child, stdin, _lines) = rpc_in_a_long_tool(&d);
         assert!(
             Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status().unwrap().success()
         );
@@ -325,14 +329,9 @@ fn item_8_rpc_mode_ends_on_sigint_sigterm_and_sighup_while_the_client_keeps_stdi
 
 #[test]
 fn item_8_a_client_that_closes_pis_stdout_ends_the_run() {
-    use std::io::{BufRead, Write};
+    use std::io::Write;
     let d = scratch("audit-rpc-epipe");
-    let mut child = rpc(&d);
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    stdin.write_all(b"{\"type\":\"prompt\",\"id\":\"p\",\"message\":\"run the long thing\"}\n").unwrap();
-    stdin.flush().unwrap();
-    read_until(&mut lines, |v| v["type"] == "tool_execution_start");
+    let (mut child, mut stdin, lines) = rpc_in_a_long_tool(&d);
     drop(lines); // the client stops reading: pi's next line meets EPIPE
     // The next line pi writes (a response) meets the closed pipe.
     stdin.write_all(b"{\"type\":\"get_state\",\"id\":\"s\"}\n").unwrap();

@@ -19,9 +19,16 @@ pub fn pi() -> Command {
         .env_remove("PI_SPOOL_DIR")
         .env_remove("PI_MANAGED_SETTINGS")
         .env_remove("PI_CODING_AGENT_SESSION_DIR");
-    for var in
-        ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TRACEPARENT", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_SDK_DISABLED"]
-    {
+    for var in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "TRACEPARENT",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_SDK_DISABLED",
+        "PI_USER_ID",
+        "PI_ORG_ID",
+        "PI_FAUX_SCRIPT",
+    ] {
         cmd.env_remove(var);
     }
     cmd
@@ -49,6 +56,12 @@ impl Succeeds for Command {
         assert!(out.status.success(), "{self:?}: {}", String::from_utf8_lossy(&out.stderr));
         out
     }
+}
+
+/// Writes `json` as the global settings of the agent directory `dir/agent`.
+pub fn global_settings(dir: &Path, json: &str) {
+    std::fs::create_dir_all(dir.join("agent")).unwrap();
+    std::fs::write(dir.join("agent/settings.json"), json).unwrap();
 }
 
 /// A fresh scratch directory named after the test.

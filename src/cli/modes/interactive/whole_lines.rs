@@ -9,6 +9,40 @@ use ratatui::backend::{Backend, ClearType, WindowSize};
 use ratatui::buffer::{Buffer, Cell};
 use ratatui::layout::{Position, Rect, Size};
 
+/// The [`Backend`] methods (but `draw` and `append_lines`) of a wrapper, forwarded to its
+/// `inner` backend.
+macro_rules! forward_to_inner {
+    () => {
+        fn hide_cursor(&mut self) -> Result<(), Self::Error> {
+            self.inner.hide_cursor()
+        }
+        fn show_cursor(&mut self) -> Result<(), Self::Error> {
+            self.inner.show_cursor()
+        }
+        fn get_cursor_position(&mut self) -> Result<Position, Self::Error> {
+            self.inner.get_cursor_position()
+        }
+        fn set_cursor_position<P: Into<Position>>(&mut self, position: P) -> Result<(), Self::Error> {
+            self.inner.set_cursor_position(position)
+        }
+        fn clear(&mut self) -> Result<(), Self::Error> {
+            self.inner.clear()
+        }
+        fn clear_region(&mut self, clear_type: ClearType) -> Result<(), Self::Error> {
+            self.inner.clear_region(clear_type)
+        }
+        fn size(&self) -> Result<Size, Self::Error> {
+            self.inner.size()
+        }
+        fn window_size(&mut self) -> Result<WindowSize, Self::Error> {
+            self.inner.window_size()
+        }
+        fn flush(&mut self) -> Result<(), Self::Error> {
+            self.inner.flush()
+        }
+    };
+}
+
 /// Wraps `B`, resending whole lines.
 pub struct WholeLines<B> {
     inner: B,
@@ -65,44 +99,7 @@ impl<B: Backend> Backend for WholeLines<B> {
         self.inner.append_lines(n)
     }
 
-    fn hide_cursor(&mut self) -> Result<(), Self::Error> {
-        self.inner.hide_cursor()
-    }
-
-    fn show_cursor(&mut self) -> Result<(), Self::Error> {
-        self.inner.show_cursor()
-    }
-
-    fn get_cursor_position(&mut self) -> Result<Position, Self::Error> {
-        self.inner.get_cursor_position()
-    }
-
-    fn set_cursor_position<P: Into<Position>>(&mut self, position: P) -> Result<(), Self::Error> {
-        self.inner.set_cursor_position(position)
-    }
-
-    fn clear(&mut self) -> Result<(), Self::Error> {
-        self.screen.reset();
-        self.inner.clear()
-    }
-
-    fn clear_region(&mut self, clear_type: ClearType) -> Result<(), Self::Error> {
-        // Only a whole-screen clear is used here; any other forgets the copy (lines are resent).
-        self.screen.reset();
-        self.inner.clear_region(clear_type)
-    }
-
-    fn size(&self) -> Result<Size, Self::Error> {
-        self.inner.size()
-    }
-
-    fn window_size(&mut self) -> Result<WindowSize, Self::Error> {
-        self.inner.window_size()
-    }
-
-    fn flush(&mut self) -> Result<(), Self::Error> {
-        self.inner.flush()
-    }
+    forward_to_inner!();
 }
 
 #[cfg(test)]
@@ -126,33 +123,7 @@ mod tests {
             self.sent.push(cells.iter().map(|(x, y, c)| (*x, *y, c.symbol().to_owned())).collect());
             self.inner.draw(cells.into_iter())
         }
-        fn hide_cursor(&mut self) -> Result<(), Self::Error> {
-            self.inner.hide_cursor()
-        }
-        fn show_cursor(&mut self) -> Result<(), Self::Error> {
-            self.inner.show_cursor()
-        }
-        fn get_cursor_position(&mut self) -> Result<Position, Self::Error> {
-            self.inner.get_cursor_position()
-        }
-        fn set_cursor_position<P: Into<Position>>(&mut self, position: P) -> Result<(), Self::Error> {
-            self.inner.set_cursor_position(position)
-        }
-        fn clear(&mut self) -> Result<(), Self::Error> {
-            self.inner.clear()
-        }
-        fn clear_region(&mut self, clear_type: ClearType) -> Result<(), Self::Error> {
-            self.inner.clear_region(clear_type)
-        }
-        fn size(&self) -> Result<Size, Self::Error> {
-            self.inner.size()
-        }
-        fn window_size(&mut self) -> Result<WindowSize, Self::Error> {
-            self.inner.window_size()
-        }
-        fn flush(&mut self) -> Result<(), Self::Error> {
-            self.inner.flush()
-        }
+        forward_to_inner!();
     }
 
     #[test]
