@@ -71,6 +71,13 @@ fn received_ids(receiver: &Receiver) -> Vec<String> {
     receiver.spans().iter().map(|s| hex(&s.span_id)).collect()
 }
 
+/// The receiver got exactly the spans `want`, each once (`why` when one came twice).
+fn assert_each_once(receiver: &Receiver, want: &BTreeSet<String>, why: &str) {
+    let got = received_ids(receiver);
+    assert_eq!(&got.iter().cloned().collect::<BTreeSet<_>>(), want);
+    assert_eq!(got.len(), want.len(), "{why}");
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -130,9 +137,7 @@ fn the_next_run_delivers_earlier_batches_in_the_background_alongside_its_own() {
     if received_ids(&receiver).len() < want.len() || !batches(&d).is_empty() {
         assert!(flush(&d, &endpoint).status.success());
     }
-    let got = received_ids(&receiver);
-    assert_eq!(got.iter().cloned().collect::<BTreeSet<_>>(), want);
-    assert_eq!(got.len(), want.len(), "each span exactly once");
+    assert_each_once(&receiver, &want, "each span exactly once");
     assert!(batches(&d).is_empty());
 }
 
@@ -160,9 +165,7 @@ fn two_flushes_started_together_deliver_each_batch_exactly_once() {
     for child in children {
         assert!(child.wait_with_output().unwrap().status.success());
     }
-    let got = received_ids(&receiver);
-    assert_eq!(got.iter().cloned().collect::<BTreeSet<_>>(), want);
-    assert_eq!(got.len(), want.len(), "no batch delivered twice");
+    assert_each_once(&receiver, &want, "no batch delivered twice");
     assert!(batches(&d).is_empty());
 }
 
@@ -501,7 +504,5 @@ fn two_runs_started_together_deliver_the_earlier_batches_once() {
     if !batches(&d).is_empty() {
         assert!(flush(&d, &endpoint).status.success());
     }
-    let got = received_ids(&receiver);
-    assert_eq!(got.iter().cloned().collect::<BTreeSet<_>>(), want);
-    assert_eq!(got.len(), want.len(), "no span delivered twice");
+    assert_each_once(&receiver, &want, "no span delivered twice");
 }

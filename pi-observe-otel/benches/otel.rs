@@ -153,6 +153,14 @@ fn sdk_operation(tracer: &opentelemetry_sdk::trace::SdkTracer) {
     })
 }
 
+/// Unsubscribes, shuts the adapter down (up to 5 s) and prints what it kept and dropped.
+fn shut_down_and_report(name: &str, subscription: pi_observe_core::Subscription, otel: &OtelSubscriber) {
+    drop(subscription);
+    let _ = pi_observe_core::Subscriber::shutdown(otel, std::time::Duration::from_secs(5));
+    let stats = otel.stats();
+    report_drops(name, stats.spans_started, stats.spans_started - stats.spans_dropped());
+}
+
 fn spans(c: &mut Criterion) {
     let mut group = c.benchmark_group("span");
     let endpoint = sink();
@@ -161,10 +169,7 @@ fn spans(c: &mut Criterion) {
     // The hub is entered once per sample, as an application enters it once per task, like the
     // peers' tracer that is created once: what is timed is the operation itself.
     group.bench_function("pi_hub_to_otel_adapter", |b| b.iter_custom(|iters| time_pi_operations(&hub, iters)));
-    drop(subscription);
-    let _ = pi_observe_core::Subscriber::shutdown(otel.as_ref(), std::time::Duration::from_secs(5));
-    let stats = otel.stats();
-    report_drops("span/pi_hub_to_otel_adapter", stats.spans_started, stats.spans_started - stats.spans_dropped());
+    shut_down_and_report("span/pi_hub_to_otel_adapter", subscription, &otel);
 
     let (provider, exported) = peer_provider(&endpoint);
     let tracer = provider.tracer("bench");
@@ -337,10 +342,7 @@ fn spans_paced(c: &mut Criterion) {
             )
         })
     });
-    drop(subscription);
-    let _ = pi_observe_core::Subscriber::shutdown(otel.as_ref(), std::time::Duration::from_secs(5));
-    let stats = otel.stats();
-    report_drops("span_paced/pi_hub_to_otel_adapter", stats.spans_started, stats.spans_started - stats.spans_dropped());
+    shut_down_and_report("span_paced/pi_hub_to_otel_adapter", subscription, &otel);
 
     let (provider, exported) = peer_provider(&endpoint);
     let tracer = provider.tracer("bench");

@@ -121,33 +121,23 @@ pub fn recorded_spans(items: &[(String, Json)]) -> Vec<RecordedSpan> {
                 })
                 .collect()
         };
-        let events = events_of(root_id);
-        spans.push(RecordedSpan {
-            name: name_of(trace),
+        // A span from its JSON (`span`: name, ids, status, data) and the object with its times
+        // (the transaction's own for the root).
+        let record = |span: &Json, times: &Json, id: &str| RecordedSpan {
+            name: name_of(span),
             trace_id,
-            span_id: root_id.parse().unwrap(),
-            parent_span_id: trace["parent_span_id"].as_str().and_then(|p| p.parse::<SpanId>().ok()),
-            start: Timestamp::from_unix_nanos(nanos(&tx["start_timestamp"])),
-            end: Some(Timestamp::from_unix_nanos(nanos(&tx["timestamp"]))),
-            error: error_of(&trace["status"], &errors, root_id),
-            attributes: attributes(&trace["data"]),
+            span_id: id.parse().unwrap(),
+            parent_span_id: span["parent_span_id"].as_str().and_then(|p| p.parse::<SpanId>().ok()),
+            start: Timestamp::from_unix_nanos(nanos(&times["start_timestamp"])),
+            end: Some(Timestamp::from_unix_nanos(nanos(&times["timestamp"]))),
+            error: error_of(&span["status"], &errors, id),
+            attributes: attributes(&span["data"]),
             context: context.clone(),
-            events,
-        });
+            events: events_of(id),
+        };
+        spans.push(record(trace, tx, root_id));
         for span in tx["spans"].as_array().into_iter().flatten() {
-            let id = span["span_id"].as_str().unwrap();
-            spans.push(RecordedSpan {
-                name: name_of(span),
-                trace_id,
-                span_id: id.parse().unwrap(),
-                parent_span_id: span["parent_span_id"].as_str().and_then(|p| p.parse::<SpanId>().ok()),
-                start: Timestamp::from_unix_nanos(nanos(&span["start_timestamp"])),
-                end: Some(Timestamp::from_unix_nanos(nanos(&span["timestamp"]))),
-                error: error_of(&span["status"], &errors, id),
-                attributes: attributes(&span["data"]),
-                context: context.clone(),
-                events: events_of(id),
-            });
+            spans.push(record(span, span, span["span_id"].as_str().unwrap()));
         }
     }
     spans

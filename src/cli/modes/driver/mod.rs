@@ -313,12 +313,9 @@ async fn prompt(
     cancel: &CancellationToken,
     sink: &mut (dyn FnMut(AgentEvent) + Send),
 ) -> Result<Value, String> {
-    let scope = harness.prompt_scope();
-    let result = harness
-        .hub
-        .enter(scope, harness.agent.prompt(text, cancel, &mut |e| sink(e)))
-        .await
-        .map_err(|e| e.to_string())?;
+    let (scope, mut forward) = (harness.prompt_scope(), |e| sink(e));
+    let work = harness.agent.prompt(text, cancel, &mut forward);
+    let result = harness.hub.enter(scope, work).await.map_err(|e| e.to_string())?;
     Ok(json!({
         "stopReason": result.stop_reason,
         "turns": result.turns,
@@ -333,12 +330,9 @@ async fn switch(
     next: Option<SessionWriter>,
     sink: &mut (dyn FnMut(AgentEvent) + Send),
 ) -> Result<Value, String> {
-    let scope = harness.scope();
-    let switched = harness
-        .hub
-        .enter(scope, harness.agent.switch_session(reason, next, &mut |e| sink(e)))
-        .await
-        .map_err(|e| e.to_string())?;
+    let (scope, mut forward) = (harness.scope(), |e| sink(e));
+    let work = harness.agent.switch_session(reason, next, &mut forward);
+    let switched = harness.hub.enter(scope, work).await.map_err(|e| e.to_string())?;
     Ok(json!({"cancelled": !switched}))
 }
 
