@@ -79,14 +79,15 @@ impl UserContent {
 
 /// Text of all text blocks, joined by newlines.
 pub fn joined_text(blocks: &[ContentBlock]) -> String {
-    blocks
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    joined(blocks, |b| match b {
+        ContentBlock::Text { text } => Some(text),
+        _ => None,
+    })
+}
+
+/// What `pick` takes from each block, joined by newlines.
+fn joined(blocks: &[ContentBlock], pick: impl Fn(&ContentBlock) -> Option<&String>) -> String {
+    blocks.iter().filter_map(pick).map(String::as_str).collect::<Vec<_>>().join("\n")
 }
 
 /// Why the model stopped.
@@ -289,14 +290,10 @@ impl AssistantMessage {
 
     /// All thinking blocks joined.
     pub fn thinking(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Thinking { thinking } => Some(thinking.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        joined(&self.content, |b| match b {
+            ContentBlock::Thinking { thinking } => Some(thinking),
+            _ => None,
+        })
     }
 }
 

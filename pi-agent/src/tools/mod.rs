@@ -142,13 +142,13 @@ pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolErr
 /// The `name`, `description` and `parameters` (a `json!` schema, or the name of a constant
 /// holding one as JSON text) of a built-in tool's [`Tool`] impl.
 macro_rules! describe {
-    ($name:literal, $description:literal, $schema:ident) => {
+    ($name:literal, $description:expr, $schema:ident) => {
         describe!(@parts $name, $description, serde_json::from_str($schema).unwrap_or_default());
     };
     ($name:literal, $description:literal, $parameters:tt) => {
         describe!(@parts $name, $description, json!($parameters));
     };
-    (@parts $name:literal, $description:literal, $parameters:expr) => {
+    (@parts $name:literal, $description:expr, $parameters:expr) => {
         fn name(&self) -> &'static str {
             $name
         }

@@ -36,6 +36,12 @@ fn relative(root: &Path, path: &Path) -> String {
     path.strip_prefix(root).unwrap_or(path).display().to_string()
 }
 
+/// What `grep` says it does.
+const GREP: &str = "Search files under `path` (default: working directory) for the regular expression `pattern`; prints path:line:text.";
+
+/// What `find` says it does.
+const FIND: &str = "Find files under `path` (default: working directory) whose relative path matches the glob `pattern` (e.g. `**/*.rs`).";
+
 /// The arguments `grep` and `find` take: a `pattern` and an optional `path`.
 const PATTERN_AND_PATH: &str = r#"{"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"]}"#;
 
@@ -44,11 +50,7 @@ const PATTERN_AND_PATH: &str = r#"{"type": "object", "properties": {"pattern": {
 pub struct GrepTool;
 
 impl Tool for GrepTool {
-    describe!(
-        "grep",
-        "Search files under `path` (default: working directory) for the regular expression `pattern`; prints path:line:text.",
-        PATTERN_AND_PATH
-    );
+    describe!("grep", GREP, PATTERN_AND_PATH);
     fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let pattern = str_arg(args, "pattern")?;
@@ -112,11 +114,7 @@ fn glob_regex(glob: &str) -> Result<Regex, ToolError> {
 }
 
 impl Tool for FindTool {
-    describe!(
-        "find",
-        "Find files under `path` (default: working directory) whose relative path matches the glob `pattern` (e.g. `**/*.rs`).",
-        PATTERN_AND_PATH
-    );
+    describe!("find", FIND, PATTERN_AND_PATH);
     fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let glob = str_arg(args, "pattern")?.to_owned();

@@ -37,55 +37,33 @@ impl OtlpConfig {
         for var in [env::HEADERS, env::TRACES_HEADERS] {
             resolve_headers(&vars, var, &mut self.headers)?;
         }
-        if self.timeout.is_none() {
-            self.timeout = first(&vars, &[env::TRACES_TIMEOUT, env::TIMEOUT, env::BSP_EXPORT_TIMEOUT], millis)?;
-        }
-        if self.gzip.is_none() {
-            self.gzip = first(&vars, &[env::TRACES_COMPRESSION, env::COMPRESSION], gzip)?;
-        }
+        fill(&mut self.timeout, &vars, &[env::TRACES_TIMEOUT, env::TIMEOUT, env::BSP_EXPORT_TIMEOUT], millis)?;
+        fill(&mut self.gzip, &vars, &[env::TRACES_COMPRESSION, env::COMPRESSION], gzip)?;
         if self.service_name.is_none() {
             self.service_name = vars.get(env::SERVICE_NAME).map(|s| s.trim().to_owned());
         }
         resolve_resource_attributes(&vars, &mut self.resource_attributes)?;
-        if self.max_queue_size.is_none() {
-            self.max_queue_size = first(&vars, &[env::BSP_MAX_QUEUE_SIZE], count)?;
-        }
-        if self.max_export_batch_size.is_none() {
-            self.max_export_batch_size = first(&vars, &[env::BSP_MAX_EXPORT_BATCH_SIZE], count)?;
-        }
-        if self.schedule_delay.is_none() {
-            self.schedule_delay = first(&vars, &[env::BSP_SCHEDULE_DELAY], millis)?;
-        }
+        fill(&mut self.max_queue_size, &vars, &[env::BSP_MAX_QUEUE_SIZE], count)?;
+        fill(&mut self.max_export_batch_size, &vars, &[env::BSP_MAX_EXPORT_BATCH_SIZE], count)?;
+        fill(&mut self.schedule_delay, &vars, &[env::BSP_SCHEDULE_DELAY], millis)?;
         if self.parent_based.is_none() {
             self.parent_based = vars.get(env::TRACES_SAMPLER).map(|name| name.trim().starts_with("parentbased_"));
         }
         if self.sample_ratio.is_none() {
             self.sample_ratio = sampler(vars.get(env::TRACES_SAMPLER), vars.get(env::TRACES_SAMPLER_ARG))?;
         }
-        if self.latest_genai.is_none() {
-            self.latest_genai = first(&vars, &[env::SEMCONV_STABILITY_OPT_IN], latest_genai)?;
-        }
-        if self.metrics.is_none() {
-            self.metrics = first(&vars, &[env::METRICS_EXPORTER], otlp_or_none)?;
-        }
+        fill(&mut self.latest_genai, &vars, &[env::SEMCONV_STABILITY_OPT_IN], latest_genai)?;
+        fill(&mut self.metrics, &vars, &[env::METRICS_EXPORTER], otlp_or_none)?;
         if self.metrics_endpoint.is_none() {
             self.metrics_endpoint = resolve_signal_endpoint(&vars, env::METRICS_ENDPOINT, "metrics", grpc)?;
         }
-        if self.logs.is_none() {
-            self.logs = first(&vars, &[env::LOGS_EXPORTER], otlp_or_none)?;
-        }
+        fill(&mut self.logs, &vars, &[env::LOGS_EXPORTER], otlp_or_none)?;
         if self.logs_endpoint.is_none() {
             self.logs_endpoint = resolve_signal_endpoint(&vars, env::LOGS_ENDPOINT, "logs", grpc)?;
         }
-        if self.metric_interval.is_none() {
-            self.metric_interval = first(&vars, &[env::METRIC_EXPORT_INTERVAL], millis)?;
-        }
-        if self.metric_temporality.is_none() {
-            self.metric_temporality = first(&vars, &[env::METRICS_TEMPORALITY_PREFERENCE], temporality)?;
-        }
-        if self.traces_exporter.is_none() {
-            self.traces_exporter = first(&vars, &[env::TRACES_EXPORTER], traces_exporter)?;
-        }
+        fill(&mut self.metric_interval, &vars, &[env::METRIC_EXPORT_INTERVAL], millis)?;
+        fill(&mut self.metric_temporality, &vars, &[env::METRICS_TEMPORALITY_PREFERENCE], temporality)?;
+        fill(&mut self.traces_exporter, &vars, &[env::TRACES_EXPORTER], traces_exporter)?;
         resolve_signal(&vars, &mut self.metrics_signal, METRICS_VARS, grpc)?;
         resolve_signal(&vars, &mut self.logs_signal, LOGS_VARS, grpc)?;
         if self.certificate.is_none() {
@@ -125,6 +103,19 @@ fn first<T>(
     parse: fn(&str, &str) -> Result<T, ConfigError>,
 ) -> Result<Option<T>, ConfigError> {
     names.iter().find_map(|name| vars.get(name).map(|raw| parse(name, &raw))).transpose()
+}
+
+/// Sets `slot`, when code left it unset, from the first of `names` that is set.
+fn fill<T>(
+    slot: &mut Option<T>,
+    vars: &Vars<'_>,
+    names: &[&'static str],
+    parse: fn(&str, &str) -> Result<T, ConfigError>,
+) -> Result<(), ConfigError> {
+    if slot.is_none() {
+        *slot = first(vars, names, parse)?;
+    }
+    Ok(())
 }
 
 /// `OTEL_SDK_DISABLED`: `true` turns every signal off.
@@ -222,12 +213,8 @@ fn resolve_signal(
     if settings.protocol.is_none() {
         settings.protocol = resolve_protocol(vars, &[protocol])?;
     }
-    if settings.timeout.is_none() {
-        settings.timeout = first(vars, &[timeout], millis)?;
-    }
-    if settings.gzip.is_none() {
-        settings.gzip = first(vars, &[compression], gzip)?;
-    }
+    fill(&mut settings.timeout, vars, &[timeout], millis)?;
+    fill(&mut settings.gzip, vars, &[compression], gzip)?;
     if settings.certificate.is_none() {
         settings.certificate = vars.get(certificate).map(|p| PathBuf::from(p.trim()));
     }
