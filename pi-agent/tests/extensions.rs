@@ -6,15 +6,15 @@
 
 mod common;
 
-use common::Log;
+use common::{Log, log_on};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pi_agent::events::AgentEvent;
 use pi_agent::extensions::{
-    BeforeAgentStartResult, BeforeCompactEvent, BeforeResult, BeforeTreeEvent, Extension, ExtensionApi, HeaderPatch,
-    Hook, HookContext, Hooks, InjectedMessage, InputAction, ToolCallResult, ToolResultPatch, extension, hooks,
+    BeforeAgentStartResult, BeforeCompactEvent, BeforeResult, BeforeTreeEvent, Extension, HeaderPatch, HookContext,
+    Hooks, InjectedMessage, InputAction, ToolCallResult, ToolResultPatch, extension, hooks,
 };
 use pi_agent::message::{ContentBlock, Message, StopReason};
 use pi_agent::model::Registry;
@@ -63,23 +63,6 @@ fn run(agent: &mut Agent, prompt: &str) -> Run {
         agent.prompt(prompt, &cancel, &mut sink).await.unwrap()
     }));
     Run { result, events: capture.take(), agent_events }
-}
-
-/// Registers a handler that only logs `label(event)` and returns no result.
-fn log_on<H: Hook>(
-    api: &mut ExtensionApi<'_>,
-    hook: H,
-    log: &Log,
-    label: impl Fn(&H::Event) -> String + Send + Sync + 'static,
-) {
-    let (log, label) = (log.clone(), Arc::new(label));
-    api.on(hook, move |event, _| {
-        let (log, label) = (log.clone(), label.clone());
-        async move {
-            log.push(label(&event));
-            Ok(None)
-        }
-    });
 }
 
 fn hook_spans(events: &[ObsEvent]) -> Vec<RecordedSpan> {
@@ -289,16 +272,8 @@ fn provider_headers_chain_once_per_request_and_retries_reuse_them() {
     });
     let statuses = Log::default();
     let s = statuses.clone();
-    let observer = extension("observer", move |api| {
-        let statuses = s.clone();
-        api.on(hooks::AfterProviderResponse, move |event, _| {
-            let statuses = statuses.clone();
-            async move {
-                statuses.push(event.status.to_string());
-                Ok(None)
-            }
-        });
-    });
+    let observer =
+        extension("observer", move |api| log_on(api, hooks::AfterProviderResponse, &s, |e| e.status.to_string()));
     let faux = Arc::new(FauxProvider::new());
     let unavailable = ProviderError::Http { status: 503, message: "busy".into(), retry_after: None };
     faux.push([FauxResponse::error(unavailable), FauxResponse::text("ok")]);

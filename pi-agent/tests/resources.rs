@@ -5,8 +5,10 @@
 
 mod common;
 
+use common::{Log, log_on};
+
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use pi_agent::events::AgentEvent;
 use pi_agent::extensions::{extension, hooks};
@@ -83,27 +85,13 @@ fn discovery_loads_good_files_and_names_each_bad_one() {
 fn commands_expand_after_input_and_before_agent_start_and_are_traced() {
     let dir = scratch("expand");
     let (skills, templates) = fixture(&dir);
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let (s1, s2) = (seen.clone(), seen.clone());
+    let seen = Log::default();
+    let watched = seen.clone();
     let watcher = extension("watcher", move |api| {
-        let seen = s1.clone();
-        api.on(hooks::Input, move |event, _| {
-            let seen = seen.clone();
-            async move {
-                seen.lock().unwrap().push(format!("input: {}", event.text));
-                Ok(None)
-            }
-        });
-        let seen = s2.clone();
-        api.on(hooks::BeforeAgentStart, move |event, _| {
-            let seen = seen.clone();
-            async move {
-                let skills_listed = event.system_prompt.unwrap_or_default().contains("<name>deploy</name>");
-                seen.lock()
-                    .unwrap()
-                    .push(format!("before_agent_start: {} (skills listed: {skills_listed})", event.prompt));
-                Ok(None)
-            }
+        log_on(api, hooks::Input, &watched, |event| format!("input: {}", event.text));
+        log_on(api, hooks::BeforeAgentStart, &watched, |event| {
+            let skills_listed = event.system_prompt.clone().unwrap_or_default().contains("<name>deploy</name>");
+            format!("before_agent_start: {} (skills listed: {skills_listed})", event.prompt)
         });
     });
     let faux = Arc::new(FauxProvider::new());
@@ -125,7 +113,7 @@ fn commands_expand_after_input_and_before_agent_start_and_are_traced() {
         agent.prompt(r#"/component Button "click handler" disabled"#, &cancel, &mut sink).await.unwrap();
     }));
 
-    let seen = seen.lock().unwrap().clone();
+    let seen = seen.lines();
     assert_eq!(seen[0], "input: /skill:deploy to prod", "input sees the raw command");
     assert!(seen[1].starts_with("before_agent_start: <skill name=\"deploy\""), "{}", seen[1]);
     assert!(seen[1].contains("Run ./ship.sh in the repo root.") && seen[1].contains("User: to prod"));

@@ -5,6 +5,8 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use pi_agent::extensions::{ExtensionApi, Hook};
+
 /// A new empty folder under the temporary directory, named after the test file and case.
 pub fn scratch(file: &str, name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
@@ -28,4 +30,21 @@ impl Log {
     pub fn lines(&self) -> Vec<String> {
         self.0.lock().unwrap().clone()
     }
+}
+
+/// Registers a handler that only logs `label(event)` and returns no result.
+pub fn log_on<H: Hook>(
+    api: &mut ExtensionApi<'_>,
+    hook: H,
+    log: &Log,
+    label: impl Fn(&H::Event) -> String + Send + Sync + 'static,
+) {
+    let (log, label) = (log.clone(), Arc::new(label));
+    api.on(hook, move |event, _| {
+        let (log, label) = (log.clone(), label.clone());
+        async move {
+            log.push(label(&event));
+            Ok(None)
+        }
+    });
 }
