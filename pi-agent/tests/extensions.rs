@@ -437,15 +437,7 @@ fn tool_result_patches_accumulate() {
     faux.push([FauxResponse::tools(None, vec![("read", json!({"path": "a.txt"}))]), FauxResponse::text("ok")]);
     let mut agent = agent(&dir, faux, &[&shout, &judge]);
     run(&mut agent, "read it");
-    let session = read_session(&dir.join("session.jsonl")).unwrap();
-    let result = session
-        .entries
-        .iter()
-        .find_map(|e| match &e.kind {
-            EntryKind::Message { message: Message::ToolResult(r) } => Some(r.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let result = common::tool_results_in(&dir.join("session.jsonl")).remove(0);
     assert_eq!(pi_agent::message::joined_text(&result.content), "ALPHA");
     assert!(result.is_error);
     assert_eq!(result.details, Some(json!({"judged": true})));

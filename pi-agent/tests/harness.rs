@@ -269,15 +269,7 @@ fn abort_during_a_tool_kills_it_and_records_an_aborted_result() {
         .find(|s| s.name == names::AGENT_TOOL_CALL && s.attributes.get(names::TOOL_NAME) == Some(&Value::from("bash")))
         .unwrap();
     assert_eq!(bash.attributes.get(names::IS_ERROR), Some(&Value::Bool(true)));
-    let session = read_session(&dir.join("session.jsonl")).unwrap();
-    let results: Vec<_> = session
-        .entries
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EntryKind::Message { message: Message::ToolResult(m) } => Some(m.clone()),
-            _ => None,
-        })
-        .collect();
+    let results = common::tool_results_in(&dir.join("session.jsonl"));
     assert_eq!(results.len(), 2, "both results persisted, in source order");
     assert_eq!(results[0].tool_name, "bash");
     assert!(results[0].is_error && pi_agent::message::joined_text(&results[0].content).contains("aborted"));

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use pi_agent::extensions::{ExtensionApi, Hook};
+use pi_agent::message::{Message, ToolResultMessage};
+use pi_agent::session::{EntryKind, read_session};
 
 /// A new empty folder under the temporary directory, named after the test file and case.
 pub fn scratch(file: &str, name: &str) -> PathBuf {
@@ -47,4 +49,17 @@ pub fn log_on<H: Hook>(
             Ok(None)
         }
     });
+}
+
+/// The tool results the session file at `path` holds, in order.
+pub fn tool_results_in(path: &std::path::Path) -> Vec<ToolResultMessage> {
+    read_session(path)
+        .unwrap()
+        .entries
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EntryKind::Message { message: Message::ToolResult(r) } => Some(r),
+            _ => None,
+        })
+        .collect()
 }

@@ -50,6 +50,20 @@ pub struct Wants {
 }
 
 impl Harness {
+    /// The start of a long-lived mode (interactive, RPC): a stop token that SIGINT, SIGTERM and
+    /// SIGHUP cancel (with what fired), and the harness for prompts from `source`.
+    pub async fn long_lived(
+        args: &AgentArgs,
+        observe: &ObserveArgs,
+        source: PromptSource,
+        cfg: &Config,
+    ) -> Result<(tokio_util::sync::CancellationToken, crate::cli::signals::Interrupted, Harness), CliError> {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let interrupted = crate::cli::signals::abort_on(&stop)?;
+        let wants = Wants { json_records: false, source, has_ui: false };
+        Ok((stop, interrupted, Harness::build(args, observe, wants, cfg).await?))
+    }
+
     /// Builds the harness; nothing is created or written before the flags, files and settings
     /// are checked.
     pub async fn build(args: &AgentArgs, observe: &ObserveArgs, wants: Wants, cfg: &Config) -> Result<Self, CliError> {

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::driver::{Driver, Job, Reply, Shared, State, model_json};
-use super::harness::{Harness, Wants};
+use super::harness::Harness;
 use crate::cli::args::{AgentArgs, ObserveArgs};
 use crate::cli::config::Config;
 use crate::cli::{CliError, output, setup, signals};
@@ -28,10 +28,7 @@ type Out = mpsc::UnboundedSender<String>;
 
 pub async fn run(args: &AgentArgs, observe: &ObserveArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     let models: Vec<Value> = setup::registry(args, cfg)?.models().iter().map(model_json).collect();
-    let stop = CancellationToken::new();
-    let interrupted = signals::abort_on(&stop)?;
-    let wants = Wants { json_records: false, source: PromptSource::Rpc, has_ui: false };
-    let mut harness = Harness::build(args, observe, wants, cfg).await?;
+    let (stop, interrupted, mut harness) = Harness::long_lived(args, observe, PromptSource::Rpc, cfg).await?;
     let reloaded = harness.reloaded.take();
     let cfg = reloaded.as_ref().unwrap_or(cfg);
     let (out, lines) = mpsc::unbounded_channel::<String>();

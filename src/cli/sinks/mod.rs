@@ -282,14 +282,18 @@ impl Sinks {
     fn save_state(&self, command: &str) {
         use crate::cli::run_state::{HubCounters, RunState, SpoolCounters, state_path};
         let Some(path) = state_path() else { return };
+        let states: Vec<(&str, sink::SinkState)> = self.running.iter().map(|(name, r)| (*name, r.state())).collect();
         let (spool_stats, deliveries): (Vec<SpoolStats>, Vec<SpoolDelivery>) =
-            self.running.iter().filter_map(|(_, r)| r.spool()).unzip();
+            states.iter().filter_map(|(_, state)| state.spool.clone()).unzip();
         let state = RunState {
             version: RunState::VERSION,
             finished_at: pi_observe::agent::time::iso8601(pi_observe::agent::time::now_millis()),
             command: command.to_owned(),
             hub: HubCounters::of(&self.hub.stats()),
-            sinks: self.running.iter().filter_map(|(name, r)| Some(((*name).to_owned(), r.counters()?))).collect(),
+            sinks: states
+                .iter()
+                .filter_map(|(name, state)| Some(((*name).to_owned(), state.counters.clone()?)))
+                .collect(),
             spool: SpoolCounters::of(&spool_stats, &deliveries),
         };
         if let Err(e) = state.save(&path) {

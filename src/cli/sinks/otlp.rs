@@ -8,13 +8,14 @@ use std::time::{Duration, Instant};
 use pi_observe::core::{ProbeOutcome, TraceId};
 use pi_observe::otel::names::env;
 use pi_observe::otel::{Conventions, OtelSubscriber, OtlpConfig, Protocol, WireCapture, url_without_secrets};
-use pi_observe::spool::{Spool, SpoolDelivery, SpoolStats};
+use pi_observe::spool::Spool;
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::exit;
 use super::sink::{
-    Attach, Attached, CanaryReader, Delivered, Health, Resolve, Resolved, Running, Sink, SinkKind, Sources, no_flags,
+    Attach, Attached, CanaryReader, Delivered, Health, Resolve, Resolved, Running, Sink, SinkKind, SinkState, Sources,
+    no_flags,
 };
 use crate::cli::CliError;
 use crate::cli::config::telemetry::sink_key;
@@ -185,12 +186,10 @@ impl Running for RunningOtlp {
         exit::warnings(stats.diagnostics.into_iter().chain(spool_diagnostics));
     }
 
-    fn counters(&self) -> Option<Value> {
-        serde_json::to_value(Counters::of(&self.0.stats())).ok()
-    }
-
-    fn spool(&self) -> Option<(SpoolStats, SpoolDelivery)> {
-        self.0.spool_stats().map(|stats| (stats, self.0.stats().from_spool))
+    fn state(&self) -> SinkState {
+        let stats = self.0.stats();
+        let spool = self.0.spool_stats().map(|spool| (spool, stats.from_spool.clone()));
+        SinkState { counters: serde_json::to_value(Counters::of(&stats)).ok(), spool }
     }
 }
 

@@ -151,15 +151,19 @@ pub trait Running: Send + Sync {
     /// in `traces` where that is how the user finds the run).
     fn report(&self, _traces: &[TraceId], _deadline: Duration) {}
 
-    /// Its counters for the state file (`pi observe status` shows them), when it keeps any.
-    fn counters(&self) -> Option<Value> {
-        None
+    /// What it leaves in the state file (`pi observe status` shows it).
+    fn state(&self) -> SinkState {
+        SinkState::default()
     }
+}
 
+/// What a running sink leaves in the state file.
+#[derive(Default)]
+pub struct SinkState {
+    /// Its counters, when it keeps any.
+    pub counters: Option<Value>,
     /// Its spool's counters and what it delivered from the spool, when it has a spool.
-    fn spool(&self) -> Option<(SpoolStats, SpoolDelivery)> {
-        None
-    }
+    pub spool: Option<(SpoolStats, SpoolDelivery)>,
 }
 
 /// What the attached sinks did so far (spans for OTLP, envelopes for Sentry).

@@ -30,7 +30,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::driver::{Driver, Job, Reply, Shared, State};
-use super::harness::{Harness, Wants};
+use super::harness::Harness;
 use crate::cli::args::{AgentArgs, ObserveArgs};
 use crate::cli::config::Config;
 use crate::cli::sinks::HealthProbe;
@@ -67,10 +67,7 @@ pub async fn run(
         ));
     }
     let registry = setup::registry(args, cfg)?;
-    let stop = CancellationToken::new();
-    let interrupted = signals::abort_on(&stop)?;
-    let wants = Wants { json_records: false, source: PromptSource::Interactive, has_ui: false };
-    let mut harness = Harness::build(args, observe, wants, cfg).await?;
+    let (stop, interrupted, mut harness) = Harness::long_lived(args, observe, PromptSource::Interactive, cfg).await?;
     let reloaded = harness.reloaded.take();
     let cfg = reloaded.as_ref().unwrap_or(cfg);
     let terminal = match terminal() {
