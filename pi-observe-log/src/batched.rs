@@ -262,24 +262,11 @@ fn write_loop(mut out: impl Write, shared: &Shared) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A shared in-memory output.
-    #[derive(Clone, Default)]
-    struct Memory(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Memory {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
+    use crate::testing::{GatedWriter, MemoryWriter};
 
     #[test]
     fn lines_from_many_threads_arrive_whole_and_counted_after_a_flush() {
-        let memory = Memory::default();
+        let memory = MemoryWriter::default();
         let writer = BatchedWriter::start(memory.clone(), 1 << 20, "test-writer").unwrap();
         std::thread::scope(|s| {
             for t in 0..4 {
@@ -292,7 +279,7 @@ mod tests {
             }
         });
         assert!(writer.flush(Duration::from_secs(5)));
-        let text = String::from_utf8(memory.0.lock().unwrap().clone()).unwrap();
+        let text = memory.text();
         assert_eq!(text.lines().count(), 2000);
         assert!(text.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
         assert_eq!(writer.counts(), LineCounts { written: 2000, dropped: 0, failed: 0 });
@@ -303,28 +290,12 @@ mod tests {
 
     #[test]
     fn a_full_buffer_drops_and_counts_instead_of_blocking() {
-        /// An output that blocks until released.
-        struct Gate(Arc<(Mutex<bool>, Condvar)>);
-        impl Write for Gate {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                let (open, cv) = &*self.0;
-                let mut open = open.lock().unwrap();
-                while !*open {
-                    open = cv.wait(open).unwrap();
-                }
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let gate = Arc::new((Mutex::new(false), Condvar::new()));
-        let writer = BatchedWriter::start(Gate(gate.clone()), 100, "test-gate").unwrap();
+        let gate = GatedWriter::default();
+        let writer = BatchedWriter::start(gate.clone(), 100, "test-gate").unwrap();
         let taken = (0..50).filter(|_| writer.push_line(b"0123456789") == Pushed::Taken).count();
         assert!(taken < 50, "{taken}");
         assert_eq!(writer.counts().dropped as usize, 50 - taken);
-        *gate.0.lock().unwrap() = true;
-        gate.1.notify_all();
+        gate.open();
         assert!(writer.close(Duration::from_secs(5)));
         assert_eq!(writer.counts().written as usize, taken);
     }

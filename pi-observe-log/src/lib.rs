@@ -15,6 +15,8 @@ mod batched;
 mod bridge;
 mod jsonl;
 mod setup;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub use batched::{BATCH_BYTES, BatchedWriter, INTERVAL, LineCounts, Pushed};
 pub use bridge::{SpanLevel, TARGET, TracingSubscriber};

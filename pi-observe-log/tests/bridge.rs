@@ -6,7 +6,6 @@
 mod support;
 
 use std::io::Write;
-use std::sync::Arc;
 
 use pi_observe_core::{
     Attribution, ContentKind, ContentPolicy, Observability, Payload, Span, names, record_event, trace_operation_sync,
@@ -62,7 +61,7 @@ fn scenario(hub: &Observability, filter: &str) -> Vec<Json> {
             })
         })
     });
-    buffer.lines()
+    support::lines(&buffer)
 }
 
 #[test]
@@ -160,7 +159,7 @@ fn captured_content_appears_only_scrubbed() {
             )
         })
     });
-    let lines = buffer.lines();
+    let lines = support::lines(&buffer);
     let prompt = lines[0][format!("payload.{}", names::PROMPT_TEXT)].as_str().unwrap();
     assert!(prompt.starts_with("deploy with ") && !prompt.contains(CANARY), "captured and scrubbed: {prompt}");
     for line in &lines {
@@ -195,27 +194,10 @@ fn a_panicking_writer_is_isolated_and_counted() {
     assert_eq!(hub.stats().subscriber_panics, 2, "start and end each panicked inside the subscriber");
 }
 
-/// A writer that blocks until released, like a stuck pipe.
-struct Stuck(Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
-
-impl Write for Stuck {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let (open, changed) = &*self.0;
-        let mut open = open.lock().unwrap();
-        while !*open {
-            open = changed.wait(open).unwrap();
-        }
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[test]
 fn a_full_writer_drops_lines_instead_of_blocking_the_agent() {
-    let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
-    let writer = non_blocking(Stuck(gate.clone()), 8 * 1024).unwrap();
+    let gate = pi_observe_log::testing::GatedWriter::default();
+    let writer = non_blocking(gate.clone(), 8 * 1024).unwrap();
     let hub = Observability::new();
     let _sub = hub.subscribe(TracingSubscriber::new().span_level(SpanLevel::Info));
     let done = tracing::subscriber::with_default(json_subscriber(writer.clone(), EnvFilter::new("trace")), || {
@@ -230,8 +212,6 @@ fn a_full_writer_drops_lines_instead_of_blocking_the_agent() {
     });
     assert_eq!(done, (0..500).sum::<i64>(), "all 500 operations ran while the writer was stuck");
     assert!(writer.dropped_lines() > 900, "lines beyond the buffer were dropped and counted");
-    let (open, changed) = &*gate;
-    *open.lock().unwrap() = true;
-    changed.notify_all();
+    gate.open();
     assert!(writer.flush(std::time::Duration::from_secs(5)));
 }

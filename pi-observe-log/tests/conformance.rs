@@ -23,7 +23,7 @@ impl conformance::ConformanceFixture for LogFixture {
     }
 
     fn finished_spans(&mut self) -> Vec<RecordedSpan> {
-        let events: Vec<_> = self.0.lines().iter().map(event_from_line).collect();
+        let events: Vec<_> = support::lines(&self.0).iter().map(event_from_line).collect();
         spans_from_events(&events)
     }
 }

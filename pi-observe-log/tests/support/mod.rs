@@ -2,43 +2,17 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pi_observe_core::{Attribution, ErrorInfo, EventKind, ObsEvent, Payload, SpanId, Timestamp, TraceId, Value};
 use serde_json::Value as Json;
 
 /// Collects everything written; clone to share.
-#[derive(Clone, Default)]
-pub struct Buffer(pub Arc<Mutex<Vec<u8>>>);
+pub type Buffer = pi_observe_log::testing::MemoryWriter;
 
-impl Buffer {
-    pub fn lines(&self) -> Vec<Json> {
-        let bytes = self.0.lock().unwrap().clone();
-        String::from_utf8(bytes).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-    }
-
-    pub fn clear(&self) {
-        self.0.lock().unwrap().clear();
-    }
-}
-
-impl Write for Buffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Buffer {
-    type Writer = Buffer;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
+/// Each line `buffer` holds, parsed.
+pub fn lines(buffer: &Buffer) -> Vec<Json> {
+    buffer.text().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 /// A `pi_observe` JSON line back as the contract event it came from.
