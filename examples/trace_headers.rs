@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pi_observe::agent::extensions::{Extension, ExtensionApi, HeaderPatch, hooks};
+use pi_observe::agent::extensions::{Extension, HeaderPatch, extension, hooks};
 use pi_observe::agent::model::Registry;
 use pi_observe::agent::provider::{FauxProvider, FauxResponse, ProviderError};
 use pi_observe::agent::tools::ToolRegistry;
@@ -19,19 +19,12 @@ use pi_observe::agent::{Agent, AgentConfig};
 use pi_observe::core::{Observability, current};
 use tokio_util::sync::CancellationToken;
 
-/// Adds `x-pi-trace-id` (the current trace) and `x-pi-request` (a counter) to each request.
-#[derive(Default)]
-struct TraceHeaders {
-    requests: Arc<AtomicU64>,
-}
-
-impl Extension for TraceHeaders {
-    fn name(&self) -> &str {
-        "trace-headers"
-    }
-
-    fn register(&self, api: &mut ExtensionApi<'_>) {
-        let requests = self.requests.clone();
+/// Adds `x-pi-trace-id` (the current trace) and `x-pi-request` (a counter) to each request. An
+/// extension without configuration can be a closure (`permission_gate` implements the trait).
+fn trace_headers() -> impl Extension {
+    let requests = Arc::new(AtomicU64::new(0));
+    extension("trace-headers", move |api| {
+        let requests = requests.clone();
         api.on(hooks::BeforeProviderHeaders, move |_event, _ctx| {
             let n = requests.fetch_add(1, Ordering::Relaxed) + 1;
             // The handler runs inside the prompt's trace: read its id from the context.
@@ -43,7 +36,7 @@ impl Extension for TraceHeaders {
                 ])))
             }
         });
-    }
+    })
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -58,7 +51,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = Registry::builtin().find("faux", "faux-1").ok_or("no faux model")?.clone();
     let cwd = std::env::current_dir()?;
     let mut agent = Agent::new(faux.clone(), model, ToolRegistry::all_builtin(), None, AgentConfig::default(), cwd);
-    agent.add_extension(&TraceHeaders::default());
+    agent.add_extension(&trace_headers());
 
     let hub = Observability::new();
     let _subscription = hub.subscribe(|_: &pi_observe::core::ObsEvent| {});

@@ -14,21 +14,19 @@ fn item_15_metrics_and_logs_carry_the_schema_url_on_resource_and_scope() {
         .succeeds();
     let schema = pi_observe::otel::names::SCHEMA_URL;
     let metrics = receiver.metrics.lock().unwrap().clone();
-    assert!(!metrics.is_empty(), "no metrics request");
-    for request in &metrics {
-        for resource in &request.resource_metrics {
-            assert_eq!(resource.schema_url, schema);
-            assert!(resource.scope_metrics.iter().all(|s| s.schema_url == schema));
-        }
-    }
     let logs = receiver.logs.lock().unwrap().clone();
-    assert!(!logs.is_empty(), "no logs request");
-    for request in &logs {
-        for resource in &request.resource_logs {
-            assert_eq!(resource.schema_url, schema);
-            assert!(resource.scope_logs.iter().all(|s| s.schema_url == schema));
-        }
+    assert!(!metrics.is_empty() && !logs.is_empty(), "a metrics and a logs request each");
+    // Every resource's schema_url, then its scopes'.
+    let mut urls: Vec<&str> = Vec::new();
+    for resource in metrics.iter().flat_map(|r| &r.resource_metrics) {
+        urls.push(&resource.schema_url);
+        urls.extend(resource.scope_metrics.iter().map(|s| s.schema_url.as_str()));
     }
+    for resource in logs.iter().flat_map(|r| &r.resource_logs) {
+        urls.push(&resource.schema_url);
+        urls.extend(resource.scope_logs.iter().map(|s| s.schema_url.as_str()));
+    }
+    assert!(urls.len() >= 4 && urls.iter().all(|u| *u == schema), "{urls:?}");
     std::fs::remove_dir_all(&d).unwrap();
 }
 
