@@ -8,13 +8,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::oneshot;
 
 use super::ProcessSpec;
-use super::protocol::{PROTOCOL_VERSION, Register};
+use super::protocol::{Message, PROTOCOL_VERSION, Register, Request};
 
 /// A reply: the handler's result, or the error it sent.
 type Reply = Result<Value, String>;
@@ -47,7 +47,7 @@ impl Connection {
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("no stdin/stdout".into());
         };
-        let hello = json!({"type": "hello", "protocol": PROTOCOL_VERSION, "cwd": spec.cwd, "hasUI": has_ui});
+        let hello = Request::Hello { protocol: PROTOCOL_VERSION, cwd: &spec.cwd, has_ui }.to_json();
         let mut lines = BufReader::new(stdout).lines();
         let handshake = async {
             write_line(&mut stdin, &hello).await?;
@@ -114,7 +114,7 @@ impl Connection {
     pub async fn stop(&self, grace: Duration) {
         {
             let mut stdin = self.stdin.lock().await;
-            let _ = write_line(&mut stdin, &json!({"type": "shutdown"})).await;
+            let _ = write_line(&mut stdin, &Request::Shutdown.to_json()).await;
             let _ = stdin.shutdown().await;
         }
         let deadline = tokio::time::Instant::now() + grace;
@@ -220,14 +220,10 @@ async fn write_line(stdin: &mut ChildStdin, message: &Value) -> Result<(), Strin
 fn reply(line: &str) -> Result<Option<(u64, Reply)>, String> {
     let shown: String = line.chars().take(80).collect();
     let value: Value = serde_json::from_str(line).map_err(|_| format!("wrote a line that is not JSON: {shown:?}"))?;
-    let id = value.get("id").and_then(Value::as_u64);
-    match (value.get("type").and_then(Value::as_str), id) {
-        (Some("result"), Some(id)) => Ok(Some((id, Ok(value.get("result").cloned().unwrap_or(Value::Null))))),
-        (Some("error"), Some(id)) => {
-            let message = value.get("message").and_then(Value::as_str).unwrap_or("failed").to_owned();
-            Ok(Some((id, Err(message))))
-        }
-        (Some("log"), _) => Ok(None),
-        _ => Err(format!("wrote a message that is not a reply: {shown:?}")),
+    match serde_json::from_value(value) {
+        Ok(Message::Result { id, result }) => Ok(Some((id, Ok(result)))),
+        Ok(Message::Error { id, message }) => Ok(Some((id, Err(message.unwrap_or_else(|| "failed".into()))))),
+        Ok(Message::Log) => Ok(None),
+        Err(_) => Err(format!("wrote a message that is not a reply: {shown:?}")),
     }
 }

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use super::hooks::{self, Notify};
 use super::{Extension, ExtensionApi, HookContext, HookError};
 use child::Connection;
+use protocol::{CommandReply, Request, ResourcesReply, TrustReply};
 pub use protocol::{CommandSpec, PROTOCOL_VERSION, Register, ToolSpec};
 pub use tool::{ProcessTool, TOOL_TIMEOUT};
 
@@ -281,10 +282,10 @@ impl ProcessExtension {
             return None;
         }
         let ctx = json!({"hasUI": self.inner.spec.has_ui, "cwd": cwd});
-        let message = json!({"type": "command", "name": name, "args": args, "ctx": ctx});
+        let message = Request::Command { name, args, ctx }.to_json();
         Some(self.request_within(message, tool::TOOL_TIMEOUT).await.map(|reply| {
-            let text = |key: &str| reply.get(key).and_then(Value::as_str).map(str::to_owned);
-            (text("text"), text("prompt"))
+            let reply: CommandReply = serde_json::from_value(reply).unwrap_or_default();
+            (reply.text, reply.prompt)
         }))
     }
 
@@ -302,12 +303,12 @@ impl ProcessExtension {
         }
         let ctx = json!({"hasUI": self.inner.spec.has_ui, "cwd": project, "mode": "print"});
         let payload = json!({"type": "project_trust", "cwd": project});
-        let message = json!({"type": "event", "event": "project_trust", "payload": payload, "ctx": ctx});
+        let message = Request::Event { event: "project_trust", payload, ctx }.to_json();
         let Ok(reply) = self.request(message).await else { return (None, false) };
-        let remember = reply.get("remember").and_then(Value::as_bool).unwrap_or(false);
-        match reply.get("trusted").and_then(Value::as_str) {
-            Some("yes") => (Some(true), remember),
-            Some("no") => (Some(false), remember),
+        let reply: TrustReply = serde_json::from_value(reply).unwrap_or_default();
+        match reply.trusted.as_deref() {
+            Some("yes") => (Some(true), reply.remember),
+            Some("no") => (Some(false), reply.remember),
             _ => (None, false),
         }
     }
@@ -319,13 +320,11 @@ impl ProcessExtension {
         }
         let payload = json!({"type": "resources_discover", "cwd": cwd, "reason": reason});
         let ctx = json!({"hasUI": self.inner.spec.has_ui, "cwd": cwd});
-        let message = json!({"type": "event", "event": "resources_discover", "payload": payload, "ctx": ctx});
+        let message = Request::Event { event: "resources_discover", payload, ctx }.to_json();
         let Ok(reply) = self.request(message).await else { return (Vec::new(), Vec::new()) };
-        let paths = |key: &str| -> Vec<PathBuf> {
-            let list = reply.get(key).and_then(Value::as_array).into_iter().flatten();
-            list.filter_map(Value::as_str).map(|p| cwd.join(p)).collect()
-        };
-        (paths("skillPaths"), paths("promptPaths"))
+        let reply: ResourcesReply = serde_json::from_value(reply).unwrap_or_default();
+        let paths = |list: Vec<String>| -> Vec<PathBuf> { list.iter().map(|p| cwd.join(p)).collect() };
+        (paths(reply.skill_paths), paths(reply.prompt_paths))
     }
 
     /// Calls the handler for `event`.
@@ -337,7 +336,7 @@ impl ProcessExtension {
             "sessionFile": ctx.session.file(),
             "model": {"provider": ctx.model.provider, "id": ctx.model.id},
         });
-        self.request(json!({"type": "event", "event": event, "payload": payload, "ctx": ctx})).await
+        self.request(Request::Event { event, payload, ctx }.to_json()).await
     }
 }
 

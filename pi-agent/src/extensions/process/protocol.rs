@@ -1,8 +1,102 @@
-//! The handshake of the process protocol (`docs/extension-protocol.md`): what an extension says
-//! about itself before any event is sent.
+//! The process protocol's messages as types (`docs/extension-protocol.md`): the handshake (pi's
+//! `hello`, the extension's `register`), the requests pi sends ([`Request`]), the messages an
+//! extension writes back ([`Message`]), and the replies of commands, tools and the start-up
+//! events. The hook events' payloads and replies are in `wire.rs`.
 
-use serde::Deserialize;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::message::{ContentBlock, Usage};
+
+/// A message pi writes to an extension; requests get an `id` added when sent.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum Request<'a> {
+    /// The first message: the protocol pi speaks, the working directory, whether a UI is there.
+    Hello {
+        protocol: u32,
+        cwd: &'a Path,
+        #[serde(rename = "hasUI")]
+        has_ui: bool,
+    },
+    /// An event for a handler it registered.
+    Event { event: &'a str, payload: Value, ctx: Value },
+    /// A `/command` it registered.
+    Command { name: &'a str, args: &'a str, ctx: Value },
+    /// A call of a tool it registered.
+    Tool { name: &'a str, params: &'a Value, ctx: Value },
+    /// Stop now.
+    Shutdown,
+}
+
+impl Request<'_> {
+    /// The message as a JSON object.
+    pub(crate) fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// A message an extension writes after its handshake.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum Message {
+    /// The answer to request `id`.
+    Result {
+        id: u64,
+        #[serde(default)]
+        result: Value,
+    },
+    /// Request `id` failed.
+    Error { id: u64, message: Option<String> },
+    /// A line for its own log (needs no answer).
+    Log,
+}
+
+/// A command's reply: text to show, a prompt to run instead.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct CommandReply {
+    pub text: Option<String>,
+    pub prompt: Option<String>,
+}
+
+/// `project_trust`'s reply: `trusted` is `yes`, `no` or undecided.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct TrustReply {
+    pub trusted: Option<String>,
+    #[serde(default)]
+    pub remember: bool,
+}
+
+/// `resources_discover`'s reply: folders relative to the working directory.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ResourcesReply {
+    #[serde(default)]
+    pub skill_paths: Vec<String>,
+    #[serde(default)]
+    pub prompt_paths: Vec<String>,
+}
+
+/// A tool call's reply: `{"content": [...] | "text", "details"?, "isError"?, "usage"?}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ToolReply {
+    pub content: Option<ToolContent>,
+    pub details: Option<Value>,
+    #[serde(default)]
+    pub is_error: bool,
+    pub usage: Option<Usage>,
+}
+
+/// A tool's output: text, or content blocks.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum ToolContent {
+    Text(String),
+    Blocks(Vec<ContentBlock>),
+}
 
 /// The protocol version pi speaks; `hello` carries it and `register` must repeat it.
 pub const PROTOCOL_VERSION: u32 = 1;

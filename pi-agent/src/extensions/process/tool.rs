@@ -6,9 +6,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::ProcessExtension;
-use super::protocol::ToolSpec;
+use super::protocol::{Request, ToolContent, ToolReply, ToolSpec};
 use crate::extensions::Extension;
-use crate::message::{ContentBlock, Usage, joined_text};
+use crate::message::joined_text;
 use crate::tools::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput};
 
 /// Longest a tool of an extension may run (its own work, e.g. a nested agent, can be long).
@@ -43,10 +43,9 @@ impl Tool for ProcessTool {
             let attribution: serde_json::Map<String, Value> =
                 current.attribution().iter().map(|(k, v)| (k.to_owned(), Value::from(v))).collect();
             let traceparent = ctx.env.expose.then(|| current.traceparent().map(|tp| tp.to_string())).flatten();
-            let message = json!({"type": "tool", "name": self.spec.name, "params": args,
-                                 "ctx": {"cwd": ctx.cwd, "sessionId": ctx.env.session_id, "traceparent": traceparent,
-                                         "attribution": attribution,
-                                         "piExecutable": std::env::current_exe().ok()}});
+            let ctx_json = json!({"cwd": ctx.cwd, "sessionId": ctx.env.session_id, "traceparent": traceparent,
+                                  "attribution": attribution, "piExecutable": std::env::current_exe().ok()});
+            let message = Request::Tool { name: &self.spec.name, params: args, ctx: ctx_json }.to_json();
             let reply = tokio::select! {
                 reply = self.extension.request_within(message, TOOL_TIMEOUT) => reply,
                 () = ctx.cancel.cancelled() => return Err(ToolError::Aborted),
@@ -60,24 +59,16 @@ impl Tool for ProcessTool {
 /// `{"content": [...] | "text", "details"?: …, "isError"?: bool, "usage"?: {…}}`; an error
 /// result is the tool failing with its text.
 fn output(reply: &Value) -> Result<Result<ToolOutput, ToolError>, String> {
-    let content = match reply.get("content") {
-        Some(Value::String(text)) => text.clone(),
-        Some(blocks @ Value::Array(_)) => {
-            let blocks: Vec<ContentBlock> =
-                serde_json::from_value(blocks.clone()).map_err(|e| format!("tool reply content: {e}"))?;
-            joined_text(&blocks)
-        }
-        None | Some(Value::Null) => String::new(),
-        Some(_) => return Err("tool reply content: expected a string or content blocks".into()),
+    let reply: ToolReply = serde_json::from_value(reply.clone()).map_err(|e| format!("tool reply: {e}"))?;
+    let content = match reply.content {
+        Some(ToolContent::Text(text)) => text,
+        Some(ToolContent::Blocks(blocks)) => joined_text(&blocks),
+        None => String::new(),
     };
-    let usage = match reply.get("usage") {
-        None | Some(Value::Null) => None,
-        Some(u) => Some(serde_json::from_value::<Usage>(u.clone()).map_err(|e| format!("tool reply usage: {e}"))?),
-    };
-    if reply.get("isError").and_then(Value::as_bool) == Some(true) {
+    if reply.is_error {
         return Ok(Err(ToolError::Other(content)));
     }
-    Ok(Ok(ToolOutput { content, details: reply.get("details").filter(|d| !d.is_null()).cloned(), usage }))
+    Ok(Ok(ToolOutput { content, details: reply.details.filter(|d| !d.is_null()), usage: reply.usage }))
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! (`docs/extension-protocol.md`). A reply of the wrong shape is an error naming what was
 //! expected; the caller treats it as a failing handler.
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::events::AgentEvent;
@@ -203,38 +204,41 @@ pub fn request_payload(reply: &Value) -> Result<Option<Value>, WireError> {
 
 /// `{"block"?: true, "reason"?: "…", "input"?: {…}}`.
 pub fn tool_call_result(reply: &Value) -> Result<Option<ToolCallResult>, WireError> {
-    if reply.is_null() {
-        return Ok(None);
+    #[derive(Deserialize)]
+    struct Reply {
+        block: Option<bool>,
+        reason: Option<String>,
+        input: Option<Value>,
     }
-    let o = object(reply, "with block/reason/input")?;
-    let block = match o.get("block") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => return Err(format!("block: expected true or false, found {}", kind(other))),
-    };
-    let input = o.get("input").filter(|i| !i.is_null()).cloned();
+    let Some(Reply { block, reason, input }) = typed(reply, "with block/reason/input")? else { return Ok(None) };
     if input.as_ref().is_some_and(|i| !i.is_object()) {
         return Err("input: expected an object".into());
     }
-    Ok(Some(ToolCallResult { block, reason: text_field(o, "reason")?, input }))
+    Ok(Some(ToolCallResult { block: block.unwrap_or(false), reason, input }))
 }
 
 /// `{"content"?: […], "details"?: …, "isError"?: bool}`.
 pub fn tool_result_patch(reply: &Value) -> Result<Option<ToolResultPatch>, WireError> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Reply {
+        content: Option<Vec<ContentBlock>>,
+        details: Option<Value>,
+        is_error: Option<bool>,
+    }
+    let Some(Reply { content, details, is_error }) = typed(reply, "with content/details/isError")? else {
+        return Ok(None);
+    };
+    Ok(Some(ToolResultPatch { content, details, is_error }))
+}
+
+/// A reply as `T` (`what` says the shape expected of an object); `None` for `null`.
+fn typed<T: serde::de::DeserializeOwned>(reply: &Value, what: &str) -> Result<Option<T>, WireError> {
     if reply.is_null() {
         return Ok(None);
     }
-    let o = object(reply, "with content/details/isError")?;
-    let content = match o.get("content") {
-        None | Some(Value::Null) => None,
-        Some(c) => Some(serde_json::from_value::<Vec<ContentBlock>>(c.clone()).map_err(|e| format!("content: {e}"))?),
-    };
-    let is_error = match o.get("isError") {
-        None | Some(Value::Null) => None,
-        Some(Value::Bool(b)) => Some(*b),
-        Some(other) => return Err(format!("isError: expected true or false, found {}", kind(other))),
-    };
-    Ok(Some(ToolResultPatch { content, details: o.get("details").filter(|d| !d.is_null()).cloned(), is_error }))
+    object(reply, what)?;
+    serde_json::from_value(reply.clone()).map(Some).map_err(|e| e.to_string())
 }
 
 /// `{"message": {…}}`: the replacement message.
