@@ -8,9 +8,10 @@ use pi_agent::events::AgentEvent;
 use pi_agent::message::Message;
 use pi_agent::session::{EntryKind, SessionWriter};
 use pi_agent::{AgentSink as Sink, PromptSource, SwitchReason};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::outcome::{JobError, JobOutput, JobResult};
 use super::{Shared, THINKING_LEVELS, commands_of, lock, model_json, prompt, switch};
 use crate::cli::args::AgentArgs;
 use crate::cli::config::Config;
@@ -24,11 +25,11 @@ pub(super) async fn extension_command(
     line: &str,
     cancel: &CancellationToken,
     sink: Sink<'_>,
-) -> Result<Value, String> {
+) -> JobResult {
     let outcome = crate::cli::extensions::run_command(&harness.extensions, line, &harness.cwd).await;
     match outcome {
-        None => Err(format!("{}: no such command", line.split_whitespace().next().unwrap_or(""))),
-        Some(Err(e)) => Err(e),
+        None => Err(format!("{}: no such command", line.split_whitespace().next().unwrap_or("")).into()),
+        Some(Err(e)) => Err(e.into()),
         Some(Ok((output, next))) => {
             if let Some(next) = next {
                 let source = harness.agent.config().source;
@@ -38,7 +39,7 @@ pub(super) async fn extension_command(
                 harness.agent.config_mut().source = source;
                 ran?;
             }
-            Ok(json!({ "output": output }))
+            Ok(JobOutput::Command { output })
         }
     }
 }
@@ -50,7 +51,7 @@ pub(super) async fn compact(
     instructions: Option<&str>,
     cancel: &CancellationToken,
     outer: Sink<'_>,
-) -> Result<Value, String> {
+) -> JobResult {
     shared.compacting.store(true, Ordering::SeqCst);
     let mut failure = None;
     let mut sink = |event: AgentEvent| {
@@ -66,22 +67,27 @@ pub(super) async fn compact(
         .await
         .map_err(|e| e.to_string())?;
     if !compacted {
-        return Err(failure.unwrap_or_else(|| "nothing was compacted".into()));
+        return Err(JobError(failure.unwrap_or_else(|| "nothing was compacted".into())));
     }
     let last = harness.agent.with_session(|s| {
         s.entries().iter().rev().find_map(|e| match &e.kind {
-            EntryKind::Compaction { summary, first_kept_entry_id, tokens_before, .. } => {
-                Some(json!({"summary": summary, "firstKeptEntryId": first_kept_entry_id, "tokensBefore": tokens_before, "details": {}}))
-            }
+            EntryKind::Compaction { summary, first_kept_entry_id, tokens_before, .. } => Some(JobOutput::Compacted {
+                summary: Some(summary.clone()),
+                first_kept_entry_id: first_kept_entry_id.clone(),
+                tokens_before: *tokens_before,
+                details: json!({}),
+            }),
             _ => None,
         })
     });
-    Ok(last.flatten().unwrap_or_else(|| json!({"summary": null, "tokensBefore": 0, "details": {}})))
+    let nothing =
+        || JobOutput::Compacted { summary: None, first_kept_entry_id: None, tokens_before: 0, details: json!({}) };
+    Ok(last.flatten().unwrap_or_else(nothing))
 }
 
 /// A new session file holding the branch up to the user message `entry_id`; its text comes back
 /// for the editor.
-pub(super) async fn fork(harness: &mut Harness, cfg: &Config, entry_id: &str, sink: Sink<'_>) -> Result<Value, String> {
+pub(super) async fn fork(harness: &mut Harness, cfg: &Config, entry_id: &str, sink: Sink<'_>) -> JobResult {
     let found = harness
         .agent
         .with_session(|s| {
@@ -97,7 +103,7 @@ pub(super) async fn fork(harness: &mut Harness, cfg: &Config, entry_id: &str, si
     let path = setup::new_session_path(&harness.cwd, cfg);
     let scope = harness.scope();
     let forked = harness.hub.enter(scope, harness.agent.fork(&parent, &path, sink)).await.map_err(|e| e.to_string())?;
-    Ok(json!({"text": text, "cancelled": !forked}))
+    Ok(JobOutput::Forked { text, cancelled: !forked })
 }
 
 /// `/reload`: the session ends for the extensions, which stop; settings, extensions, tools,
@@ -108,7 +114,7 @@ pub(super) async fn reload(
     args: &AgentArgs,
     shared: &Shared,
     sink: Sink<'_>,
-) -> Result<(Value, Config), String> {
+) -> Result<(JobOutput, Config), JobError> {
     let scope = harness.scope();
     harness.hub.enter(scope.clone(), harness.agent.shutdown(&mut *sink)).await;
     for extension in &harness.extensions {
@@ -121,11 +127,11 @@ pub(super) async fn reload(
     let tools = setup::tools(args.tools.as_deref()).map_err(|e| e.to_string())?;
     let extensions::Assembled { extensions: started, tools, resources } =
         extensions::assemble(args, cfg, &cwd, found, None, tools, "reload").await;
-    let loaded = json!({
-        "extensions": started.len(),
-        "skills": resources.skills.len(),
-        "prompts": resources.templates.len(),
-    });
+    let loaded = JobOutput::Reloaded {
+        extensions: started.len(),
+        skills: resources.skills.len(),
+        prompts: resources.templates.len(),
+    };
     harness.agent.set_tools(tools);
     harness.agent.set_resources(resources);
     let refs: Vec<&dyn pi_agent::extensions::Extension> =
@@ -144,7 +150,7 @@ pub(super) fn set_model(
     cfg: &Config,
     provider: String,
     model: String,
-) -> Result<Value, String> {
+) -> JobResult {
     let current = harness.agent.model().clone();
     let selected = setup::select_named(args, cfg, Some(provider), Some(model)).map_err(|e| e.to_string())?;
     // The faux provider keeps its script across a change between its models.
@@ -154,16 +160,16 @@ pub(super) fn set_model(
         selected.provider
     };
     harness.agent.set_model(provider, selected.model.clone());
-    Ok(model_json(&selected.model))
+    Ok(JobOutput::Model(model_json(&selected.model)))
 }
 
 /// RPC `cycle_model`: the next model of the same provider (`null` when it has one).
-pub(super) fn cycle_model(harness: &mut Harness, args: &AgentArgs, cfg: &Config) -> Result<Value, String> {
+pub(super) fn cycle_model(harness: &mut Harness, args: &AgentArgs, cfg: &Config) -> JobResult {
     let current = harness.agent.model().clone();
     let registry = setup::registry(args, cfg).map_err(|e| e.to_string())?;
     let same: Vec<_> = registry.models().iter().filter(|m| m.provider == current.provider).collect();
     if same.len() < 2 {
-        return Ok(Value::Null);
+        return Ok(JobOutput::Nothing);
     }
     let at = same.iter().position(|m| m.id == current.id).map_or(0, |i| i + 1);
     let next = same[at % same.len()].clone();
@@ -176,23 +182,23 @@ pub(super) fn cycle_model(harness: &mut Harness, args: &AgentArgs, cfg: &Config)
     };
     harness.agent.set_model(provider, selected.model.clone());
     let level = harness.agent.config().reasoning.clone().unwrap_or_else(|| "off".into());
-    Ok(json!({"model": model_json(&selected.model), "thinkingLevel": level, "isScoped": false}))
+    Ok(JobOutput::CycledModel { model: model_json(&selected.model), thinking_level: level, is_scoped: false })
 }
 
 /// `!cmd` / RPC `bash`: a shell command whose output joins the next request's context.
-pub(super) async fn bash(harness: &mut Harness, command: &str, cancel: &CancellationToken) -> Result<Value, String> {
+pub(super) async fn bash(harness: &mut Harness, command: &str, cancel: &CancellationToken) -> JobResult {
     let scope = harness.scope();
     let done = harness.hub.enter(scope, harness.agent.run_bash(command, cancel)).await.map_err(|e| e.to_string())?;
-    Ok(json!({
-        "output": done.output,
-        "exitCode": done.exit_code,
-        "cancelled": done.cancelled,
-        "truncated": done.truncated,
-    }))
+    Ok(JobOutput::Bash {
+        output: done.output,
+        exit_code: done.exit_code,
+        cancelled: done.cancelled,
+        truncated: done.truncated,
+    })
 }
 
 /// RPC `new_session` / `/new`: a fresh session file (none with `--no-session`).
-pub(super) async fn new_session(harness: &mut Harness, cfg: &Config, sink: Sink<'_>) -> Result<Value, String> {
+pub(super) async fn new_session(harness: &mut Harness, cfg: &Config, sink: Sink<'_>) -> JobResult {
     let next = match harness.agent.session_file() {
         Some(_) => Some(
             SessionWriter::create(&setup::new_session_path(&harness.cwd, cfg), &harness.cwd)
@@ -204,9 +210,9 @@ pub(super) async fn new_session(harness: &mut Harness, cfg: &Config, sink: Sink<
 }
 
 /// RPC `switch_session` / `/resume`: the session file at `path`.
-pub(super) async fn switch_session(harness: &mut Harness, path: &Path, sink: Sink<'_>) -> Result<Value, String> {
+pub(super) async fn switch_session(harness: &mut Harness, path: &Path, sink: Sink<'_>) -> JobResult {
     if !path.is_file() {
-        return Err(format!("{}: no such session file", path.display()));
+        return Err(format!("{}: no such session file", path.display()).into());
     }
     let next = harness.hub.in_scope(|| setup::open_session(path, &harness.cwd)).map_err(|e| e.to_string())?;
     switch(harness, SwitchReason::Resume, Some(next), sink).await
@@ -219,39 +225,39 @@ pub(super) async fn navigate(
     summarize: bool,
     cancel: &CancellationToken,
     sink: Sink<'_>,
-) -> Result<Value, String> {
+) -> JobResult {
     let scope = harness.scope();
     let navigation = harness
         .hub
         .enter(scope, harness.agent.navigate(target, summarize, cancel, sink))
         .await
         .map_err(|e| e.to_string())?;
-    Ok(json!({
-        "moved": navigation.moved,
-        "cancelledBy": navigation.cancelled_by,
-        "abandonedEntries": navigation.abandoned_entries,
-        "summarized": navigation.summary.is_some(),
-    }))
+    Ok(JobOutput::Navigated {
+        moved: navigation.moved,
+        cancelled_by: navigation.cancelled_by,
+        abandoned_entries: navigation.abandoned_entries,
+        summarized: navigation.summary.is_some(),
+    })
 }
 
 /// RPC `cycle_thinking_level`: the next level (`null` for a model that does not reason).
-pub(super) fn cycle_thinking_level(harness: &mut Harness) -> Value {
+pub(super) fn cycle_thinking_level(harness: &mut Harness) -> JobOutput {
     if !harness.agent.model().reasoning {
-        return Value::Null;
+        return JobOutput::Nothing;
     }
     let current = harness.agent.config().reasoning.clone().unwrap_or_else(|| "off".into());
     let at = THINKING_LEVELS.iter().position(|l| *l == current).map_or(0, |i| i + 1);
     let next = THINKING_LEVELS[at % THINKING_LEVELS.len()];
     harness.agent.config_mut().reasoning = (next != "off").then(|| next.to_owned());
-    json!({ "level": next })
+    JobOutput::ThinkingLevel { level: next }
 }
 
 /// RPC `set_thinking_level`: one of [`THINKING_LEVELS`] (sent only to models that reason).
-pub(super) fn set_thinking_level(harness: &mut Harness, level: String) -> Result<Value, String> {
+pub(super) fn set_thinking_level(harness: &mut Harness, level: String) -> JobResult {
     if !THINKING_LEVELS.contains(&level.as_str()) {
-        return Err(format!("unknown thinking level {level:?} (give {})", THINKING_LEVELS.join(", ")));
+        return Err(format!("unknown thinking level {level:?} (give {})", THINKING_LEVELS.join(", ")).into());
     }
     let reasons = harness.agent.model().reasoning;
     harness.agent.config_mut().reasoning = (level != "off" && reasons).then_some(level);
-    Ok(Value::Null)
+    Ok(JobOutput::Nothing)
 }

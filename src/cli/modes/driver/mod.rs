@@ -10,11 +10,13 @@ use std::sync::{Arc, Mutex};
 use pi_agent::events::AgentEvent;
 use pi_agent::session::SessionWriter;
 use pi_agent::{MessageQueue, SwitchReason};
-use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 mod jobs;
+mod outcome;
+
+pub use outcome::{JobOutput, JobResult};
 mod state;
 
 pub use state::{State, model_json};
@@ -30,7 +32,7 @@ use pi_agent::extensions::process::ProcessExtension;
 pub const THINKING_LEVELS: [&str; 6] = ["off", "minimal", "low", "medium", "high", "xhigh"];
 
 /// What a job answers: upstream RPC's `data` (or `null`), or why it failed.
-pub type Reply = Box<dyn FnOnce(Result<Value, String>) + Send>;
+pub type Reply = Box<dyn FnOnce(JobResult) + Send>;
 
 /// One thing for the agent to do.
 pub enum Job {
@@ -235,7 +237,7 @@ impl<'a> Driver<'a> {
         self.harness
     }
 
-    async fn run_job(&mut self, job: Job, cancel: &CancellationToken) -> Result<Value, String> {
+    async fn run_job(&mut self, job: Job, cancel: &CancellationToken) -> JobResult {
         let state = &self.shared.state;
         let events = &mut self.events;
         // Finished messages (and their usage) reach the state as they end: `get_messages` and
@@ -271,7 +273,7 @@ impl<'a> Driver<'a> {
             }
             Job::Tree => {
                 let rows = harness.agent.with_session(tree_rows).ok_or("no session file (--no-session)")?;
-                Ok(Value::Array(rows))
+                Ok(JobOutput::Tree(rows))
             }
             Job::SetModel { provider, model } => jobs::set_model(harness, self.args, cfg, provider, model),
             Job::CycleModel => jobs::cycle_model(harness, self.args, cfg),
@@ -279,16 +281,16 @@ impl<'a> Driver<'a> {
             Job::SetThinkingLevel { level } => jobs::set_thinking_level(harness, level),
             Job::SetAutoCompaction(enabled) => {
                 harness.agent.config_mut().compaction.enabled = enabled;
-                Ok(Value::Null)
+                Ok(JobOutput::Nothing)
             }
             Job::SetAutoRetry(enabled) => {
                 let defaults = setup::agent_config(self.args, cfg).retry;
                 harness.agent.config_mut().retry.max_retries = if enabled { defaults.max_retries.max(1) } else { 0 };
-                Ok(Value::Null)
+                Ok(JobOutput::Nothing)
             }
             Job::SetSessionName(name) => {
                 harness.agent.set_session_name(&name).map_err(|e| e.to_string())?;
-                Ok(Value::Null)
+                Ok(JobOutput::Nothing)
             }
             Job::Bash { command } => jobs::bash(harness, &command, cancel).await,
         }
@@ -312,15 +314,15 @@ async fn prompt(
     text: &str,
     cancel: &CancellationToken,
     sink: &mut (dyn FnMut(AgentEvent) + Send),
-) -> Result<Value, String> {
+) -> JobResult {
     let (scope, mut forward) = (harness.prompt_scope(), |e| sink(e));
     let work = harness.agent.prompt(text, cancel, &mut forward);
     let result = harness.hub.enter(scope, work).await.map_err(|e| e.to_string())?;
-    Ok(json!({
-        "stopReason": result.stop_reason,
-        "turns": result.turns,
-        "error": result.error.map(|e| e.to_string()),
-    }))
+    Ok(JobOutput::Prompt {
+        stop_reason: result.stop_reason,
+        turns: result.turns,
+        error: result.error.map(|e| e.to_string()),
+    })
 }
 
 /// Replaces the session (`session_before_switch` may cancel).
@@ -329,11 +331,11 @@ async fn switch(
     reason: SwitchReason,
     next: Option<SessionWriter>,
     sink: &mut (dyn FnMut(AgentEvent) + Send),
-) -> Result<Value, String> {
+) -> JobResult {
     let (scope, mut forward) = (harness.scope(), |e| sink(e));
     let work = harness.agent.switch_session(reason, next, &mut forward);
     let switched = harness.hub.enter(scope, work).await.map_err(|e| e.to_string())?;
-    Ok(json!({"cancelled": !switched}))
+    Ok(JobOutput::Switched { cancelled: !switched })
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -29,7 +29,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::driver::{Driver, Job, Reply, Shared, State};
+use super::driver::{Driver, Job, JobOutput, JobResult, Reply, Shared, State};
 use super::harness::Harness;
 use crate::cli::args::{AgentArgs, ObserveArgs};
 use crate::cli::config::Config;
@@ -155,7 +155,7 @@ struct Ui<'a> {
     quit: bool,
 }
 
-type Replies = mpsc::UnboundedSender<(Done, Result<Value, String>)>;
+type Replies = mpsc::UnboundedSender<(Done, JobResult)>;
 
 /// How the screen's loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -372,84 +372,61 @@ impl Ui<'_> {
     }
 
     /// A job finished.
-    fn done(&mut self, done: Done, outcome: Result<Value, String>) {
+    fn done(&mut self, done: Done, outcome: JobResult) {
         if !matches!(done, Done::Prompt) {
             self.running = None;
         }
-        let outcome = match outcome {
-            Ok(value) => value,
+        let output = match outcome {
+            Ok(output) => output,
             Err(error) => {
                 if let (Done::Bash, Some(Item::Shell { output, .. })) = (&done, self.transcript.last_shell()) {
-                    *output = Some(error.clone());
+                    *output = Some(error.to_string());
                 }
-                self.transcript.notice(Tone::Error, error);
+                self.transcript.notice(Tone::Error, error.to_string());
                 return;
             }
         };
-        match done {
-            Done::Prompt => {}
-            Done::Bash => {
+        match (done, output) {
+            (Done::Bash, JobOutput::Bash { output: text, exit_code, cancelled, .. }) => {
                 if let Some(Item::Shell { output, code, .. }) = self.transcript.last_shell() {
-                    *output = Some(outcome["output"].as_str().unwrap_or_default().to_owned());
-                    *code = outcome["exitCode"].as_i64();
-                    if outcome["cancelled"] == true {
-                        *output = Some("(cancelled)".into());
-                    }
+                    *output = Some(if cancelled { "(cancelled)".into() } else { text });
+                    *code = exit_code;
                 }
             }
-            Done::Command(line) => {
-                if let Some(text) = outcome["output"].as_str() {
-                    self.transcript.notice(Tone::Info, text);
-                } else {
-                    self.transcript.notice(Tone::Info, format!("{line}: done"));
-                }
-            }
-            Done::Compact => {
-                let summary = outcome["summary"].as_str().unwrap_or_default();
+            (Done::Command(_), JobOutput::Command { output: Some(text) }) => self.transcript.notice(Tone::Info, text),
+            (Done::Command(line), _) => self.transcript.notice(Tone::Info, format!("{line}: done")),
+            (Done::Compact, JobOutput::Compacted { summary, .. }) => {
+                let summary = summary.unwrap_or_default();
                 self.transcript.notice(Tone::Info, format!("compaction summary:\n{summary}"));
             }
-            Done::Session(what) => {
-                if outcome["cancelled"] == true {
-                    self.transcript.notice(Tone::Warn, format!("{what}: cancelled by an extension"));
-                } else {
-                    self.show_conversation(&format!("{what}: "));
-                }
+            (Done::Session(what), JobOutput::Switched { cancelled: true }) => {
+                self.transcript.notice(Tone::Warn, format!("{what}: cancelled by an extension"));
             }
-            Done::Fork => {
-                if outcome["cancelled"] == true {
-                    self.transcript.notice(Tone::Warn, "fork: cancelled by an extension");
-                } else {
-                    self.show_conversation("forked: ");
-                    if let Some(text) = outcome["text"].as_str() {
-                        self.editor.set_text(text);
-                    }
-                }
+            (Done::Session(what), _) => self.show_conversation(&format!("{what}: ")),
+            (Done::Fork, JobOutput::Forked { cancelled: true, .. }) => {
+                self.transcript.notice(Tone::Warn, "fork: cancelled by an extension");
             }
-            Done::Tree { navigate: true } => {}
-            Done::Tree { navigate: false } => {
-                let listing = tree_listing(&outcome);
+            (Done::Fork, JobOutput::Forked { text, .. }) => {
+                self.show_conversation("forked: ");
+                self.editor.set_text(&text);
+            }
+            (Done::Tree { navigate: false }, JobOutput::Tree(rows)) => {
+                let listing = tree_listing(&rows);
                 self.transcript.notice(
                     Tone::Info,
                     format!("session tree (● = where you are; /tree ID continues from an entry):\n{listing}"),
                 );
             }
-            Done::Reload => {
-                let count = |key: &str| outcome[key].as_u64().unwrap_or(0);
-                self.transcript.notice(
-                    Tone::Info,
-                    format!(
-                        "reloaded: {} extensions, {} skills, {} prompt templates",
-                        count("extensions"),
-                        count("skills"),
-                        count("prompts")
-                    ),
-                );
-            }
-            Done::Model => {
-                let id = outcome["id"].as_str().unwrap_or_default();
-                let provider = outcome["provider"].as_str().unwrap_or_default();
+            (Done::Reload, JobOutput::Reloaded { extensions, skills, prompts }) => self.transcript.notice(
+                Tone::Info,
+                format!("reloaded: {extensions} extensions, {skills} skills, {prompts} prompt templates"),
+            ),
+            (Done::Model, JobOutput::Model(model)) => {
+                let id = model["id"].as_str().unwrap_or_default();
+                let provider = model["provider"].as_str().unwrap_or_default();
                 self.transcript.notice(Tone::Info, format!("model: {provider}/{id}"));
             }
+            _ => {}
         }
     }
 
@@ -536,8 +513,7 @@ impl Ui<'_> {
 }
 
 /// The session tree as `/tree` lists it: one entry a line, indented by depth, `●` at the leaf.
-fn tree_listing(rows: &Value) -> String {
-    let rows = rows.as_array().map(Vec::as_slice).unwrap_or_default();
+fn tree_listing(rows: &[Value]) -> String {
     let line = |row: &Value| {
         let depth = row["depth"].as_u64().unwrap_or(0) as usize;
         let mark = if row["leaf"] == true { "●" } else { " " };

@@ -22,7 +22,7 @@ mod protocol;
 use events::Encoder;
 use protocol::{Command, Models, Response, RpcError, SessionState, SessionStats, SlashCommand, Tokens};
 
-use super::driver::{Driver, Job, Reply, Shared, State, model_json};
+use super::driver::{Driver, Job, JobResult, Reply, Shared, State, model_json};
 use super::harness::Harness;
 use crate::cli::args::{AgentArgs, ObserveArgs};
 use crate::cli::config::Config;
@@ -187,9 +187,7 @@ fn dispatch(command: Command, kind: &str, id: Option<Value>, front: &Front, now:
         other => match job_of(other, kind) {
             Ok(job) => {
                 let (reply_out, reply_kind) = (out.clone(), kind.to_owned());
-                let reply: Reply = Box::new(move |outcome| {
-                    respond(&reply_out, &reply_kind, id, outcome.map(Some).map_err(RpcError::Failed))
-                });
+                let reply: Reply = Box::new(move |outcome| respond(&reply_out, &reply_kind, id, answered(outcome)));
                 if jobs.send((job, reply)).is_err() {
                     now(Err(RpcError::ShuttingDown));
                 }
@@ -305,8 +303,7 @@ fn prompt(
         }
         // Runs even while the agent streams (after the running job).
         let reply_out = out.clone();
-        let reply: Reply =
-            Box::new(move |outcome| respond(&reply_out, "prompt", id, outcome.map(Some).map_err(RpcError::Failed)));
+        let reply: Reply = Box::new(move |outcome| respond(&reply_out, "prompt", id, answered(outcome)));
         if jobs.send((Job::ExtensionCommand { line: message }, reply)).is_err() {
             now(Err(RpcError::ShuttingDown));
         }
@@ -338,12 +335,18 @@ fn prompt(
             let events = out.clone();
             let failed: Reply = Box::new(move |outcome| {
                 if let Err(e) = outcome {
-                    let _ = events.send(json!({"type": "error", "command": "prompt", "error": e}).to_string());
+                    let _ =
+                        events.send(json!({"type": "error", "command": "prompt", "error": e.to_string()}).to_string());
                 }
             });
             let _ = jobs.send((Job::Prompt { text: message }, failed));
         }
     }
+}
+
+/// A job's result as a command's outcome: its data serialized here, at the edge.
+fn answered(result: JobResult) -> Outcome {
+    result.map(|output| serde_json::to_value(output).ok()).map_err(|e| RpcError::Failed(e.0))
 }
 
 /// Writes a response line.
