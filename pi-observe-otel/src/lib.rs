@@ -27,7 +27,7 @@ mod wire;
 
 pub use config::{
     CapturedRequest, ConfigError, OtlpConfig, Protocol, SignalSettings, TracesExporter, WireCapture, check_header,
-    check_url, signal_url, traces_url_base, url_without_secrets,
+    check_url, sampler_setting, signal_url, traces_url_base, url_without_secrets,
 };
 pub use convert::Conventions;
 pub use pipeline::OtelSubscriber;

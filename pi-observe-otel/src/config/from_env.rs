@@ -354,6 +354,13 @@ fn url(setting: &str, raw: &str) -> Result<String, ConfigError> {
     check_url(raw).map(|()| raw.to_owned()).map_err(|why| ConfigError::new(setting, why))
 }
 
+/// A sampler by one of `OTEL_TRACES_SAMPLER`'s names with its ratio argument, as set somewhere
+/// other than the environment (a settings file): `(keep ratio, parent based)`.
+pub fn sampler_setting(name: &str, arg: Option<f64>) -> Result<(f64, bool), ConfigError> {
+    let ratio = sampler(Some(name.to_owned()), arg.map(|a| a.to_string()))?.unwrap_or(1.0);
+    Ok((ratio, name.trim().starts_with("parentbased_")))
+}
+
 /// `OTEL_TRACES_SAMPLER` (+ `_ARG`) as a keep ratio. Contract traces are whole trees, so
 /// `parentbased_*` behaves like its root sampler.
 fn sampler(name: Option<String>, arg: Option<String>) -> Result<Option<f64>, ConfigError> {

@@ -8,6 +8,8 @@ use crate::names::{self, env};
 
 mod from_env;
 
+pub use from_env::sampler_setting;
+
 /// OTLP wire protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {

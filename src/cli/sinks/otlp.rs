@@ -102,7 +102,10 @@ fn status(c: &OtlpConfig, sources: &Sources<'_>) -> Value {
         Conventions::OpenInference => "openinference",
         Conventions::Both => "both",
     };
-    let sampler = std::env::var(env::TRACES_SAMPLER).ok().filter(|s| !s.trim().is_empty());
+    let sampler = std::env::var(env::TRACES_SAMPLER)
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .or_else(|| sources.cfg.text(&["telemetry", "sampler", "name"]).ok().flatten().map(|(name, _)| name));
     let dims = c.metric_dims.clone().unwrap_or_else(|| vec![pi_observe::core::names::CTX_ORG_ID.to_owned()]);
     json!({
         "sink": "otlp",

@@ -96,19 +96,23 @@ fn settings(flag: Option<&str>, cfg: &Config) -> Result<Option<SentryConfig>, Cl
             "expected a ratio between 0 and 1",
         ));
     }
-    let settings_value = |name: &str| match name {
-        "SENTRY_ENVIRONMENT" => cfg.settings.str(&key("environment")).map(str::to_owned),
-        "SENTRY_RELEASE" => cfg.settings.str(&key("release")).map(str::to_owned),
-        "SENTRY_TRACES_SAMPLE_RATE" => cfg.settings.number(&key("sampleRate")).map(|r| r.to_string()),
-        _ => None,
-    };
     let lookup = |name: &str| {
-        let env = (VARS.contains(&name) && !(name == "SENTRY_DSN" && cfg.pinned("sentry").is_some()))
-            .then(|| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
-            .flatten();
-        env.or_else(|| settings_value(name))
+        let ignored = name == "SENTRY_DSN" && cfg.pinned("sentry").is_some();
+        (VARS.contains(&name) && !ignored).then(|| std::env::var(name).ok().filter(|v| !v.trim().is_empty())).flatten()
     };
-    config.with_env(lookup).map(Some).map_err(|e| CliError::Usage(e.to_string()))
+    let mut config = config.with_env(lookup).map_err(|e| CliError::Usage(e.to_string()))?;
+    // The settings files sit below the variables: what neither the managed policy nor a variable
+    // set (no setting is turned into a variable).
+    if config.environment.is_none() {
+        config.environment = cfg.settings.str(&key("environment")).map(str::to_owned);
+    }
+    if config.release.is_none() {
+        config.release = cfg.settings.str(&key("release")).map(str::to_owned);
+    }
+    if config.traces_sample_rate.is_none() {
+        config.traces_sample_rate = cfg.settings.number(&key("sampleRate"));
+    }
+    Ok(Some(config))
 }
 
 struct SentrySink {

@@ -49,16 +49,12 @@ pub fn resolve(args: &OtlpArgs, cfg: &Config) -> Result<Option<OtlpConfig>, CliE
         None => flag_destination(&mut config, args, cfg)?,
     }
     shaping_flags(&mut config, args)?;
-    // The settings files (and the managed policy) sit below the environment: they answer for
-    // the variables that are not set, with errors naming their key path.
-    let from_files = files_as_env(cfg)?;
+    // A pinned sink's destination variables are not read: the managed policy's values stand.
     let lookup = |name: &str| {
-        let env = std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        match (pinned.is_some() && PINNED_VARS.contains(&name), env) {
-            (false, Some(value)) => Some(value),
-            _ => from_files.iter().find(|(var, _)| *var == name).map(|(_, value)| value.clone()),
-        }
+        let ignored = pinned.is_some() && PINNED_VARS.contains(&name);
+        std::env::var(name).ok().filter(|v| !ignored && !v.trim().is_empty())
     };
+    settings_below_env(&mut config, cfg, &lookup)?;
     let mut config = config.with_env(lookup).map_err(|e| CliError::Usage(e.to_string()))?;
     if pinned.is_none() {
         for (name, value) in cfg.headers(&sink_key("otlp", "headers"), false)? {
@@ -166,41 +162,72 @@ fn shaping_flags(config: &mut OtlpConfig, args: &OtlpArgs) -> Result<(), CliErro
     Ok(())
 }
 
-/// The settings that stand in for `OTEL_*` variables, as (variable, value): the endpoint (a
-/// base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT`), protocol, service name and sampler.
-fn files_as_env(cfg: &Config) -> Result<Vec<(&'static str, String)>, CliError> {
-    let mut vars = Vec::new();
-    if let Some((endpoint, source)) = cfg.text(&sink_key("otlp", "endpoint"))? {
-        pi_observe::otel::check_url(endpoint.trim())
-            .map_err(|why| CliError::Usage(format!("{}: telemetry.sinks.otlp.endpoint: {why}", source.file())))?;
-        // Like `--otlp`, a full traces URL is accepted: the base is what precedes `/v1/traces`.
-        let trimmed = endpoint.trim();
-        vars.push((env::ENDPOINT, pi_observe::otel::traces_url_base(trimmed).unwrap_or_else(|| trimmed.to_owned())));
-    }
-    for (key, var) in
-        [(sink_key("otlp", "protocol"), env::PROTOCOL), (sink_key("otlp", "serviceName"), env::SERVICE_NAME)]
+/// The settings files' endpoint, protocol, service name and sampler (and the managed policy's),
+/// which sit below the environment: each applies when no flag set the value and none of its
+/// variables (`lookup`) is set — the protocol under `OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL`, the
+/// endpoint (a base URL for every signal, or a full traces URL) under each signal's endpoint
+/// variable and `OTEL_EXPORTER_OTLP_ENDPOINT`, the service name under `OTEL_SERVICE_NAME`, the
+/// sampler under `OTEL_TRACES_SAMPLER`. Errors name the file and key path.
+fn settings_below_env(
+    config: &mut OtlpConfig,
+    cfg: &Config,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), CliError> {
+    let unset = |vars: &[&str]| vars.iter().all(|v| lookup(v).is_none());
+    let wrong = |source: &crate::cli::config::Source, key: &str, why: String| {
+        CliError::Usage(format!("{}: telemetry.{key}: {why}", source.file()))
+    };
+    let protocol_vars = [env::TRACES_PROTOCOL, env::PROTOCOL];
+    if config.protocol.is_none()
+        && unset(&protocol_vars)
+        && let Some((p, source)) = cfg.text(&sink_key("otlp", "protocol"))?
     {
-        if let Some((value, _)) = cfg.text(&key)? {
-            vars.push((var, value));
+        let protocol = Protocol::parse(&p).ok_or_else(|| {
+            wrong(&source, "sinks.otlp.protocol", format!("{p:?} is not grpc, http/protobuf or http/json"))
+        })?;
+        config.protocol = Some(protocol);
+    }
+    if let Some((endpoint, source)) = cfg.text(&sink_key("otlp", "endpoint"))? {
+        let trimmed = endpoint.trim();
+        pi_observe::otel::check_url(trimmed).map_err(|why| wrong(&source, "sinks.otlp.endpoint", why))?;
+        // Like `--otlp`, a full traces URL is accepted: the base is what precedes `/v1/traces`.
+        let base = pi_observe::otel::traces_url_base(trimmed).unwrap_or_else(|| trimmed.to_owned());
+        let env_protocol = protocol_vars.iter().find_map(|v| lookup(v));
+        let grpc = config.protocol.map_or(env_protocol.is_some_and(|p| p.trim() == "grpc"), |p| p == Protocol::Grpc);
+        let url = |signal: &str| if grpc { base.clone() } else { pi_observe::otel::signal_url(&base, signal) };
+        for (slot, var, signal) in [
+            (&mut config.traces_endpoint, env::TRACES_ENDPOINT, "traces"),
+            (&mut config.metrics_endpoint, env::METRICS_ENDPOINT, "metrics"),
+            (&mut config.logs_endpoint, env::LOGS_ENDPOINT, "logs"),
+        ] {
+            if slot.is_none() && unset(&[var, env::ENDPOINT]) {
+                *slot = Some(url(signal));
+            }
         }
     }
-    if let Some((name, source)) = cfg.text(&["telemetry", "sampler", "name"])? {
-        vars.push((env::TRACES_SAMPLER, name));
+    if config.service_name.is_none()
+        && unset(&[env::SERVICE_NAME])
+        && let Some((name, _)) = cfg.text(&sink_key("otlp", "serviceName"))?
+    {
+        config.service_name = Some(name.trim().to_owned());
+    }
+    if unset(&[env::TRACES_SAMPLER])
+        && let Some((name, source)) = cfg.text(&["telemetry", "sampler", "name"])?
+    {
         let arg = cfg
             .managed_get(&["telemetry", "sampler", "arg"])
             .map(|(v, _)| v)
-            .or_else(|| cfg.settings.get(&["telemetry", "sampler", "arg"]).map(|f| f.value));
-        if let Some(arg) = arg.and_then(serde_json::Value::as_f64) {
-            if arg > 1.0 {
-                return Err(CliError::Usage(format!(
-                    "{}: telemetry.sampler.arg: expected a ratio between 0 and 1, found {arg}",
-                    source.file()
-                )));
-            }
-            vars.push((env::TRACES_SAMPLER_ARG, arg.to_string()));
+            .or_else(|| cfg.settings.get(&["telemetry", "sampler", "arg"]).map(|f| f.value))
+            .and_then(serde_json::Value::as_f64);
+        if let Some(arg) = arg.filter(|a| *a > 1.0) {
+            return Err(wrong(&source, "sampler.arg", format!("expected a ratio between 0 and 1, found {arg}")));
         }
+        let (ratio, parent_based) =
+            pi_observe::otel::sampler_setting(&name, arg).map_err(|e| wrong(&source, "sampler", e.to_string()))?;
+        config.sample_ratio = Some(ratio);
+        config.parent_based = Some(parent_based);
     }
-    Ok(vars)
+    Ok(())
 }
 
 /// `conventions`, `metrics`, `metricDims` and `logs` of `telemetry.sinks.otlp`: below flags
