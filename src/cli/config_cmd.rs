@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 use crate::cli::settings::trust::TrustReason;
 
 use crate::cli::args::{AgentArgs, ObserveArgs};
-use crate::cli::config::{Config, Source, managed, telemetry};
+use crate::cli::config::{Config, Source, managed};
 use crate::cli::observe::status;
-use crate::cli::sinks::SinkSetup;
+use crate::cli::sinks::{SINKS, SinkSetup};
 use crate::cli::{CliError, attribution, output, setup};
 
 /// `pi config` arguments: the flags of a run, so their effect can be seen.
@@ -141,9 +141,9 @@ fn managed_policy(cfg: &Config, m: &crate::cli::settings::SettingsFile) -> Value
     let policy = cfg.policy();
     json!({
         "path": m.path.display().to_string(),
-        "pinnedSinks": telemetry::SINKS.iter().filter(|(n, _)| cfg.pinned(n).is_some()).map(|(n, _)| *n).collect::<Vec<_>>(),
-        "captureCaps": telemetry::SINKS.iter().filter_map(|(n, _)| {
-            cfg.capture_cap(n).ok().flatten().map(|kinds| (n.to_string(), json!(kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>())))
+        "pinnedSinks": SINKS.iter().filter(|k| k.pins.is_some_and(|key| cfg.pinned(k.name, key).is_some())).map(|k| k.name).collect::<Vec<_>>(),
+        "captureCaps": SINKS.iter().filter(|k| k.settings.is_some()).filter_map(|k| {
+            cfg.capture_cap(k.name).ok().flatten().map(|kinds| (k.name.to_string(), json!(kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>())))
         }).collect::<serde_json::Map<_, _>>(),
         "requiredAttribution": policy.required_attribution(),
         "redactRules": cfg.redact_rules().iter().filter(|(_, s)| matches!(s, Source::Managed(_))).count(),

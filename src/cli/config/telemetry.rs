@@ -9,10 +9,6 @@ use serde_json::Value;
 use super::{Config, Source};
 use crate::cli::CliError;
 
-/// The sinks the `telemetry.sinks` section can name, with the key that sets each one's
-/// destination (setting it in the managed policy pins the sink).
-pub const SINKS: &[(&str, &str)] = &[("otlp", "endpoint"), ("sentry", "dsn"), ("log", "path"), ("events", "path")];
-
 /// `telemetry.sinks.NAME.FIELD`.
 pub fn sink_key<'a>(name: &'a str, field: &'a str) -> [&'a str; 4] {
     ["telemetry", "sinks", name, field]
@@ -24,16 +20,16 @@ pub fn bad(file: &SettingsFile, key: &[&str], expected: impl Into<String>) -> Cl
 }
 
 impl Config {
-    /// The managed file, when it sets the destination of sink `name` (the sink is pinned).
-    pub fn pinned(&self, name: &str) -> Option<&SettingsFile> {
-        let field = SINKS.iter().find(|(n, _)| *n == name)?.1;
-        self.managed_get(&sink_key(name, field)).map(|(_, file)| file)
+    /// The managed file, when it sets `telemetry.sinks.NAME.DESTINATION` (the key that says
+    /// where sink `name` sends: `endpoint`, `dsn`, `path`): the sink is pinned.
+    pub fn pinned(&self, name: &str, destination: &str) -> Option<&SettingsFile> {
+        self.managed_get(&sink_key(name, destination)).map(|(_, file)| file)
     }
 
     /// True when the settings files (or the managed policy) turn sink `name` on: its section
     /// is there and its `enabled` is not `false` (a project can turn off a global sink).
-    pub fn sink_in_files(&self, name: &str) -> bool {
-        if self.pinned(name).is_some() {
+    pub fn sink_in_files(&self, name: &str, destination: &str) -> bool {
+        if self.pinned(name, destination).is_some() {
             return true;
         }
         let section = ["telemetry", "sinks", name];

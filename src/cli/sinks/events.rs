@@ -16,7 +16,11 @@ use crate::cli::{CliError, output};
 
 /// The events sink in the list of sinks (`SINKS`).
 pub const KIND: SinkKind =
-    SinkKind { name: "events", remote: false, flags: no_flags, settings: Some(&SETTINGS), resolve };
+    SinkKind { name: "events", remote: false, pins: Some(PINS), flags: no_flags, settings: Some(&SETTINGS), resolve };
+
+/// Where it sends: set by the managed policy, it pins the sink.
+const PINS: &str = local::DESTINATION;
+
 /// `telemetry.sinks.events`.
 const SETTINGS: Ty = Ty::Obj(&[ENABLED, ("path", Ty::Str), CAPTURE]);
 

@@ -11,7 +11,8 @@ use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Sink, SinkK
 use crate::cli::{CliError, output};
 
 /// The JSON sink in the list of sinks (`SINKS`).
-pub const KIND: SinkKind = SinkKind { name: "json", remote: false, flags: no_flags, settings: None, resolve };
+pub const KIND: SinkKind =
+    SinkKind { name: "json", remote: false, pins: None, flags: no_flags, settings: None, resolve };
 
 /// Always resolved: it prints only in `--mode json` (or into `pi observe canary`'s capture).
 fn resolve(_from: &Resolve<'_>) -> Resolved {

@@ -6,6 +6,9 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use super::sink::Sources;
+
+/// The key of a file sink's settings that names its file (and, in the managed policy, pins it).
+pub const DESTINATION: &str = "path";
 use crate::cli::CliError;
 use crate::cli::config::Config;
 use crate::cli::config::telemetry::{bad, sink_key};
@@ -15,7 +18,7 @@ use crate::cli::config::telemetry::{bad, sink_key};
 /// sink is on there.
 pub fn path(cfg: &Config, name: &str, flag_name: &str, flag: Option<PathBuf>) -> Result<Option<PathBuf>, CliError> {
     let key = sink_key(name, "path");
-    if let Some(managed) = cfg.pinned(name) {
+    if let Some(managed) = cfg.pinned(name, DESTINATION) {
         if flag.is_some() {
             cfg.notice(format!(
                 "the managed policy {} pins the {name} sink: {flag_name} ignored",
@@ -27,7 +30,7 @@ pub fn path(cfg: &Config, name: &str, flag_name: &str, flag: Option<PathBuf>) ->
     if flag.is_some() {
         return Ok(flag);
     }
-    if !cfg.sink_in_files(name) {
+    if !cfg.sink_in_files(name, DESTINATION) {
         return Ok(None);
     }
     match cfg.path_setting(&key) {
@@ -50,7 +53,7 @@ pub fn status(name: &str, target: &str, flag: Option<&'static str>, sources: &So
         "endpoint": if target.is_empty() { "stderr" } else { target },
         "protocol": "json lines",
         "capture": super::sink::captured(sources.policy),
-        "pinned": sources.cfg.pinned(name).is_some(),
+        "pinned": sources.cfg.pinned(name, DESTINATION).is_some(),
         "sources": {
             "endpoint": sources.of(&sink_key(name, "path"), flag, &[]),
             "capture": sources.capture,

@@ -16,7 +16,12 @@ use crate::cli::settings::{CAPTURE, ENABLED, Ty};
 use crate::cli::{CliError, output};
 
 /// The log sink in the list of sinks (`SINKS`).
-pub const KIND: SinkKind = SinkKind { name: "log", remote: false, flags, settings: Some(&SETTINGS), resolve };
+pub const KIND: SinkKind =
+    SinkKind { name: "log", remote: false, pins: Some(PINS), flags, settings: Some(&SETTINGS), resolve };
+
+/// Where it sends: set by the managed policy, it pins the sink.
+const PINS: &str = local::DESTINATION;
+
 /// `telemetry.sinks.log`.
 const SETTINGS: Ty = Ty::Obj(&[ENABLED, ("path", Ty::Str), CAPTURE]);
 

@@ -25,7 +25,14 @@ use crate::cli::settings::{CAPTURE, ENABLED, Ty};
 mod settings;
 
 /// The OTLP sink in the list of sinks (`SINKS`).
-pub const KIND: SinkKind = SinkKind { name: "otlp", remote: true, flags: no_flags, settings: Some(&SETTINGS), resolve };
+pub const KIND: SinkKind = SinkKind {
+    name: "otlp",
+    remote: true,
+    pins: Some(settings::PINS),
+    flags: no_flags,
+    settings: Some(&SETTINGS),
+    resolve,
+};
 
 /// `telemetry.sinks.otlp`.
 const SETTINGS: Ty = Ty::Obj(&[
@@ -119,7 +126,7 @@ fn status(c: &OtlpConfig, sources: &Sources<'_>) -> Value {
         "metrics": c.metrics.unwrap_or(true),
         "metricDims": dims,
         "logs": c.logs.unwrap_or(false),
-        "pinned": sources.cfg.pinned("otlp").is_some(),
+        "pinned": sources.cfg.pinned("otlp", settings::PINS).is_some(),
         "sources": {
             "endpoint": sources.of(&sink("endpoint"), endpoint_flag, &[env::TRACES_ENDPOINT, env::ENDPOINT]),
             "protocol": sources.of(&sink("protocol"), a.otlp.otlp_protocol.as_ref().map(|_| "--otlp-protocol"), &[env::TRACES_PROTOCOL, env::PROTOCOL]),

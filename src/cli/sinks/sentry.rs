@@ -26,7 +26,10 @@ use crate::cli::settings::{CAPTURE, ENABLED, Ty};
 
 /// The Sentry sink in the list of sinks (`SINKS`).
 pub const KIND: SinkKind =
-    SinkKind { name: "sentry", remote: true, flags: no_flags, settings: Some(&SETTINGS), resolve };
+    SinkKind { name: "sentry", remote: true, pins: Some(PINS), flags: no_flags, settings: Some(&SETTINGS), resolve };
+
+/// Where it sends: set by the managed policy, it pins the sink.
+const PINS: &str = "dsn";
 
 /// `telemetry.sinks.sentry`.
 const SETTINGS: Ty = Ty::Obj(&[
@@ -49,7 +52,7 @@ fn resolve(from: &Resolve<'_>) -> Resolved {
 /// sets pins the sink.
 fn settings(flag: Option<&str>, cfg: &Config) -> Result<Option<SentryConfig>, CliError> {
     const VARS: [&str; 4] = ["SENTRY_DSN", "SENTRY_ENVIRONMENT", "SENTRY_RELEASE", "SENTRY_TRACES_SAMPLE_RATE"];
-    if flag.is_none() && !env_set("SENTRY_DSN") && !cfg.sink_in_files("sentry") {
+    if flag.is_none() && !env_set("SENTRY_DSN") && !cfg.sink_in_files("sentry", PINS) {
         return Ok(None);
     }
     let key = |field| sink_key("sentry", field);
@@ -62,7 +65,7 @@ fn settings(flag: Option<&str>, cfg: &Config) -> Result<Option<SentryConfig>, Cl
         }
         Ok(())
     };
-    if let Some(managed) = cfg.pinned("sentry") {
+    if let Some(managed) = cfg.pinned("sentry", PINS) {
         if flag_dsn.is_some() || env_set("SENTRY_DSN") {
             cfg.notice(format!(
                 "the managed policy {} pins the Sentry sink: {} ignored",
@@ -97,7 +100,7 @@ fn settings(flag: Option<&str>, cfg: &Config) -> Result<Option<SentryConfig>, Cl
         ));
     }
     let lookup = |name: &str| {
-        let ignored = name == "SENTRY_DSN" && cfg.pinned("sentry").is_some();
+        let ignored = name == "SENTRY_DSN" && cfg.pinned("sentry", PINS).is_some();
         (VARS.contains(&name) && !ignored).then(|| std::env::var(name).ok().filter(|v| !v.trim().is_empty())).flatten()
     };
     let mut config = config.with_env(lookup).map_err(|e| CliError::Usage(e.to_string()))?;
@@ -131,7 +134,7 @@ impl Sink for SentrySink {
             "environment": c.environment,
             "release": c.release,
             "sampleRatio": c.traces_sample_rate.unwrap_or(1.0),
-            "pinned": sources.cfg.pinned("sentry").is_some(),
+            "pinned": sources.cfg.pinned("sentry", PINS).is_some(),
             "sources": {
                 "endpoint": sources.of(&sink("dsn"), dsn_flag, &["SENTRY_DSN"]),
                 "capture": sources.capture.clone(),

@@ -21,6 +21,10 @@ pub struct SinkKind {
     /// True when it sends off the machine: the `remote` group of `--capture` (others are
     /// `local`, which a bare `--capture KINDS` means), and `pi observe test` probes it.
     pub remote: bool,
+    /// The key of its settings object that says where it sends (`endpoint`, `dsn`, `path`): set
+    /// in the managed policy, it pins the sink (flags and variables cannot move it). `None`: the
+    /// sink cannot be pinned.
+    pub pins: Option<&'static str>,
     /// Adds the flags the sink declares itself (read back from
     /// [`SinkArgs::declared`](super::flags::SinkArgs::declared)); the built-in sinks' flags are
     /// fields of `SinkArgs`, so theirs add nothing.

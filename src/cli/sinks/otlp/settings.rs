@@ -10,6 +10,9 @@ use crate::cli::config::env_set;
 use crate::cli::config::telemetry::sink_key;
 use crate::cli::sinks::OtlpArgs;
 
+/// Where the sink sends: set by the managed policy, it pins the sink.
+pub const PINS: &str = "endpoint";
+
 /// The OTLP variables a pinned sink ignores: its destination, protocol, headers and on/off
 /// switch belong to the managed policy.
 const PINNED_VARS: &[&str] = &[
@@ -35,9 +38,9 @@ const PINNED_VARS: &[&str] = &[
 /// Malformed values are one-line errors naming the flag, variable or key path.
 pub fn resolve(args: &OtlpArgs, cfg: &Config) -> Result<Option<OtlpConfig>, CliError> {
     crate::cli::sinks::trace_link::trace_url_template()?;
-    let pinned = cfg.pinned("otlp");
+    let pinned = cfg.pinned("otlp", PINS);
     let env_endpoint = pinned.is_none() && [env::ENDPOINT, env::TRACES_ENDPOINT].iter().any(|v| env_set(v));
-    if args.otlp.is_none() && !env_endpoint && !cfg.sink_in_files("otlp") {
+    if args.otlp.is_none() && !env_endpoint && !cfg.sink_in_files("otlp", PINS) {
         return no_otlp(args);
     }
     let mut config = OtlpConfig::default();
@@ -277,7 +280,7 @@ fn apply_sink_settings(config: &mut OtlpConfig, args: &OtlpArgs, cfg: &Config) -
     } else if config.metrics.is_none() {
         config.metrics = cfg.settings.bool(&key("metrics"));
     }
-    if cfg.pinned("otlp").is_some() {
+    if cfg.pinned("otlp", PINS).is_some() {
         config.disabled = false;
     }
     Ok(())
