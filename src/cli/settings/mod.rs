@@ -29,7 +29,7 @@ pub mod trust;
 use serde_json::Value;
 
 pub use file::{Scope, SettingsFile, expand_vars};
-pub use schema::{CAPTURE, ENABLED, Ty, declare_sinks};
+pub use schema::{Ratio, SinkCheck, check, declare_sinks};
 
 /// The settings file name, in the agent directory and in a project's `.pi/`.
 pub const SETTINGS_FILE: &str = "settings.json";

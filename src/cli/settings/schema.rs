@@ -1,134 +1,16 @@
-//! The keys pi knows, with their types: upstream pi's settings (all of them, so a file written
-//! for upstream produces no warnings), our `telemetry` section, and the managed-only `policy`
-//! section. A known key with a wrong value is an error naming its path; an unknown key is kept
-//! and listed so the caller can warn about it once (typo protection).
+//! The keys pi knows, as types: upstream pi's settings (all of them, so a file written for
+//! upstream produces no warnings), our `telemetry` section (each sink's part declared by the sink
+//! itself), and the managed-only `policy` section. Each file is deserialized into
+//! [`SettingsDoc`] when it is read: a known key with a wrong value is an error naming its key path
+//! (serde's words, the path from `serde_path_to_error`); a key no type has is kept in the file
+//! and listed (`serde_ignored`) so the caller can warn about it once (typo protection). Values
+//! are then read layer by layer with their origin (`Settings::get`).
 
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+use serde::de::{self, DeserializeOwned, Deserializer, Unexpected, Visitor};
 use serde_json::{Map, Value};
-
-/// The type of a known key.
-#[derive(Debug)]
-pub enum Ty {
-    /// Any string.
-    Str,
-    /// One of these strings.
-    OneOf(&'static [&'static str]),
-    /// `true` / `false`.
-    Bool,
-    /// A whole number ≥ 0.
-    Count,
-    /// Any finite number ≥ 0.
-    Number,
-    /// A number from 0 to 1 (a sampling ratio).
-    Ratio,
-    /// A list of strings.
-    Strs,
-    /// Anything (kept as written; upstream's `packages` entries are strings or objects).
-    Any,
-    /// An object with these known keys; any other key is unknown.
-    Obj(&'static [(&'static str, Ty)]),
-    /// An object with these known keys; every other key holds a value of the given type.
-    Open(&'static [(&'static str, Ty)], &'static Ty),
-    /// `telemetry.sinks`: one object per sink, with the keys each sink declares
-    /// ([`declare_sinks`]); a name no sink has is unknown.
-    Sinks,
-}
-
-/// Every sink's settings object, by name, as the sinks declare them at start.
-static SINKS: std::sync::OnceLock<Vec<(&'static str, &'static Ty)>> = std::sync::OnceLock::new();
-
-/// Declares the sinks' settings (`telemetry.sinks.NAME`), once, before any settings file is read.
-/// Until then every sink name is unknown.
-pub fn declare_sinks(sinks: Vec<(&'static str, &'static Ty)>) {
-    let _ = SINKS.set(sinks);
-}
-
-/// `enabled`, which every sink's settings have: on (or off) from the settings files.
-pub const ENABLED: (&str, Ty) = ("enabled", Ty::Bool);
-
-use Ty::{Any, Bool, Count, Number, Obj, OneOf, Open, Ratio, Str, Strs};
-
-const THINKING_LEVELS: &[&str] = &["off", "minimal", "low", "medium", "high", "xhigh"];
-const DELIVERY: &[&str] = &["all", "one-at-a-time"];
-
-/// Upstream pi's `settings.json` keys (`packages/coding-agent/docs/settings.md`) plus the ones
-/// later versions added, and our `telemetry`.
-pub(crate) const SETTINGS: &[(&str, Ty)] = &[
-    ("lastChangelogVersion", Str),
-    ("defaultProvider", Str),
-    ("defaultModel", Str),
-    ("defaultThinkingLevel", OneOf(THINKING_LEVELS)),
-    ("hideThinkingBlock", Bool),
-    ("thinkingBudgets", Obj(&[("minimal", Count), ("low", Count), ("medium", Count), ("high", Count)])),
-    ("transport", OneOf(&["sse", "websocket", "auto"])),
-    ("steeringMode", OneOf(DELIVERY)),
-    ("followUpMode", OneOf(DELIVERY)),
-    ("theme", Str),
-    ("quietStartup", Bool),
-    ("collapseChangelog", Bool),
-    ("doubleEscapeAction", OneOf(&["tree", "fork", "none"])),
-    ("treeFilterMode", OneOf(&["default", "no-tools", "user-only", "labeled-only", "all"])),
-    ("editorPaddingX", Count),
-    ("autocompleteMaxVisible", Count),
-    ("showHardwareCursor", Bool),
-    ("compaction", Obj(&[("enabled", Bool), ("reserveTokens", Count), ("keepRecentTokens", Count)])),
-    ("branchSummary", Obj(&[("reserveTokens", Count), ("skipPrompt", Bool)])),
-    ("retry", Obj(&[("enabled", Bool), ("maxRetries", Count), ("baseDelayMs", Count), ("maxDelayMs", Count)])),
-    ("terminal", Obj(&[("showImages", Bool), ("clearOnShrink", Bool)])),
-    ("images", Obj(&[("autoResize", Bool), ("blockImages", Bool)])),
-    ("shellPath", Str),
-    ("shellCommandPrefix", Str),
-    ("npmCommand", Strs),
-    ("enabledModels", Strs),
-    ("markdown", Obj(&[("codeBlockIndent", Str)])),
-    ("packages", Any),
-    ("extensions", Strs),
-    ("skills", Strs),
-    ("prompts", Strs),
-    ("themes", Strs),
-    ("enableSkillCommands", Bool),
-    ("sessionDir", Str),
-    ("exposeSessionEnvironment", Bool),
-    ("telemetry", Obj(TELEMETRY)),
-];
-
-/// `capture`, which every sink's settings have: content kinds (or `all`).
-pub const CAPTURE: (&str, Ty) = ("capture", Strs);
-
-/// Our `telemetry` section.
-const TELEMETRY: &[(&str, Ty)] = &[
-    ("sinks", Ty::Sinks),
-    ("redact", Strs),
-    (
-        "sampler",
-        Obj(&[
-            (
-                "name",
-                OneOf(&[
-                    "always_on",
-                    "always_off",
-                    "traceidratio",
-                    "parentbased_always_on",
-                    "parentbased_always_off",
-                    "parentbased_traceidratio",
-                ]),
-            ),
-            ("arg", Ratio),
-        ]),
-    ),
-    ("spool", Obj(&[("enabled", Bool), ("dir", Str), ("maxBytes", Count), ("maxAgeDays", Number)])),
-    ("attribution", Open(&[("required", Strs)], &Str)),
-];
-
-/// The managed policy's own section (only read from the managed file).
-const POLICY: (&str, Ty) = (
-    "policy",
-    Obj(&[
-        ("allowedProviders", Strs),
-        ("allowedModels", Strs),
-        ("allowNonManagedExtensions", Bool),
-        ("allowProjectResources", Bool),
-    ]),
-);
 
 /// The outcome of a check: the unknown keys.
 #[derive(Debug, Default)]
@@ -137,76 +19,99 @@ pub(crate) struct Checked {
     pub unknown: Vec<String>,
 }
 
-/// Checks every known key of a settings object (`managed`: the managed policy's file, which also
-/// knows `policy`); `Err((key path, expected))` for the first wrong value.
-pub(crate) fn check_settings(value: &Map<String, Value>, managed: bool) -> Result<Checked, (String, String)> {
-    let mut checked = Checked::default();
-    let mut path = Vec::new();
-    for (key, v) in value {
-        path.push(key.as_str());
-        let ty = SETTINGS.iter().chain(managed.then_some(&POLICY)).find(|(k, _)| k == key);
-        match ty {
-            Some((_, ty)) => check(v, ty, &mut path, &mut checked)?,
-            None => checked.unknown.push(key.clone()),
+/// Checks a value against `T`: the dotted paths of the keys `T` does not have, or the first
+/// wrong value as `(key path, what is wrong)`. A sink checks its `telemetry.sinks.NAME` with it.
+pub fn check<T: DeserializeOwned>(value: &Value) -> Result<Vec<String>, (String, String)> {
+    let mut unknown = Vec::new();
+    let mut note = |path: serde_ignored::Path<'_>| unknown.push(dotted(&path));
+    let ignoring = serde_ignored::Deserializer::new(value.clone(), &mut note);
+    match serde_path_to_error::deserialize::<_, T>(ignoring) {
+        Ok(_) => Ok(unknown),
+        Err(e) => {
+            let path = e.path().to_string();
+            Err((if path == "." { String::new() } else { path }, reworded(&e.into_inner().to_string())))
         }
-        path.pop();
     }
+}
+
+/// serde's message as the settings' other errors say it: `expected …, found …`.
+fn reworded(message: &str) -> String {
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some((found, expected)) = message.strip_prefix(prefix).and_then(|m| m.split_once(", expected ")) {
+            return format!("expected {expected}, found {found}");
+        }
+    }
+    if let Some((variant, expected)) =
+        message.strip_prefix("unknown variant ").and_then(|m| m.split_once(", expected "))
+    {
+        return format!("expected {}, found {variant}", expected.replace('`', ""));
+    }
+    message.to_owned()
+}
+
+/// `a.b.c` for a path serde_ignored reports (its `Option` and newtype steps left out).
+fn dotted(path: &serde_ignored::Path<'_>) -> String {
+    use serde_ignored::Path;
+    let join = |parent: &Path<'_>, key: &str| match dotted(parent) {
+        parent if parent.is_empty() => key.to_owned(),
+        parent => format!("{parent}.{key}"),
+    };
+    match path {
+        Path::Root => String::new(),
+        Path::Seq { parent, index } => join(parent, &index.to_string()),
+        Path::Map { parent, key } => join(parent, key),
+        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => dotted(parent),
+    }
+}
+
+/// How a sink's settings object is checked (`check::<ItsSettings>`).
+pub type SinkCheck = fn(&Value) -> Result<Vec<String>, (String, String)>;
+
+/// Every sink's settings check, by name, as the sinks declare them at start.
+static SINKS: OnceLock<Vec<(&'static str, SinkCheck)>> = OnceLock::new();
+
+/// Declares the sinks' settings (`telemetry.sinks.NAME`), once, before any settings file is read.
+/// Until then every sink name is unknown.
+pub fn declare_sinks(sinks: Vec<(&'static str, SinkCheck)>) {
+    let _ = SINKS.set(sinks);
+}
+
+/// Checks a settings object (`managed`: the managed policy's file, which also knows `policy`).
+pub(crate) fn check_settings(value: &Map<String, Value>, managed: bool) -> Result<Checked, (String, String)> {
+    let mut object = value.clone();
+    let mut checked = Checked::default();
+    // `policy` is the managed file's own section: anywhere else it is unknown.
+    if !managed && object.remove("policy").is_some() {
+        checked.unknown.push("policy".into());
+    }
+    let sinks = object.get_mut("telemetry").and_then(Value::as_object_mut).and_then(|t| t.remove("sinks"));
+    let mut unknown = check::<SettingsDoc>(&Value::Object(object))?;
+    if let Some(sinks) = sinks {
+        unknown.extend(check_sinks(&sinks)?);
+    }
+    checked.unknown.extend(unknown);
     Ok(checked)
 }
 
-fn check<'a>(
-    value: &'a Value,
-    ty: &Ty,
-    path: &mut Vec<&'a str>,
-    checked: &mut Checked,
-) -> Result<(), (String, String)> {
-    let wrong =
-        |path: &[&str], expected: String| Err((path.join("."), format!("{expected}, found {}", describe(value))));
-    match ty {
-        // `null` means "not set here" (a lower file's value applies).
-        _ if value.is_null() => Ok(()),
-        Any => Ok(()),
-        Str if value.is_string() => Ok(()),
-        Str => wrong(path, "expected a string".into()),
-        OneOf(allowed) if value.as_str().is_some_and(|s| allowed.contains(&s)) => Ok(()),
-        OneOf(allowed) => wrong(path, format!("expected one of {}", allowed.join(", "))),
-        Bool if value.is_boolean() => Ok(()),
-        Bool => wrong(path, "expected true or false".into()),
-        Count if value.as_u64().is_some() => Ok(()),
-        Count => wrong(path, "expected a whole number ≥ 0".into()),
-        Number if value.as_f64().is_some_and(|n| n >= 0.0) => Ok(()),
-        Number => wrong(path, "expected a number ≥ 0".into()),
-        Ratio if value.as_f64().is_some_and(|n| (0.0..=1.0).contains(&n)) => Ok(()),
-        Ratio => wrong(path, "expected a ratio between 0 and 1".into()),
-        Strs if value.as_array().is_some_and(|a| a.iter().all(Value::is_string)) => Ok(()),
-        Strs => wrong(path, "expected a list of strings".into()),
-        Ty::Sinks => {
-            let Some(object) = value.as_object() else { return wrong(path, "expected an object".into()) };
-            let declared = SINKS.get().map(Vec::as_slice).unwrap_or_default();
-            for (name, v) in object {
-                path.push(name.as_str());
-                match declared.iter().find(|(n, _)| n == name) {
-                    Some((_, ty)) => check(v, ty, path, checked)?,
-                    None => checked.unknown.push(path.join(".")),
-                }
-                path.pop();
+/// `telemetry.sinks`: each name a sink declared, checked by that sink.
+fn check_sinks(sinks: &Value) -> Result<Vec<String>, (String, String)> {
+    const AT: &str = "telemetry.sinks";
+    let Some(sinks) = sinks.as_object() else {
+        return Err((AT.into(), format!("expected an object, found {}", describe(sinks))));
+    };
+    let declared = SINKS.get().map(Vec::as_slice).unwrap_or_default();
+    let mut unknown = Vec::new();
+    for (name, value) in sinks {
+        let at = |key: &str| if key.is_empty() { format!("{AT}.{name}") } else { format!("{AT}.{name}.{key}") };
+        match declared.iter().find(|(n, _)| n == name) {
+            _ if value.is_null() => {}
+            Some((_, check)) => {
+                unknown.extend(check(value).map_err(|(key, why)| (at(&key), why))?.iter().map(|k| at(k)))
             }
-            Ok(())
-        }
-        Obj(fields) | Open(fields, _) => {
-            let Some(object) = value.as_object() else { return wrong(path, "expected an object".into()) };
-            for (key, v) in object {
-                path.push(key.as_str());
-                match (fields.iter().find(|(k, _)| k == key), ty) {
-                    (Some((_, field)), _) => check(v, field, path, checked)?,
-                    (None, Open(_, rest)) => check(v, rest, path, checked)?,
-                    (None, _) => checked.unknown.push(path.join(".")),
-                }
-                path.pop();
-            }
-            Ok(())
+            None => unknown.push(at("")),
         }
     }
+    Ok(unknown)
 }
 
 /// "a string", "an array", … for messages.
@@ -221,18 +126,324 @@ pub(crate) fn describe(value: &Value) -> String {
     }
 }
 
+/// A settings file as upstream pi documents it (`docs/settings.md`, plus the keys later
+/// versions added) and our `telemetry` section; `null` anywhere means "not set here". Read to
+/// check a file; the values themselves are looked up layer by layer.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // the fields are the schema: deserializing checks them
+pub(crate) struct SettingsDoc {
+    last_changelog_version: Option<String>,
+    default_provider: Option<String>,
+    default_model: Option<String>,
+    default_thinking_level: Option<ThinkingLevel>,
+    hide_thinking_block: Option<bool>,
+    thinking_budgets: Option<ThinkingBudgets>,
+    transport: Option<Transport>,
+    steering_mode: Option<Delivery>,
+    follow_up_mode: Option<Delivery>,
+    theme: Option<String>,
+    quiet_startup: Option<bool>,
+    collapse_changelog: Option<bool>,
+    double_escape_action: Option<DoubleEscapeAction>,
+    tree_filter_mode: Option<TreeFilterMode>,
+    editor_padding_x: Option<Count>,
+    autocomplete_max_visible: Option<Count>,
+    show_hardware_cursor: Option<bool>,
+    compaction: Option<Compaction>,
+    branch_summary: Option<BranchSummary>,
+    retry: Option<Retry>,
+    terminal: Option<Terminal>,
+    images: Option<Images>,
+    shell_path: Option<String>,
+    shell_command_prefix: Option<String>,
+    npm_command: Option<Vec<String>>,
+    enabled_models: Option<Vec<String>>,
+    markdown: Option<Markdown>,
+    /// Upstream's `packages` entries are strings or objects: kept as written.
+    packages: Option<Value>,
+    extensions: Option<Vec<String>>,
+    skills: Option<Vec<String>>,
+    prompts: Option<Vec<String>>,
+    themes: Option<Vec<String>>,
+    enable_skill_commands: Option<bool>,
+    session_dir: Option<String>,
+    expose_session_environment: Option<bool>,
+    telemetry: Option<Telemetry>,
+    /// The managed policy's own section (only read from the managed file).
+    policy: Option<Policy>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ThinkingLevel {
+    Off,
+    Minimal,
+    Low,
+    Medium,
+    High,
+    Xhigh,
+}
+
+#[derive(Debug, Deserialize)]
+#[allow(dead_code)]
+struct ThinkingBudgets {
+    minimal: Option<Count>,
+    low: Option<Count>,
+    medium: Option<Count>,
+    high: Option<Count>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Transport {
+    Sse,
+    Websocket,
+    Auto,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Delivery {
+    All,
+    OneAtATime,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum DoubleEscapeAction {
+    Tree,
+    Fork,
+    None,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum TreeFilterMode {
+    Default,
+    NoTools,
+    UserOnly,
+    LabeledOnly,
+    All,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct Compaction {
+    enabled: Option<bool>,
+    reserve_tokens: Option<Count>,
+    keep_recent_tokens: Option<Count>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct BranchSummary {
+    reserve_tokens: Option<Count>,
+    skip_prompt: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct Retry {
+    enabled: Option<bool>,
+    max_retries: Option<Count>,
+    base_delay_ms: Option<Count>,
+    max_delay_ms: Option<Count>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct Terminal {
+    show_images: Option<bool>,
+    clear_on_shrink: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct Images {
+    auto_resize: Option<bool>,
+    block_images: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct Markdown {
+    code_block_indent: Option<String>,
+}
+
+/// Our `telemetry` section (its `sinks` are checked by each sink, see [`declare_sinks`]).
+#[derive(Debug, Deserialize)]
+#[allow(dead_code)]
+struct Telemetry {
+    redact: Option<Vec<String>>,
+    sampler: Option<Sampler>,
+    spool: Option<Spool>,
+    attribution: Option<Attribution>,
+}
+
+#[derive(Debug, Deserialize)]
+#[allow(dead_code)]
+struct Sampler {
+    name: Option<SamplerName>,
+    arg: Option<Ratio>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum SamplerName {
+    AlwaysOn,
+    AlwaysOff,
+    Traceidratio,
+    ParentbasedAlwaysOn,
+    ParentbasedAlwaysOff,
+    ParentbasedTraceidratio,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct Spool {
+    enabled: Option<bool>,
+    dir: Option<String>,
+    max_bytes: Option<Count>,
+    max_age_days: Option<Number>,
+}
+
+/// `required` (a list of keys), and any attribution key as a string (or a `…Command`).
+#[derive(Debug)]
+struct Attribution;
+
+impl<'de> Deserialize<'de> for Attribution {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> Visitor<'de> for Keys {
+            type Value = Attribution;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of attribution keys")
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Attribution, A::Error> {
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "required" {
+                        map.next_value::<Option<Vec<String>>>()?;
+                    } else {
+                        map.next_value::<Option<String>>()?;
+                    }
+                }
+                Ok(Attribution)
+            }
+        }
+        d.deserialize_map(Keys)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct Policy {
+    allowed_providers: Option<Vec<String>>,
+    allowed_models: Option<Vec<String>>,
+    allow_non_managed_extensions: Option<bool>,
+    allow_project_resources: Option<bool>,
+}
+
+/// A whole number ≥ 0.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Count(pub u64);
+
+/// Any finite number ≥ 0.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Number(pub f64);
+
+/// A number from 0 to 1 (a sampling ratio).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ratio(pub f64);
+
+/// Accepts finite numbers ≥ 0 (at most `max`), saying `expected` otherwise.
+struct NumberVisitor {
+    expected: &'static str,
+    max: Option<f64>,
+}
+
+impl Visitor<'_> for NumberVisitor {
+    type Value = f64;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.expected)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
+        self.visit_f64(v as f64)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
+        if v < 0 { Err(E::invalid_value(Unexpected::Signed(v), &self)) } else { self.visit_f64(v as f64) }
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
+        if v.is_finite() && v >= 0.0 && self.max.is_none_or(|max| v <= max) {
+            Ok(v)
+        } else {
+            Err(E::invalid_value(Unexpected::Float(v), &self))
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // A whole number as JSON writes it: `8192`, not `8192.0`.
+        struct Whole;
+        impl Visitor<'_> for Whole {
+            type Value = u64;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a whole number ≥ 0")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+                Ok(v)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+                u64::try_from(v).map_err(|_| E::invalid_value(Unexpected::Signed(v), &self))
+            }
+        }
+        d.deserialize_any(Whole).map(Count)
+    }
+}
+
+impl<'de> Deserialize<'de> for Number {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NumberVisitor { expected: "a number ≥ 0", max: None }).map(Number)
+    }
+}
+
+impl<'de> Deserialize<'de> for Ratio {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NumberVisitor { expected: "a ratio between 0 and 1", max: Some(1.0) }).map(Ratio)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The OTLP sink's settings, as a sink would declare them.
-    fn declare() {
-        const OTLP: Ty = Obj(&[ENABLED, ("endpoint", Str), ("headers", Open(&[], &Str)), CAPTURE]);
-        declare_sinks(vec![("otlp", &OTLP)]);
-    }
-
     const GLOBAL: bool = false;
     const MANAGED: bool = true;
+
+    /// The OTLP sink's settings, as a sink would declare them.
+    fn declare() {
+        #[derive(Deserialize)]
+        #[allow(dead_code)]
+        struct Otlp {
+            enabled: Option<bool>,
+            endpoint: Option<String>,
+            headers: Option<std::collections::BTreeMap<String, Option<String>>>,
+        }
+        declare_sinks(vec![("otlp", check::<Otlp>)]);
+    }
 
     fn run(json: &str, managed: bool) -> Result<Vec<String>, (String, String)> {
         declare();
@@ -245,23 +456,39 @@ mod tests {
         let unknown = run(
             r#"{"defaultProvider":"anthropic","compaction":{"enabled":true,"reserveTokens":8192,"extra":1},
                 "packages":["a",{"source":"b"}],"defaultThinkingLevel":"high","telemetery":{},
-                "telemetry":{"sinks":{"otlp":{"endpiont":"x","headers":{"authorization":"Bearer ${T}"}}},
+                "telemetry":{"sinks":{"otlp":{"endpiont":"x","headers":{"authorization":"Bearer ${T}"}},"otpl":{}},
                              "attribution":{"orgId":"acme","userIdCommand":"git config user.email","required":["userId"]}}}"#,
             GLOBAL,
         )
         .unwrap();
-        assert_eq!(unknown, ["compaction.extra", "telemetery", "telemetry.sinks.otlp.endpiont"]);
+        assert_eq!(
+            unknown,
+            ["compaction.extra", "telemetery", "telemetry.sinks.otlp.endpiont", "telemetry.sinks.otpl"]
+        );
     }
 
     #[test]
     fn wrong_values_name_the_key_path() {
         let (key, expected) = run(r#"{"telemetry":{"spool":{"maxBytes":"big"}}}"#, GLOBAL).unwrap_err();
         assert_eq!(key, "telemetry.spool.maxBytes");
-        assert_eq!(expected, "expected a whole number ≥ 0, found a string");
+        assert_eq!(expected, "expected a whole number ≥ 0, found string \"big\"");
         let (key, expected) = run(r#"{"defaultThinkingLevel":"max"}"#, GLOBAL).unwrap_err();
-        assert_eq!((key.as_str(), expected.contains("off, minimal")), ("defaultThinkingLevel", true));
+        assert_eq!(
+            (key.as_str(), expected.contains("expected one of off, minimal")),
+            ("defaultThinkingLevel", true),
+            "{expected}"
+        );
         let (key, _) = run(r#"{"telemetry":{"attribution":{"orgId":7}}}"#, GLOBAL).unwrap_err();
         assert_eq!(key, "telemetry.attribution.orgId");
+        let (key, expected) = run(r#"{"telemetry":{"sampler":{"arg":1.5}}}"#, GLOBAL).unwrap_err();
+        assert_eq!(key, "telemetry.sampler.arg");
+        assert!(expected.contains("a ratio between 0 and 1"), "{expected}");
+        let (key, _) = run(r#"{"telemetry":{"sinks":{"otlp":{"enabled":"yes"}}}}"#, GLOBAL).unwrap_err();
+        assert_eq!(key, "telemetry.sinks.otlp.enabled");
+        assert!(
+            run(r#"{"compaction":{"reserveTokens":null},"theme":null}"#, GLOBAL).unwrap().is_empty(),
+            "null is unset"
+        );
     }
 
     #[test]

@@ -11,18 +11,21 @@ use serde_json::Value;
 
 use super::local;
 use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Running, Sink, SinkKind, Sources, no_flags};
-use crate::cli::settings::{CAPTURE, ENABLED, Ty};
+use crate::cli::settings::check;
 use crate::cli::{CliError, output};
 
 /// The events sink in the list of sinks (`SINKS`).
-pub const KIND: SinkKind =
-    SinkKind { name: "events", remote: false, pins: Some(PINS), flags: no_flags, settings: Some(&SETTINGS), resolve };
+pub const KIND: SinkKind = SinkKind {
+    name: "events",
+    remote: false,
+    pins: Some(PINS),
+    flags: no_flags,
+    settings: Some(check::<local::Settings>),
+    resolve,
+};
 
 /// Where it sends: set by the managed policy, it pins the sink.
 const PINS: &str = local::DESTINATION;
-
-/// `telemetry.sinks.events`.
-const SETTINGS: Ty = Ty::Obj(&[ENABLED, ("path", Ty::Str), CAPTURE]);
 
 /// Always resolved: off until it has a file (`pi observe canary` gives it one, to try its
 /// capture policy).

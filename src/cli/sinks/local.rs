@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::sink::Sources;
@@ -12,6 +13,15 @@ pub const DESTINATION: &str = "path";
 use crate::cli::CliError;
 use crate::cli::config::Config;
 use crate::cli::config::telemetry::{bad, sink_key};
+
+/// `telemetry.sinks.log` and `telemetry.sinks.events`.
+#[derive(Deserialize)]
+#[allow(dead_code)] // the fields are the schema: deserializing checks them
+pub struct Settings {
+    enabled: Option<bool>,
+    path: Option<String>,
+    capture: Option<Vec<String>>,
+}
 
 /// The sink's file: the managed policy's path (pinned: the flag is ignored, said once), else
 /// the flag (an empty `--log-json` value means stderr), else the settings files' path when the

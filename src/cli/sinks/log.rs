@@ -12,18 +12,15 @@ use serde_json::Value;
 
 use super::local;
 use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Running, Sink, SinkKind, Sources};
-use crate::cli::settings::{CAPTURE, ENABLED, Ty};
+use crate::cli::settings::check;
 use crate::cli::{CliError, output};
 
 /// The log sink in the list of sinks (`SINKS`).
 pub const KIND: SinkKind =
-    SinkKind { name: "log", remote: false, pins: Some(PINS), flags, settings: Some(&SETTINGS), resolve };
+    SinkKind { name: "log", remote: false, pins: Some(PINS), flags, settings: Some(check::<local::Settings>), resolve };
 
 /// Where it sends: set by the managed policy, it pins the sink.
 const PINS: &str = local::DESTINATION;
-
-/// `telemetry.sinks.log`.
-const SETTINGS: Ty = Ty::Obj(&[ENABLED, ("path", Ty::Str), CAPTURE]);
 
 /// The flag's id.
 const LOG_JSON: &str = "log_json";

@@ -9,7 +9,9 @@ use pi_observe::core::{ProbeOutcome, TraceId};
 use pi_observe::otel::names::env;
 use pi_observe::otel::{Conventions, OtelSubscriber, OtlpConfig, Protocol, WireCapture, url_without_secrets};
 use pi_observe::spool::Spool;
-use serde::Serialize;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::exit;
@@ -20,7 +22,7 @@ use super::sink::{
 use crate::cli::CliError;
 use crate::cli::config::telemetry::sink_key;
 use crate::cli::output;
-use crate::cli::settings::{CAPTURE, ENABLED, Ty};
+use crate::cli::settings::check;
 
 mod settings;
 
@@ -30,23 +32,9 @@ pub const KIND: SinkKind = SinkKind {
     remote: true,
     pins: Some(settings::PINS),
     flags: no_flags,
-    settings: Some(&SETTINGS),
+    settings: Some(check::<Settings>),
     resolve,
 };
-
-/// `telemetry.sinks.otlp`.
-const SETTINGS: Ty = Ty::Obj(&[
-    ENABLED,
-    ("endpoint", Ty::Str),
-    ("protocol", Ty::OneOf(&["http/protobuf", "http/json", "grpc"])),
-    ("headers", Ty::Open(&[], &Ty::Str)),
-    ("serviceName", Ty::Str),
-    ("conventions", Ty::OneOf(&["genai", "openinference", "both"])),
-    ("metrics", Ty::Bool),
-    ("metricDims", Ty::Strs),
-    ("logs", Ty::Bool),
-    CAPTURE,
-]);
 
 fn resolve(from: &Resolve<'_>) -> Resolved {
     let Some(mut config) = settings::resolve(&from.args.otlp, from.cfg)? else { return Ok(None) };
@@ -157,6 +145,41 @@ fn destinations(otlp: &OtlpConfig) -> String {
         }
         _ => format!("{traces}, {metrics}, {logs}"),
     }
+}
+
+/// `telemetry.sinks.otlp`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // the fields are the schema: deserializing checks them
+struct Settings {
+    enabled: Option<bool>,
+    endpoint: Option<String>,
+    protocol: Option<ProtocolName>,
+    headers: Option<BTreeMap<String, Option<String>>>,
+    service_name: Option<String>,
+    conventions: Option<ConventionsName>,
+    metrics: Option<bool>,
+    metric_dims: Option<Vec<String>>,
+    logs: Option<bool>,
+    capture: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+enum ProtocolName {
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+    #[serde(rename = "http/json")]
+    HttpJson,
+    #[serde(rename = "grpc")]
+    Grpc,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ConventionsName {
+    Genai,
+    Openinference,
+    Both,
 }
 
 /// The attached sink.

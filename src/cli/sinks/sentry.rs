@@ -9,7 +9,7 @@ use pi_observe::core::{ProbeOutcome, TraceId};
 use pi_observe::otel::url_without_secrets;
 use pi_observe::sentry::{EnvelopeCapture, SentryConfig, SentryStats, SentrySubscriber};
 use pi_observe::spool::Spool;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::exit;
@@ -22,24 +22,20 @@ use crate::cli::config::Config;
 use crate::cli::config::env_set;
 use crate::cli::config::telemetry::sink_key;
 use crate::cli::output;
-use crate::cli::settings::{CAPTURE, ENABLED, Ty};
+use crate::cli::settings::{Ratio, check};
 
 /// The Sentry sink in the list of sinks (`SINKS`).
-pub const KIND: SinkKind =
-    SinkKind { name: "sentry", remote: true, pins: Some(PINS), flags: no_flags, settings: Some(&SETTINGS), resolve };
+pub const KIND: SinkKind = SinkKind {
+    name: "sentry",
+    remote: true,
+    pins: Some(PINS),
+    flags: no_flags,
+    settings: Some(check::<Settings>),
+    resolve,
+};
 
 /// Where it sends: set by the managed policy, it pins the sink.
 const PINS: &str = "dsn";
-
-/// `telemetry.sinks.sentry`.
-const SETTINGS: Ty = Ty::Obj(&[
-    ENABLED,
-    ("dsn", Ty::Str),
-    ("environment", Ty::Str),
-    ("release", Ty::Str),
-    ("sampleRate", Ty::Ratio),
-    CAPTURE,
-]);
 
 fn resolve(from: &Resolve<'_>) -> Resolved {
     let Some(mut config) = settings(from.args.sentry.as_deref(), from.cfg)? else { return Ok(None) };
@@ -168,6 +164,19 @@ impl Sink for SentrySink {
         let subscription = to.hub.subscribe_arc(sentry.clone(), to.policy.clone());
         Ok(Some(Attached { subscription, running: Some(Arc::new(RunningSentry(sentry))) }))
     }
+}
+
+/// `telemetry.sinks.sentry`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // the fields are the schema: deserializing checks them
+struct Settings {
+    enabled: Option<bool>,
+    dsn: Option<String>,
+    environment: Option<String>,
+    release: Option<String>,
+    sample_rate: Option<Ratio>,
+    capture: Option<Vec<String>>,
 }
 
 /// The attached sink.

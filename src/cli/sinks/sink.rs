@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::flags::SinkArgs;
 use crate::cli::CliError;
 use crate::cli::config::Config;
-use crate::cli::settings::Ty;
+use crate::cli::settings::SinkCheck;
 
 /// One kind of sink: its name and how it is resolved.
 pub struct SinkKind {
@@ -29,11 +29,10 @@ pub struct SinkKind {
     /// [`SinkArgs::declared`](super::flags::SinkArgs::declared)); the built-in sinks' flags are
     /// fields of `SinkArgs`, so theirs add nothing.
     pub flags: fn(clap::Command) -> clap::Command,
-    /// The keys of its `telemetry.sinks.NAME` settings object, with their types (`enabled` and
-    /// `capture` among them: [`ENABLED`](crate::cli::settings::ENABLED),
-    /// [`CAPTURE`](crate::cli::settings::CAPTURE)); `None` when settings cannot configure it. A
-    /// wrong value is an error naming its key path, an unknown key one warning.
-    pub settings: Option<&'static Ty>,
+    /// How its `telemetry.sinks.NAME` settings object is checked: `check::<ItsSettings>`, a
+    /// serde type with `enabled` and `capture` among its keys; `None` when settings cannot
+    /// configure it. A wrong value is an error naming its key path, an unknown key one warning.
+    pub settings: Option<SinkCheck>,
     /// Reads the sink's flags, settings and variables: `None` when it is off.
     pub resolve: fn(&Resolve<'_>) -> Resolved,
 }
