@@ -14,6 +14,8 @@ pub mod telemetry;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+
+use serde_json::Value;
 use std::sync::Mutex;
 
 use crate::cli::settings::trust::{self, TrustDecision, TrustReason, TrustStore};
@@ -39,6 +41,36 @@ pub enum Source {
     /// Built in.
     #[default]
     Default,
+}
+
+/// One value as [`Config::pick`] found it, and where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Picked {
+    /// As written: a settings file's JSON value, or a flag's or variable's text.
+    pub value: Value,
+    /// Where it came from.
+    pub source: Source,
+}
+
+impl Picked {
+    /// The value as text (a JSON string's content, anything else as JSON).
+    pub fn text(&self) -> String {
+        match &self.value {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    /// What to name when the value at `key` is wrong: the flag, the variable, or the file and
+    /// the key path.
+    pub fn culprit(&self, key: &[&str]) -> String {
+        match &self.source {
+            Source::Flag(flag) => (*flag).to_owned(),
+            Source::Env(var) => var.clone(),
+            Source::Default => key.join("."),
+            file => format!("{}: {}", file.file(), key.join(".")),
+        }
+    }
 }
 
 /// True when the variable is set and not empty.
@@ -227,6 +259,33 @@ impl Config {
     /// A value from the managed policy, else from the settings files.
     pub fn value(&self, key: &[&str]) -> Option<&serde_json::Value> {
         self.managed_get(key).map(|(v, _)| v).or_else(|| self.settings.get(key).map(|f| f.value))
+    }
+
+    /// The value of `key` by the one precedence rule: the managed policy (binding: a `flag` or
+    /// variable it overrides is said once on stderr), then `flag` (its name and value, when
+    /// given), then the first of `vars` that is set, then the project's file, then the global
+    /// one. `None`: the default applies.
+    pub fn pick(&self, key: &[&str], flag: Option<(&'static str, Value)>, vars: &[&str]) -> Option<Picked> {
+        let var = vars.iter().find_map(|v| std::env::var(v).ok().filter(|x| !x.trim().is_empty()).map(|x| (*v, x)));
+        if let Some((value, file)) = self.managed_get(key) {
+            let overridden: Vec<&str> = flag.iter().map(|(f, _)| *f).chain(var.iter().map(|(v, _)| *v)).collect();
+            if !overridden.is_empty() {
+                self.notice(format!(
+                    "the managed policy {} sets {}: {} ignored",
+                    file.path.display(),
+                    key.join("."),
+                    overridden.join(", ")
+                ));
+            }
+            return Some(Picked { value: value.clone(), source: Source::of(file) });
+        }
+        if let Some((name, value)) = flag {
+            return Some(Picked { value, source: Source::Flag(name) });
+        }
+        if let Some((name, value)) = var {
+            return Some(Picked { value: Value::String(value), source: Source::Env(name.to_owned()) });
+        }
+        self.settings.get(key).map(|found| Picked { value: found.value.clone(), source: Source::of(found.file) })
     }
 
     /// The source of a value resolved as managed > `flag` (when given) > the first set variable

@@ -81,11 +81,6 @@ impl Settings {
         self.get(key)?.value.as_bool()
     }
 
-    /// A number setting.
-    pub fn number(&self, key: &[&str]) -> Option<f64> {
-        self.get(key)?.value.as_f64()
-    }
-
     /// The keys of the object at `key` across all files (each once, most binding file's order
     /// first).
     pub fn keys(&self, key: &[&str]) -> Vec<String> {

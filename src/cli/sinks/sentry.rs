@@ -47,7 +47,6 @@ fn resolve(from: &Resolve<'_>) -> Resolved {
 /// `telemetry.sinks.sentry`; `None` when none of them asks for Sentry. A DSN the managed policy
 /// sets pins the sink.
 fn settings(flag: Option<&str>, cfg: &Config) -> Result<Option<SentryConfig>, CliError> {
-    const VARS: [&str; 4] = ["SENTRY_DSN", "SENTRY_ENVIRONMENT", "SENTRY_RELEASE", "SENTRY_TRACES_SAMPLE_RATE"];
     if flag.is_none() && !env_set("SENTRY_DSN") && !cfg.sink_in_files("sentry", PINS) {
         return Ok(None);
     }
@@ -76,41 +75,24 @@ fn settings(flag: Option<&str>, cfg: &Config) -> Result<Option<SentryConfig>, Cl
     } else if !env_set("SENTRY_DSN") {
         from_file(&mut config)?;
     }
-    // Managed values bind over the variables; the user's files sit below them.
-    if let Some((environment, _)) = cfg.managed_get(&key("environment")) {
-        config.environment = environment.as_str().map(str::to_owned);
-    }
-    if let Some((release, _)) = cfg.managed_get(&key("release")) {
-        config.release = release.as_str().map(str::to_owned);
-    }
-    if let Some((rate, _)) = cfg.managed_get(&key("sampleRate")) {
-        config.traces_sample_rate = rate.as_f64();
-    }
-    if let Some(found) = cfg.settings.get(&key("sampleRate"))
-        && found.value.as_f64().is_some_and(|r| r > 1.0)
-    {
-        return Err(crate::cli::config::telemetry::bad(
-            found.file,
-            &key("sampleRate"),
-            "expected a ratio between 0 and 1",
-        ));
+    // Each by the one precedence: the managed policy, the variable, the project's file, the
+    // global one.
+    let text = |field: &str, var: &str| cfg.pick(&sink_key("sentry", field), None, &[var]).map(|found| found.text());
+    config.environment = text("environment", "SENTRY_ENVIRONMENT");
+    config.release = text("release", "SENTRY_RELEASE");
+    if let Some(found) = cfg.pick(&key("sampleRate"), None, &["SENTRY_TRACES_SAMPLE_RATE"]) {
+        let raw = found.text();
+        let rate = raw.trim().parse::<f64>().ok().filter(|r| (0.0..=1.0).contains(r));
+        config.traces_sample_rate = Some(rate.ok_or_else(|| {
+            let culprit = found.culprit(&key("sampleRate"));
+            CliError::Usage(format!("{culprit}: {raw:?} is not a ratio between 0 and 1"))
+        })?);
     }
     let lookup = |name: &str| {
-        let ignored = name == "SENTRY_DSN" && cfg.pinned("sentry", PINS).is_some();
-        (VARS.contains(&name) && !ignored).then(|| std::env::var(name).ok().filter(|v| !v.trim().is_empty())).flatten()
+        let ignored = name != "SENTRY_DSN" || cfg.pinned("sentry", PINS).is_some();
+        std::env::var(name).ok().filter(|v| !ignored && !v.trim().is_empty())
     };
-    let mut config = config.with_env(lookup).map_err(|e| CliError::Usage(e.to_string()))?;
-    // The settings files sit below the variables: what neither the managed policy nor a variable
-    // set (no setting is turned into a variable).
-    if config.environment.is_none() {
-        config.environment = cfg.settings.str(&key("environment")).map(str::to_owned);
-    }
-    if config.release.is_none() {
-        config.release = cfg.settings.str(&key("release")).map(str::to_owned);
-    }
-    if config.traces_sample_rate.is_none() {
-        config.traces_sample_rate = cfg.settings.number(&key("sampleRate"));
-    }
+    let config = config.with_env(lookup).map_err(|e| CliError::Usage(e.to_string()))?;
     Ok(Some(config))
 }
 

@@ -67,29 +67,20 @@ pub fn spool(
     };
     crate::cli::paths::check_dir(&culprit, &dir).map_err(CliError::Usage)?;
     let mut config = SpoolConfig::new(dir);
-    let env_or = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
-    // (value, what to name when it is wrong): managed, then the variable, then the files.
-    let layered = |field: &str, var: &str| -> Option<(String, String)> {
-        let setting =
-            |file: &crate::cli::settings::SettingsFile| format!("{}: telemetry.spool.{field}", file.path.display());
-        if let Some((value, file)) = cfg.managed_get(&key(field)) {
-            return Some((value.to_string(), setting(file)));
-        }
-        env_or(var)
-            .map(|v| (v, var.to_owned()))
-            .or_else(|| cfg.settings.get(&key(field)).map(|f| (f.value.to_string(), setting(f.file))))
-    };
-    if let Some((raw, culprit)) = layered("maxBytes", SPOOL_MAX_BYTES_VAR) {
-        config.max_bytes =
-            raw.trim().parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
-                CliError::Usage(format!("{culprit}: {raw:?} is not a positive whole number of bytes"))
-            })?;
+    if let Some(found) = cfg.pick(&key("maxBytes"), None, &[SPOOL_MAX_BYTES_VAR]) {
+        let raw = found.text();
+        config.max_bytes = raw.trim().parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+            let culprit = found.culprit(&key("maxBytes"));
+            CliError::Usage(format!("{culprit}: {raw:?} is not a positive whole number of bytes"))
+        })?;
     }
-    if let Some((raw, culprit)) = layered("maxAgeDays", SPOOL_MAX_AGE_VAR) {
-        let days =
-            raw.trim().parse::<f64>().ok().filter(|d| d.is_finite() && *d > 0.0 && *d <= 3650.0).ok_or_else(|| {
-                CliError::Usage(format!("{culprit}: {raw:?} is not a number of days between 0 and 3650"))
-            })?;
+    if let Some(found) = cfg.pick(&key("maxAgeDays"), None, &[SPOOL_MAX_AGE_VAR]) {
+        let raw = found.text();
+        let days = raw.trim().parse::<f64>().ok().filter(|d| d.is_finite() && *d > 0.0 && *d <= 3650.0);
+        let days = days.ok_or_else(|| {
+            let culprit = found.culprit(&key("maxAgeDays"));
+            CliError::Usage(format!("{culprit}: {raw:?} is not a number of days between 0 and 3650"))
+        })?;
         config.max_age = std::time::Duration::from_secs_f64(days * 86_400.0);
     }
     Ok(Some((config, source)))
