@@ -6,11 +6,11 @@ use pi_agent::events::{AgentEvent, Delta};
 use pi_agent::message::Message;
 use serde_json::{Value, json};
 
-/// Agent events in upstream's RPC shapes: `message_start`/`message_end` carry the message,
-/// `message_update` an `assistantMessageEvent` delta, `tool_execution_end` the result,
-/// `turn_end` the turn's assistant message and tool results, `agent_end` the prompt's
-/// messages. Events upstream does not have (`session_start`, `queue_update`, `agent_settled`,
-/// `session_compact`, `session_tree`, `session_shutdown`) are written in pi's own shape.
+use super::protocol::{AssistantMessageEvent, Event, ToolCallStart};
+
+/// Turns agent events into upstream's RPC [`Event`]s: `message_start`/`message_end` carry the
+/// message, `message_update` an `assistantMessageEvent` delta, `tool_execution_end` the result,
+/// `turn_end` the turn's assistant message and tool results, `agent_end` the prompt's messages.
 #[derive(Default)]
 pub struct Encoder {
     run_messages: Vec<Value>,
@@ -23,100 +23,96 @@ pub struct Encoder {
 }
 
 impl Encoder {
-    pub fn encode(&mut self, event: AgentEvent) -> Vec<Value> {
+    /// The lines `event` becomes (none while a tool's result is awaited, two for a message that
+    /// is final at once).
+    pub fn encode(&mut self, event: AgentEvent) -> Vec<Event> {
         let mut out = Vec::new();
         match event {
             AgentEvent::AgentStart => {
                 self.run_messages.clear();
-                out.push(json!({"type": "agent_start"}));
+                out.push(Event::AgentStart);
             }
             AgentEvent::TurnStart { turn_index } => {
                 self.turn_message = Value::Null;
                 self.turn_results.clear();
-                out.push(json!({"type": "turn_start", "turnIndex": turn_index}));
+                out.push(Event::TurnStart { turn_index });
             }
             AgentEvent::MessageStart { role } => {
                 // Other roles are final at once: their start is written with their end.
                 if role == "assistant" {
                     self.content_index = None;
                     self.last_delta = None;
-                    out.push(json!({"type": "message_start", "message": {"role": "assistant", "content": []}}));
+                    out.push(Event::MessageStart { message: json!({"role": "assistant", "content": []}) });
                 }
             }
-            AgentEvent::MessageUpdate { delta } => out.push(self.delta(delta)),
-            AgentEvent::MessageEnd { message } => {
-                let value = serde_json::to_value(&message).unwrap_or(Value::Null);
-                self.run_messages.push(value.clone());
-                match &message {
-                    Message::Assistant(_) => self.turn_message = value.clone(),
-                    Message::ToolResult(result) => {
-                        self.turn_results.push(value.clone());
-                        if let Some((id, name, is_error)) = self.tool_end.take() {
-                            let output = json!({"content": result.content, "details": result.details});
-                            out.push(json!({"type": "tool_execution_end", "toolCallId": id, "toolName": name, "result": output, "isError": is_error}));
-                        }
-                    }
-                    _ => {}
-                }
-                if !matches!(message, Message::Assistant(_)) {
-                    out.push(json!({"type": "message_start", "message": value}));
-                }
-                out.push(json!({"type": "message_end", "message": value}));
+            AgentEvent::MessageUpdate { delta } => {
+                out.push(Event::MessageUpdate { assistant_message_event: self.delta(delta) });
             }
+            AgentEvent::MessageEnd { message } => self.message_end(&message, &mut out),
             AgentEvent::ToolExecutionUpdate { tool_call_id, tool_name, output } => {
                 let so_far = self.tool_output.entry(tool_call_id.clone()).or_default();
                 so_far.push_str(&output);
-                out.push(json!({
-                    "type": "tool_execution_update",
-                    "toolCallId": tool_call_id,
-                    "toolName": tool_name,
-                    "partialResult": {"content": [{"type": "text", "text": so_far}]},
-                }));
+                let partial_result = json!({"content": [{"type": "text", "text": so_far}]});
+                out.push(Event::ToolExecutionUpdate { tool_call_id, tool_name, partial_result });
             }
             AgentEvent::ToolExecutionEnd { tool_call_id, tool_name, is_error } => {
                 // Written with its result, which the tool result message brings next.
                 self.tool_output.remove(&tool_call_id);
                 self.tool_end = Some((tool_call_id, tool_name, is_error));
             }
-            AgentEvent::TurnEnd { turn_index } => out.push(json!({
-                "type": "turn_end",
-                "turnIndex": turn_index,
-                "message": self.turn_message,
-                "toolResults": self.turn_results,
-            })),
-            AgentEvent::AgentEnd { stop_reason, usage } => out.push(json!({
-                "type": "agent_end",
-                "messages": std::mem::take(&mut self.run_messages),
-                "stopReason": stop_reason,
-                "usage": usage,
-            })),
-            AgentEvent::ExtensionError { extension, hook, error } => {
-                out.push(json!({"type": "extension_error", "extensionPath": extension, "event": hook, "error": error}));
+            AgentEvent::TurnEnd { turn_index } => out.push(Event::TurnEnd {
+                turn_index,
+                message: self.turn_message.clone(),
+                tool_results: self.turn_results.clone(),
+            }),
+            AgentEvent::AgentEnd { stop_reason, usage } => {
+                out.push(Event::AgentEnd { messages: std::mem::take(&mut self.run_messages), stop_reason, usage });
             }
-            other => out.push(serde_json::to_value(&other).unwrap_or(Value::Null)),
+            AgentEvent::ExtensionError { extension, hook, error } => {
+                out.push(Event::ExtensionError { extension_path: extension, event: hook, error });
+            }
+            other => out.push(Event::Pi(other)),
         }
         out
     }
 
+    /// A finished message: a tool's awaited result first, then (for messages final at once) its
+    /// start, then its end.
+    fn message_end(&mut self, message: &Message, out: &mut Vec<Event>) {
+        let value = serde_json::to_value(message).unwrap_or(Value::Null);
+        self.run_messages.push(value.clone());
+        match message {
+            Message::Assistant(_) => self.turn_message = value.clone(),
+            Message::ToolResult(result) => {
+                self.turn_results.push(value.clone());
+                if let Some((tool_call_id, tool_name, is_error)) = self.tool_end.take() {
+                    let result = json!({"content": result.content, "details": result.details});
+                    out.push(Event::ToolExecutionEnd { tool_call_id, tool_name, result, is_error });
+                }
+            }
+            _ => {}
+        }
+        if !matches!(message, Message::Assistant(_)) {
+            out.push(Event::MessageStart { message: value.clone() });
+        }
+        out.push(Event::MessageEnd { message: value });
+    }
+
     /// A streamed fragment as upstream's `assistantMessageEvent`.
-    fn delta(&mut self, delta: Delta) -> Value {
-        let event = match delta {
-            Delta::Text { text } => {
-                json!({"type": "text_delta", "contentIndex": self.block("text"), "delta": text})
-            }
+    fn delta(&mut self, delta: Delta) -> AssistantMessageEvent {
+        match delta {
+            Delta::Text { text } => AssistantMessageEvent::TextDelta { content_index: self.block("text"), delta: text },
             Delta::Thinking { text } => {
-                json!({"type": "thinking_delta", "contentIndex": self.block("thinking"), "delta": text})
+                AssistantMessageEvent::ThinkingDelta { content_index: self.block("thinking"), delta: text }
             }
-            Delta::ToolCallStart { tool_call_id, tool_name } => json!({
-                "type": "toolcall_start",
-                "contentIndex": self.block("toolcall"),
-                "toolCall": {"id": tool_call_id, "name": tool_name},
-            }),
+            Delta::ToolCallStart { tool_call_id, tool_name } => AssistantMessageEvent::ToolcallStart {
+                content_index: self.block("toolcall"),
+                tool_call: ToolCallStart { id: tool_call_id, name: tool_name },
+            },
             Delta::ToolCallArgs { text, .. } => {
-                json!({"type": "toolcall_delta", "contentIndex": self.content_index.unwrap_or(0), "delta": text})
+                AssistantMessageEvent::ToolcallDelta { content_index: self.content_index.unwrap_or(0), delta: text }
             }
-        };
-        json!({"type": "message_update", "assistantMessageEvent": event})
+        }
     }
 
     /// The content index of a fragment of `kind`: a new block when the kind changes (every tool

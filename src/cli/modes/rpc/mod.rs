@@ -42,8 +42,8 @@ pub async fn run(args: &AgentArgs, observe: &ObserveArgs, cfg: &Config) -> Resul
     let mut encoder = Encoder::default();
     let (driver, shared) = Driver::new(harness, args, cfg, move |event: AgentEvent| {
         output::extension_failure(&event);
-        for value in encoder.encode(event) {
-            let _ = events.send(value.to_string());
+        for line in encoder.encode(event).iter().filter_map(|e| serde_json::to_string(e).ok()) {
+            let _ = events.send(line);
         }
     });
     let (jobs, queued) = mpsc::unbounded_channel();

@@ -4,6 +4,8 @@
 //! Lines are parsed into these types at the edge and written from them; nothing in between
 //! reads or builds a command by field name.
 
+use pi_agent::events::AgentEvent;
+use pi_agent::message::{StopReason, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -160,6 +162,73 @@ impl<'a> Response<'a> {
         };
         Response { id, kind: "response", command, success, data, error }
     }
+}
+
+/// An event line, as upstream's RPC mode writes the agent session's events. Events upstream
+/// does not have (`session_start`, `queue_update`, `agent_settled`, `session_compact`,
+/// `session_tree`, `session_shutdown`, …) are written in pi's own `--mode json` shape.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum Event {
+    AgentStart,
+    TurnStart {
+        turn_index: usize,
+    },
+    MessageStart {
+        message: Value,
+    },
+    MessageUpdate {
+        assistant_message_event: AssistantMessageEvent,
+    },
+    MessageEnd {
+        message: Value,
+    },
+    ToolExecutionUpdate {
+        tool_call_id: String,
+        tool_name: String,
+        partial_result: Value,
+    },
+    ToolExecutionEnd {
+        tool_call_id: String,
+        tool_name: String,
+        result: Value,
+        is_error: bool,
+    },
+    TurnEnd {
+        turn_index: usize,
+        message: Value,
+        tool_results: Vec<Value>,
+    },
+    AgentEnd {
+        messages: Vec<Value>,
+        stop_reason: StopReason,
+        usage: Usage,
+    },
+    ExtensionError {
+        extension_path: String,
+        event: String,
+        error: String,
+    },
+    /// An event in pi's own shape.
+    #[serde(untagged)]
+    Pi(AgentEvent),
+}
+
+/// A streamed fragment of the assistant message (`assistantMessageEvent`).
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum AssistantMessageEvent {
+    TextDelta { content_index: usize, delta: String },
+    ThinkingDelta { content_index: usize, delta: String },
+    ToolcallStart { content_index: usize, tool_call: ToolCallStart },
+    ToolcallDelta { content_index: usize, delta: String },
+}
+
+/// The tool call a `toolcall_start` opens.
+#[derive(Debug, Serialize)]
+pub struct ToolCallStart {
+    pub id: String,
+    pub name: String,
 }
 
 /// `get_state`'s data (`RpcSessionState`).
