@@ -5,9 +5,9 @@ use pi_observe::otel::names::env;
 use pi_observe::otel::{Conventions, OtlpConfig, Protocol};
 
 use crate::cli::CliError;
-use crate::cli::config::Config;
 use crate::cli::config::env_set;
 use crate::cli::config::telemetry::sink_key;
+use crate::cli::config::{Config, Source};
 use crate::cli::sinks::OtlpArgs;
 
 /// Where the sink sends: set by the managed policy, it pins the sink.
@@ -236,49 +236,31 @@ fn settings_below_env(
 /// `conventions`, `metrics`, `metricDims` and `logs` of `telemetry.sinks.otlp`: below flags
 /// and variables in the user's files, above them in the managed policy (reported once).
 fn apply_sink_settings(config: &mut OtlpConfig, args: &OtlpArgs, cfg: &Config) -> Result<(), CliError> {
-    fn key(field: &str) -> [&str; 4] {
-        sink_key("otlp", field)
+    use serde_json::{Value, json};
+    // Each value by the one precedence (`Config::pick`); what a flag or variable set is in
+    // `config` already, so only a managed or a file's value is applied here.
+    let setting = |field: &str, flag: Option<(&'static str, Value)>, vars: &[&str]| {
+        let found = cfg.pick(&sink_key("otlp", field), flag, vars)?;
+        (!matches!(found.source, Source::Flag(_) | Source::Env(_))).then_some(found.value)
+    };
+    let flag = args.conventions.clone().map(|c| ("--conventions", Value::String(c)));
+    if let Some(value) = setting("conventions", flag, &[]) {
+        config.conventions = Conventions::parse(value.as_str().unwrap_or_default()).unwrap_or_default();
     }
-    let conventions = |value: &str| Conventions::parse(value).unwrap_or_default();
-    let dims = |value: &serde_json::Value| -> Result<Vec<String>, CliError> {
+    let flag = (!args.metric_dims.is_empty()).then(|| ("--metric-dims", json!(args.metric_dims)));
+    if let Some(value) = setting("metricDims", flag, &[]) {
         let items: Vec<String> =
             value.as_array().into_iter().flatten().filter_map(|v| v.as_str().map(str::to_owned)).collect();
-        if items.is_empty() { Ok(Vec::new()) } else { metric_dims("telemetry.sinks.otlp.metricDims", &items) }
-    };
-    // Managed values win over everything; a flag they override is said once.
-    let managed = |field: &str, flag: Option<&str>| {
-        let (value, file) = cfg.managed_get(&key(field))?;
-        if let Some(flag) = flag {
-            cfg.notice(format!(
-                "the managed policy {} sets telemetry.sinks.otlp.{field}: {flag} ignored",
-                file.path.display()
-            ));
-        }
-        Some(value)
-    };
-    if let Some(v) = managed("conventions", args.conventions.as_ref().map(|_| "--conventions")) {
-        config.conventions = conventions(v.as_str().unwrap_or_default());
-    } else if args.conventions.is_none()
-        && let Some(v) = cfg.settings.str(&key("conventions"))
+        let dims = if items.is_empty() { Vec::new() } else { metric_dims("telemetry.sinks.otlp.metricDims", &items)? };
+        config.metric_dims = Some(dims);
+    }
+    if let Some(value) =
+        setting("logs", args.otlp_logs.then(|| ("--otlp-logs", Value::Bool(true))), &[env::LOGS_EXPORTER])
     {
-        config.conventions = conventions(v);
+        config.logs = value.as_bool();
     }
-    if let Some(v) = managed("metricDims", (!args.metric_dims.is_empty()).then_some("--metric-dims")) {
-        config.metric_dims = Some(dims(v)?);
-    } else if config.metric_dims.is_none()
-        && let Some(found) = cfg.settings.get(&key("metricDims"))
-    {
-        config.metric_dims = Some(dims(found.value)?);
-    }
-    if let Some(v) = managed("logs", args.otlp_logs.then_some("--otlp-logs")) {
-        config.logs = v.as_bool();
-    } else if config.logs.is_none() {
-        config.logs = cfg.settings.bool(&key("logs"));
-    }
-    if let Some(v) = managed("metrics", None) {
-        config.metrics = v.as_bool();
-    } else if config.metrics.is_none() {
-        config.metrics = cfg.settings.bool(&key("metrics"));
+    if let Some(value) = setting("metrics", None, &[env::METRICS_EXPORTER]) {
+        config.metrics = value.as_bool();
     }
     if cfg.pinned("otlp", PINS).is_some() {
         config.disabled = false;
