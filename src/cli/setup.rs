@@ -13,6 +13,7 @@ use super::CliError;
 use super::args::AgentArgs;
 use super::config::Config;
 use super::faux_script;
+use super::settings::{Compaction, Count, Retry, SettingsDoc};
 
 /// The chosen model and its provider.
 pub struct Selected {
@@ -101,17 +102,18 @@ fn chosen_names(
     let provider_name = match &provider_flag {
         Some(p) => p.clone(),
         None if args.base_url.is_some() => "openai".to_owned(),
-        None => match cfg.settings.str(&["defaultProvider"]) {
-            Some(p) => p.to_owned(),
+        None => match cfg.settings.typed(|s| s.default_provider.clone()) {
+            Some((p, _)) => p,
             None if crate::cli::config::env_set("ANTHROPIC_API_KEY") => "anthropic".to_owned(),
             None if crate::cli::config::env_set("OPENAI_API_KEY") => "openai".to_owned(),
             None => "faux".to_owned(),
         },
     };
     let model_flag = model_flag.or_else(|| {
-        let model = cfg.settings.str(&["defaultModel"])?;
-        (provider_flag.is_none() || cfg.settings.str(&["defaultProvider"]) == Some(provider_name.as_str()))
-            .then(|| model.to_owned())
+        let (model, _) = cfg.settings.typed(|s| s.default_model.clone())?;
+        let default_provider = cfg.settings.typed(|s| s.default_provider.clone()).map(|(p, _)| p);
+        (provider_flag.is_none() || default_provider.as_deref() == Some(provider_name.as_str()))
+            .then_some(model)
             .filter(|m| registry.find(&provider_name, m).is_some() || provider_name != "faux")
     });
     (provider_name, model_flag)
@@ -386,12 +388,14 @@ pub fn resources(
     (ext_skills, ext_prompts): (&[PathBuf], &[PathBuf]),
 ) -> pi_observe::agent::resources::Resources {
     let agent_dir = super::paths::agent_dir();
-    let dirs = |extra: &[PathBuf], from_extensions: &[PathBuf], key: &str, leaf: &str| {
+    let dirs = |extra: &[PathBuf],
+                from_extensions: &[PathBuf],
+                listed: fn(&SettingsDoc) -> Option<Vec<String>>,
+                leaf: &str| {
         let mut dirs = extra.to_vec();
         dirs.extend_from_slice(from_extensions);
-        if let Some(found) = cfg.settings.get(&[key]) {
-            let listed = found.value.as_array().into_iter().flatten().filter_map(|v| v.as_str());
-            dirs.extend(listed.map(|raw| Config::path_of(found.file, raw)));
+        if let Some((listed, file)) = cfg.settings.typed(listed) {
+            dirs.extend(listed.iter().map(|raw| Config::path_of(file, raw)));
         }
         if cfg.trust.trusted {
             dirs.push(cwd.join(".pi").join(leaf));
@@ -402,8 +406,8 @@ pub fn resources(
         dirs
     };
     let resources = pi_observe::agent::resources::Resources::load(
-        &dirs(&agent.skills, ext_skills, "skills", "skills"),
-        &dirs(&agent.prompt_templates, ext_prompts, "prompts", "prompts"),
+        &dirs(&agent.skills, ext_skills, |s| s.skills.clone(), "skills"),
+        &dirs(&agent.prompt_templates, ext_prompts, |s| s.prompts.clone(), "prompts"),
     );
     for error in &resources.errors {
         super::output::error(format_args!("pi: skipped {error}"));
@@ -415,33 +419,34 @@ pub fn resources(
 /// whether child processes see `PI_*` (`--no-session-env` turns that off whatever they say).
 pub fn agent_config(agent: &AgentArgs, cfg: &Config) -> pi_agent::AgentConfig {
     let mut config = pi_agent::AgentConfig::default();
-    let count = |key: &[&str]| cfg.value(key).and_then(serde_json::Value::as_u64);
-    let flag = |key: &[&str]| cfg.value(key).and_then(serde_json::Value::as_bool);
-    config.expose_session_environment = !agent.no_session_env && flag(&["exposeSessionEnvironment"]) != Some(false);
+    let exposed = cfg.typed(|s| s.expose_session_environment);
+    config.expose_session_environment = !agent.no_session_env && exposed != Some(false);
     config.reasoning =
-        cfg.value(&["defaultThinkingLevel"]).and_then(|v| v.as_str()).filter(|l| *l != "off").map(str::to_owned);
-    if let Some(enabled) = flag(&["compaction", "enabled"]) {
+        cfg.typed(|s| s.default_thinking_level).filter(|l| l.as_str() != "off").map(|l| l.as_str().to_owned());
+    let compaction = |read: fn(&Compaction) -> Option<Count>| cfg.typed(|s| s.compaction.as_ref().and_then(read));
+    if let Some(enabled) = cfg.typed(|s| s.compaction.as_ref()?.enabled) {
         config.compaction.enabled = enabled;
     }
-    if let Some(tokens) = count(&["compaction", "reserveTokens"]) {
+    if let Some(Count(tokens)) = compaction(|c| c.reserve_tokens) {
         config.compaction.reserve_tokens = tokens;
     }
-    if let Some(tokens) = count(&["compaction", "keepRecentTokens"]) {
+    if let Some(Count(tokens)) = compaction(|c| c.keep_recent_tokens) {
         config.compaction.keep_recent_tokens = tokens;
     }
-    if let Some(n) = count(&["retry", "maxRetries"]) {
+    let retry = |read: fn(&Retry) -> Option<Count>| cfg.typed(|s| s.retry.as_ref().and_then(read));
+    if let Some(Count(n)) = retry(|r| r.max_retries) {
         config.retry.max_retries = u32::try_from(n).unwrap_or(u32::MAX);
     }
-    if flag(&["retry", "enabled"]) == Some(false) {
+    if cfg.typed(|s| s.retry.as_ref()?.enabled) == Some(false) {
         config.retry.max_retries = 0;
     }
-    if let Some(ms) = count(&["retry", "baseDelayMs"]) {
+    if let Some(Count(ms)) = retry(|r| r.base_delay_ms) {
         config.retry.base_delay = std::time::Duration::from_millis(ms);
     }
     // Upstream: 0 disables the cap.
-    match count(&["retry", "maxDelayMs"]) {
-        Some(0) => config.retry.max_delay = std::time::Duration::MAX,
-        Some(ms) => config.retry.max_delay = std::time::Duration::from_millis(ms),
+    match retry(|r| r.max_delay_ms) {
+        Some(Count(0)) => config.retry.max_delay = std::time::Duration::MAX,
+        Some(Count(ms)) => config.retry.max_delay = std::time::Duration::from_millis(ms),
         None => {}
     }
     config

@@ -256,9 +256,10 @@ impl Config {
         file.get(key).filter(|v| !v.is_null()).map(|v| (v, file))
     }
 
-    /// A value from the managed policy, else from the settings files.
-    pub fn value(&self, key: &[&str]) -> Option<&serde_json::Value> {
-        self.managed_get(key).map(|(v, _)| v).or_else(|| self.settings.get(key).map(|f| f.value))
+    /// A value read through the typed sections (`read` picks it out of one file's): the managed
+    /// policy's, else the most binding settings file's.
+    pub fn typed<T>(&self, read: impl Fn(&crate::cli::settings::SettingsDoc) -> Option<T>) -> Option<T> {
+        self.managed.as_ref().and_then(|file| read(&file.doc)).or_else(|| self.settings.typed(read).map(|(v, _)| v))
     }
 
     /// The value of `key` by the one precedence rule: the managed policy (binding: a `flag` or

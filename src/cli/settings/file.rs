@@ -74,6 +74,8 @@ pub struct SettingsFile {
     pub scope: Scope,
     /// The whole object, unknown keys included (they are kept, never dropped).
     pub value: Map<String, Value>,
+    /// Its known sections as types.
+    pub(crate) doc: schema::SettingsDoc,
     /// Dotted paths of the keys this version of pi does not know.
     pub unknown: Vec<String>,
 }
@@ -98,9 +100,9 @@ impl SettingsFile {
     /// Parses `text` as the file at `path`: JSON syntax, then the types of the known keys.
     pub fn parse(text: &str, path: &Path, scope: Scope) -> Result<SettingsFile, SettingsError> {
         let value = parse_object(text, path)?;
-        let Checked { unknown } = schema::check_settings(&value, scope == Scope::Managed)
+        let Checked { doc, unknown } = schema::check_settings(&value, scope == Scope::Managed)
             .map_err(|(key, expected)| SettingsError::Value { path: path.to_owned(), key, expected })?;
-        Ok(SettingsFile { path: path.to_owned(), scope, value, unknown })
+        Ok(SettingsFile { path: path.to_owned(), scope, value, doc, unknown })
     }
 
     /// The value at `key` (a path of object keys).

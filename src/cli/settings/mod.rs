@@ -29,6 +29,7 @@ pub mod trust;
 use serde_json::Value;
 
 pub use file::{Scope, SettingsFile, expand_vars};
+pub(crate) use schema::{Compaction, Count, Retry, SettingsDoc};
 pub use schema::{Ratio, SinkCheck, check, declare_sinks};
 
 /// The settings file name, in the agent directory and in a project's `.pi/`.
@@ -69,6 +70,12 @@ impl Settings {
     /// The value at `key` from the most binding file that sets it (`null` counts as unset).
     pub fn get(&self, key: &[&str]) -> Option<Found<'_>> {
         self.files.iter().find_map(|file| file.get(key).filter(|v| !v.is_null()).map(|value| Found { value, file }))
+    }
+
+    /// A value read through the typed sections (`read` picks it out of one file's), from the
+    /// most binding file that sets it, with that file.
+    pub(crate) fn typed<T>(&self, read: impl Fn(&SettingsDoc) -> Option<T>) -> Option<(T, &SettingsFile)> {
+        self.files.iter().find_map(|file| read(&file.doc).map(|value| (value, file)))
     }
 
     /// A string setting.

@@ -12,9 +12,11 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, Deserializer, Unexpected, Visitor};
 use serde_json::{Map, Value};
 
-/// The outcome of a check: the unknown keys.
-#[derive(Debug, Default)]
+/// The outcome of a check: the file as types, and its unknown keys.
+#[derive(Debug)]
 pub(crate) struct Checked {
+    /// The known sections (`telemetry.sinks` is each sink's own).
+    pub doc: SettingsDoc,
     /// Dotted paths of unknown keys.
     pub unknown: Vec<String>,
 }
@@ -22,11 +24,17 @@ pub(crate) struct Checked {
 /// Checks a value against `T`: the dotted paths of the keys `T` does not have, or the first
 /// wrong value as `(key path, what is wrong)`. A sink checks its `telemetry.sinks.NAME` with it.
 pub fn check<T: DeserializeOwned>(value: &Value) -> Result<Vec<String>, (String, String)> {
+    parse::<T>(value).map(|(_, unknown)| unknown)
+}
+
+/// `value` as `T`, with the dotted paths of the keys `T` does not have; or the first wrong value
+/// as `(key path, what is wrong)`.
+fn parse<T: DeserializeOwned>(value: &Value) -> Result<(T, Vec<String>), (String, String)> {
     let mut unknown = Vec::new();
     let mut note = |path: serde_ignored::Path<'_>| unknown.push(dotted(&path));
     let ignoring = serde_ignored::Deserializer::new(value.clone(), &mut note);
     match serde_path_to_error::deserialize::<_, T>(ignoring) {
-        Ok(_) => Ok(unknown),
+        Ok(parsed) => Ok((parsed, unknown)),
         Err(e) => {
             let path = e.path().to_string();
             Err((if path == "." { String::new() } else { path }, reworded(&e.into_inner().to_string())))
@@ -79,18 +87,18 @@ pub fn declare_sinks(sinks: Vec<(&'static str, SinkCheck)>) {
 /// Checks a settings object (`managed`: the managed policy's file, which also knows `policy`).
 pub(crate) fn check_settings(value: &Map<String, Value>, managed: bool) -> Result<Checked, (String, String)> {
     let mut object = value.clone();
-    let mut checked = Checked::default();
+    let mut unknown = Vec::new();
     // `policy` is the managed file's own section: anywhere else it is unknown.
     if !managed && object.remove("policy").is_some() {
-        checked.unknown.push("policy".into());
+        unknown.push("policy".into());
     }
     let sinks = object.get_mut("telemetry").and_then(Value::as_object_mut).and_then(|t| t.remove("sinks"));
-    let mut unknown = check::<SettingsDoc>(&Value::Object(object))?;
+    let (doc, in_doc) = parse::<SettingsDoc>(&Value::Object(object))?;
+    unknown.extend(in_doc);
     if let Some(sinks) = sinks {
         unknown.extend(check_sinks(&sinks)?);
     }
-    checked.unknown.extend(unknown);
-    Ok(checked)
+    Ok(Checked { doc, unknown })
 }
 
 /// `telemetry.sinks`: each name a sink declared, checked by that sink.
@@ -129,14 +137,14 @@ pub(crate) fn describe(value: &Value) -> String {
 /// A settings file as upstream pi documents it (`docs/settings.md`, plus the keys later
 /// versions added) and our `telemetry` section; `null` anywhere means "not set here". Read to
 /// check a file; the values themselves are looked up layer by layer.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code)] // the fields are the schema: deserializing checks them
 pub(crate) struct SettingsDoc {
     last_changelog_version: Option<String>,
-    default_provider: Option<String>,
-    default_model: Option<String>,
-    default_thinking_level: Option<ThinkingLevel>,
+    pub default_provider: Option<String>,
+    pub default_model: Option<String>,
+    pub default_thinking_level: Option<ThinkingLevel>,
     hide_thinking_block: Option<bool>,
     thinking_budgets: Option<ThinkingBudgets>,
     transport: Option<Transport>,
@@ -150,9 +158,9 @@ pub(crate) struct SettingsDoc {
     editor_padding_x: Option<Count>,
     autocomplete_max_visible: Option<Count>,
     show_hardware_cursor: Option<bool>,
-    compaction: Option<Compaction>,
+    pub compaction: Option<Compaction>,
     branch_summary: Option<BranchSummary>,
-    retry: Option<Retry>,
+    pub retry: Option<Retry>,
     terminal: Option<Terminal>,
     images: Option<Images>,
     shell_path: Option<String>,
@@ -163,20 +171,21 @@ pub(crate) struct SettingsDoc {
     /// Upstream's `packages` entries are strings or objects: kept as written.
     packages: Option<Value>,
     extensions: Option<Vec<String>>,
-    skills: Option<Vec<String>>,
-    prompts: Option<Vec<String>>,
+    pub skills: Option<Vec<String>>,
+    pub prompts: Option<Vec<String>>,
     themes: Option<Vec<String>>,
     enable_skill_commands: Option<bool>,
     session_dir: Option<String>,
-    expose_session_environment: Option<bool>,
+    pub expose_session_environment: Option<bool>,
     telemetry: Option<Telemetry>,
     /// The managed policy's own section (only read from the managed file).
     policy: Option<Policy>,
 }
 
-#[derive(Debug, Deserialize)]
+/// A thinking level (`off` … `xhigh`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-enum ThinkingLevel {
+pub(crate) enum ThinkingLevel {
     Off,
     Minimal,
     Low,
@@ -185,7 +194,7 @@ enum ThinkingLevel {
     Xhigh,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[allow(dead_code)]
 struct ThinkingBudgets {
     minimal: Option<Count>,
@@ -194,7 +203,7 @@ struct ThinkingBudgets {
     high: Option<Count>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "lowercase")]
 enum Transport {
     Sse,
@@ -202,14 +211,14 @@ enum Transport {
     Auto,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 enum Delivery {
     All,
     OneAtATime,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "lowercase")]
 enum DoubleEscapeAction {
     Tree,
@@ -217,7 +226,7 @@ enum DoubleEscapeAction {
     None,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 enum TreeFilterMode {
     Default,
@@ -227,16 +236,16 @@ enum TreeFilterMode {
     All,
 }
 
-#[derive(Debug, Deserialize)]
+/// `compaction`.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
-struct Compaction {
-    enabled: Option<bool>,
-    reserve_tokens: Option<Count>,
-    keep_recent_tokens: Option<Count>,
+pub(crate) struct Compaction {
+    pub enabled: Option<bool>,
+    pub reserve_tokens: Option<Count>,
+    pub keep_recent_tokens: Option<Count>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code)]
 struct BranchSummary {
@@ -244,17 +253,17 @@ struct BranchSummary {
     skip_prompt: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+/// `retry`.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
-struct Retry {
-    enabled: Option<bool>,
-    max_retries: Option<Count>,
-    base_delay_ms: Option<Count>,
-    max_delay_ms: Option<Count>,
+pub(crate) struct Retry {
+    pub enabled: Option<bool>,
+    pub max_retries: Option<Count>,
+    pub base_delay_ms: Option<Count>,
+    pub max_delay_ms: Option<Count>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code)]
 struct Terminal {
@@ -262,7 +271,7 @@ struct Terminal {
     clear_on_shrink: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code)]
 struct Images {
@@ -270,7 +279,7 @@ struct Images {
     block_images: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code)]
 struct Markdown {
@@ -278,7 +287,7 @@ struct Markdown {
 }
 
 /// Our `telemetry` section (its `sinks` are checked by each sink, see [`declare_sinks`]).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[allow(dead_code)]
 struct Telemetry {
     redact: Option<Vec<String>>,
@@ -287,14 +296,14 @@ struct Telemetry {
     attribution: Option<Attribution>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[allow(dead_code)]
 struct Sampler {
     name: Option<SamplerName>,
     arg: Option<Ratio>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum SamplerName {
     AlwaysOn,
@@ -305,7 +314,7 @@ enum SamplerName {
     ParentbasedTraceidratio,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code)]
 struct Spool {
@@ -316,7 +325,7 @@ struct Spool {
 }
 
 /// `required` (a list of keys), and any attribution key as a string (or a `…Command`).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Attribution;
 
 impl<'de> Deserialize<'de> for Attribution {
@@ -342,7 +351,7 @@ impl<'de> Deserialize<'de> for Attribution {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code)]
 struct Policy {
@@ -363,6 +372,20 @@ pub struct Number(pub f64);
 /// A number from 0 to 1 (a sampling ratio).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Ratio(pub f64);
+
+impl ThinkingLevel {
+    /// As settings and the agent spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThinkingLevel::Off => "off",
+            ThinkingLevel::Minimal => "minimal",
+            ThinkingLevel::Low => "low",
+            ThinkingLevel::Medium => "medium",
+            ThinkingLevel::High => "high",
+            ThinkingLevel::Xhigh => "xhigh",
+        }
+    }
+}
 
 /// Accepts finite numbers ≥ 0 (at most `max`), saying `expected` otherwise.
 struct NumberVisitor {
