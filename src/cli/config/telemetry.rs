@@ -103,9 +103,8 @@ impl Config {
     pub fn redact_rules(&self) -> Vec<(String, Source)> {
         let mut rules = Vec::new();
         for file in self.managed.iter().chain(self.settings.files()) {
-            if let Some(list) = file.get(&["telemetry", "redact"]).and_then(Value::as_array) {
-                rules.extend(list.iter().filter_map(Value::as_str).map(|r| (r.to_owned(), Source::of(file))));
-            }
+            let listed = file.doc.telemetry.as_ref().and_then(|t| t.redact.as_ref());
+            rules.extend(listed.into_iter().flatten().map(|rule| (rule.clone(), Source::of(file))));
         }
         rules
     }

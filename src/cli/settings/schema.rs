@@ -177,7 +177,7 @@ pub(crate) struct SettingsDoc {
     enable_skill_commands: Option<bool>,
     session_dir: Option<String>,
     pub expose_session_environment: Option<bool>,
-    telemetry: Option<Telemetry>,
+    pub telemetry: Option<Telemetry>,
     /// The managed policy's own section (only read from the managed file).
     policy: Option<Policy>,
 }
@@ -288,19 +288,20 @@ struct Markdown {
 
 /// Our `telemetry` section (its `sinks` are checked by each sink, see [`declare_sinks`]).
 #[derive(Debug, Clone, Deserialize)]
-#[allow(dead_code)]
-struct Telemetry {
-    redact: Option<Vec<String>>,
-    sampler: Option<Sampler>,
-    spool: Option<Spool>,
+#[allow(dead_code)] // `attribution` is read by key path (its keys are open)
+pub(crate) struct Telemetry {
+    pub redact: Option<Vec<String>>,
+    pub sampler: Option<Sampler>,
+    pub spool: Option<Spool>,
     attribution: Option<Attribution>,
 }
 
+/// `telemetry.sampler`.
 #[derive(Debug, Clone, Deserialize)]
-#[allow(dead_code)]
-struct Sampler {
+#[allow(dead_code)] // `name` is read as text, with `${VAR}` expansion
+pub(crate) struct Sampler {
     name: Option<SamplerName>,
-    arg: Option<Ratio>,
+    pub arg: Option<Ratio>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -314,11 +315,12 @@ enum SamplerName {
     ParentbasedTraceidratio,
 }
 
+/// `telemetry.spool`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
-struct Spool {
-    enabled: Option<bool>,
+#[allow(dead_code)] // the others are read by `Config::pick` (variables come as text)
+pub(crate) struct Spool {
+    pub enabled: Option<bool>,
     dir: Option<String>,
     max_bytes: Option<Count>,
     max_age_days: Option<Number>,

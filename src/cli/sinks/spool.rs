@@ -5,6 +5,7 @@
 use crate::cli::CliError;
 use crate::cli::config::env_set;
 use crate::cli::config::{Config, Source};
+use crate::cli::settings::SettingsDoc;
 
 /// Variable that moves the spool.
 pub const SPOOL_DIR_VAR: &str = "PI_SPOOL_DIR";
@@ -25,14 +26,15 @@ pub fn spool(
     fn key(field: &str) -> [&str; 3] {
         ["telemetry", "spool", field]
     }
-    if let Some((enabled, file)) = cfg.managed_get(&key("enabled")) {
-        if enabled.as_bool() == Some(false) {
+    let enabled = |doc: &SettingsDoc| doc.telemetry.as_ref()?.spool.as_ref()?.enabled;
+    if let Some(file) = cfg.managed.as_ref().filter(|m| enabled(&m.doc).is_some()) {
+        if enabled(&file.doc) == Some(false) {
             return Ok(None);
         }
         if off {
             cfg.notice(format!("the managed policy {} keeps the spool on: --no-spool ignored", file.path.display()));
         }
-    } else if off || (dir.is_none() && cfg.settings.bool(&key("enabled")) == Some(false)) {
+    } else if off || (dir.is_none() && cfg.settings.typed(enabled).map(|(on, _)| on) == Some(false)) {
         return Ok(None);
     }
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);

@@ -8,6 +8,7 @@ use crate::cli::CliError;
 use crate::cli::config::env_set;
 use crate::cli::config::telemetry::sink_key;
 use crate::cli::config::{Config, Source};
+use crate::cli::settings::Ratio;
 use crate::cli::sinks::OtlpArgs;
 
 /// Where the sink sends: set by the managed policy, it pins the sink.
@@ -217,14 +218,8 @@ fn settings_below_env(
     if unset(&[env::TRACES_SAMPLER])
         && let Some((name, source)) = cfg.text(&["telemetry", "sampler", "name"])?
     {
-        let arg = cfg
-            .managed_get(&["telemetry", "sampler", "arg"])
-            .map(|(v, _)| v)
-            .or_else(|| cfg.settings.get(&["telemetry", "sampler", "arg"]).map(|f| f.value))
-            .and_then(serde_json::Value::as_f64);
-        if let Some(arg) = arg.filter(|a| *a > 1.0) {
-            return Err(wrong(&source, "sampler.arg", format!("expected a ratio between 0 and 1, found {arg}")));
-        }
+        // A ratio (0..1) by type: the settings check refused anything else.
+        let arg = cfg.typed(|s| s.telemetry.as_ref()?.sampler.as_ref()?.arg).map(|Ratio(arg)| arg);
         let (ratio, parent_based) =
             pi_observe::otel::sampler_setting(&name, arg).map_err(|e| wrong(&source, "sampler", e.to_string()))?;
         config.sample_ratio = Some(ratio);
