@@ -351,15 +351,13 @@ mod tests {
 
     #[test]
     fn flat_json_lines_parse_back_to_the_fields_written() {
-        let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
-        let sink = buffer.clone();
-        let make = move || Capture(sink.clone());
-        let subscriber = json_subscriber(make, EnvFilter::new("trace"));
+        let buffer = crate::testing::MemoryWriter::default();
+        let subscriber = json_subscriber(buffer.clone(), EnvFilter::new("trace"));
         let tricky = "quote \" backslash \\ newline \n tab \t bell \u{7} nul \u{0} é 漢";
         tracing::subscriber::with_default(subscriber, || {
             tracing::info!(target: "pi_observe", text = tricky, n = -3i64, big = u64::MAX, ratio = 2.0f64, nan = f64::NAN, ok = true);
         });
-        let out = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
+        let out = buffer.text();
         assert_eq!(out.lines().count(), 1, "{out}");
         let line: serde_json::Value = serde_json::from_str(out.trim_end()).unwrap();
         assert_eq!(line["text"], tricky);
@@ -399,17 +397,5 @@ mod tests {
         let mut again = String::new();
         push_now(&mut again);
         assert!(again >= ours, "{again} < {ours}");
-    }
-
-    struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-    impl Write for Capture {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
     }
 }

@@ -221,8 +221,7 @@ impl Running for RunningOtlp {
 
     fn state(&self) -> SinkState {
         let stats = self.0.stats();
-        let spool = self.0.spool_stats().map(|spool| (spool, stats.from_spool.clone()));
-        SinkState { counters: serde_json::to_value(Counters::of(&stats)).ok(), spool }
+        SinkState::remote(Counters::of(&stats), self.0.spool_stats(), &stats.from_spool)
     }
 }
 

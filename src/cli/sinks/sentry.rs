@@ -161,6 +161,36 @@ struct Settings {
     capture: Option<Vec<String>>,
 }
 
+/// The sink's counters in the state file, in envelopes.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Counters {
+    transactions: u64,
+    error_events: u64,
+    delivered: u64,
+    spooled: u64,
+    not_delivered: u64,
+    sampled_out: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_error: Option<String>,
+    delivered_from_spool: u64,
+}
+
+impl Counters {
+    fn of(stats: &SentryStats) -> Self {
+        Counters {
+            transactions: stats.transactions,
+            error_events: stats.errors,
+            delivered: stats.delivered,
+            spooled: stats.spooled,
+            not_delivered: stats.not_delivered,
+            sampled_out: stats.sampled_out,
+            last_error: stats.last_error.clone(),
+            delivered_from_spool: stats.from_spool.delivered_items,
+        }
+    }
+}
+
 /// The attached sink.
 struct RunningSentry(Arc<SentrySubscriber>);
 
@@ -195,37 +225,6 @@ impl Running for RunningSentry {
 
     fn state(&self) -> SinkState {
         let stats = self.0.stats();
-        let spool = self.0.spool_stats().map(|spool| (spool, stats.from_spool.clone()));
-        SinkState { counters: serde_json::to_value(Counters::of(&stats)).ok(), spool }
-    }
-}
-
-/// The sink's counters in the state file, in envelopes.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Counters {
-    transactions: u64,
-    error_events: u64,
-    delivered: u64,
-    spooled: u64,
-    not_delivered: u64,
-    sampled_out: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    last_error: Option<String>,
-    delivered_from_spool: u64,
-}
-
-impl Counters {
-    fn of(stats: &SentryStats) -> Self {
-        Counters {
-            transactions: stats.transactions,
-            error_events: stats.errors,
-            delivered: stats.delivered,
-            spooled: stats.spooled,
-            not_delivered: stats.not_delivered,
-            sampled_out: stats.sampled_out,
-            last_error: stats.last_error.clone(),
-            delivered_from_spool: stats.from_spool.delivered_items,
-        }
+        SinkState::remote(Counters::of(&stats), self.0.spool_stats(), &stats.from_spool)
     }
 }

@@ -169,6 +169,15 @@ pub struct SinkState {
     pub spool: Option<(SpoolStats, SpoolDelivery)>,
 }
 
+impl SinkState {
+    /// A remote sink's state: its `counters`, and its spool's (`spool`) with what it delivered
+    /// from the spool (`from_spool`).
+    pub fn remote(counters: impl serde::Serialize, spool: Option<SpoolStats>, from_spool: &SpoolDelivery) -> Self {
+        let spool = spool.map(|stats| (stats, from_spool.clone()));
+        SinkState { counters: serde_json::to_value(counters).ok(), spool }
+    }
+}
+
 /// What the attached sinks did so far (spans for OTLP, envelopes for Sentry).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Health {
