@@ -321,3 +321,19 @@ fn missing_keys_are_configuration_errors_naming_the_variable() {
         .is_ok()
     );
 }
+
+#[tokio::test]
+async fn the_reasoning_level_is_exported_only_from_pis_vocabulary() {
+    // An embedder or extension may set any text as the level: only pi's own names leave as safe.
+    for (level, exported) in [("high", "high"), ("sk-ant-api03-secretsecretsecretsecret", "invalid")] {
+        let faux = pi_agent::provider::FauxProvider::new();
+        faux.push([pi_agent::provider::FauxResponse::text("ok")]);
+        let mut request = req(model("faux", "faux-1"));
+        request.reasoning = Some(level.into());
+        let out = call(&faux, &request, fast_retry(0)).await;
+        let spans = assert_paired(&out.events);
+        let span = span_named(&spans, names::PROVIDER_REQUEST);
+        assert_eq!(span.attributes.get(names::REASONING), Some(&Value::from(exported)), "{level}");
+        assert!(!format!("{:?}", out.events).contains("secretsecret"), "the level's text reached a record");
+    }
+}

@@ -15,6 +15,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::message::{Cost, Usage};
 
+/// The thinking levels pi knows (upstream's `ThinkingLevel`), from none to the most.
+pub const THINKING_LEVELS: [&str; 6] = ["off", "minimal", "low", "medium", "high", "xhigh"];
+
+/// `level` as one of [`THINKING_LEVELS`] — a name telemetry may carry as safe — or `"invalid"`
+/// for anything else (a level set by an embedder or an extension is outside text).
+pub fn thinking_level_name(level: &str) -> &'static str {
+    THINKING_LEVELS.iter().find(|known| **known == level).copied().unwrap_or("invalid")
+}
+
 /// Which wire protocol a model speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Api {

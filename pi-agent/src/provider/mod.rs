@@ -387,7 +387,7 @@ fn start_payload(provider: &dyn Provider, request: &ProviderRequest) -> Payload 
         p = p.safe(names::SESSION_ID, session.clone());
     }
     if let Some(level) = &request.reasoning {
-        p = p.safe(names::REASONING, level.clone());
+        p = p.safe(names::REASONING, crate::model::thinking_level_name(level));
     }
     if let Some((host, port)) = provider.server(request) {
         p = p.safe(names::SERVER_ADDRESS, host).safe(names::SERVER_PORT, port);

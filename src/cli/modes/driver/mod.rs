@@ -29,7 +29,7 @@ use crate::cli::setup;
 use pi_agent::extensions::process::ProcessExtension;
 
 /// Thinking levels upstream accepts.
-pub const THINKING_LEVELS: [&str; 6] = ["off", "minimal", "low", "medium", "high", "xhigh"];
+pub use pi_agent::model::THINKING_LEVELS;
 
 /// What a job answers: upstream RPC's `data` (or `null`), or why it failed.
 pub type Reply = Box<dyn FnOnce(JobResult) + Send>;
