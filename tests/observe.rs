@@ -348,5 +348,11 @@ fn capturing_one_kind_of_content_brings_no_other_kind_along() {
                 .collect::<Vec<_>>(),
         );
         assert_eq!(out.status.code(), Some(0), "{capture}: {doc}");
+        // …and the kind captured did reach the sinks (pi never records configured headers).
+        if kind != pi_observe::core::ContentKind::Header {
+            let seen =
+                ["events", "otlp", "sentry"].iter().any(|s| found(sink(&doc, s)).contains(&kind.as_str().to_owned()));
+            assert!(seen, "{capture}: the captured kind reached no sink: {doc}");
+        }
     }
 }

@@ -73,6 +73,11 @@ impl Picked {
     }
 }
 
+/// The variable's value, when it is set and not blank.
+fn env_value(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
 /// True when the variable is set and not empty.
 pub fn env_set(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|v| !v.is_empty())
@@ -267,41 +272,41 @@ impl Config {
     /// given), then the first of `vars` that is set, then the project's file, then the global
     /// one. `None`: the default applies.
     pub fn pick(&self, key: &[&str], flag: Option<(&'static str, Value)>, vars: &[&str]) -> Option<Picked> {
-        let var = vars.iter().find_map(|v| std::env::var(v).ok().filter(|x| !x.trim().is_empty()).map(|x| (*v, x)));
-        if let Some((value, file)) = self.managed_get(key) {
-            let overridden: Vec<&str> = flag.iter().map(|(f, _)| *f).chain(var.iter().map(|(v, _)| *v)).collect();
+        let flag_name = flag.as_ref().map(|(name, _)| *name);
+        let picked = self.layer(key, flag, vars)?;
+        if let Source::Managed(file) = &picked.source {
+            let var = vars.iter().copied().find(|v| env_value(v).is_some());
+            let overridden: Vec<&str> = flag_name.into_iter().chain(var).collect();
             if !overridden.is_empty() {
                 self.notice(format!(
                     "the managed policy {} sets {}: {} ignored",
-                    file.path.display(),
+                    file.display(),
                     key.join("."),
                     overridden.join(", ")
                 ));
             }
+        }
+        Some(picked)
+    }
+
+    /// [`Config::pick`] without saying anything: the layer that sets `key`.
+    fn layer(&self, key: &[&str], flag: Option<(&'static str, Value)>, vars: &[&str]) -> Option<Picked> {
+        if let Some((value, file)) = self.managed_get(key) {
             return Some(Picked { value: value.clone(), source: Source::of(file) });
         }
         if let Some((name, value)) = flag {
             return Some(Picked { value, source: Source::Flag(name) });
         }
-        if let Some((name, value)) = var {
+        if let Some((name, value)) = vars.iter().find_map(|v| env_value(v).map(|x| (*v, x))) {
             return Some(Picked { value: Value::String(value), source: Source::Env(name.to_owned()) });
         }
         self.settings.get(key).map(|found| Picked { value: found.value.clone(), source: Source::of(found.file) })
     }
 
-    /// The source of a value resolved as managed > `flag` (when given) > the first set variable
-    /// of `vars` > project > global > default.
+    /// The source of a value resolved as [`Config::pick`] resolves it (`flag`: the name of the
+    /// flag, when it was given), or the default.
     pub fn source(&self, key: &[&str], flag: Option<&'static str>, vars: &[&str]) -> Source {
-        if let Some((_, file)) = self.managed_get(key) {
-            return Source::of(file);
-        }
-        if let Some(flag) = flag {
-            return Source::Flag(flag);
-        }
-        if let Some(var) = vars.iter().find(|v| env_set(v)) {
-            return Source::Env((*var).to_owned());
-        }
-        self.settings.get(key).map_or(Source::Default, |found| Source::of(found.file))
+        self.layer(key, flag.map(|name| (name, Value::Null)), vars).map_or(Source::Default, |picked| picked.source)
     }
 
     /// A path setting: `~/` is the home directory and a relative path is relative to the

@@ -24,15 +24,15 @@ pub(crate) struct Checked {
 /// Checks a value against `T`: the dotted paths of the keys `T` does not have, or the first
 /// wrong value as `(key path, what is wrong)`. A sink checks its `telemetry.sinks.NAME` with it.
 pub fn check<T: DeserializeOwned>(value: &Value) -> Result<Vec<String>, (String, String)> {
-    parse::<T>(value).map(|(_, unknown)| unknown)
+    parse::<T>(value.clone()).map(|(_, unknown)| unknown)
 }
 
 /// `value` as `T`, with the dotted paths of the keys `T` does not have; or the first wrong value
 /// as `(key path, what is wrong)`.
-fn parse<T: DeserializeOwned>(value: &Value) -> Result<(T, Vec<String>), (String, String)> {
+fn parse<T: DeserializeOwned>(value: Value) -> Result<(T, Vec<String>), (String, String)> {
     let mut unknown = Vec::new();
     let mut note = |path: serde_ignored::Path<'_>| unknown.push(dotted(&path));
-    let ignoring = serde_ignored::Deserializer::new(value.clone(), &mut note);
+    let ignoring = serde_ignored::Deserializer::new(value, &mut note);
     match serde_path_to_error::deserialize::<_, T>(ignoring) {
         Ok(parsed) => Ok((parsed, unknown)),
         Err(e) => {
@@ -93,7 +93,7 @@ pub(crate) fn check_settings(value: &Map<String, Value>, managed: bool) -> Resul
         unknown.push("policy".into());
     }
     let sinks = object.get_mut("telemetry").and_then(Value::as_object_mut).and_then(|t| t.remove("sinks"));
-    let (doc, in_doc) = parse::<SettingsDoc>(&Value::Object(object))?;
+    let (doc, in_doc) = parse::<SettingsDoc>(Value::Object(object))?;
     unknown.extend(in_doc);
     if let Some(sinks) = sinks {
         unknown.extend(check_sinks(&sinks)?);
