@@ -3,9 +3,8 @@
 
 use std::path::Path;
 
-use crate::cli::settings::{Scope, SettingsFile};
+use crate::cli::settings::{self, Scope, SettingsFile};
 use pi_observe::core::{Attribution, names};
-use serde_json::Value;
 
 use super::CliError;
 use super::args::ObserveArgs;
@@ -75,14 +74,10 @@ pub fn attribution(args: &ObserveArgs, cfg: &Config, cwd: &Path) -> Result<Attri
     // The files' keys, most binding layer first: managed, then project, then global.
     let layers: Vec<&SettingsFile> = cfg.managed.iter().chain(cfg.settings.files()).collect();
     let mut keys: Vec<String> = Vec::new();
-    for file in &layers {
-        if let Some(object) = file.get(&SECTION).and_then(Value::as_object) {
-            for k in object.keys().filter(|k| k.as_str() != "required") {
-                let base = k.strip_suffix("Command").filter(|b| !b.is_empty()).unwrap_or(k);
-                if !keys.iter().any(|existing| existing == base) {
-                    keys.push(base.to_owned());
-                }
-            }
+    for (k, _) in layers.iter().filter_map(|file| section(file)).flat_map(|a| &a.values) {
+        let base = k.strip_suffix("Command").filter(|b| !b.is_empty()).unwrap_or(k);
+        if !keys.iter().any(|existing| existing == base) {
+            keys.push(base.to_owned());
         }
     }
     for (key, value, culprit) in &given {
@@ -101,16 +96,14 @@ pub fn attribution(args: &ObserveArgs, cfg: &Config, cwd: &Path) -> Result<Attri
         if flag_given && file.scope != Scope::Managed {
             continue;
         }
-        let mut path = SECTION.to_vec();
-        path.push(key);
+        let Some(written) = section(file) else { continue };
         let culprit = format!("{}: telemetry.attribution.{key}", file.path.display());
-        if let Some(value) = file.get(&path).and_then(Value::as_str) {
+        if let Some(value) = written.get(key) {
             set(key, value.to_owned(), &culprit)?;
             continue;
         }
         let command_key = format!("{key}Command");
-        path[2] = &command_key;
-        let Some(command) = file.get(&path).and_then(Value::as_str) else { continue };
+        let Some(command) = written.get(&command_key) else { continue };
         match run_command(command, cwd) {
             Ok(value) => set(key, value, &format!("{culprit}Command"))?,
             Err(why) => cfg.notice(format!(
@@ -128,15 +121,14 @@ pub fn attribution(args: &ObserveArgs, cfg: &Config, cwd: &Path) -> Result<Attri
 fn check_required(attribution: &Attribution, layers: &[&SettingsFile]) -> Result<(), CliError> {
     let mut required: Vec<(String, String)> = Vec::new();
     for file in layers {
-        let mut path = SECTION.to_vec();
-        path.push("required");
-        for key in file.get(&path).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+        let Some(list) = section(file).and_then(|a| a.required.as_ref()) else { continue };
+        for key in list {
             if !required.iter().any(|(k, _)| k == key) {
                 required.push((key.to_owned(), file.path.display().to_string()));
             }
         }
         // A user's files replace each other's lists; the managed list always applies.
-        if file.scope != Scope::Managed && file.get(&path).is_some() {
+        if file.scope != Scope::Managed {
             break;
         }
     }
@@ -155,12 +147,14 @@ fn check_required(attribution: &Attribution, layers: &[&SettingsFile]) -> Result
     Ok(())
 }
 
-const SECTION: [&str; 2] = ["telemetry", "attribution"];
+/// `telemetry.attribution` of `file`, when it has one.
+fn section(file: &SettingsFile) -> Option<&settings::Attribution> {
+    file.doc.telemetry.as_ref()?.attribution.as_ref()
+}
 
 /// True when `file` sets attribution `key` (as a value or a command).
 fn layer_sets(file: &SettingsFile, key: &str) -> bool {
-    let command = format!("{key}Command");
-    [key, command.as_str()].iter().any(|k| file.get(&["telemetry", "attribution", k]).is_some_and(|v| !v.is_null()))
+    section(file).is_some_and(|a| a.get(key).is_some() || a.get(&format!("{key}Command")).is_some())
 }
 
 /// Runs `command` with `sh -c` in `cwd` (no stdin, stderr discarded) and returns its trimmed

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::cli::settings::trust::TrustReason;
 
 use crate::cli::args::{AgentArgs, ObserveArgs};
-use crate::cli::config::{Config, Source, managed};
+use crate::cli::config::{Config, Source, keys, managed};
 use crate::cli::observe::status;
 use crate::cli::sinks::{SINKS, SinkSetup};
 use crate::cli::{CliError, attribution, output, setup};
@@ -49,7 +49,7 @@ pub fn run(args: &ConfigArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     let cwd = setup::cwd(args.agent.cwd.as_deref())?;
     let (files, missing, settings) = (file_list(cfg), missing_files(cfg), settings_list(cfg));
     let selected = setup::select(&args.agent, cfg)?;
-    let model_source = |key: &str, flag: Option<&'static str>| cfg.source(&[key], flag, &[]).to_string();
+    let model_source = |key, flag: Option<&'static str>| cfg.source(key, flag, &[]).to_string();
     let attribution = attribution::attribution(&args.observe, cfg, &cwd)?;
     let sink_setup = SinkSetup::resolve(&args.observe.sinks, args.observe.events_jsonl.as_deref(), cfg)?;
     let pipeline = status::pipeline(&sink_setup, &args.observe.sinks, cfg);
@@ -72,8 +72,8 @@ pub fn run(args: &ConfigArgs, cfg: &Config) -> Result<ExitCode, CliError> {
         },
         "settings": settings,
         "resolved": {
-            "provider": { "value": selected.model.provider, "source": model_source("defaultProvider", args.agent.provider.as_ref().map(|_| "--provider")) },
-            "model": { "value": selected.model.id, "source": model_source("defaultModel", args.agent.model.as_ref().map(|_| "--model")) },
+            "provider": { "value": selected.model.provider, "source": model_source(&keys::DEFAULT_PROVIDER, args.agent.provider.as_ref().map(|_| "--provider")) },
+            "model": { "value": selected.model.id, "source": model_source(&keys::DEFAULT_MODEL, args.agent.model.as_ref().map(|_| "--model")) },
             "sessionDir": session_dir,
             "attribution": attribution.iter().map(|(k, v)| (k.to_owned(), json!(v))).collect::<serde_json::Map<_, _>>(),
             "telemetry": pipeline,
@@ -125,7 +125,8 @@ fn settings_list(cfg: &Config) -> Vec<Value> {
         }
     }
     for (key, found) in cfg.settings.leaves() {
-        let overridden = cfg.managed_get(&key.split('.').collect::<Vec<_>>()).is_some();
+        let path: Vec<&str> = key.split('.').collect();
+        let overridden = cfg.managed.as_ref().and_then(|m| m.get(&path)).is_some_and(|v| !v.is_null());
         settings.push(json!({
             "key": key,
             "value": shown(&key, found.value),
@@ -141,16 +142,16 @@ fn managed_policy(cfg: &Config, m: &crate::cli::settings::SettingsFile) -> Value
     let policy = cfg.policy();
     json!({
         "path": m.path.display().to_string(),
-        "pinnedSinks": SINKS.iter().filter(|k| k.pins.is_some_and(|key| cfg.pinned(k.name, key).is_some())).map(|k| k.name).collect::<Vec<_>>(),
+        "pinnedSinks": SINKS.iter().filter(|k| k.pins.is_some_and(|key| cfg.pinned(key).is_some())).map(|k| k.name).collect::<Vec<_>>(),
         "captureCaps": SINKS.iter().filter(|k| k.settings.is_some()).filter_map(|k| {
             cfg.capture_cap(k.name).ok().flatten().map(|kinds| (k.name.to_string(), json!(kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>())))
         }).collect::<serde_json::Map<_, _>>(),
         "requiredAttribution": policy.required_attribution(),
         "redactRules": cfg.redact_rules().iter().filter(|(_, s)| matches!(s, Source::Managed(_))).count(),
-        "allowedProviders": m.get(&["policy", "allowedProviders"]),
-        "allowedModels": m.get(&["policy", "allowedModels"]),
+        "allowedProviders": policy.allowed().0,
+        "allowedModels": policy.allowed().1,
         "allowNonManagedExtensions": policy.allows_non_managed_extensions(),
-        "allowProjectResources": m.get(&["policy", "allowProjectResources"]).and_then(Value::as_bool).unwrap_or(true),
+        "allowProjectResources": policy.allows_project_resources(),
     })
 }
 

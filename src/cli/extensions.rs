@@ -57,7 +57,7 @@ fn discover_all(flags: &[PathBuf], cfg: &Config, cwd: &Path) -> Result<Vec<Candi
             crate::cli::settings::Scope::Project => "project",
             crate::cli::settings::Scope::Global => "settings",
         };
-        for raw in file.get(&["extensions"]).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+        for raw in file.doc.extensions.iter().flatten() {
             found.push(Candidate { path: Config::path_of(file, raw), origin });
         }
     }

@@ -11,7 +11,7 @@ use pi_agent::tools::ToolRegistry;
 
 use super::CliError;
 use super::args::AgentArgs;
-use super::config::Config;
+use super::config::{Config, Key, keys};
 use super::faux_script;
 use super::settings::{Compaction, Count, Retry, SettingsDoc};
 
@@ -90,15 +90,17 @@ fn chosen_names(
     provider: Option<String>,
     model: Option<String>,
 ) -> (String, Option<String>) {
-    let managed = |key: &str, flag: &Option<String>, flag_name: &str| {
-        let (value, file) = cfg.managed_get(&[key])?;
-        if flag.as_ref().is_some_and(|f| Some(f.as_str()) != value.as_str()) {
+    let managed = |key: &Key<String>, flag: &Option<String>, flag_name: &str| {
+        let file = cfg.managed_sets(key)?;
+        let value = (key.read)(file)?;
+        if flag.as_ref().is_some_and(|f| *f != value) {
+            let key = key.dotted();
             cfg.notice(format!("the managed policy {} sets {key}: {flag_name} ignored", file.path.display()));
         }
-        value.as_str().map(str::to_owned)
+        Some(value)
     };
-    let provider_flag = managed("defaultProvider", &provider, "--provider").or(provider);
-    let model_flag = managed("defaultModel", &model, "--model").or(model);
+    let provider_flag = managed(&keys::DEFAULT_PROVIDER, &provider, "--provider").or(provider);
+    let model_flag = managed(&keys::DEFAULT_MODEL, &model, "--model").or(model);
     let provider_name = match &provider_flag {
         Some(p) => p.clone(),
         None if args.base_url.is_some() => "openai".to_owned(),
@@ -284,10 +286,10 @@ pub fn new_session_path(cwd: &Path, cfg: &Config) -> PathBuf {
 /// the `sessionDir` setting (naming its file), else `<agent dir>/sessions`.
 pub fn sessions_dir(cfg: &Config) -> (PathBuf, String) {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let managed = cfg.managed_get(&["sessionDir"]).is_some();
+    let managed = cfg.managed_sets(&keys::SESSION_DIR).is_some();
     match std::env::var_os(SESSION_DIR_VAR).filter(|v| !v.is_empty() && !managed) {
         Some(dir) => (super::paths::expand_home(dir.into(), home.as_ref()), SESSION_DIR_VAR.to_owned()),
-        None => match cfg.path_setting(&["sessionDir"]) {
+        None => match cfg.path_setting(&keys::SESSION_DIR) {
             Some((dir, source)) => (dir, format!("sessionDir ({source})")),
             None => {
                 let agent = super::paths::agent_dir().unwrap_or_else(|| std::env::temp_dir().join(".pi/agent"));

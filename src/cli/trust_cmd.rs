@@ -65,7 +65,7 @@ pub fn trust_project(dir: &std::path::Path, cfg: &Config) -> Result<String, CliE
 }
 
 fn trust(mut store: TrustStore, dir: &std::path::Path, cfg: &Config) -> Result<String, CliError> {
-    if cfg.managed.as_ref().and_then(|m| m.get(&["policy", "allowProjectResources"])?.as_bool()) == Some(false) {
+    if !cfg.policy().allows_project_resources() {
         cfg.notice(
             "warning: the managed policy forbids project resources: trusting changes nothing while it does".into(),
         );

@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::settings::{Scope, SettingsFile};
+use crate::cli::settings::{self, Scope, SettingsFile};
 
 use crate::cli::CliError;
 
@@ -58,21 +58,34 @@ pub struct Policy<'a> {
 }
 
 impl<'a> Policy<'a> {
-    fn strings(&self, key: &[&str]) -> Option<Vec<&'a str>> {
-        let list = self.file?.get(key)?.as_array()?;
-        Some(list.iter().filter_map(|v| v.as_str()).collect())
+    /// The policy's own section (`policy`), when it has one.
+    fn section(&self) -> Option<&'a settings::Policy> {
+        self.file?.doc.policy.as_ref()
     }
 
     /// Attribution keys every run must carry.
     pub fn required_attribution(&self) -> Vec<&'a str> {
-        self.strings(&["telemetry", "attribution", "required"]).unwrap_or_default()
+        let attribution = self.file.and_then(|f| f.doc.telemetry.as_ref()?.attribution.as_ref());
+        attribution.and_then(|a| a.required.as_ref()).into_iter().flatten().map(String::as_str).collect()
+    }
+
+    /// `policy.allowedProviders` and `policy.allowedModels`, when set.
+    pub fn allowed(&self) -> (Option<&'a [String]>, Option<&'a [String]>) {
+        let section = self.section();
+        (section.and_then(|p| p.allowed_providers.as_deref()), section.and_then(|p| p.allowed_models.as_deref()))
+    }
+
+    /// False when the policy forbids project resources (`policy.allowProjectResources: false`).
+    pub fn allows_project_resources(&self) -> bool {
+        self.section().and_then(|p| p.allow_project_resources) != Some(false)
     }
 
     /// `Err(why)` when the policy does not allow `provider` / `model`. Patterns are exact names
     /// or globs with `*` (`anthropic`, `claude-*`; models may be written `provider/id`).
     pub fn check_model(&self, provider: &str, model: &str) -> Result<(), String> {
         let path = self.file.map(|f| f.path.display().to_string()).unwrap_or_default();
-        if let Some(allowed) = self.strings(&["policy", "allowedProviders"])
+        let (providers, models) = self.allowed();
+        if let Some(allowed) = providers
             && !allowed.iter().any(|p| glob(p, provider))
         {
             return Err(format!(
@@ -81,7 +94,7 @@ impl<'a> Policy<'a> {
             ));
         }
         let full = format!("{provider}/{model}");
-        if let Some(allowed) = self.strings(&["policy", "allowedModels"])
+        if let Some(allowed) = models
             && !allowed.iter().any(|p| glob(p, model) || glob(p, &full))
         {
             return Err(format!(
@@ -94,7 +107,7 @@ impl<'a> Policy<'a> {
 
     /// False when the policy forbids extensions it does not list itself.
     pub fn allows_non_managed_extensions(&self) -> bool {
-        self.file.and_then(|f| f.get(&["policy", "allowNonManagedExtensions"])?.as_bool()) != Some(false)
+        self.section().and_then(|p| p.allow_non_managed_extensions) != Some(false)
     }
 }
 

@@ -9,13 +9,13 @@
 //! project's `.pi/` resources are read only when [`trust::decide`] says so. Each value's
 //! origin is a [`Source`], shown by `pi config` and `pi observe status`.
 
+pub mod keys;
 pub mod managed;
 pub mod telemetry;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
 use std::sync::Mutex;
 
 use crate::cli::settings::trust::{self, TrustDecision, TrustReason, TrustStore};
@@ -43,32 +43,79 @@ pub enum Source {
     Default,
 }
 
-/// One value as [`Config::pick`] found it, and where.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Picked {
-    /// As written: a settings file's JSON value, or a flag's or variable's text.
-    pub value: Value,
-    /// Where it came from.
-    pub source: Source,
+/// One setting, as data: its key path (what messages and `pi config` name) and how to read it
+/// out of one file's typed sections. Declared next to the code that uses it:
+///
+/// ```ignore
+/// const ENDPOINT: Key<String> = Key {
+///     path: &["telemetry", "sinks", "otlp", "endpoint"],
+///     read: |file| file.sink::<Settings>("otlp")?.endpoint.clone(),
+/// };
+/// ```
+pub struct Key<T: 'static> {
+    /// The dotted path, as a list of object keys.
+    pub path: &'static [&'static str],
+    /// The value one file sets (`None`: not set there; `null` is not set).
+    pub read: fn(&SettingsFile) -> Option<T>,
 }
 
-impl Picked {
-    /// The value as text (a JSON string's content, anything else as JSON).
-    pub fn text(&self) -> String {
-        match &self.value {
-            Value::String(text) => text.clone(),
-            other => other.to_string(),
-        }
+impl<T> Key<T> {
+    /// `a.b.c`.
+    pub fn dotted(&self) -> String {
+        self.path.join(".")
     }
+}
 
-    /// What to name when the value at `key` is wrong: the flag, the variable, or the file and
-    /// the key path.
-    pub fn culprit(&self, key: &[&str]) -> String {
+/// One value as [`Config::pick`] found it, and where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Picked<T> {
+    /// What was found.
+    pub value: Given<T>,
+    /// Where it came from.
+    pub source: Source,
+    /// The key it was found for, dotted.
+    key: String,
+}
+
+/// A value by its layer: typed from a file, or still text from a variable.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Given<T> {
+    /// The managed policy's or a settings file's value, typed (checked when the file was read).
+    Set(T),
+    /// The flag the caller named was given: its value is the caller's.
+    Flag,
+    /// A variable's text, for the caller to parse.
+    Var(String),
+}
+
+impl<T> Picked<T> {
+    /// What to name when the value is wrong: the flag, the variable, or the file and the key
+    /// path.
+    pub fn culprit(&self) -> String {
         match &self.source {
             Source::Flag(flag) => (*flag).to_owned(),
             Source::Env(var) => var.clone(),
-            Source::Default => key.join("."),
-            file => format!("{}: {}", file.file(), key.join(".")),
+            Source::Default => self.key.clone(),
+            file => format!("{}: {}", file.file(), self.key),
+        }
+    }
+
+    /// The value from a file or the managed policy (`None` when a flag or a variable won).
+    pub fn set(self) -> Option<T> {
+        match self.value {
+            Given::Set(value) => Some(value),
+            Given::Flag | Given::Var(_) => None,
+        }
+    }
+}
+
+impl<T: std::fmt::Display> Picked<T> {
+    /// The value as text, for messages.
+    pub fn text(&self) -> String {
+        match &self.value {
+            Given::Set(value) => value.to_string(),
+            Given::Flag => String::new(),
+            Given::Var(text) => text.clone(),
         }
     }
 }
@@ -170,8 +217,7 @@ impl Config {
         // Without a home there is no store: nothing is trusted.
         let store_path = agent_dir.as_ref().map_or_else(PathBuf::new, |d| d.join(trust::TRUST_FILE));
         let store = TrustStore::load(&store_path).map_err(|e| CliError::Usage(e.to_string()))?;
-        let policy_allows =
-            managed.as_ref().and_then(|m| m.get(&["policy", "allowProjectResources"])?.as_bool()) != Some(false);
+        let policy_allows = Policy { file: managed.as_ref() }.allows_project_resources();
         // The one decision point; an extension's `project_trust` answer comes in as the hook.
         let trust = trust::decide(project, &store, policy_allows, hook);
         let project_file = if trust.trusted {
@@ -255,33 +301,42 @@ impl Config {
         Policy { file: self.managed.as_ref() }
     }
 
-    /// A value from the managed file.
-    pub fn managed_get(&self, key: &[&str]) -> Option<(&serde_json::Value, &SettingsFile)> {
-        let file = self.managed.as_ref()?;
-        file.get(key).filter(|v| !v.is_null()).map(|v| (v, file))
+    /// The value `read` finds in the most binding file that sets it (the managed policy, then
+    /// the project's file, then the global one), with that file.
+    pub fn find_with<T>(&self, read: impl Fn(&SettingsFile) -> Option<T>) -> Option<(T, &SettingsFile)> {
+        self.managed.iter().chain(self.settings.files()).find_map(|file| read(file).map(|value| (value, file)))
+    }
+
+    /// The value of `key` in the most binding file that sets it, with that file.
+    pub fn find<T>(&self, key: &Key<T>) -> Option<(T, &SettingsFile)> {
+        self.find_with(key.read)
+    }
+
+    /// The managed policy, when it sets `key`.
+    pub fn managed_sets<T>(&self, key: &Key<T>) -> Option<&SettingsFile> {
+        self.managed.as_ref().filter(|file| (key.read)(file).is_some())
     }
 
     /// A value read through the typed sections (`read` picks it out of one file's): the managed
     /// policy's, else the most binding settings file's.
     pub fn typed<T>(&self, read: impl Fn(&crate::cli::settings::SettingsDoc) -> Option<T>) -> Option<T> {
-        self.managed.as_ref().and_then(|file| read(&file.doc)).or_else(|| self.settings.typed(read).map(|(v, _)| v))
+        self.find_with(|file| read(&file.doc)).map(|(value, _)| value)
     }
 
     /// The value of `key` by the one precedence rule: the managed policy (binding: a `flag` or
-    /// variable it overrides is said once on stderr), then `flag` (its name and value, when
-    /// given), then the first of `vars` that is set, then the project's file, then the global
-    /// one. `None`: the default applies.
-    pub fn pick(&self, key: &[&str], flag: Option<(&'static str, Value)>, vars: &[&str]) -> Option<Picked> {
-        let flag_name = flag.as_ref().map(|(name, _)| *name);
-        let picked = self.layer(key, flag, vars)?;
+    /// variable it overrides is said once on stderr), then `flag` (the name of a flag that was
+    /// given: its value is the caller's), then the first of `vars` that is set, then the
+    /// project's file, then the global one. `None`: the default applies.
+    pub fn pick<T>(&self, key: &Key<T>, flag: Option<&'static str>, vars: &[&str]) -> Option<Picked<T>> {
+        let picked = self.layer(key.dotted(), key.read, flag, vars)?;
         if let Source::Managed(file) = &picked.source {
             let var = vars.iter().copied().find(|v| env_value(v).is_some());
-            let overridden: Vec<&str> = flag_name.into_iter().chain(var).collect();
+            let overridden: Vec<&str> = flag.into_iter().chain(var).collect();
             if !overridden.is_empty() {
                 self.notice(format!(
                     "the managed policy {} sets {}: {} ignored",
                     file.display(),
-                    key.join("."),
+                    key.dotted(),
                     overridden.join(", ")
                 ));
             }
@@ -289,24 +344,41 @@ impl Config {
         Some(picked)
     }
 
-    /// [`Config::pick`] without saying anything: the layer that sets `key`.
-    fn layer(&self, key: &[&str], flag: Option<(&'static str, Value)>, vars: &[&str]) -> Option<Picked> {
-        if let Some((value, file)) = self.managed_get(key) {
-            return Some(Picked { value: value.clone(), source: Source::of(file) });
+    /// [`Config::pick`] without saying anything: the layer that sets `key` (read by `read`).
+    fn layer<T>(
+        &self,
+        key: String,
+        read: impl Fn(&SettingsFile) -> Option<T>,
+        flag: Option<&'static str>,
+        vars: &[&str],
+    ) -> Option<Picked<T>> {
+        let picked = |value, source| Some(Picked { value, source, key });
+        if let Some(file) = &self.managed
+            && let Some(value) = read(file)
+        {
+            return picked(Given::Set(value), Source::of(file));
         }
-        if let Some((name, value)) = flag {
-            return Some(Picked { value, source: Source::Flag(name) });
+        if let Some(name) = flag {
+            return picked(Given::Flag, Source::Flag(name));
         }
         if let Some((name, value)) = vars.iter().find_map(|v| env_value(v).map(|x| (*v, x))) {
-            return Some(Picked { value: Value::String(value), source: Source::Env(name.to_owned()) });
+            return picked(Given::Var(value), Source::Env(name.to_owned()));
         }
-        self.settings.get(key).map(|found| Picked { value: found.value.clone(), source: Source::of(found.file) })
+        let (value, file) = self.settings.files().iter().find_map(|file| read(file).map(|v| (v, file)))?;
+        picked(Given::Set(value), Source::of(file))
     }
 
-    /// The source of a value resolved as [`Config::pick`] resolves it (`flag`: the name of the
-    /// flag, when it was given), or the default.
-    pub fn source(&self, key: &[&str], flag: Option<&'static str>, vars: &[&str]) -> Source {
-        self.layer(key, flag.map(|name| (name, Value::Null)), vars).map_or(Source::Default, |picked| picked.source)
+    /// The source of `key`'s value, resolved as [`Config::pick`] resolves it (`flag`: the name
+    /// of the flag, when it was given), or the default.
+    pub fn source<T>(&self, key: &Key<T>, flag: Option<&'static str>, vars: &[&str]) -> Source {
+        self.layer(key.dotted(), key.read, flag, vars).map_or(Source::Default, |picked| picked.source)
+    }
+
+    /// The source of sink `name`'s `capture` list (`flag`: a `--capture` flag named the sink).
+    pub fn capture_source(&self, name: &str, flag: bool) -> Source {
+        let read = |file: &SettingsFile| file.sink_section(name)?.capture().map(|_| ());
+        let key = format!("telemetry.sinks.{name}.capture");
+        self.layer(key, read, flag.then_some("--capture"), &[]).map_or(Source::Default, |picked| picked.source)
     }
 
     /// A path setting: `~/` is the home directory and a relative path is relative to the
@@ -322,11 +394,7 @@ impl Config {
     }
 
     /// The path at `key` from the most binding settings file (managed first), resolved.
-    pub fn path_setting(&self, key: &[&str]) -> Option<(PathBuf, Source)> {
-        if let Some((value, file)) = self.managed_get(key) {
-            return value.as_str().map(|raw| (Config::path_of(file, raw), Source::of(file)));
-        }
-        let found = self.settings.get(key)?;
-        found.value.as_str().map(|raw| (Config::path_of(found.file, raw), Source::of(found.file)))
+    pub fn path_setting(&self, key: &Key<String>) -> Option<(PathBuf, Source)> {
+        self.find(key).map(|(raw, file)| (Config::path_of(file, &raw), Source::of(file)))
     }
 }

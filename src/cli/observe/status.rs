@@ -7,7 +7,7 @@ use clap::Args;
 use pi_observe::spool::Spool;
 use serde_json::{Value, json};
 
-use crate::cli::config::Config;
+use crate::cli::config::{Config, keys};
 use crate::cli::run_state::{RunState, state_path};
 use crate::cli::sinks::SinkArgs;
 use crate::cli::sinks::SinkSetup;
@@ -29,15 +29,15 @@ pub struct StatusArgs {
 pub fn pipeline(setup: &SinkSetup, args: &SinkArgs, cfg: &Config) -> Value {
     let sinks = setup.statuses(args, cfg);
     let spool_config = setup.spool.as_ref().map(|(config, from)| {
-        let of = |field, var| cfg.source(&["telemetry", "spool", field], None, &[var]).to_string();
+        let (bytes, age) = (&keys::spool::MAX_BYTES, &keys::spool::MAX_AGE_DAYS);
         json!({
             "dir": config.dir.display().to_string(),
             "maxBytes": config.max_bytes,
             "maxAgeDays": config.max_age.as_secs_f64() / 86_400.0,
             "sources": {
                 "dir": from.to_string(),
-                "maxBytes": of("maxBytes", SPOOL_MAX_BYTES_VAR),
-                "maxAgeDays": of("maxAgeDays", SPOOL_MAX_AGE_VAR),
+                "maxBytes": cfg.source(bytes, None, &[SPOOL_MAX_BYTES_VAR]).to_string(),
+                "maxAgeDays": cfg.source(age, None, &[SPOOL_MAX_AGE_VAR]).to_string(),
             },
         })
     });

@@ -76,6 +76,8 @@ pub struct SettingsFile {
     pub value: Map<String, Value>,
     /// Its known sections as types.
     pub(crate) doc: schema::SettingsDoc,
+    /// `telemetry.sinks`: each sink's settings as that sink's type.
+    sinks: schema::SinkSections,
     /// Dotted paths of the keys this version of pi does not know.
     pub unknown: Vec<String>,
 }
@@ -100,9 +102,21 @@ impl SettingsFile {
     /// Parses `text` as the file at `path`: JSON syntax, then the types of the known keys.
     pub fn parse(text: &str, path: &Path, scope: Scope) -> Result<SettingsFile, SettingsError> {
         let value = parse_object(text, path)?;
-        let Checked { doc, unknown } = schema::check_settings(&value, scope == Scope::Managed)
+        let Checked { doc, sinks, unknown } = schema::check_settings(&value, scope == Scope::Managed)
             .map_err(|(key, expected)| SettingsError::Value { path: path.to_owned(), key, expected })?;
-        Ok(SettingsFile { path: path.to_owned(), scope, value, doc, unknown })
+        Ok(SettingsFile { path: path.to_owned(), scope, value, doc, sinks, unknown })
+    }
+
+    /// Sink `name`'s settings (`telemetry.sinks.NAME`), when this file has them.
+    pub fn sink_section(&self, name: &str) -> Option<&dyn schema::SinkSection> {
+        self.sinks.get(name)
+    }
+
+    /// Sink `name`'s settings as its own type `T` (the type it declared with
+    /// [`check`](schema::check)), when this file has them.
+    pub fn sink<T: schema::SinkSection>(&self, name: &str) -> Option<&T> {
+        let section: &dyn std::any::Any = self.sinks.get(name)?;
+        section.downcast_ref()
     }
 
     /// The value at `key` (a path of object keys).

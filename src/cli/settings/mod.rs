@@ -29,8 +29,9 @@ pub mod trust;
 use serde_json::Value;
 
 pub use file::{Scope, SettingsFile, expand_vars};
-pub(crate) use schema::{Compaction, Count, Retry, SettingsDoc};
-pub use schema::{Ratio, SinkCheck, check, declare_sinks};
+pub(crate) use schema::sink_section;
+pub(crate) use schema::{Attribution, Compaction, Count, Number, Policy, Retry, SamplerName, SettingsDoc, Spool};
+pub use schema::{Ratio, SinkCheck, SinkSection, check, declare_sinks};
 
 /// The settings file name, in the agent directory and in a project's `.pi/`.
 pub const SETTINGS_FILE: &str = "settings.json";
@@ -76,16 +77,6 @@ impl Settings {
     /// most binding file that sets it, with that file.
     pub(crate) fn typed<T>(&self, read: impl Fn(&SettingsDoc) -> Option<T>) -> Option<(T, &SettingsFile)> {
         self.files.iter().find_map(|file| read(&file.doc).map(|value| (value, file)))
-    }
-
-    /// A string setting.
-    pub fn str(&self, key: &[&str]) -> Option<&str> {
-        self.get(key)?.value.as_str()
-    }
-
-    /// A boolean setting.
-    pub fn bool(&self, key: &[&str]) -> Option<bool> {
-        self.get(key)?.value.as_bool()
     }
 
     /// The keys of the object at `key` across all files (each once, most binding file's order
@@ -159,8 +150,9 @@ mod tests {
             file(r#"{"skills":["p"],"telemetry":{"sinks":{"otlp":{"endpoint":"http://p"}}}}"#, Scope::Project),
         ]);
         assert_eq!(settings.get(&["skills"]).unwrap().value, &serde_json::json!(["p"]), "lists replace");
-        assert_eq!(settings.str(&["telemetry", "sinks", "otlp", "endpoint"]), Some("http://p"));
-        assert_eq!(settings.bool(&["telemetry", "sinks", "otlp", "logs"]), Some(true));
+        let value = |key: &[&str]| settings.get(key).map(|found| found.value.clone());
+        assert_eq!(value(&["telemetry", "sinks", "otlp", "endpoint"]), Some(serde_json::json!("http://p")));
+        assert_eq!(value(&["telemetry", "sinks", "otlp", "logs"]), Some(serde_json::json!(true)));
         let leaves: Vec<(String, Scope)> = settings.leaves().into_iter().map(|(k, f)| (k, f.file.scope)).collect();
         assert_eq!(
             leaves,
@@ -178,6 +170,7 @@ mod tests {
             file(r#"{"defaultModel":"g"}"#, Scope::Global),
             file(r#"{"defaultModel":null}"#, Scope::Project),
         ]);
-        assert_eq!(settings.str(&["defaultModel"]), Some("g"));
+        assert_eq!(settings.get(&["defaultModel"]).unwrap().value, "g");
+        assert_eq!(settings.typed(|doc| doc.default_model.clone()).unwrap().0, "g");
     }
 }

@@ -6,7 +6,9 @@
 //! and listed (`serde_ignored`) so the caller can warn about it once (typo protection). Values
 //! are then read layer by layer with their origin (`Settings::get`).
 
-use std::sync::OnceLock;
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, Deserializer, Unexpected, Visitor};
@@ -15,17 +17,61 @@ use serde_json::{Map, Value};
 /// The outcome of a check: the file as types, and its unknown keys.
 #[derive(Debug)]
 pub(crate) struct Checked {
-    /// The known sections (`telemetry.sinks` is each sink's own).
+    /// The known sections (`telemetry.sinks` is each sink's own, in `sinks`).
     pub doc: SettingsDoc,
+    /// `telemetry.sinks`: each declared sink's settings as its own type.
+    pub sinks: SinkSections,
     /// Dotted paths of unknown keys.
     pub unknown: Vec<String>,
 }
 
-/// Checks a value against `T`: the dotted paths of the keys `T` does not have, or the first
-/// wrong value as `(key path, what is wrong)`. A sink checks its `telemetry.sinks.NAME` with it.
-pub fn check<T: DeserializeOwned>(value: &Value) -> Result<Vec<String>, (String, String)> {
-    parse::<T>(value.clone()).map(|(_, unknown)| unknown)
+/// What every sink's settings type (`telemetry.sinks.NAME`) has, for the code that handles every
+/// sink alike (is it on in the files, what does it capture); the rest is read by the sink itself
+/// through [`SettingsFile::sink`](super::SettingsFile::sink).
+pub trait SinkSection: Any + Send + Sync + std::fmt::Debug {
+    /// `enabled`: `false` turns off a sink a less binding file turned on.
+    fn enabled(&self) -> Option<bool>;
+    /// `capture`: the content kinds the sink may receive, as written (`all` allowed).
+    fn capture(&self) -> Option<&[String]>;
 }
+
+/// Implements [`SinkSection`] for a sink's settings struct with the fields
+/// `enabled: Option<bool>` and `capture: Option<Vec<String>>`.
+macro_rules! sink_section {
+    ($settings:ty) => {
+        impl $crate::cli::settings::SinkSection for $settings {
+            fn enabled(&self) -> Option<bool> {
+                self.enabled
+            }
+
+            fn capture(&self) -> Option<&[String]> {
+                self.capture.as_deref()
+            }
+        }
+    };
+}
+pub(crate) use sink_section;
+
+/// Each declared sink's settings in one file, by sink name.
+#[derive(Debug, Clone, Default)]
+pub struct SinkSections(BTreeMap<String, Arc<dyn SinkSection>>);
+
+impl SinkSections {
+    /// Sink `name`'s settings, when the file has them.
+    pub fn get(&self, name: &str) -> Option<&dyn SinkSection> {
+        self.0.get(name).map(|s| &**s)
+    }
+}
+
+/// Checks a sink's settings object as `T`: `T` itself and the dotted paths of the keys `T` does
+/// not have, or the first wrong value as `(key path, what is wrong)`. A sink declares
+/// `check::<ItsSettings>` as its [`SinkCheck`].
+pub fn check<T: SinkSection + DeserializeOwned>(value: &Value) -> Result<SinkChecked, (String, String)> {
+    parse::<T>(value.clone()).map(|(section, unknown)| (Arc::new(section) as Arc<dyn SinkSection>, unknown))
+}
+
+/// A sink's settings as its type, and the keys it does not know.
+pub type SinkChecked = (Arc<dyn SinkSection>, Vec<String>);
 
 /// `value` as `T`, with the dotted paths of the keys `T` does not have; or the first wrong value
 /// as `(key path, what is wrong)`.
@@ -72,8 +118,8 @@ fn dotted(path: &serde_ignored::Path<'_>) -> String {
     }
 }
 
-/// How a sink's settings object is checked (`check::<ItsSettings>`).
-pub type SinkCheck = fn(&Value) -> Result<Vec<String>, (String, String)>;
+/// How a sink's settings object is checked and typed (`check::<ItsSettings>`).
+pub type SinkCheck = fn(&Value) -> Result<SinkChecked, (String, String)>;
 
 /// Every sink's settings check, by name, as the sinks declare them at start.
 static SINKS: OnceLock<Vec<(&'static str, SinkCheck)>> = OnceLock::new();
@@ -95,31 +141,35 @@ pub(crate) fn check_settings(value: &Map<String, Value>, managed: bool) -> Resul
     let sinks = object.get_mut("telemetry").and_then(Value::as_object_mut).and_then(|t| t.remove("sinks"));
     let (doc, in_doc) = parse::<SettingsDoc>(Value::Object(object))?;
     unknown.extend(in_doc);
-    if let Some(sinks) = sinks {
-        unknown.extend(check_sinks(&sinks)?);
-    }
-    Ok(Checked { doc, unknown })
+    let sinks = match sinks {
+        Some(sinks) => check_sinks(&sinks, &mut unknown)?,
+        None => SinkSections::default(),
+    };
+    Ok(Checked { doc, sinks, unknown })
 }
 
-/// `telemetry.sinks`: each name a sink declared, checked by that sink.
-fn check_sinks(sinks: &Value) -> Result<Vec<String>, (String, String)> {
+/// `telemetry.sinks`: each name a sink declared, checked and typed by that sink; the others are
+/// added to `unknown`.
+fn check_sinks(sinks: &Value, unknown: &mut Vec<String>) -> Result<SinkSections, (String, String)> {
     const AT: &str = "telemetry.sinks";
     let Some(sinks) = sinks.as_object() else {
         return Err((AT.into(), format!("expected an object, found {}", describe(sinks))));
     };
     let declared = SINKS.get().map(Vec::as_slice).unwrap_or_default();
-    let mut unknown = Vec::new();
+    let mut sections = BTreeMap::new();
     for (name, value) in sinks {
         let at = |key: &str| if key.is_empty() { format!("{AT}.{name}") } else { format!("{AT}.{name}.{key}") };
         match declared.iter().find(|(n, _)| n == name) {
             _ if value.is_null() => {}
             Some((_, check)) => {
-                unknown.extend(check(value).map_err(|(key, why)| (at(&key), why))?.iter().map(|k| at(k)))
+                let (section, in_sink) = check(value).map_err(|(key, why)| (at(&key), why))?;
+                unknown.extend(in_sink.iter().map(|k| at(k)));
+                sections.insert(name.clone(), section);
             }
             None => unknown.push(at("")),
         }
     }
-    Ok(unknown)
+    Ok(SinkSections(sections))
 }
 
 /// "a string", "an array", … for messages.
@@ -170,16 +220,16 @@ pub(crate) struct SettingsDoc {
     markdown: Option<Markdown>,
     /// Upstream's `packages` entries are strings or objects: kept as written.
     packages: Option<Value>,
-    extensions: Option<Vec<String>>,
+    pub extensions: Option<Vec<String>>,
     pub skills: Option<Vec<String>>,
     pub prompts: Option<Vec<String>>,
     themes: Option<Vec<String>>,
     enable_skill_commands: Option<bool>,
-    session_dir: Option<String>,
+    pub session_dir: Option<String>,
     pub expose_session_environment: Option<bool>,
     pub telemetry: Option<Telemetry>,
     /// The managed policy's own section (only read from the managed file).
-    policy: Option<Policy>,
+    pub policy: Option<Policy>,
 }
 
 /// A thinking level (`off` … `xhigh`).
@@ -288,25 +338,24 @@ struct Markdown {
 
 /// Our `telemetry` section (its `sinks` are checked by each sink, see [`declare_sinks`]).
 #[derive(Debug, Clone, Deserialize)]
-#[allow(dead_code)] // `attribution` is read by key path (its keys are open)
 pub(crate) struct Telemetry {
     pub redact: Option<Vec<String>>,
     pub sampler: Option<Sampler>,
     pub spool: Option<Spool>,
-    attribution: Option<Attribution>,
+    pub attribution: Option<Attribution>,
 }
 
 /// `telemetry.sampler`.
 #[derive(Debug, Clone, Deserialize)]
-#[allow(dead_code)] // `name` is read as text, with `${VAR}` expansion
 pub(crate) struct Sampler {
-    name: Option<SamplerName>,
+    pub name: Option<SamplerName>,
     pub arg: Option<Ratio>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// A sampler's name, as `OTEL_TRACES_SAMPLER` spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum SamplerName {
+pub(crate) enum SamplerName {
     AlwaysOn,
     AlwaysOff,
     Traceidratio,
@@ -318,17 +367,29 @@ enum SamplerName {
 /// `telemetry.spool`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)] // the others are read by `Config::pick` (variables come as text)
 pub(crate) struct Spool {
     pub enabled: Option<bool>,
-    dir: Option<String>,
-    max_bytes: Option<Count>,
-    max_age_days: Option<Number>,
+    pub dir: Option<String>,
+    pub max_bytes: Option<Count>,
+    pub max_age_days: Option<Number>,
 }
 
-/// `required` (a list of keys), and any attribution key as a string (or a `…Command`).
-#[derive(Debug, Clone)]
-struct Attribution;
+/// `telemetry.attribution`: `required` (a list of keys), and any attribution key as a string
+/// (its value) or as `KEYCommand` (a command printing it).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Attribution {
+    /// `required`, when set.
+    pub required: Option<Vec<String>>,
+    /// Every other key as written (`orgId`, `userIdCommand`, …), in file order; `null` ones left out.
+    pub values: Vec<(String, String)>,
+}
+
+impl Attribution {
+    /// The value written for `key` (`orgId`, `orgIdCommand`).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
 
 impl<'de> Deserialize<'de> for Attribution {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -339,28 +400,29 @@ impl<'de> Deserialize<'de> for Attribution {
                 f.write_str("an object of attribution keys")
             }
             fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Attribution, A::Error> {
+                let mut attribution = Attribution::default();
                 while let Some(key) = map.next_key::<String>()? {
                     if key == "required" {
-                        map.next_value::<Option<Vec<String>>>()?;
-                    } else {
-                        map.next_value::<Option<String>>()?;
+                        attribution.required = map.next_value::<Option<Vec<String>>>()?;
+                    } else if let Some(value) = map.next_value::<Option<String>>()? {
+                        attribution.values.push((key, value));
                     }
                 }
-                Ok(Attribution)
+                Ok(attribution)
             }
         }
         d.deserialize_map(Keys)
     }
 }
 
+/// The managed policy's own section.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
-struct Policy {
-    allowed_providers: Option<Vec<String>>,
-    allowed_models: Option<Vec<String>>,
-    allow_non_managed_extensions: Option<bool>,
-    allow_project_resources: Option<bool>,
+pub(crate) struct Policy {
+    pub allowed_providers: Option<Vec<String>>,
+    pub allowed_models: Option<Vec<String>>,
+    pub allow_non_managed_extensions: Option<bool>,
+    pub allow_project_resources: Option<bool>,
 }
 
 /// A whole number ≥ 0.
@@ -374,6 +436,20 @@ pub struct Number(pub f64);
 /// A number from 0 to 1 (a sampling ratio).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Ratio(pub f64);
+
+impl SamplerName {
+    /// As `OTEL_TRACES_SAMPLER` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SamplerName::AlwaysOn => "always_on",
+            SamplerName::AlwaysOff => "always_off",
+            SamplerName::Traceidratio => "traceidratio",
+            SamplerName::ParentbasedAlwaysOn => "parentbased_always_on",
+            SamplerName::ParentbasedAlwaysOff => "parentbased_always_off",
+            SamplerName::ParentbasedTraceidratio => "parentbased_traceidratio",
+        }
+    }
+}
 
 impl ThinkingLevel {
     /// As settings and the agent spell it.
@@ -460,12 +536,20 @@ mod tests {
 
     /// The OTLP sink's settings, as a sink would declare them.
     fn declare() {
-        #[derive(Deserialize)]
+        #[derive(Debug, Deserialize)]
         #[allow(dead_code)]
         struct Otlp {
             enabled: Option<bool>,
             endpoint: Option<String>,
             headers: Option<std::collections::BTreeMap<String, Option<String>>>,
+        }
+        impl SinkSection for Otlp {
+            fn enabled(&self) -> Option<bool> {
+                self.enabled
+            }
+            fn capture(&self) -> Option<&[String]> {
+                None
+            }
         }
         declare_sinks(vec![("otlp", check::<Otlp>)]);
     }

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::local;
 use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Running, Sink, SinkKind, Sources, no_flags};
+use crate::cli::config::Key;
 use crate::cli::settings::check;
 use crate::cli::{CliError, output};
 
@@ -18,20 +19,21 @@ use crate::cli::{CliError, output};
 pub const KIND: SinkKind = SinkKind {
     name: "events",
     remote: false,
-    pins: Some(PINS),
+    pins: Some(&PATH),
     flags: no_flags,
     settings: Some(check::<local::Settings>),
     resolve,
 };
 
 /// Where it sends: set by the managed policy, it pins the sink.
-const PINS: &str = local::DESTINATION;
+const PATH: Key<String> =
+    Key { path: &["telemetry", "sinks", "events", "path"], read: |f| local::path_in(f, "events") };
 
 /// Always resolved: off until it has a file (`pi observe canary` gives it one, to try its
 /// capture policy).
 fn resolve(from: &Resolve<'_>) -> Resolved {
     let flagged = from.events.is_some();
-    let path = local::path(from.cfg, "events", "--events-jsonl", from.events.map(Path::to_owned))?;
+    let path = local::path(from.cfg, "events", &PATH, ("--events-jsonl", from.events.map(Path::to_owned)))?;
     Ok(Some(Box::new(EventsSink { path, flagged })))
 }
 
@@ -43,7 +45,7 @@ struct EventsSink {
 impl Sink for EventsSink {
     fn status(&self, sources: &Sources<'_>) -> Option<Value> {
         let target = self.path.as_ref()?.display().to_string();
-        Some(local::status("events", &target, self.flagged.then_some("--events-jsonl"), sources))
+        Some(local::status(("events", &PATH), &target, self.flagged.then_some("--events-jsonl"), sources))
     }
 
     fn output_file(&self) -> Option<(&'static str, &Path)> {

@@ -12,15 +12,22 @@ use serde_json::Value;
 
 use super::local;
 use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Running, Sink, SinkKind, Sources};
+use crate::cli::config::Key;
 use crate::cli::settings::check;
 use crate::cli::{CliError, output};
 
 /// The log sink in the list of sinks (`SINKS`).
-pub const KIND: SinkKind =
-    SinkKind { name: "log", remote: false, pins: Some(PINS), flags, settings: Some(check::<local::Settings>), resolve };
+pub const KIND: SinkKind = SinkKind {
+    name: "log",
+    remote: false,
+    pins: Some(&PATH),
+    flags,
+    settings: Some(check::<local::Settings>),
+    resolve,
+};
 
 /// Where it sends: set by the managed policy, it pins the sink.
-const PINS: &str = local::DESTINATION;
+const PATH: Key<String> = Key { path: &["telemetry", "sinks", "log", "path"], read: |f| local::path_in(f, "log") };
 
 /// The flag's id.
 const LOG_JSON: &str = "log_json";
@@ -36,7 +43,7 @@ fn flags(cmd: Command) -> Command {
 fn resolve(from: &Resolve<'_>) -> Resolved {
     let flag = from.args.declared.matches().get_one::<String>(LOG_JSON).map(PathBuf::from);
     let flagged = flag.is_some();
-    let path = local::path(from.cfg, "log", "--log-json", flag)?;
+    let path = local::path(from.cfg, "log", &PATH, ("--log-json", flag))?;
     Ok(path.map(|path| Box::new(LogSink { target: path.display().to_string(), flagged }) as Box<dyn Sink>))
 }
 
@@ -48,7 +55,7 @@ struct LogSink {
 
 impl Sink for LogSink {
     fn status(&self, sources: &Sources<'_>) -> Option<Value> {
-        Some(local::status("log", &self.target, self.flagged.then_some("--log-json"), sources))
+        Some(local::status(("log", &PATH), &self.target, self.flagged.then_some("--log-json"), sources))
     }
 
     fn output_file(&self) -> Option<(&'static str, &Path)> {

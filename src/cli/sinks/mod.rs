@@ -123,8 +123,7 @@ impl SinkSetup {
         let sources = |name: &str| {
             let flagged = args.content.capture.iter().any(|c| capture::names_sink(c, name, SINKS));
             let capped = cfg.capture_cap(name).ok().flatten().is_some();
-            let key = crate::cli::config::telemetry::sink_key(name, "capture");
-            let from = cfg.source(&key, flagged.then_some("--capture"), &[]).to_string();
+            let from = cfg.capture_source(name, flagged).to_string();
             let capture = if capped && !from.starts_with("managed") {
                 format!("{from}, capped by the managed policy")
             } else {

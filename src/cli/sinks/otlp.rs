@@ -9,9 +9,8 @@ use pi_observe::core::{ProbeOutcome, TraceId};
 use pi_observe::otel::names::env;
 use pi_observe::otel::{Conventions, OtelSubscriber, OtlpConfig, Protocol, WireCapture, url_without_secrets};
 use pi_observe::spool::Spool;
-use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::exit;
@@ -20,19 +19,21 @@ use super::sink::{
     no_flags,
 };
 use crate::cli::CliError;
-use crate::cli::config::telemetry::sink_key;
+use crate::cli::config::keys::sampler;
 use crate::cli::output;
 use crate::cli::settings::check;
 
 mod settings;
 
+use settings::key;
+
 /// The OTLP sink in the list of sinks (`SINKS`).
 pub const KIND: SinkKind = SinkKind {
     name: "otlp",
     remote: true,
-    pins: Some(settings::PINS),
+    pins: Some(&settings::key::ENDPOINT),
     flags: no_flags,
-    settings: Some(check::<Settings>),
+    settings: Some(check::<settings::Settings>),
     resolve,
 };
 
@@ -85,7 +86,7 @@ impl Sink for OtlpSink {
 
 /// The sink's resolved values and their sources.
 fn status(c: &OtlpConfig, sources: &Sources<'_>) -> Value {
-    let (a, sink) = (sources.args, |field| sink_key("otlp", field));
+    let a = sources.args;
     let endpoint_flag = a.otlp.otlp.as_deref().filter(|e| !e.trim().is_empty()).map(|_| "--otlp");
     let protocol = match c.protocol {
         Some(Protocol::Grpc) => "grpc",
@@ -100,7 +101,7 @@ fn status(c: &OtlpConfig, sources: &Sources<'_>) -> Value {
     let sampler = std::env::var(env::TRACES_SAMPLER)
         .ok()
         .filter(|s| !s.trim().is_empty())
-        .or_else(|| sources.cfg.text(&["telemetry", "sampler", "name"]).ok().flatten().map(|(name, _)| name));
+        .or_else(|| sources.cfg.find(&sampler::NAME).map(|(name, _)| name.as_str().to_owned()));
     let dims = c.metric_dims.clone().unwrap_or_else(|| vec![pi_observe::core::names::CTX_ORG_ID.to_owned()]);
     json!({
         "sink": "otlp",
@@ -114,18 +115,18 @@ fn status(c: &OtlpConfig, sources: &Sources<'_>) -> Value {
         "metrics": c.metrics.unwrap_or(true),
         "metricDims": dims,
         "logs": c.logs.unwrap_or(false),
-        "pinned": sources.cfg.pinned("otlp", settings::PINS).is_some(),
+        "pinned": sources.cfg.pinned(&key::ENDPOINT).is_some(),
         "sources": {
-            "endpoint": sources.of(&sink("endpoint"), endpoint_flag, &[env::TRACES_ENDPOINT, env::ENDPOINT]),
-            "protocol": sources.of(&sink("protocol"), a.otlp.otlp_protocol.as_ref().map(|_| "--otlp-protocol"), &[env::TRACES_PROTOCOL, env::PROTOCOL]),
-            "headers": sources.of(&sink("headers"), (!a.otlp.otlp_header.is_empty()).then_some("--otlp-header"), &[env::TRACES_HEADERS, env::HEADERS]),
+            "endpoint": sources.of(&key::ENDPOINT, endpoint_flag, &[env::TRACES_ENDPOINT, env::ENDPOINT]),
+            "protocol": sources.of(&key::PROTOCOL, a.otlp.otlp_protocol.as_ref().map(|_| "--otlp-protocol"), &[env::TRACES_PROTOCOL, env::PROTOCOL]),
+            "headers": sources.of(&key::HEADERS, (!a.otlp.otlp_header.is_empty()).then_some("--otlp-header"), &[env::TRACES_HEADERS, env::HEADERS]),
             "capture": sources.capture.clone(),
-            "conventions": sources.of(&sink("conventions"), a.otlp.conventions.as_ref().map(|_| "--conventions"), &[]),
-            "sampler": sources.of(&["telemetry", "sampler", "name"], None, &[env::TRACES_SAMPLER]),
-            "sampleRatio": sources.of(&["telemetry", "sampler", "arg"], None, &[env::TRACES_SAMPLER_ARG]),
-            "metrics": sources.of(&sink("metrics"), None, &[env::METRICS_EXPORTER]),
-            "metricDims": sources.of(&sink("metricDims"), (!a.otlp.metric_dims.is_empty()).then_some("--metric-dims"), &[]),
-            "logs": sources.of(&sink("logs"), a.otlp.otlp_logs.then_some("--otlp-logs"), &[env::LOGS_EXPORTER]),
+            "conventions": sources.of(&key::CONVENTIONS, a.otlp.conventions.as_ref().map(|_| "--conventions"), &[]),
+            "sampler": sources.of(&sampler::NAME, None, &[env::TRACES_SAMPLER]),
+            "sampleRatio": sources.of(&sampler::ARG, None, &[env::TRACES_SAMPLER_ARG]),
+            "metrics": sources.of(&key::METRICS, None, &[env::METRICS_EXPORTER]),
+            "metricDims": sources.of(&key::METRIC_DIMS, (!a.otlp.metric_dims.is_empty()).then_some("--metric-dims"), &[]),
+            "logs": sources.of(&key::LOGS, a.otlp.otlp_logs.then_some("--otlp-logs"), &[env::LOGS_EXPORTER]),
         },
     })
 }
@@ -145,41 +146,6 @@ fn destinations(otlp: &OtlpConfig) -> String {
         }
         _ => format!("{traces}, {metrics}, {logs}"),
     }
-}
-
-/// `telemetry.sinks.otlp`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[allow(dead_code)] // the fields are the schema: deserializing checks them
-struct Settings {
-    enabled: Option<bool>,
-    endpoint: Option<String>,
-    protocol: Option<ProtocolName>,
-    headers: Option<BTreeMap<String, Option<String>>>,
-    service_name: Option<String>,
-    conventions: Option<ConventionsName>,
-    metrics: Option<bool>,
-    metric_dims: Option<Vec<String>>,
-    logs: Option<bool>,
-    capture: Option<Vec<String>>,
-}
-
-#[derive(Deserialize)]
-enum ProtocolName {
-    #[serde(rename = "http/protobuf")]
-    HttpProtobuf,
-    #[serde(rename = "http/json")]
-    HttpJson,
-    #[serde(rename = "grpc")]
-    Grpc,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum ConventionsName {
-    Genai,
-    Openinference,
-    Both,
 }
 
 /// The attached sink.

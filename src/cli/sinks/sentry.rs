@@ -18,24 +18,19 @@ use super::sink::{
     no_flags,
 };
 use crate::cli::CliError;
-use crate::cli::config::Config;
-use crate::cli::config::env_set;
-use crate::cli::config::telemetry::sink_key;
+use crate::cli::config::{Config, Given, env_set};
 use crate::cli::output;
-use crate::cli::settings::{Ratio, check};
+use crate::cli::settings::{Ratio, check, sink_section};
 
 /// The Sentry sink in the list of sinks (`SINKS`).
 pub const KIND: SinkKind = SinkKind {
     name: "sentry",
     remote: true,
-    pins: Some(PINS),
+    pins: Some(&key::DSN),
     flags: no_flags,
     settings: Some(check::<Settings>),
     resolve,
 };
-
-/// Where it sends: set by the managed policy, it pins the sink.
-const PINS: &str = "dsn";
 
 fn resolve(from: &Resolve<'_>) -> Resolved {
     let Some(mut config) = settings(from.args.sentry.as_deref(), from.cfg)? else { return Ok(None) };
@@ -47,20 +42,19 @@ fn resolve(from: &Resolve<'_>) -> Resolved {
 /// `telemetry.sinks.sentry`; `None` when none of them asks for Sentry. A DSN the managed policy
 /// sets pins the sink.
 fn settings(flag: Option<&str>, cfg: &Config) -> Result<Option<SentryConfig>, CliError> {
-    if flag.is_none() && !env_set("SENTRY_DSN") && !cfg.sink_in_files("sentry", PINS) {
+    if flag.is_none() && !env_set("SENTRY_DSN") && !cfg.sink_in_files("sentry", &key::DSN) {
         return Ok(None);
     }
-    let key = |field| sink_key("sentry", field);
     let mut config = SentryConfig::default();
     let flag_dsn = flag.map(str::trim).filter(|d| !d.is_empty());
     let from_file = |config: &mut SentryConfig| -> Result<(), CliError> {
-        if let Some((dsn, source)) = cfg.text(&key("dsn"))? {
+        if let Some((dsn, source)) = cfg.text(&key::DSN)? {
             config.dsn = Some(dsn.trim().to_owned());
-            config.dsn_source = Some(format!("{}: telemetry.sinks.sentry.dsn", source.file()));
+            config.dsn_source = Some(format!("{}: {}", source.file(), key::DSN.dotted()));
         }
         Ok(())
     };
-    if let Some(managed) = cfg.pinned("sentry", PINS) {
+    if let Some(managed) = cfg.pinned(&key::DSN) {
         if flag_dsn.is_some() || env_set("SENTRY_DSN") {
             cfg.notice(format!(
                 "the managed policy {} pins the Sentry sink: {} ignored",
@@ -77,19 +71,21 @@ fn settings(flag: Option<&str>, cfg: &Config) -> Result<Option<SentryConfig>, Cl
     }
     // Each by the one precedence: the managed policy, the variable, the project's file, the
     // global one.
-    let text = |field: &str, var: &str| cfg.pick(&sink_key("sentry", field), None, &[var]).map(|found| found.text());
-    config.environment = text("environment", "SENTRY_ENVIRONMENT");
-    config.release = text("release", "SENTRY_RELEASE");
-    if let Some(found) = cfg.pick(&key("sampleRate"), None, &["SENTRY_TRACES_SAMPLE_RATE"]) {
-        let raw = found.text();
-        let rate = raw.trim().parse::<f64>().ok().filter(|r| (0.0..=1.0).contains(r));
+    let text = |key, var: &str| cfg.pick(key, None, &[var]).map(|found| found.text());
+    config.environment = text(&key::ENVIRONMENT, "SENTRY_ENVIRONMENT");
+    config.release = text(&key::RELEASE, "SENTRY_RELEASE");
+    if let Some(found) = cfg.pick(&key::SAMPLE_RATE, None, &["SENTRY_TRACES_SAMPLE_RATE"]) {
+        let rate = match &found.value {
+            Given::Set(rate) => Some(*rate),
+            Given::Var(raw) => raw.trim().parse::<f64>().ok().filter(|r| (0.0..=1.0).contains(r)),
+            Given::Flag => None,
+        };
         config.traces_sample_rate = Some(rate.ok_or_else(|| {
-            let culprit = found.culprit(&key("sampleRate"));
-            CliError::Usage(format!("{culprit}: {raw:?} is not a ratio between 0 and 1"))
+            CliError::Usage(format!("{}: {:?} is not a ratio between 0 and 1", found.culprit(), found.text()))
         })?);
     }
     let lookup = |name: &str| {
-        let ignored = name != "SENTRY_DSN" || cfg.pinned("sentry", PINS).is_some();
+        let ignored = name != "SENTRY_DSN" || cfg.pinned(&key::DSN).is_some();
         std::env::var(name).ok().filter(|v| !ignored && !v.trim().is_empty())
     };
     let config = config.with_env(lookup).map_err(|e| CliError::Usage(e.to_string()))?;
@@ -102,7 +98,7 @@ struct SentrySink {
 
 impl Sink for SentrySink {
     fn status(&self, sources: &Sources<'_>) -> Option<Value> {
-        let (c, sink) = (&self.config, |field| sink_key("sentry", field));
+        let c = &self.config;
         let dsn_flag = sources.args.sentry.as_deref().filter(|d| !d.trim().is_empty()).map(|_| "--sentry");
         Some(json!({
             "sink": "sentry",
@@ -112,13 +108,13 @@ impl Sink for SentrySink {
             "environment": c.environment,
             "release": c.release,
             "sampleRatio": c.traces_sample_rate.unwrap_or(1.0),
-            "pinned": sources.cfg.pinned("sentry", PINS).is_some(),
+            "pinned": sources.cfg.pinned(&key::DSN).is_some(),
             "sources": {
-                "endpoint": sources.of(&sink("dsn"), dsn_flag, &["SENTRY_DSN"]),
+                "endpoint": sources.of(&key::DSN, dsn_flag, &["SENTRY_DSN"]),
                 "capture": sources.capture.clone(),
-                "environment": sources.of(&sink("environment"), None, &["SENTRY_ENVIRONMENT"]),
-                "release": sources.of(&sink("release"), None, &["SENTRY_RELEASE"]),
-                "sampleRatio": sources.of(&sink("sampleRate"), None, &["SENTRY_TRACES_SAMPLE_RATE"]),
+                "environment": sources.of(&key::ENVIRONMENT, None, &["SENTRY_ENVIRONMENT"]),
+                "release": sources.of(&key::RELEASE, None, &["SENTRY_RELEASE"]),
+                "sampleRatio": sources.of(&key::SAMPLE_RATE, None, &["SENTRY_TRACES_SAMPLE_RATE"]),
             },
         }))
     }
@@ -148,10 +144,9 @@ impl Sink for SentrySink {
     }
 }
 
-/// `telemetry.sinks.sentry`.
-#[derive(Deserialize)]
+/// `telemetry.sinks.sentry`, as each settings file writes it.
+#[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)] // the fields are the schema: deserializing checks them
 struct Settings {
     enabled: Option<bool>,
     dsn: Option<String>,
@@ -159,6 +154,33 @@ struct Settings {
     release: Option<String>,
     sample_rate: Option<Ratio>,
     capture: Option<Vec<String>>,
+}
+
+sink_section!(Settings);
+
+/// The sink's settings keys, each read from a file's typed `telemetry.sinks.sentry`.
+mod key {
+    use super::*;
+    use crate::cli::config::Key;
+
+    fn sentry(file: &crate::cli::settings::SettingsFile) -> Option<&Settings> {
+        file.sink::<Settings>("sentry")
+    }
+
+    /// Where the sink sends: set by the managed policy, it pins the sink.
+    pub const DSN: Key<String> =
+        Key { path: &["telemetry", "sinks", "sentry", "dsn"], read: |f| sentry(f)?.dsn.clone() };
+    /// `environment`.
+    pub const ENVIRONMENT: Key<String> =
+        Key { path: &["telemetry", "sinks", "sentry", "environment"], read: |f| sentry(f)?.environment.clone() };
+    /// `release`.
+    pub const RELEASE: Key<String> =
+        Key { path: &["telemetry", "sinks", "sentry", "release"], read: |f| sentry(f)?.release.clone() };
+    /// `sampleRate`: a ratio (0..1).
+    pub const SAMPLE_RATE: Key<f64> = Key {
+        path: &["telemetry", "sinks", "sentry", "sampleRate"],
+        read: |f| sentry(f)?.sample_rate.map(|Ratio(rate)| rate),
+    };
 }
 
 /// The sink's counters in the state file, in envelopes.

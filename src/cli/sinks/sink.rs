@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::flags::SinkArgs;
 use crate::cli::CliError;
-use crate::cli::config::Config;
+use crate::cli::config::{Config, Key};
 use crate::cli::settings::SinkCheck;
 
 /// One kind of sink: its name and how it is resolved.
@@ -24,7 +24,7 @@ pub struct SinkKind {
     /// The key of its settings object that says where it sends (`endpoint`, `dsn`, `path`): set
     /// in the managed policy, it pins the sink (flags and variables cannot move it). `None`: the
     /// sink cannot be pinned.
-    pub pins: Option<&'static str>,
+    pub pins: Option<&'static Key<String>>,
     /// Adds the flags the sink declares itself (read back from
     /// [`SinkArgs::declared`](super::flags::SinkArgs::declared)); the built-in sinks' flags are
     /// fields of `SinkArgs`, so theirs add nothing.
@@ -213,7 +213,7 @@ pub struct Sources<'a> {
 
 impl Sources<'_> {
     /// The source of the setting `key`, given by `flag` when it was given, else by `vars`.
-    pub fn of(&self, key: &[&str], flag: Option<&'static str>, vars: &[&str]) -> String {
+    pub fn of<T>(&self, key: &Key<T>, flag: Option<&'static str>, vars: &[&str]) -> String {
         self.cfg.source(key, flag, vars).to_string()
     }
 }

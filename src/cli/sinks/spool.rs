@@ -3,9 +3,8 @@
 //! files (in that order of precedence), checked.
 
 use crate::cli::CliError;
-use crate::cli::config::env_set;
-use crate::cli::config::{Config, Source};
-use crate::cli::settings::SettingsDoc;
+use crate::cli::config::keys::spool as key;
+use crate::cli::config::{Config, Given, Source, env_set};
 
 /// Variable that moves the spool.
 pub const SPOOL_DIR_VAR: &str = "PI_SPOOL_DIR";
@@ -23,27 +22,23 @@ pub fn spool(
     cfg: &Config,
 ) -> Result<Option<(pi_observe::spool::SpoolConfig, Source)>, CliError> {
     use pi_observe::spool::SpoolConfig;
-    fn key(field: &str) -> [&str; 3] {
-        ["telemetry", "spool", field]
-    }
-    let enabled = |doc: &SettingsDoc| doc.telemetry.as_ref()?.spool.as_ref()?.enabled;
-    if let Some(file) = cfg.managed.as_ref().filter(|m| enabled(&m.doc).is_some()) {
-        if enabled(&file.doc) == Some(false) {
+    if let Some(file) = cfg.managed_sets(&key::ENABLED) {
+        if (key::ENABLED.read)(file) == Some(false) {
             return Ok(None);
         }
         if off {
             cfg.notice(format!("the managed policy {} keeps the spool on: --no-spool ignored", file.path.display()));
         }
-    } else if off || (dir.is_none() && cfg.settings.typed(enabled).map(|(on, _)| on) == Some(false)) {
+    } else if off || (dir.is_none() && cfg.find(&key::ENABLED).map(|(on, _)| on) == Some(false)) {
         return Ok(None);
     }
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let managed_dir = cfg.managed_get(&key("dir")).is_some();
+    let managed_dir = cfg.managed_sets(&key::DIR).is_some();
     if managed_dir && (dir.is_some() || env_set(SPOOL_DIR_VAR)) {
         cfg.notice("the managed policy sets telemetry.spool.dir: --spool-dir / PI_SPOOL_DIR ignored".to_owned());
     }
     let (dir, source) = match (dir, std::env::var_os(SPOOL_DIR_VAR).filter(|d| !d.is_empty())) {
-        _ if managed_dir => cfg.path_setting(&key("dir")).unwrap_or_default(),
+        _ if managed_dir => cfg.path_setting(&key::DIR).unwrap_or_default(),
         (Some(dir), _) if dir.as_os_str().is_empty() => {
             return Err(CliError::Usage("--spool-dir: the path is empty".into()));
         }
@@ -51,7 +46,7 @@ pub fn spool(
         (None, Some(dir)) => {
             (crate::cli::paths::expand_home(dir.into(), home.as_ref()), Source::Env(SPOOL_DIR_VAR.into()))
         }
-        (None, None) => match cfg.path_setting(&key("dir")) {
+        (None, None) => match cfg.path_setting(&key::DIR) {
             Some(found) => found,
             None => match crate::cli::paths::agent_dir() {
                 Some(agent) => (agent.join("spool"), Source::Default),
@@ -69,19 +64,25 @@ pub fn spool(
     };
     crate::cli::paths::check_dir(&culprit, &dir).map_err(CliError::Usage)?;
     let mut config = SpoolConfig::new(dir);
-    if let Some(found) = cfg.pick(&key("maxBytes"), None, &[SPOOL_MAX_BYTES_VAR]) {
-        let raw = found.text();
-        config.max_bytes = raw.trim().parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
-            let culprit = found.culprit(&key("maxBytes"));
-            CliError::Usage(format!("{culprit}: {raw:?} is not a positive whole number of bytes"))
+    if let Some(found) = cfg.pick(&key::MAX_BYTES, None, &[SPOOL_MAX_BYTES_VAR]) {
+        let bytes = match &found.value {
+            Given::Set(bytes) => Some(*bytes),
+            Given::Var(raw) => raw.trim().parse::<u64>().ok(),
+            Given::Flag => None,
+        };
+        config.max_bytes = bytes.filter(|n| *n > 0).ok_or_else(|| {
+            CliError::Usage(format!("{}: {:?} is not a positive whole number of bytes", found.culprit(), found.text()))
         })?;
     }
-    if let Some(found) = cfg.pick(&key("maxAgeDays"), None, &[SPOOL_MAX_AGE_VAR]) {
-        let raw = found.text();
-        let days = raw.trim().parse::<f64>().ok().filter(|d| d.is_finite() && *d > 0.0 && *d <= 3650.0);
-        let days = days.ok_or_else(|| {
-            let culprit = found.culprit(&key("maxAgeDays"));
-            CliError::Usage(format!("{culprit}: {raw:?} is not a number of days between 0 and 3650"))
+    if let Some(found) = cfg.pick(&key::MAX_AGE_DAYS, None, &[SPOOL_MAX_AGE_VAR]) {
+        let days = match &found.value {
+            Given::Set(days) => Some(*days),
+            Given::Var(raw) => raw.trim().parse::<f64>().ok(),
+            Given::Flag => None,
+        };
+        let days = days.filter(|d| d.is_finite() && *d > 0.0 && *d <= 3650.0).ok_or_else(|| {
+            let why = "is not a number of days between 0 and 3650";
+            CliError::Usage(format!("{}: {:?} {why}", found.culprit(), found.text()))
         })?;
         config.max_age = std::time::Duration::from_secs_f64(days * 86_400.0);
     }

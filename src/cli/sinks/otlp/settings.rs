@@ -4,15 +4,105 @@
 use pi_observe::otel::names::env;
 use pi_observe::otel::{Conventions, OtlpConfig, Protocol};
 
+use serde::Deserialize;
+
 use crate::cli::CliError;
-use crate::cli::config::env_set;
-use crate::cli::config::telemetry::sink_key;
-use crate::cli::config::{Config, Source};
-use crate::cli::settings::Ratio;
+use crate::cli::config::keys::sampler;
+use crate::cli::config::telemetry::Headers;
+use crate::cli::config::{Config, env_set};
+use crate::cli::settings::sink_section;
 use crate::cli::sinks::OtlpArgs;
 
-/// Where the sink sends: set by the managed policy, it pins the sink.
-pub const PINS: &str = "endpoint";
+/// `telemetry.sinks.otlp`, as each settings file writes it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Settings {
+    enabled: Option<bool>,
+    endpoint: Option<String>,
+    protocol: Option<ProtocolName>,
+    headers: Option<Headers>,
+    service_name: Option<String>,
+    conventions: Option<ConventionsName>,
+    metrics: Option<bool>,
+    metric_dims: Option<Vec<String>>,
+    logs: Option<bool>,
+    capture: Option<Vec<String>>,
+}
+
+sink_section!(Settings);
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+enum ProtocolName {
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+    #[serde(rename = "http/json")]
+    HttpJson,
+    #[serde(rename = "grpc")]
+    Grpc,
+}
+
+impl From<ProtocolName> for Protocol {
+    fn from(name: ProtocolName) -> Protocol {
+        match name {
+            ProtocolName::HttpProtobuf => Protocol::HttpProtobuf,
+            ProtocolName::HttpJson => Protocol::HttpJson,
+            ProtocolName::Grpc => Protocol::Grpc,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ConventionsName {
+    Genai,
+    Openinference,
+    Both,
+}
+
+impl From<ConventionsName> for Conventions {
+    fn from(name: ConventionsName) -> Conventions {
+        match name {
+            ConventionsName::Genai => Conventions::GenAi,
+            ConventionsName::Openinference => Conventions::OpenInference,
+            ConventionsName::Both => Conventions::Both,
+        }
+    }
+}
+
+/// The sink's settings keys, each read from a file's typed `telemetry.sinks.otlp`.
+pub mod key {
+    use super::*;
+    use crate::cli::config::Key;
+
+    fn otlp(file: &crate::cli::settings::SettingsFile) -> Option<&Settings> {
+        file.sink::<Settings>("otlp")
+    }
+
+    /// Where the sink sends: set by the managed policy, it pins the sink.
+    pub const ENDPOINT: Key<String> =
+        Key { path: &["telemetry", "sinks", "otlp", "endpoint"], read: |f| otlp(f)?.endpoint.clone() };
+    /// `protocol`.
+    pub const PROTOCOL: Key<Protocol> =
+        Key { path: &["telemetry", "sinks", "otlp", "protocol"], read: |f| otlp(f)?.protocol.map(Protocol::from) };
+    /// `headers`.
+    pub const HEADERS: Key<Headers> =
+        Key { path: &["telemetry", "sinks", "otlp", "headers"], read: |f| otlp(f)?.headers.clone() };
+    /// `serviceName`.
+    pub const SERVICE_NAME: Key<String> =
+        Key { path: &["telemetry", "sinks", "otlp", "serviceName"], read: |f| otlp(f)?.service_name.clone() };
+    /// `conventions`.
+    pub const CONVENTIONS: Key<Conventions> = Key {
+        path: &["telemetry", "sinks", "otlp", "conventions"],
+        read: |f| otlp(f)?.conventions.map(Conventions::from),
+    };
+    /// `metrics`.
+    pub const METRICS: Key<bool> = Key { path: &["telemetry", "sinks", "otlp", "metrics"], read: |f| otlp(f)?.metrics };
+    /// `metricDims`.
+    pub const METRIC_DIMS: Key<Vec<String>> =
+        Key { path: &["telemetry", "sinks", "otlp", "metricDims"], read: |f| otlp(f)?.metric_dims.clone() };
+    /// `logs`.
+    pub const LOGS: Key<bool> = Key { path: &["telemetry", "sinks", "otlp", "logs"], read: |f| otlp(f)?.logs };
+}
 
 /// The OTLP variables a pinned sink ignores: its destination, protocol, headers and on/off
 /// switch belong to the managed policy.
@@ -39,16 +129,16 @@ const PINNED_VARS: &[&str] = &[
 /// Malformed values are one-line errors naming the flag, variable or key path.
 pub fn resolve(args: &OtlpArgs, cfg: &Config) -> Result<Option<OtlpConfig>, CliError> {
     crate::cli::sinks::trace_link::trace_url_template()?;
-    let pinned = cfg.pinned("otlp", PINS);
+    let pinned = cfg.pinned(&key::ENDPOINT);
     let env_endpoint = pinned.is_none() && [env::ENDPOINT, env::TRACES_ENDPOINT].iter().any(|v| env_set(v));
-    if args.otlp.is_none() && !env_endpoint && !cfg.sink_in_files("otlp", PINS) {
+    if args.otlp.is_none() && !env_endpoint && !cfg.sink_in_files("otlp", &key::ENDPOINT) {
         return no_otlp(args);
     }
     let mut config = OtlpConfig::default();
     match pinned {
         Some(managed) => {
             pinned_destination(args, cfg, managed);
-            config.headers = cfg.headers(&sink_key("otlp", "headers"), true)?;
+            config.headers = cfg.headers(&key::HEADERS, true)?;
         }
         None => flag_destination(&mut config, args, cfg)?,
     }
@@ -61,7 +151,7 @@ pub fn resolve(args: &OtlpArgs, cfg: &Config) -> Result<Option<OtlpConfig>, CliE
     settings_below_env(&mut config, cfg, &lookup)?;
     let mut config = config.with_env(lookup).map_err(|e| CliError::Usage(e.to_string()))?;
     if pinned.is_none() {
-        for (name, value) in cfg.headers(&sink_key("otlp", "headers"), false)? {
+        for (name, value) in cfg.headers(&key::HEADERS, false)? {
             if !config.headers.iter().any(|(existing, _)| existing.eq_ignore_ascii_case(&name)) {
                 config.headers.push((name, value));
             }
@@ -126,8 +216,9 @@ fn flag_destination(config: &mut OtlpConfig, args: &OtlpArgs, cfg: &Config) -> R
             && [env::TRACES_PROTOCOL, env::PROTOCOL]
                 .iter()
                 .find_map(|v| std::env::var(v).ok().filter(|p| !p.trim().is_empty()))
-                .or_else(|| cfg.settings.str(&sink_key("otlp", "protocol")).map(str::to_owned))
-                .is_some_and(|p| p.trim() == "grpc"));
+                .map(|p| p.trim() == "grpc")
+                .or_else(|| cfg.settings.files().iter().find_map(key::PROTOCOL.read).map(|p| p == Protocol::Grpc))
+                .unwrap_or(false));
     if let Some(endpoint) = args.otlp.as_deref().map(str::trim).filter(|e| !e.is_empty()) {
         pi_observe::otel::check_url(endpoint).map_err(|why| CliError::Usage(format!("--otlp: {why}")))?;
         // gRPC takes the collector address as it is; HTTP wants the signal path.
@@ -178,22 +269,17 @@ fn settings_below_env(
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(), CliError> {
     let unset = |vars: &[&str]| vars.iter().all(|v| lookup(v).is_none());
-    let wrong = |source: &crate::cli::config::Source, key: &str, why: String| {
-        CliError::Usage(format!("{}: telemetry.{key}: {why}", source.file()))
-    };
     let protocol_vars = [env::TRACES_PROTOCOL, env::PROTOCOL];
     if config.protocol.is_none()
         && unset(&protocol_vars)
-        && let Some((p, source)) = cfg.text(&sink_key("otlp", "protocol"))?
+        && let Some((protocol, _)) = cfg.find(&key::PROTOCOL)
     {
-        let protocol = Protocol::parse(&p).ok_or_else(|| {
-            wrong(&source, "sinks.otlp.protocol", format!("{p:?} is not grpc, http/protobuf or http/json"))
-        })?;
         config.protocol = Some(protocol);
     }
-    if let Some((endpoint, source)) = cfg.text(&sink_key("otlp", "endpoint"))? {
+    if let Some((endpoint, source)) = cfg.text(&key::ENDPOINT)? {
         let trimmed = endpoint.trim();
-        pi_observe::otel::check_url(trimmed).map_err(|why| wrong(&source, "sinks.otlp.endpoint", why))?;
+        pi_observe::otel::check_url(trimmed)
+            .map_err(|why| CliError::Usage(format!("{}: {}: {why}", source.file(), key::ENDPOINT.dotted())))?;
         // Like `--otlp`, a full traces URL is accepted: the base is what precedes `/v1/traces`.
         let base = pi_observe::otel::traces_url_base(trimmed).unwrap_or_else(|| trimmed.to_owned());
         let env_protocol = protocol_vars.iter().find_map(|v| lookup(v));
@@ -211,17 +297,17 @@ fn settings_below_env(
     }
     if config.service_name.is_none()
         && unset(&[env::SERVICE_NAME])
-        && let Some((name, _)) = cfg.text(&sink_key("otlp", "serviceName"))?
+        && let Some((name, _)) = cfg.text(&key::SERVICE_NAME)?
     {
         config.service_name = Some(name.trim().to_owned());
     }
     if unset(&[env::TRACES_SAMPLER])
-        && let Some((name, source)) = cfg.text(&["telemetry", "sampler", "name"])?
+        && let Some((name, file)) = cfg.find(&sampler::NAME)
     {
         // A ratio (0..1) by type: the settings check refused anything else.
-        let arg = cfg.typed(|s| s.telemetry.as_ref()?.sampler.as_ref()?.arg).map(|Ratio(arg)| arg);
-        let (ratio, parent_based) =
-            pi_observe::otel::sampler_setting(&name, arg).map_err(|e| wrong(&source, "sampler", e.to_string()))?;
+        let arg = cfg.find(&sampler::ARG).map(|(arg, _)| arg);
+        let (ratio, parent_based) = pi_observe::otel::sampler_setting(name.as_str(), arg)
+            .map_err(|e| CliError::Usage(format!("{}: telemetry.sampler: {e}", file.path.display())))?;
         config.sample_ratio = Some(ratio);
         config.parent_based = Some(parent_based);
     }
@@ -231,33 +317,27 @@ fn settings_below_env(
 /// `conventions`, `metrics`, `metricDims` and `logs` of `telemetry.sinks.otlp`: below flags
 /// and variables in the user's files, above them in the managed policy (reported once).
 fn apply_sink_settings(config: &mut OtlpConfig, args: &OtlpArgs, cfg: &Config) -> Result<(), CliError> {
-    use serde_json::{Value, json};
     // Each value by the one precedence (`Config::pick`); what a flag or variable set is in
-    // `config` already, so only a managed or a file's value is applied here.
-    let setting = |field: &str, flag: Option<(&'static str, Value)>, vars: &[&str]| {
-        let found = cfg.pick(&sink_key("otlp", field), flag, vars)?;
-        (!matches!(found.source, Source::Flag(_) | Source::Env(_))).then_some(found.value)
-    };
-    let flag = args.conventions.clone().map(|c| ("--conventions", Value::String(c)));
-    if let Some(value) = setting("conventions", flag, &[]) {
-        config.conventions = Conventions::parse(value.as_str().unwrap_or_default()).unwrap_or_default();
+    // `config` already, so only a managed or a file's value (`Picked::set`) is applied here.
+    let flag = |given: bool, name: &'static str| given.then_some(name);
+    if let Some(conventions) =
+        cfg.pick(&key::CONVENTIONS, flag(args.conventions.is_some(), "--conventions"), &[]).and_then(|p| p.set())
+    {
+        config.conventions = conventions;
     }
-    let flag = (!args.metric_dims.is_empty()).then(|| ("--metric-dims", json!(args.metric_dims)));
-    if let Some(value) = setting("metricDims", flag, &[]) {
-        let items: Vec<String> =
-            value.as_array().into_iter().flatten().filter_map(|v| v.as_str().map(str::to_owned)).collect();
-        let dims = if items.is_empty() { Vec::new() } else { metric_dims("telemetry.sinks.otlp.metricDims", &items)? };
+    let dims_flag = flag(!args.metric_dims.is_empty(), "--metric-dims");
+    if let Some(items) = cfg.pick(&key::METRIC_DIMS, dims_flag, &[]).and_then(|p| p.set()) {
+        let dims = if items.is_empty() { Vec::new() } else { metric_dims(&key::METRIC_DIMS.dotted(), &items)? };
         config.metric_dims = Some(dims);
     }
-    if let Some(value) =
-        setting("logs", args.otlp_logs.then(|| ("--otlp-logs", Value::Bool(true))), &[env::LOGS_EXPORTER])
-    {
-        config.logs = value.as_bool();
+    let logs_flag = flag(args.otlp_logs, "--otlp-logs");
+    if let Some(logs) = cfg.pick(&key::LOGS, logs_flag, &[env::LOGS_EXPORTER]).and_then(|p| p.set()) {
+        config.logs = Some(logs);
     }
-    if let Some(value) = setting("metrics", None, &[env::METRICS_EXPORTER]) {
-        config.metrics = value.as_bool();
+    if let Some(metrics) = cfg.pick(&key::METRICS, None, &[env::METRICS_EXPORTER]).and_then(|p| p.set()) {
+        config.metrics = Some(metrics);
     }
-    if cfg.pinned("otlp", PINS).is_some() {
+    if cfg.pinned(&key::ENDPOINT).is_some() {
         config.disabled = false;
     }
     Ok(())
