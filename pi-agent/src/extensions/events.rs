@@ -2,13 +2,15 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::message::{ContentBlock, Message};
 
 /// Where a prompt came from (the `source` attribute of `pi.agent.prompt`, and `input.source`):
 /// upstream pi's three values, which extensions written for upstream compare against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PromptSource {
     /// A person typed it — in the interactive UI, and on the command line (`pi -p`), as upstream.
     Interactive,
@@ -30,7 +32,8 @@ impl PromptSource {
 }
 
 /// `input` event.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct InputEvent {
     /// The text (after earlier transforms).
     pub text: String,
@@ -67,7 +70,8 @@ pub enum InputOutcome {
 }
 
 /// `before_agent_start` event.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct BeforeAgentStartEvent {
     /// The prompt (after expansion).
     pub prompt: String,
@@ -97,7 +101,8 @@ pub struct BeforeAgentStartResult {
 }
 
 /// `context` event: a copy of the messages about to be sent.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ContextEvent {
     /// The messages.
     pub messages: Vec<Message>,
@@ -107,7 +112,8 @@ pub struct ContextEvent {
 pub type HeaderPatch = BTreeMap<String, Option<String>>;
 
 /// `before_provider_headers` event.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ProviderHeadersEvent {
     /// Provider.
     pub provider: String,
@@ -119,23 +125,32 @@ pub struct ProviderHeadersEvent {
 }
 
 /// `before_provider_request` event.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ProviderRequestEvent {
     /// The provider-specific request body (earlier replacements applied).
     pub payload: Value,
 }
 
 /// `after_provider_response` event.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ProviderResponseEvent {
     /// HTTP status.
     pub status: u16,
     /// Response headers, lowercase names.
+    #[serde(serialize_with = "pairs_as_object")]
     pub headers: Vec<(String, String)>,
 }
 
+/// `[(name, value)]` as a JSON object (a repeated name keeps its last value).
+fn pairs_as_object<S: serde::Serializer>(pairs: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(pairs.iter().map(|(k, v)| (k, v)))
+}
+
 /// `tool_call` event.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ToolCallEvent {
     /// Call id.
     pub tool_call_id: String,
@@ -178,7 +193,8 @@ pub struct ToolCallDecision {
 }
 
 /// `tool_result` event: the result so far.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ToolResultEvent {
     /// Call id.
     pub tool_call_id: String,
@@ -206,14 +222,16 @@ pub struct ToolResultPatch {
 }
 
 /// `message_end` event.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct MessageEndEvent {
     /// The message (earlier replacements applied).
     pub message: Message,
 }
 
 /// `session_before_compact` event.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct BeforeCompactEvent {
     /// `manual`, `threshold` or `overflow`.
     pub reason: String,
@@ -228,7 +246,8 @@ pub struct BeforeCompactEvent {
 }
 
 /// `session_before_tree` event.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct BeforeTreeEvent {
     /// Leaf before the move.
     pub old_leaf_id: Option<String>,
@@ -239,7 +258,8 @@ pub struct BeforeTreeEvent {
 }
 
 /// `session_before_switch` event: the session is about to be replaced.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct BeforeSwitchEvent {
     /// `new` (a fresh session) or `resume` (an existing one).
     pub reason: String,
@@ -248,7 +268,8 @@ pub struct BeforeSwitchEvent {
 }
 
 /// `session_before_fork` event: a new session is about to branch off at an entry.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct BeforeForkEvent {
     /// The entry the fork keeps the conversation up to.
     pub entry_id: String,

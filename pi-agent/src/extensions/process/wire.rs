@@ -3,8 +3,8 @@
 //! (`docs/extension-protocol.md`). A reply of the wrong shape is an error naming what was
 //! expected; the caller treats it as a failing handler.
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::events::AgentEvent;
 use crate::extensions::{
@@ -18,75 +18,102 @@ use crate::message::{ContentBlock, Message};
 /// A reply that does not fit its event.
 pub type WireError = String;
 
+/// An event sent to a handler, as upstream pi's payload: `{"type": NAME, ...the event's fields}`.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum HookEvent<'a> {
+    Input(&'a InputEvent),
+    BeforeAgentStart(&'a BeforeAgentStartEvent),
+    Context(&'a ContextEvent),
+    #[serde(rename = "before_provider_headers")]
+    ProviderHeaders(&'a ProviderHeadersEvent),
+    #[serde(rename = "before_provider_request")]
+    ProviderRequest(&'a ProviderRequestEvent),
+    #[serde(rename = "after_provider_response")]
+    ProviderResponse(&'a ProviderResponseEvent),
+    ToolCall(&'a ToolCallEvent),
+    ToolResult(&'a ToolResultEvent),
+    MessageEnd(&'a MessageEndEvent),
+    #[serde(rename = "session_before_compact")]
+    BeforeCompact(&'a BeforeCompactEvent),
+    #[serde(rename = "session_before_tree")]
+    BeforeTree(&'a BeforeTreeEvent),
+    #[serde(rename = "session_before_switch")]
+    BeforeSwitch(&'a BeforeSwitchEvent),
+    #[serde(rename = "session_before_fork")]
+    BeforeFork(&'a BeforeForkEvent),
+}
+
+impl HookEvent<'_> {
+    fn to_value(&self) -> Value {
+        // Plain data (strings, numbers, JSON values): serializing it cannot fail.
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
 /// `input`.
 pub fn input(e: &InputEvent) -> Value {
-    json!({"type": "input", "text": e.text, "images": e.images, "source": e.source.as_str()})
+    HookEvent::Input(e).to_value()
 }
 
 /// `before_agent_start`.
 pub fn before_agent_start(e: &BeforeAgentStartEvent) -> Value {
-    json!({"type": "before_agent_start", "prompt": e.prompt, "systemPrompt": e.system_prompt})
+    HookEvent::BeforeAgentStart(e).to_value()
 }
 
 /// `context`.
 pub fn context(e: &ContextEvent) -> Value {
-    json!({"type": "context", "messages": e.messages})
+    HookEvent::Context(e).to_value()
 }
 
 /// `before_provider_headers`.
 pub fn provider_headers(e: &ProviderHeadersEvent) -> Value {
-    json!({"type": "before_provider_headers", "provider": e.provider, "model": e.model, "headers": e.headers})
+    HookEvent::ProviderHeaders(e).to_value()
 }
 
 /// `before_provider_request`.
 pub fn provider_request(e: &ProviderRequestEvent) -> Value {
-    json!({"type": "before_provider_request", "payload": e.payload})
+    HookEvent::ProviderRequest(e).to_value()
 }
 
 /// `after_provider_response`.
 pub fn provider_response(e: &ProviderResponseEvent) -> Value {
-    let headers: serde_json::Map<String, Value> =
-        e.headers.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
-    json!({"type": "after_provider_response", "status": e.status, "headers": headers})
+    HookEvent::ProviderResponse(e).to_value()
 }
 
 /// `tool_call`.
 pub fn tool_call(e: &ToolCallEvent) -> Value {
-    json!({"type": "tool_call", "toolCallId": e.tool_call_id, "toolName": e.tool_name, "input": e.input})
+    HookEvent::ToolCall(e).to_value()
 }
 
 /// `tool_result`.
 pub fn tool_result(e: &ToolResultEvent) -> Value {
-    json!({"type": "tool_result", "toolCallId": e.tool_call_id, "toolName": e.tool_name, "input": e.input,
-           "content": e.content, "details": e.details, "isError": e.is_error})
+    HookEvent::ToolResult(e).to_value()
 }
 
 /// `message_end`.
 pub fn message_end(e: &MessageEndEvent) -> Value {
-    json!({"type": "message_end", "message": e.message})
+    HookEvent::MessageEnd(e).to_value()
 }
 
 /// `session_before_compact`.
 pub fn before_compact(e: &BeforeCompactEvent) -> Value {
-    json!({"type": "session_before_compact", "reason": e.reason, "tokensBefore": e.tokens_before,
-           "messagesToSummarize": e.messages_to_summarize, "keptMessages": e.kept_messages,
-           "willRetry": e.will_retry})
+    HookEvent::BeforeCompact(e).to_value()
 }
 
 /// `session_before_tree`.
 pub fn before_tree(e: &BeforeTreeEvent) -> Value {
-    json!({"type": "session_before_tree", "oldLeafId": e.old_leaf_id, "targetId": e.target_id,
-           "summarize": e.summarize})
+    HookEvent::BeforeTree(e).to_value()
 }
 
 /// `session_before_switch`.
 pub fn before_switch(e: &BeforeSwitchEvent) -> Value {
-    json!({"type": "session_before_switch", "reason": e.reason, "targetSessionFile": e.target_session_file})
+    HookEvent::BeforeSwitch(e).to_value()
 }
 
 /// `session_before_fork`.
 pub fn before_fork(e: &BeforeForkEvent) -> Value {
-    json!({"type": "session_before_fork", "entryId": e.entry_id})
+    HookEvent::BeforeFork(e).to_value()
 }
 
 /// A notification (`session_start`, `turn_end`, …): the agent event as `--mode json` prints it.
@@ -270,6 +297,7 @@ pub fn before_result(reply: &Value) -> Result<Option<BeforeResult>, WireError> {
 mod tests {
     use super::*;
     use crate::extensions::PromptSource;
+    use serde_json::json;
 
     #[test]
     fn replies_map_to_results_and_wrong_shapes_say_what_was_expected() {
@@ -309,7 +337,14 @@ mod tests {
         let e = input(&InputEvent { text: "hi".into(), images: 0, source: PromptSource::Interactive });
         assert_eq!(e, json!({"type": "input", "text": "hi", "images": 0, "source": "interactive"}));
         let e = tool_call(&ToolCallEvent { tool_call_id: "c".into(), tool_name: "bash".into(), input: json!({}) });
-        assert_eq!(e["toolCallId"], "c");
+        assert_eq!(e, json!({"type": "tool_call", "toolCallId": "c", "toolName": "bash", "input": {}}));
+        let headers = vec![("retry-after".to_owned(), "2".to_owned())];
+        let e = provider_response(&ProviderResponseEvent { status: 429, headers });
+        assert_eq!(e, json!({"type": "after_provider_response", "status": 429, "headers": {"retry-after": "2"}}));
+        let e = before_tree(&BeforeTreeEvent { old_leaf_id: None, target_id: "t".into(), summarize: true });
+        assert_eq!(e, json!({"type": "session_before_tree", "oldLeafId": null, "targetId": "t", "summarize": true}));
+        let e = before_switch(&BeforeSwitchEvent { reason: "new".into(), target_session_file: None });
+        assert_eq!(e, json!({"type": "session_before_switch", "reason": "new", "targetSessionFile": null}));
         assert_eq!(notification(&AgentEvent::AgentStart)["type"], "agent_start");
     }
 }
