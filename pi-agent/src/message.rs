@@ -134,6 +134,10 @@ pub struct Cost {
     pub cache_write: f64,
     /// Sum of the buckets.
     pub total: f64,
+    /// No price was known for (some of) the tokens: the amounts leave them out and are not the
+    /// cost. Written as `"unknown": true` only then (readers that do not know it see zeros).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unknown: bool,
 }
 
 /// Cost as written in a file: every field optional.
@@ -150,12 +154,16 @@ struct CostWire {
     cache_write: f64,
     #[serde(default)]
     total: Option<f64>,
+    #[serde(default)]
+    unknown: bool,
 }
 
 impl From<CostWire> for Cost {
     fn from(w: CostWire) -> Self {
         let total = w.total.unwrap_or(w.input + w.output + w.cache_read + w.cache_write);
-        Cost { input: w.input, output: w.output, cache_read: w.cache_read, cache_write: w.cache_write, total }
+        let (input, output, cache_read, cache_write, unknown) =
+            (w.input, w.output, w.cache_read, w.cache_write, w.unknown);
+        Cost { input, output, cache_read, cache_write, total, unknown }
     }
 }
 
@@ -236,6 +244,7 @@ impl Usage {
         self.cost.cache_read += other.cost.cache_read;
         self.cost.cache_write += other.cost.cache_write;
         self.cost.total += other.cost.total;
+        self.cost.unknown |= other.cost.unknown;
     }
 }
 

@@ -88,7 +88,7 @@ async fn openai_stream_yields_text_tool_call_usage_and_cost() {
     assert_eq!(m.stop_reason, StopReason::ToolUse);
     assert_eq!(m.tool_calls(), vec![("call_abc".into(), "read".into(), json!({"path": "a.txt"}))]);
     assert_eq!((m.usage.input, m.usage.output, m.usage.cache_read, m.usage.total_tokens), (20, 30, 100, 150));
-    let expected = (20.0 * 0.15 + 30.0 * 0.6 + 100.0 * 0.075) / 1e6;
+    let expected = (20.0 * 0.15 + 30.0 * 0.6 + 100.0 * 0.08) / 1e6; // the catalogue's prices
     assert!((m.usage.cost.total - expected).abs() < 1e-12, "{} vs {expected}", m.usage.cost.total);
     assert_eq!(m.model, "gpt-4o-mini-2024-07-18");
     assert!(out.stream.contains(&StreamEvent::TextDelta("Hello".into())));

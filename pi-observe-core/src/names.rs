@@ -194,6 +194,9 @@ pub const COST_OUTPUT: &str = "costOutput";
 pub const COST_CACHE_READ: &str = "costCacheRead";
 /// Estimated cost of cache-write tokens in USD.
 pub const COST_CACHE_WRITE: &str = "costCacheWrite";
+/// `true` when no price was known for the tokens of this call: the cost fields are left out (a
+/// zero would read as free); exported as `pi.cost.unknown`.
+pub const COST_UNKNOWN: &str = "cost.unknown";
 /// The operation was aborted (cancelled).
 pub const ABORTED: &str = "aborted";
 /// The operation timed out.

@@ -24,6 +24,9 @@ pub mod metric_names {
     pub const OPERATION_DURATION: &str = "gen_ai.client.operation.duration";
     /// Estimated cost in USD (sum).
     pub const COST_USAGE: &str = "pi.cost.usage";
+    /// Tokens of calls with no known price (sum): billed as unknown, not as zero in
+    /// `pi.cost.usage`.
+    pub const UNPRICED_TOKENS: &str = "pi.cost.unpriced_tokens";
     /// Prompts run (sum).
     pub const PROMPTS: &str = "pi.prompts";
     /// Tool calls (sum).
@@ -254,7 +257,7 @@ impl Aggregator {
             pi::PROVIDER_REQUEST => {
                 attrs.push((GEN_AI_OPERATION_NAME.into(), OP_CHAT.into()));
                 if let Some(provider) = text(end, pi::PROVIDER) {
-                    attrs.push((GEN_AI_PROVIDER_NAME.into(), provider));
+                    attrs.push((GEN_AI_PROVIDER_NAME.into(), genai_provider_name(&provider).to_owned()));
                 }
                 if let Some(model) = text(end, pi::MODEL) {
                     attrs.push((GEN_AI_REQUEST_MODEL.into(), model));
@@ -295,7 +298,7 @@ impl Aggregator {
             attrs.push((GEN_AI_OPERATION_NAME.into(), OP_CHAT.into()));
         }
         if let Some(provider) = text(end, pi::PROVIDER) {
-            attrs.push((GEN_AI_PROVIDER_NAME.into(), provider));
+            attrs.push((GEN_AI_PROVIDER_NAME.into(), genai_provider_name(&provider).to_owned()));
         }
         if let Some(model) = text(end, pi::MODEL) {
             attrs.push((GEN_AI_REQUEST_MODEL.into(), model));
@@ -311,7 +314,10 @@ impl Aggregator {
         if let Some(output) = number(end, pi::OUTPUT_TOKENS) {
             self.observe(TOKEN_USAGE, &TOKEN_BOUNDS, with(&attrs, GEN_AI_TOKEN_TYPE, "output"), output);
         }
-        if let Some(cost) = number(end, pi::COST_TOTAL) {
+        if end.payload.get(pi::COST_UNKNOWN).and_then(Value::as_bool) == Some(true) {
+            let tokens = number(end, pi::TOTAL_TOKENS).unwrap_or(input + number(end, pi::OUTPUT_TOKENS).unwrap_or(0.0));
+            self.add(UNPRICED_TOKENS, attrs, tokens);
+        } else if let Some(cost) = number(end, pi::COST_TOTAL) {
             self.add(COST_USAGE, attrs, cost);
         }
     }
@@ -421,7 +427,7 @@ fn with(attrs: &Attrs, key: &str, value: &str) -> Attrs {
 fn unit(name: &str) -> &'static str {
     use metric_names::*;
     match name {
-        TOKEN_USAGE => "{token}",
+        TOKEN_USAGE | UNPRICED_TOKENS => "{token}",
         OPERATION_DURATION | TOOL_DURATION => "s",
         COST_USAGE => "USD",
         PIPELINE_SPANS => "{span}",
@@ -573,6 +579,21 @@ mod tests {
         assert_eq!(by_kind("branch_summary"), 0.125);
         assert_eq!(by_kind("tool"), 1.0);
         assert_eq!(cost.iter().map(|(_, v)| v).sum::<f64>(), 1.875, "nothing counted twice");
+    }
+
+    #[test]
+    fn unpriced_calls_count_their_tokens_and_never_a_zero_cost() {
+        let mut agg = Aggregator::with_limit(vec![], DEFAULT_CARDINALITY_LIMIT);
+        let call = Payload::new().safe(pi::INPUT_TOKENS, 100).safe(pi::OUTPUT_TOKENS, 20).safe(pi::TOTAL_TOKENS, 120);
+        agg.record_span(&end(pi::PROVIDER_REQUEST, call.safe(pi::COST_UNKNOWN, true).safe(pi::CALL_KIND, "turn"), &[]));
+        let priced = Payload::new().safe(pi::INPUT_TOKENS, 1).safe(pi::COST_TOTAL, 0.5).safe(pi::CALL_KIND, "turn");
+        agg.record_span(&end(pi::PROVIDER_REQUEST, priced, &[]));
+        let req = agg.request(&Resource::default(), SystemTime::now()).unwrap();
+        let unpriced = points(&req, metric_names::UNPRICED_TOKENS);
+        assert_eq!(unpriced.iter().map(|(_, v)| v).sum::<f64>(), 120.0);
+        assert_eq!(points(&req, metric_names::COST_USAGE).iter().map(|(_, v)| v).sum::<f64>(), 0.5);
+        let tokens = points(&req, metric_names::TOKEN_USAGE);
+        assert!(!tokens.is_empty(), "the unpriced call's tokens are still counted");
     }
 
     #[test]

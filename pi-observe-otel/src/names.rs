@@ -72,6 +72,22 @@ pub const ORGANIZATION_ID: &str = "organization.id";
 pub const GEN_AI_OPERATION_NAME: &str = "gen_ai.operation.name";
 /// `gen_ai.provider.name`.
 pub const GEN_AI_PROVIDER_NAME: &str = "gen_ai.provider.name";
+
+/// pi's provider name as the GenAI conventions spell it for `gen_ai.provider.name`
+/// (`amazon-bedrock` → `aws.bedrock`, `google` → `gcp.gemini`, `mistral` → `mistral_ai`, …);
+/// a provider the conventions do not list keeps pi's name (which `pi.provider` always carries).
+pub fn genai_provider_name(provider: &str) -> &str {
+    match provider {
+        "azure-openai-responses" | "azure" => "azure.ai.openai",
+        "google" => "gcp.gemini",
+        "google-vertex" => "gcp.vertex_ai",
+        "google-gemini-cli" | "google-antigravity" => "gcp.gen_ai",
+        "amazon-bedrock" => "aws.bedrock",
+        "mistral" => "mistral_ai",
+        "xai" => "x_ai",
+        other => other,
+    }
+}
 /// `gen_ai.request.model`.
 pub const GEN_AI_REQUEST_MODEL: &str = "gen_ai.request.model";
 /// `gen_ai.response.model`.
@@ -215,4 +231,22 @@ pub mod env {
     pub const METRICS_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE";
     /// Logs-only CA certificate file.
     pub const LOGS_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::genai_provider_name;
+
+    #[test]
+    fn providers_take_the_conventions_names_and_others_keep_pis() {
+        let mapped: Vec<&str> =
+            ["openai", "azure-openai-responses", "google", "amazon-bedrock", "mistral", "xai", "groq", "openrouter"]
+                .into_iter()
+                .map(genai_provider_name)
+                .collect();
+        assert_eq!(
+            mapped,
+            ["openai", "azure.ai.openai", "gcp.gemini", "aws.bedrock", "mistral_ai", "x_ai", "groq", "openrouter"]
+        );
+    }
 }

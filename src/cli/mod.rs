@@ -12,6 +12,7 @@ mod export;
 mod extensions;
 mod faux_script;
 mod files;
+mod models_cmd;
 mod modes;
 mod observe;
 mod output;
@@ -49,6 +50,12 @@ pub struct Cli {
     /// Start the interactive mode with this prompt (`pi "fix the tests"`).
     #[arg(value_name = "PROMPT", conflicts_with = "print")]
     prompt: Option<String>,
+    /// List the models pi knows (upstream's catalogue, `models.json`, `--models`) with context,
+    /// limits, prices per million tokens and whether they can run here; SEARCH filters by
+    /// provider and id (each word's letters in order).
+    #[arg(long = "list-models", value_name = "SEARCH", num_args = 0..=1, default_missing_value = "",
+          conflicts_with_all = ["print", "prompt"])]
+    list_models: Option<String>,
     #[command(flatten)]
     agent: AgentArgs,
     #[command(flatten)]
@@ -123,6 +130,9 @@ pub fn main() -> ExitCode {
             Some(Command::Observe(command)) => observe::run(&command, &cfg).await,
             Some(Command::Config(args)) => config_cmd::run(&args, &cfg),
             Some(Command::Trust(args)) => trust_cmd::run(&args, &cfg),
+            None if cli.list_models.is_some() => {
+                models_cmd::run(cli.list_models.as_deref().unwrap_or_default(), &cli.agent, &cfg)
+            }
             None => match (cli.print.as_deref(), cli.mode) {
                 (Some(_), Mode::Rpc) => Err(CliError::Usage("--mode rpc reads its prompts from stdin: drop -p".into())),
                 (None, Mode::Rpc) if cli.prompt.is_some() => {

@@ -78,3 +78,24 @@ pub fn progress(text: &str) {
     let _ = write!(err, "\r{text}\x1b[K");
     let _ = err.flush();
 }
+
+/// Prints `rows` (the first is the header) as aligned columns two spaces apart: the first `left`
+/// columns left-aligned, the others (numbers) right-aligned, by display width (wide CJK
+/// characters count two), trailing blanks trimmed.
+pub fn table(rows: &[Vec<String>], left: usize) {
+    use unicode_width::UnicodeWidthStr;
+    let columns = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> =
+        (0..columns).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.width()).max().unwrap_or(0)).collect();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| {
+                let pad = " ".repeat(widths[c].saturating_sub(cell.width()));
+                if c < left { format!("{cell}{pad}") } else { format!("{pad}{cell}") }
+            })
+            .collect();
+        line(cells.join("  ").trim_end());
+    }
+}

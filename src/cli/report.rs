@@ -24,13 +24,18 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
-    /// Group by these dimensions (comma-separated: day, user, org, model; default all four).
+    /// Group by these dimensions (comma-separated: day, user, org, provider, model; default
+    /// day, user, org, model).
     #[arg(long, value_name = "DIMS")]
     pub by: Vec<String>,
     /// Report (exit 0) even when some entries carry usage pi could not read; without it such a
     /// report exits 1, since its totals are short.
     #[arg(long)]
     pub allow_partial: bool,
+    /// Exit 1 when some usage has no known price (its cost shows `n/a`; the footnote names the
+    /// models). Without it such a report still exits 0.
+    #[arg(long)]
+    pub strict_prices: bool,
 }
 
 /// How `pi report` prints.
@@ -50,6 +55,7 @@ enum Dim {
     Day,
     User,
     Org,
+    Provider,
     Model,
 }
 
@@ -59,6 +65,7 @@ impl Dim {
             "day" => Some(Dim::Day),
             "user" => Some(Dim::User),
             "org" => Some(Dim::Org),
+            "provider" => Some(Dim::Provider),
             "model" => Some(Dim::Model),
             _ => None,
         }
@@ -69,6 +76,7 @@ impl Dim {
             Dim::Day => "day",
             Dim::User => "user",
             Dim::Org => "org",
+            Dim::Provider => "provider",
             Dim::Model => "model",
         }
     }
@@ -88,12 +96,12 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
     for name in args.by.iter().flat_map(|b| b.split(',')) {
         if name.trim().is_empty() {
             return Err(CliError::Usage(format!(
-                "--by: {:?} has an empty dimension (day, user, org, model)",
+                "--by: {:?} has an empty dimension (day, user, org, provider, model)",
                 args.by.join(",")
             )));
         }
         let dim = Dim::parse(name)
-            .ok_or_else(|| CliError::Usage(format!("--by: {name:?} is not one of day, user, org, model")))?;
+            .ok_or_else(|| CliError::Usage(format!("--by: {name:?} is not one of day, user, org, provider, model")))?;
         if !dims.contains(&dim) {
             dims.push(dim);
         }
@@ -105,9 +113,13 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
     let outcomes = scan_in_parallel(&files, &dims);
     // In file order, so the output (and its float sums) never depends on thread timing.
     let (mut groups, mut failed, mut partial) = (Groups::new(), 0, 0);
+    let mut unpriced = Unpriced::new();
     for ((file, _), outcome) in files.iter().zip(outcomes) {
         match outcome {
-            Scanned::Rows(rows, summary) => {
+            Scanned::Rows(rows, summary, file_unpriced) => {
+                for (model, tokens) in file_unpriced {
+                    *unpriced.entry(model).or_default() += tokens;
+                }
                 if let Some(torn) = summary.torn_tail {
                     output::error(format_args!("pi: report: {}:{}: torn last line skipped", file.display(), torn.line));
                 }
@@ -137,6 +149,18 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
         ReportFormat::Csv => print_csv(&dims, &groups),
         ReportFormat::Json => print_json(&dims, &groups),
     }
+    if !unpriced.is_empty() {
+        // Under the table; beside machine-readable output, on stderr.
+        let note = unpriced_note(&unpriced);
+        match args.format {
+            ReportFormat::Table => output::line(format_args!("\n{note}")),
+            _ => output::error(format_args!("pi: report: {note}")),
+        }
+        if args.strict_prices {
+            output::error(format_args!("pi: report: --strict-prices: some usage has no known price"));
+            failed += 1;
+        }
+    }
     if partial > 0 && !args.allow_partial {
         output::error(format_args!(
             "pi: report: the totals leave out {partial} billed entries; --allow-partial accepts a partial report"
@@ -148,9 +172,21 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
 
 type Groups = BTreeMap<Vec<String>, Sums>;
 
+/// `provider/model` → tokens billed without a known price.
+type Unpriced = BTreeMap<String, u64>;
+
+/// The footnote under a report with `n/a` costs: which models, how many tokens, how to fix it.
+fn unpriced_note(unpriced: &Unpriced) -> String {
+    let models: Vec<String> = unpriced.iter().map(|(model, tokens)| format!("{model} ({tokens} tokens)")).collect();
+    format!(
+        "n/a: no price known for {}; their cost is unknown, not zero (add a \"cost\" for them in ~/.pi/agent/models.json)",
+        models.join(", ")
+    )
+}
+
 /// One session file's part of the report.
 enum Scanned {
-    Rows(Groups, pi_agent::session::ScanSummary),
+    Rows(Groups, pi_agent::session::ScanSummary, Unpriced),
     /// A JSON-lines file met while scanning a directory that is not a session (an event log).
     Skipped,
     Failed(String),
@@ -229,7 +265,7 @@ fn progress_line(bytes: u64, total: u64, done: usize, files: usize) -> String {
 }
 
 fn scan_file(file: &Path, scanned: bool, dims: &[Dim], read: &AtomicU64, threads: usize) -> Scanned {
-    let mut groups = Groups::new();
+    let (mut groups, mut unpriced) = (Groups::new(), Unpriced::new());
     let result = scan_usage_counting(file, read, threads, |row| {
         let key = dims
             .iter()
@@ -237,15 +273,19 @@ fn scan_file(file: &Path, scanned: bool, dims: &[Dim], read: &AtomicU64, threads
                 Dim::Day => row.day.clone(),
                 Dim::User => row.user.clone().unwrap_or_else(|| "-".into()),
                 Dim::Org => row.org.clone().unwrap_or_else(|| "-".into()),
+                Dim::Provider => row.model.split_once('/').map_or(row.model.as_str(), |(p, _)| p).to_owned(),
                 Dim::Model => row.model.clone(),
             })
             .collect();
+        if row.usage.cost.unknown {
+            *unpriced.entry(row.model.clone()).or_default() += row.usage.total_tokens;
+        }
         let sums = groups.entry(key).or_default();
         sums.usage.add(&row.usage);
         sums.turns += u64::from(row.assistant_message);
     });
     match result {
-        Ok(summary) => Scanned::Rows(groups, summary),
+        Ok(summary) => Scanned::Rows(groups, summary, unpriced),
         Err(SessionError::NoHeader { .. }) if scanned => Scanned::Skipped,
         Err(e) => Scanned::Failed(e.to_string()),
     }
@@ -262,7 +302,8 @@ fn numbers(sums: &Sums) -> [String; 7] {
         u.cache_read.to_string(),
         u.cache_write.to_string(),
         u.total_tokens.to_string(),
-        format!("{:.6}", u.cost.total),
+        // Unknown when any of it has no price: a partial sum would read as the cost.
+        if u.cost.unknown { "n/a".into() } else { format!("{:.6}", u.cost.total) },
     ]
 }
 
@@ -281,20 +322,8 @@ fn print_table(dims: &[Dim], groups: &BTreeMap<Vec<String>, Sums>) {
     }
     rows.push(last.into_iter().chain(numbers(&total)).collect());
     let rows: Vec<Vec<String>> = rows.iter().map(|row| row.iter().map(|cell| table_cell(cell)).collect()).collect();
-    let widths: Vec<usize> =
-        (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
-    for row in rows {
-        let cells: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(c, cell)| {
-                // Dimensions left-aligned, numbers right-aligned.
-                let pad = " ".repeat(widths[c] - cell.chars().count());
-                if c < dims.len() { format!("{cell}{pad}") } else { format!("{pad}{cell}") }
-            })
-            .collect();
-        output::line(cells.join("  ").trim_end());
-    }
+    // Dimensions left-aligned, numbers right-aligned.
+    output::table(&rows, dims.len());
 }
 
 /// Widest table cell, in characters; longer ids are cut with `…` (CSV and JSON keep them whole).
@@ -340,7 +369,8 @@ fn print_json(dims: &[Dim], groups: &BTreeMap<Vec<String>, Sums>) {
             row.insert("cacheRead".into(), u.cache_read.into());
             row.insert("cacheWrite".into(), u.cache_write.into());
             row.insert("totalTokens".into(), u.total_tokens.into());
-            row.insert("costUsd".into(), u.cost.total.into());
+            let cost = if u.cost.unknown { serde_json::Value::Null } else { u.cost.total.into() };
+            row.insert("costUsd".into(), cost);
             serde_json::Value::Object(row)
         })
         .collect();

@@ -38,11 +38,19 @@ pub fn registry(args: &AgentArgs, cfg: &Config) -> Result<Registry, CliError> {
 /// The built-in table and `~/.pi/agent/models.json`, then `models` (`--models`) if given.
 pub fn registry_with(cfg: &Config, models: Option<&std::path::Path>) -> Result<Registry, CliError> {
     let mut registry = Registry::builtin();
+    // What a file skips or cannot run is said once per run, naming the file.
+    let say = |registry: &mut Registry, path: &std::path::Path| {
+        for warning in registry.warnings.drain(..) {
+            cfg.notice(format!("warning: {}: {warning}", path.display()));
+        }
+    };
     if let Some(path) = cfg.agent_dir.as_ref().map(|d| d.join("models.json")).filter(|p| p.exists()) {
         registry = registry.with_overrides(&path).map_err(|e| CliError::Usage(e.to_string()))?;
+        say(&mut registry, &path);
     }
     if let Some(path) = models {
         registry = registry.with_overrides(path).map_err(|e| CliError::Usage(format!("--models: {e}")))?;
+        say(&mut registry, path);
     }
     Ok(registry)
 }
@@ -75,7 +83,7 @@ pub fn select_named(
         pi_observe::otel::check_url(url.trim()).map_err(|why| CliError::Usage(format!("--base-url: {why}")))?;
     }
     cfg.policy().check_model(&model.provider, &model.id).map_err(CliError::Usage)?;
-    let provider = provider_of(args, &model)?;
+    let provider = provider_of(args, &model, registry.api_key_var(&model.provider))?;
     Ok(Selected { model, provider })
 }
 
@@ -148,8 +156,10 @@ fn resolve_model(registry: &Registry, provider_name: &str, id: Option<&str>) -> 
 
 /// The provider that serves `model`: faux (on `--faux-script`, or answering every prompt), or
 /// the HTTP client of its API with `--base-url` and the `models.json` credentials resolved for
-/// this model only (command, variable or literal).
-fn provider_of(args: &AgentArgs, model: &ModelInfo) -> Result<Arc<dyn Provider>, CliError> {
+/// this model only (command, variable or literal), else the key from the provider's own variable
+/// (`key_var`: `GEMINI_API_KEY`, `GROQ_API_KEY`, …; required unless `--base-url` points
+/// elsewhere). A key is never sent to another provider's server.
+fn provider_of(args: &AgentArgs, model: &ModelInfo, key_var: Option<&str>) -> Result<Arc<dyn Provider>, CliError> {
     if model.api == Api::Faux {
         let faux = FauxProvider::new().chunk_delay(std::time::Duration::from_millis(1));
         return Ok(match &args.faux_script {
@@ -171,6 +181,15 @@ fn provider_of(args: &AgentArgs, model: &ModelInfo) -> Result<Arc<dyn Provider>,
         http.api_key = auth.api_key.as_deref().map(|raw| resolve("apiKey", raw)).transpose()?;
         for (name, raw) in &auth.headers {
             http.headers.push((name.clone(), resolve(&format!("headers.{name}"), raw)?));
+        }
+    }
+    if http.api_key.is_none()
+        && let Some(var) = key_var
+    {
+        http.api_key = std::env::var(var).ok().filter(|key| !key.trim().is_empty());
+        let keyless = model.api.spoken() && model.auth.is_none() && args.base_url.is_none();
+        if http.api_key.is_none() && keyless {
+            return Err(CliError::Usage(format!("--provider {provider_name}: configuration: {var} is not set")));
         }
     }
     provider::provider_for(model, &http).map_err(|e| CliError::Usage(format!("--provider {provider_name}: {e}")))

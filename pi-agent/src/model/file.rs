@@ -12,9 +12,11 @@
 //!
 //! A provider entry's `baseUrl`, `apiKey` and `headers` apply to all its models, the built-in
 //! ones included; `models` are upserted by id; `modelOverrides` change built-in models field by
-//! field (unknown ids ignored). Fields pi does not use (`name`, `reasoning`, `input`, `compat`,
-//! `authHeader`) are accepted and ignored. APIs pi cannot speak (`openai-responses`,
-//! `google-generative-ai`) are an error naming the key.
+//! field (unknown ids ignored). `name`, `reasoning`, `input` and `compat` (the provider's, or
+//! the model's own) are kept; `authHeader` is accepted. A provider or model on an API pi has no
+//! client for is kept (listed as unavailable) and said once ([`Registry::warnings`]); one on an
+//! API name pi does not know is skipped with a warning. Either way every other provider works.
+//! A model without `cost` has no known price: its usage is billed as unknown, not zero.
 
 use serde_json::{Map, Value};
 
@@ -35,7 +37,19 @@ pub(super) fn apply(mut registry: Registry, value: &Value) -> Result<Registry, W
     let providers = providers.as_object().ok_or_else(|| wrong(&["providers"], "expected an object"))?;
     for (name, entry) in providers {
         let entry = entry.as_object().ok_or_else(|| wrong(&["providers", name], "expected an object"))?;
-        let provider = ProviderEntry::parse(name, entry)?;
+        let provider = match ProviderEntry::parse(name, entry)? {
+            Parsed::Entry(provider) => provider,
+            Parsed::UnknownApi(api) => {
+                registry.warnings.push(format!(
+                    "providers.{name}: api {api:?} is not one pi knows ({}): provider skipped",
+                    super::UPSTREAM_API_NAMES.join(", ")
+                ));
+                continue;
+            }
+        };
+        if let Some(api) = provider.api.filter(|api| !api.spoken()) {
+            registry.warnings.push(unspoken(name, api));
+        }
         // Provider-wide settings reach the built-in models of this provider.
         registry.for_provider(name, |model| {
             if provider.base_url.is_some() {
@@ -62,16 +76,36 @@ struct ProviderEntry<'a> {
     base_url: Option<String>,
     api: Option<Api>,
     auth: Option<ProviderAuth>,
+    compat: Option<Value>,
+}
+
+/// A provider entry, or the API name it declares that pi does not know.
+enum Parsed<'a> {
+    Entry(ProviderEntry<'a>),
+    UnknownApi(String),
+}
+
+/// The warning for a provider (or model) on an API pi knows by name but has no client for.
+fn unspoken(at: &str, api: Api) -> String {
+    format!(
+        "providers.{at}: pi has no client for the {} API yet (it speaks {}): its models are listed, not run",
+        api.as_str(),
+        Api::spoken_names().join(", ")
+    )
 }
 
 impl<'a> ProviderEntry<'a> {
-    fn parse(name: &'a str, entry: &'a Map<String, Value>) -> Result<Self, Wrong> {
-        let mut provider = ProviderEntry { name, entry, base_url: None, api: None, auth: None };
+    fn parse(name: &'a str, entry: &'a Map<String, Value>) -> Result<Parsed<'a>, Wrong> {
+        let mut provider = ProviderEntry { name, entry, base_url: None, api: None, auth: None, compat: None };
         provider.base_url = provider.text("baseUrl")?;
         provider.api = match provider.text("api")? {
-            Some(api) => Some(parse_api(&api).ok_or_else(|| wrong(&provider.at(&["api"]), unsupported(&api)))?),
+            Some(api) => match Api::parse(&api) {
+                Some(api) => Some(api),
+                None => return Ok(Parsed::UnknownApi(api)),
+            },
             None => None,
         };
+        provider.compat = provider.field("compat").cloned();
         let mut auth = ProviderAuth { api_key: provider.text("apiKey")?, headers: Vec::new() };
         if let Some(headers) = provider.field("headers") {
             let headers = headers.as_object().ok_or_else(|| wrong(&provider.at(&["headers"]), "expected an object"))?;
@@ -82,7 +116,7 @@ impl<'a> ProviderEntry<'a> {
             }
         }
         provider.auth = (auth.api_key.is_some() || !auth.headers.is_empty()).then_some(auth);
-        Ok(provider)
+        Ok(Parsed::Entry(provider))
     }
 
     /// `providers.NAME` followed by `rest`, as a key path.
@@ -138,7 +172,21 @@ fn add_models(registry: &mut Registry, provider: &ProviderEntry<'_>, models: &Va
             _ => return Err(wrong(&key("id"), "expected a model id")),
         };
         let api = match (m.get("api").and_then(Value::as_str), provider_api) {
-            (Some(a), _) => parse_api(a).ok_or_else(|| wrong(&key("api"), unsupported(a)))?,
+            (Some(a), _) => match Api::parse(a) {
+                Some(api) => {
+                    if !api.spoken() && provider.api != Some(api) {
+                        registry.warnings.push(unspoken(&format!("{}.models.{index}", provider.name), api));
+                    }
+                    api
+                }
+                None => {
+                    registry.warnings.push(format!(
+                        "providers.{}.models.{index}: api {a:?} is not one pi knows: model skipped",
+                        provider.name
+                    ));
+                    continue;
+                }
+            },
             (None, Some(api)) => api,
             (None, None) => {
                 return Err(wrong(&provider.at(&["api"]), "expected the provider's api (e.g. openai-completions)"));
@@ -146,11 +194,17 @@ fn add_models(registry: &mut Registry, provider: &ProviderEntry<'_>, models: &Va
         };
         let mut model = ModelInfo {
             id,
+            name: m.get("name").and_then(Value::as_str).map(str::to_owned),
             provider: provider.name.to_owned(),
             api,
             context_window: 128_000,
             max_tokens: 16_384,
-            cost: Pricing::default(),
+            cost: None,
+            input: match m.get("input").and_then(Value::as_array) {
+                Some(kinds) => kinds.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+                None => vec!["text".to_owned()],
+            },
+            compat: m.get("compat").or(provider.compat.as_ref()).cloned(),
             base_url: provider.base_url.clone(),
             reasoning: m.get("reasoning").and_then(Value::as_bool).unwrap_or(false),
             auth: provider.auth.clone(),
@@ -162,20 +216,8 @@ fn add_models(registry: &mut Registry, provider: &ProviderEntry<'_>, models: &Va
     Ok(())
 }
 
-fn parse_api(api: &str) -> Option<Api> {
-    match api {
-        "openai-completions" => Some(Api::OpenAiCompletions),
-        "anthropic-messages" => Some(Api::AnthropicMessages),
-        "faux" => Some(Api::Faux),
-        _ => None,
-    }
-}
-
-fn unsupported(api: &str) -> String {
-    format!("{api:?} is not an API pi speaks (openai-completions or anthropic-messages)")
-}
-
-/// `contextWindow`, `maxTokens` and `cost` (partial: missing prices stay as they are).
+/// `contextWindow`, `maxTokens` and `cost` (partial: missing prices stay as they are, or 0 when
+/// the model had none).
 fn limits_and_cost(model: &mut ModelInfo, fields: &Map<String, Value>, path: &[&str]) -> Result<(), Wrong> {
     fn at<'a>(path: &[&'a str], key: &'a str) -> Vec<&'a str> {
         let mut p = path.to_vec();
@@ -187,13 +229,14 @@ fn limits_and_cost(model: &mut ModelInfo, fields: &Map<String, Value>, path: &[&
             *slot = v.as_u64().ok_or_else(|| wrong(&at(path, key), "expected a whole number ≥ 0"))?;
         }
     }
-    if let Some(cost) = fields.get("cost") {
+    if let Some(cost) = fields.get("cost").filter(|c| !c.is_null()) {
         let cost = cost.as_object().ok_or_else(|| wrong(&at(path, "cost"), "expected an object"))?;
+        let prices = model.cost.get_or_insert_with(Pricing::default);
         for (key, slot) in [
-            ("input", &mut model.cost.input),
-            ("output", &mut model.cost.output),
-            ("cacheRead", &mut model.cost.cache_read),
-            ("cacheWrite", &mut model.cost.cache_write),
+            ("input", &mut prices.input),
+            ("output", &mut prices.output),
+            ("cacheRead", &mut prices.cache_read),
+            ("cacheWrite", &mut prices.cache_write),
         ] {
             if let Some(v) = cost.get(key) {
                 let mut p = at(path, "cost");
@@ -250,10 +293,11 @@ mod tests {
         .unwrap();
         let llama = r.find("ollama", "llama3.1:8b").unwrap();
         assert_eq!((llama.api, llama.base_url.as_deref()), (Api::OpenAiCompletions, Some("http://localhost:11434/v1")));
-        assert_eq!(llama.cost.input, 0.5);
+        assert_eq!(llama.cost.unwrap().input, 0.5);
         assert_eq!(llama.auth.as_ref().unwrap().api_key.as_deref(), Some("ollama"));
         let sonnet = r.find("anthropic", "claude-sonnet-4-5").unwrap();
-        assert_eq!((sonnet.max_tokens, sonnet.cost.output, sonnet.cost.input), (1000, 1.0, 3.0));
+        let prices = sonnet.cost.unwrap();
+        assert_eq!((sonnet.max_tokens, prices.output, prices.input), (1000, 1.0, 3.0));
         assert_eq!(sonnet.base_url.as_deref(), Some("https://proxy.example/v1"));
         let haiku = r.find("anthropic", "claude-haiku-4-5").unwrap();
         assert_eq!(haiku.auth.as_ref().unwrap().headers, [("x-team".to_owned(), "core".to_owned())]);
@@ -261,8 +305,6 @@ mod tests {
 
     #[test]
     fn wrong_values_name_their_key_path() {
-        let err = apply_json(r#"{"providers": {"x": {"api": "google-generative-ai", "models": []}}}"#).unwrap_err();
-        assert_eq!(err.0, "providers.x.api");
         let err = apply_json(
             r#"{"providers": {"x": {"api": "openai-completions", "models": [{"id": "m", "maxTokens": "many"}]}}}"#,
         )

@@ -24,19 +24,101 @@ pub fn thinking_level_name(level: &str) -> &'static str {
     THINKING_LEVELS.iter().find(|known| **known == level).copied().unwrap_or("invalid")
 }
 
-/// Which wire protocol a model speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Which wire protocol a model speaks: upstream pi's API names (its `KnownApi`) and pi's own
+/// offline `faux`. pi has a client for the ones [`Api::spoken`] says; a model on another is
+/// catalogued (named, priced, listed) but cannot run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Api {
     /// OpenAI Chat Completions (also OpenAI-compatible servers).
     #[serde(rename = "openai-completions")]
     OpenAiCompletions,
+    /// OpenAI Responses (OpenAI's own models upstream).
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
+    /// Azure OpenAI's Responses API.
+    #[serde(rename = "azure-openai-responses")]
+    AzureOpenAiResponses,
+    /// ChatGPT subscription (OAuth) Responses: not offered.
+    #[serde(rename = "openai-codex-responses")]
+    OpenAiCodexResponses,
     /// Anthropic Messages.
     #[serde(rename = "anthropic-messages")]
     AnthropicMessages,
+    /// Amazon Bedrock's ConverseStream.
+    #[serde(rename = "bedrock-converse-stream")]
+    BedrockConverseStream,
+    /// Google's Gemini API (`streamGenerateContent`).
+    #[serde(rename = "google-generative-ai")]
+    GoogleGenerativeAi,
+    /// Gemini CLI subscription (OAuth): not offered.
+    #[serde(rename = "google-gemini-cli")]
+    GoogleGeminiCli,
+    /// Google Vertex AI (Google Cloud credentials).
+    #[serde(rename = "google-vertex")]
+    GoogleVertex,
+    /// Mistral's conversations (chat streaming) API.
+    #[serde(rename = "mistral-conversations")]
+    MistralConversations,
     /// The scripted offline provider.
     #[serde(rename = "faux")]
     Faux,
 }
+
+impl Api {
+    /// Every API, in upstream's order, `faux` last.
+    pub const ALL: [Api; 11] = [
+        Api::OpenAiCompletions,
+        Api::OpenAiResponses,
+        Api::AzureOpenAiResponses,
+        Api::OpenAiCodexResponses,
+        Api::AnthropicMessages,
+        Api::BedrockConverseStream,
+        Api::GoogleGenerativeAi,
+        Api::GoogleGeminiCli,
+        Api::GoogleVertex,
+        Api::MistralConversations,
+        Api::Faux,
+    ];
+
+    /// The JSON name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::OpenAiCompletions => "openai-completions",
+            Api::OpenAiResponses => "openai-responses",
+            Api::AzureOpenAiResponses => "azure-openai-responses",
+            Api::OpenAiCodexResponses => "openai-codex-responses",
+            Api::AnthropicMessages => "anthropic-messages",
+            Api::BedrockConverseStream => "bedrock-converse-stream",
+            Api::GoogleGenerativeAi => "google-generative-ai",
+            Api::GoogleGeminiCli => "google-gemini-cli",
+            Api::GoogleVertex => "google-vertex",
+            Api::MistralConversations => "mistral-conversations",
+            Api::Faux => "faux",
+        }
+    }
+
+    /// The API named `name`, if it is one pi knows.
+    pub fn parse(name: &str) -> Option<Api> {
+        Api::ALL.into_iter().find(|api| api.as_str() == name)
+    }
+
+    /// True when pi has a client for it (a model on another API is listed but cannot run).
+    pub fn spoken(self) -> bool {
+        SPOKEN.contains(&self)
+    }
+
+    /// The APIs pi has a client for.
+    pub fn spoken_names() -> Vec<&'static str> {
+        SPOKEN.iter().map(|api| api.as_str()).collect()
+    }
+}
+
+/// Providers upstream reaches through a subscription login (OAuth), which pi does not offer:
+/// their models are catalogued (listed, priced) but cannot run.
+pub const LOGIN_PROVIDERS: &[&str] = &["github-copilot", "google-antigravity", "google-gemini-cli", "openai-codex"];
+
+/// The APIs with a client in [`crate::provider`].
+const SPOKEN: &[Api] = &[Api::OpenAiCompletions, Api::AnthropicMessages, Api::Faux];
 
 /// The API names upstream pi writes in sessions (its `KnownApi`), pi's own included: a fixed
 /// vocabulary, safe to export as recorded.
@@ -67,17 +149,6 @@ pub enum Catalogued {
     Neither,
 }
 
-impl Api {
-    /// The JSON name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Api::OpenAiCompletions => "openai-completions",
-            Api::AnthropicMessages => "anthropic-messages",
-            Api::Faux => "faux",
-        }
-    }
-}
-
 /// Prices in USD per million tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -100,7 +171,10 @@ pub struct Pricing {
 pub struct ModelInfo {
     /// Model id as sent to the provider.
     pub id: String,
-    /// Provider name (`openai`, `anthropic`, `faux`, or any OpenAI-compatible name).
+    /// Display name (`Claude Sonnet 4.5`), when the catalogue has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Provider name (`openai`, `anthropic`, `google`, `faux`, or any OpenAI-compatible name).
     pub provider: String,
     /// Wire protocol.
     pub api: Api,
@@ -108,8 +182,17 @@ pub struct ModelInfo {
     pub context_window: u64,
     /// Maximum output tokens.
     pub max_tokens: u64,
-    /// Prices per million tokens.
-    pub cost: Pricing,
+    /// Prices per million tokens; `None` when no price is known (usage is billed as unknown,
+    /// never as zero).
+    #[serde(default)]
+    pub cost: Option<Pricing>,
+    /// What it takes as input (`text`, `image`).
+    #[serde(default = "text_only")]
+    pub input: Vec<String>,
+    /// Upstream's per-model compatibility flags for OpenAI-compatible servers
+    /// (`supportsDeveloperRole`, `supportsReasoningEffort`, `maxTokensField`, …), as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compat: Option<serde_json::Value>,
     /// Base URL override for this model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
@@ -146,29 +229,54 @@ impl std::fmt::Debug for ProviderAuth {
 
 pub use file::resolve_value;
 
+fn text_only() -> Vec<String> {
+    vec!["text".to_owned()]
+}
+
 impl ModelInfo {
-    /// Fills in the cost of `usage` from this model's prices.
+    /// Fills in the cost of `usage` from this model's prices; without prices the cost is
+    /// unknown ([`Cost::unknown`]), not zero — unless there were no tokens to bill.
     pub fn price(&self, usage: &mut Usage) {
+        let Some(prices) = self.cost else {
+            let billed = usage.input + usage.output + usage.cache_read + usage.cache_write > 0;
+            usage.cost = Cost { unknown: billed, ..Cost::default() };
+            return;
+        };
         let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
         let cost = Cost {
-            input: per(usage.input, self.cost.input),
-            output: per(usage.output, self.cost.output),
-            cache_read: per(usage.cache_read, self.cost.cache_read),
-            cache_write: per(usage.cache_write, self.cost.cache_write),
+            input: per(usage.input, prices.input),
+            output: per(usage.output, prices.output),
+            cache_read: per(usage.cache_read, prices.cache_read),
+            cache_write: per(usage.cache_write, prices.cache_write),
             total: 0.0,
+            unknown: false,
         };
         usage.cost = Cost { total: cost.input + cost.output + cost.cache_read + cost.cache_write, ..cost };
+    }
+
+    /// True when pi can run it: it has a client for its API, and the provider needs no
+    /// subscription login ([`LOGIN_PROVIDERS`]).
+    pub fn runnable(&self) -> bool {
+        self.api.spoken() && !self.needs_login()
+    }
+
+    /// True for a provider reached only through a subscription login pi does not offer.
+    pub fn needs_login(&self) -> bool {
+        LOGIN_PROVIDERS.contains(&self.provider.as_str())
     }
 
     /// A model not in the registry (e.g. on a local OpenAI-compatible server): no prices known.
     pub fn unknown(provider: &str, id: &str, api: Api) -> Self {
         ModelInfo {
             id: id.to_owned(),
+            name: None,
             provider: provider.to_owned(),
             api,
             context_window: 128_000,
             max_tokens: 8192,
-            cost: Pricing::default(),
+            cost: None,
+            input: text_only(),
+            compat: None,
             base_url: None,
             reasoning: false,
             auth: None,
@@ -215,19 +323,86 @@ pub struct Registry {
     models: Vec<ModelInfo>,
     /// provider → id → index into `models`.
     index: HashMap<String, HashMap<String, usize>>,
+    /// provider → its default model id (upstream's `defaultModelPerProvider`).
+    defaults: HashMap<String, String>,
+    /// provider → the environment variable its API key is read from.
+    api_key_vars: HashMap<String, String>,
+    /// Where the shipped catalogue came from and its date.
+    pub stamp: CatalogueStamp,
+    /// What loading user files skipped or cannot run, one line each (the caller says them).
+    pub warnings: Vec<String>,
+}
+
+/// Where the shipped catalogue came from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct CatalogueStamp {
+    /// The upstream repository (`badlogic/pi-mono`).
+    pub source: String,
+    /// Its commit, when generated from git.
+    #[serde(default)]
+    pub commit: Option<String>,
+    /// The date of that commit (`YYYY-MM-DD`).
+    pub date: String,
+}
+
+/// The shipped catalogue (`data/models.json`, generated by `scripts/gen-models.mjs` from
+/// upstream pi's model list).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Catalogue {
+    #[serde(flatten)]
+    stamp: CatalogueStamp,
+    defaults: HashMap<String, String>,
+    api_key_vars: HashMap<String, String>,
+    models: Vec<ModelInfo>,
 }
 
 const BUILTIN: &str = include_str!("../../data/models.json");
 
+/// pi's own offline model, with nominal prices so demos show costs.
+fn faux_model() -> ModelInfo {
+    ModelInfo {
+        id: "faux-1".into(),
+        name: Some("Faux".into()),
+        provider: "faux".into(),
+        api: Api::Faux,
+        context_window: 128_000,
+        max_tokens: 8192,
+        cost: Some(Pricing { input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 3.75 }),
+        input: text_only(),
+        compat: None,
+        base_url: None,
+        reasoning: false,
+        auth: None,
+        catalogued: Catalogued::Model,
+    }
+}
+
 impl Registry {
-    /// The built-in table.
+    /// The built-in catalogue, and the offline `faux` model.
     pub fn builtin() -> Self {
         // The shipped table is covered by a test; an error here would be a packaging bug.
+        let catalogue: Option<Catalogue> = serde_json::from_str(BUILTIN).ok();
         let mut registry = Registry::default();
-        for model in serde_json::from_str::<Vec<ModelInfo>>(BUILTIN).unwrap_or_default() {
-            registry.upsert(model);
+        if let Some(catalogue) = catalogue {
+            registry.defaults = catalogue.defaults;
+            registry.api_key_vars = catalogue.api_key_vars;
+            registry.stamp = catalogue.stamp;
+            for model in catalogue.models {
+                registry.upsert(model);
+            }
         }
+        registry.upsert(faux_model());
         registry
+    }
+
+    /// The environment variable provider `provider`'s API key is read from, as upstream reads
+    /// it (`OPENAI_API_KEY`, `GEMINI_API_KEY`, `OPENROUTER_API_KEY`, …).
+    pub fn api_key_var(&self, provider: &str) -> Option<&str> {
+        match provider {
+            "anthropic" => Some("ANTHROPIC_API_KEY"),
+            _ => self.api_key_vars.get(provider).map(String::as_str),
+        }
     }
 
     /// The table with the models of a user file added or replaced (same `provider` and `id`
@@ -299,9 +474,12 @@ impl Registry {
         self.position(provider, id).map(|at| &self.models[at])
     }
 
-    /// The first model of a provider (its default).
+    /// A provider's default model: upstream's choice when the catalogue has it, else the
+    /// provider's first model.
     pub fn default_for(&self, provider: &str) -> Option<&ModelInfo> {
-        self.index.get(provider)?.values().min().map(|&at| &self.models[at])
+        let ids = self.index.get(provider)?;
+        let chosen = self.defaults.get(provider).and_then(|id| ids.get(id));
+        chosen.or_else(|| ids.values().min()).map(|&at| &self.models[at])
     }
 
     /// All models.
@@ -315,13 +493,55 @@ mod tests {
     use super::*;
 
     #[test]
-    fn builtin_table_parses_and_has_every_provider() {
-        let registry: Vec<ModelInfo> = serde_json::from_str(BUILTIN).unwrap();
-        assert!(registry.len() >= 9);
-        let r = Registry::builtin();
-        for provider in ["openai", "anthropic", "faux"] {
-            assert!(r.default_for(provider).is_some(), "{provider}");
+    fn the_catalogue_parses_with_every_api_priced_and_a_default_per_provider() {
+        let catalogue: Catalogue = serde_json::from_str(BUILTIN).unwrap();
+        assert!(catalogue.models.len() >= 700, "{}", catalogue.models.len());
+        assert!(catalogue.stamp.date.len() == 10 && !catalogue.stamp.source.is_empty());
+        for api in Api::ALL.into_iter().filter(|api| *api != Api::Faux) {
+            assert!(catalogue.models.iter().any(|m| m.api == api), "{api:?}");
         }
+        assert!(catalogue.models.iter().all(|m| m.cost.is_some()), "every catalogued model has prices");
+        let r = Registry::builtin();
+        for (provider, id) in &catalogue.defaults {
+            if let Some(default) = r.default_for(provider) {
+                assert!(default.id == *id || r.find(provider, id).is_none(), "{provider}");
+            }
+        }
+        assert_eq!(r.default_for("anthropic").unwrap().id, "claude-opus-4-6");
+        assert_eq!(r.default_for("faux").unwrap().id, "faux-1");
+        assert_eq!(r.api_key_var("google"), Some("GEMINI_API_KEY"));
+        assert_eq!(r.api_key_var("anthropic"), Some("ANTHROPIC_API_KEY"));
+    }
+
+    #[test]
+    fn every_catalogued_model_bills_tokens_times_its_published_price() {
+        let catalogue: Catalogue = serde_json::from_str(BUILTIN).unwrap();
+        let registry = Registry::builtin();
+        for published in &catalogue.models {
+            let model = registry.find(&published.provider, &published.id).unwrap();
+            let prices = published.cost.unwrap();
+            let mut usage = Usage::tokens(1_234_567, 89_012, 3_456_789, 12_345);
+            model.price(&mut usage);
+            let expected = (1_234_567.0 * prices.input
+                + 89_012.0 * prices.output
+                + 3_456_789.0 * prices.cache_read
+                + 12_345.0 * prices.cache_write)
+                / 1e6;
+            assert!((usage.cost.total - expected).abs() < 1e-9, "{}/{}", published.provider, published.id);
+            assert!(!usage.cost.unknown);
+        }
+    }
+
+    #[test]
+    fn a_model_without_prices_costs_unknown_not_zero() {
+        let model = ModelInfo::unknown("local", "llama", Api::OpenAiCompletions);
+        let mut usage = Usage::tokens(1000, 10, 0, 0);
+        model.price(&mut usage);
+        assert!(usage.cost.unknown);
+        assert_eq!(usage.cost.total, 0.0);
+        let mut nothing = Usage::tokens(0, 0, 0, 0);
+        model.price(&mut nothing);
+        assert!(!nothing.cost.unknown, "no tokens, nothing to bill");
     }
 
     #[test]
@@ -344,7 +564,7 @@ mod tests {
         std::fs::write(&file, r#"[{"id":"gpt-4o","provider":"openai","api":"openai-completions","contextWindow":1,"maxTokens":1,"cost":{"input":9,"output":9}},
             {"id":"llama","provider":"local","api":"openai-completions","contextWindow":8192,"maxTokens":1024,"cost":{"input":0,"output":0},"baseUrl":"http://127.0.0.1:8080/v1"}]"#).unwrap();
         let r = Registry::builtin().with_overrides(&file).unwrap();
-        assert_eq!(r.find("openai", "gpt-4o").unwrap().cost.input, 9.0);
+        assert_eq!(r.find("openai", "gpt-4o").unwrap().cost.unwrap().input, 9.0);
         assert_eq!(r.find("local", "llama").unwrap().base_url.as_deref(), Some("http://127.0.0.1:8080/v1"));
         std::fs::write(&file, "[").unwrap();
         let err = Registry::builtin().with_overrides(&file).unwrap_err().to_string();

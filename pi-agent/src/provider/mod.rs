@@ -513,14 +513,19 @@ pub fn response_model(model: &str) -> String {
     pi_observe_core::identifier_or_invalid(model)
 }
 
-/// The safe usage fields of the contract.
+/// The safe usage fields of the contract: the tokens, and the cost — or, when no price was known,
+/// `cost.unknown` instead of costs (a zero would read as free).
 pub fn usage_payload(usage: &crate::message::Usage) -> Payload {
-    Payload::new()
+    let tokens = Payload::new()
         .safe(names::INPUT_TOKENS, usage.input)
         .safe(names::OUTPUT_TOKENS, usage.output)
         .safe(names::CACHE_READ_TOKENS, usage.cache_read)
         .safe(names::CACHE_WRITE_TOKENS, usage.cache_write)
-        .safe(names::TOTAL_TOKENS, usage.total_tokens)
+        .safe(names::TOTAL_TOKENS, usage.total_tokens);
+    if usage.cost.unknown {
+        return tokens.safe(names::COST_UNKNOWN, true);
+    }
+    tokens
         .safe(names::COST_TOTAL, usage.cost.total)
         .safe(names::COST_INPUT, usage.cost.input)
         .safe(names::COST_OUTPUT, usage.cost.output)
@@ -528,11 +533,32 @@ pub fn usage_payload(usage: &crate::message::Usage) -> Payload {
         .safe(names::COST_CACHE_WRITE, usage.cost.cache_write)
 }
 
-/// Builds the provider for a model: `faux` gets `faux`, others their HTTP client.
+/// Builds the provider for a model: `faux` gets `faux`, others their HTTP client; a model on an
+/// API pi has no client for is a configuration error naming it.
 pub fn provider_for(model: &ModelInfo, http: &HttpConfig) -> Result<Arc<dyn Provider>, ProviderError> {
+    use crate::model::Api;
+    if model.needs_login() {
+        return Err(ProviderError::Config(format!(
+            "{} needs a subscription login (OAuth), which pi does not offer",
+            model.provider
+        )));
+    }
     Ok(match model.api {
-        crate::model::Api::Faux => Arc::new(FauxProvider::new()),
-        crate::model::Api::OpenAiCompletions => Arc::new(OpenAiProvider::new(http.clone(), &model.provider)?),
-        crate::model::Api::AnthropicMessages => Arc::new(AnthropicProvider::new(http.clone())?),
+        Api::Faux => Arc::new(FauxProvider::new()),
+        Api::OpenAiCompletions => Arc::new(OpenAiProvider::new(http.clone(), &model.provider)?),
+        Api::AnthropicMessages => Arc::new(AnthropicProvider::new(http.clone())?),
+        Api::OpenAiCodexResponses | Api::GoogleGeminiCli => {
+            return Err(ProviderError::Config(format!(
+                "the {} API needs a subscription login (OAuth), which pi does not offer",
+                model.api.as_str()
+            )));
+        }
+        other => {
+            return Err(ProviderError::Config(format!(
+                "pi has no client for the {} API yet (it speaks {})",
+                other.as_str(),
+                Api::spoken_names().join(", ")
+            )));
+        }
     })
 }

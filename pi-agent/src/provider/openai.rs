@@ -21,9 +21,10 @@ pub struct OpenAiProvider {
 
 impl OpenAiProvider {
     /// A provider named `name` (`openai`, or the name of an OpenAI-compatible service). The key
-    /// comes from the config or `OPENAI_API_KEY`; it is required only for `openai` itself.
+    /// comes from the config, or for `openai` itself from `OPENAI_API_KEY` (required there
+    /// unless a base URL is set); another service's key is its caller's to give.
     pub fn new(mut config: HttpConfig, name: &str) -> Result<Self, ProviderError> {
-        if config.api_key.is_none() {
+        if config.api_key.is_none() && name == "openai" {
             config.api_key = std::env::var(OPENAI_API_KEY).ok().filter(|k| !k.is_empty());
         }
         if name == "openai" && config.api_key.is_none() && config.base_url.is_none() {

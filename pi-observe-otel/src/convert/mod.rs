@@ -153,7 +153,9 @@ pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions, 
         if let Some(op) = operation {
             out.push(KeyValue::new(GEN_AI_OPERATION_NAME, op));
         }
-        push_str(&mut out, GEN_AI_PROVIDER_NAME, pi::PROVIDER);
+        if let Some(provider) = payload.index(pi::PROVIDER).and_then(|i| payload.fields[i].value.as_str()) {
+            out.push(KeyValue::new(GEN_AI_PROVIDER_NAME, genai_provider_name(provider).to_owned()));
+        }
         push_str(&mut out, GEN_AI_REQUEST_MODEL, pi::MODEL);
         push_str(&mut out, GEN_AI_RESPONSE_MODEL, pi::RESPONSE_MODEL);
         push_str(&mut out, GEN_AI_CONVERSATION_ID, pi::SESSION_ID);

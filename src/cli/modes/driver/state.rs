@@ -40,15 +40,15 @@ pub struct State {
 pub fn model_json(model: &ModelInfo) -> Value {
     json!({
         "id": model.id,
-        "name": model.id,
+        "name": model.name.as_deref().unwrap_or(&model.id),
         "api": model.api.as_str(),
         "provider": model.provider,
         "baseUrl": model.base_url,
         "reasoning": model.reasoning,
-        "input": ["text"],
+        "input": model.input,
         "contextWindow": model.context_window,
         "maxTokens": model.max_tokens,
-        "cost": model.cost,
+        "cost": model.cost.unwrap_or_default(),
     })
 }
 
