@@ -20,6 +20,10 @@ pub enum ContentBlock {
     Thinking {
         /// The reasoning text.
         thinking: String,
+        /// What the provider needs back to continue from this reasoning (upstream's
+        /// `thinkingSignature`: the Responses API's reasoning item with its encrypted content).
+        #[serde(rename = "thinkingSignature", default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
     },
     /// A tool call requested by the model.
     #[serde(rename = "toolCall")]
@@ -300,7 +304,7 @@ impl AssistantMessage {
     /// All thinking blocks joined.
     pub fn thinking(&self) -> String {
         joined(&self.content, |b| match b {
-            ContentBlock::Thinking { thinking } => Some(thinking),
+            ContentBlock::Thinking { thinking, .. } => Some(thinking),
             _ => None,
         })
     }
@@ -513,7 +517,7 @@ impl Message {
                 .iter()
                 .map(|b| match b {
                     ContentBlock::Text { text } => text.len(),
-                    ContentBlock::Thinking { thinking } => thinking.len(),
+                    ContentBlock::Thinking { thinking, .. } => thinking.len(),
                     ContentBlock::ToolCall { name, arguments, .. } => name.len() + arguments.to_string().len(),
                     ContentBlock::Image { .. } => 1000,
                 })

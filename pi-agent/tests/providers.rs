@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use pi_agent::message::{ContentBlock, Message, StopReason};
-use pi_agent::model::{ModelInfo, Registry};
+use pi_agent::model::ModelInfo;
 use pi_agent::provider::{
     AnthropicProvider, HttpConfig, OpenAiProvider, Provider, ProviderError, ProviderRequest, RequestOutcome,
     RetryPolicy, StreamEvent, request,
@@ -19,9 +19,7 @@ use serde_json::json;
 use support::{Reply, Server, named_sse, sse};
 use tokio_util::sync::CancellationToken;
 
-fn model(provider: &str, id: &str) -> ModelInfo {
-    Registry::builtin().find(provider, id).unwrap().clone()
-}
+use support::catalogued as model;
 
 fn req(model: ModelInfo) -> ProviderRequest {
     ProviderRequest {
@@ -36,15 +34,7 @@ fn req(model: ModelInfo) -> ProviderRequest {
     }
 }
 
-fn config(base: &str) -> HttpConfig {
-    HttpConfig {
-        base_url: Some(base.to_owned()),
-        api_key: Some("sk-test-key-1234567890".into()),
-        idle_timeout: Duration::from_millis(400),
-        response_timeout: Duration::from_secs(5),
-        ..HttpConfig::default()
-    }
-}
+use support::http_config as config;
 
 fn fast_retry(max_retries: u32) -> RetryPolicy {
     RetryPolicy { max_retries, base_delay: Duration::from_millis(1), max_delay: Duration::from_millis(20) }
@@ -164,7 +154,7 @@ const ANTHROPIC_OK: &[(&str, &str)] = &[
 #[tokio::test]
 async fn anthropic_stream_yields_thinking_text_tool_use_and_cache_tokens() {
     let server = Server::start(vec![Reply::Sse(named_sse(ANTHROPIC_OK))]).await;
-    let provider = AnthropicProvider::new(config(&server.base)).unwrap();
+    let provider = AnthropicProvider::new(config(&server.base), "anthropic").unwrap();
     let out = call(&provider, &req(model("anthropic", "claude-sonnet-4-5")), fast_retry(0)).await;
     assert!(out.result.error.is_none(), "{:?}", out.result.error);
     let m = &out.result.message;
@@ -299,7 +289,7 @@ async fn malformed_and_truncated_streams_are_typed_errors_never_panics() {
     ];
     for (i, pieces) in anthropic_cases.into_iter().enumerate() {
         let server = Server::start(vec![Reply::Sse(pieces)]).await;
-        let provider = AnthropicProvider::new(config(&server.base)).unwrap();
+        let provider = AnthropicProvider::new(config(&server.base), "anthropic").unwrap();
         let out = call(&provider, &req(model("anthropic", "claude-sonnet-4-5")), fast_retry(0)).await;
         assert_paired(&out.events);
         assert!(out.result.error.is_some(), "anthropic case {i} did not fail");

@@ -141,8 +141,22 @@ pub fn attr<'a>(span: &'a Span, key: &str) -> Option<&'a Any> {
 
 /// Serves one OpenAI-compatible streaming response on 127.0.0.1:0 and returns what it received.
 pub fn one_shot_openai_server() -> (String, std::thread::JoinHandle<String>) {
+    let chunks = [
+        r#"{"model":"llama-local","choices":[{"index":0,"delta":{"content":"Hello from"},"finish_reason":null}]}"#,
+        r#"{"model":"llama-local","choices":[{"index":0,"delta":{"content":" loopback"},"finish_reason":"stop"}]}"#,
+        r#"{"model":"llama-local","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3}}"#,
+        "[DONE]",
+    ];
+    let body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    let (base, handle) = one_shot_sse_server(body);
+    (format!("{base}/v1"), handle)
+}
+
+/// Serves `body` as one `text/event-stream` response on 127.0.0.1:0 (base URL without a path)
+/// and returns the request it received (request line, headers and body).
+pub fn one_shot_sse_server(body: String) -> (String, std::thread::JoinHandle<String>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let base = format!("http://{}", listener.local_addr().unwrap());
     let handle = std::thread::spawn(move || {
         use std::io::{Read, Write};
         let (mut socket, _) = listener.accept().unwrap();
@@ -166,16 +180,6 @@ pub fn one_shot_openai_server() -> (String, std::thread::JoinHandle<String>) {
             if n == 0 {
                 break;
             }
-        }
-        let chunks = [
-            r#"{"model":"llama-local","choices":[{"index":0,"delta":{"content":"Hello from"},"finish_reason":null}]}"#,
-            r#"{"model":"llama-local","choices":[{"index":0,"delta":{"content":" loopback"},"finish_reason":"stop"}]}"#,
-            r#"{"model":"llama-local","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3}}"#,
-            "[DONE]",
-        ];
-        let mut body = String::new();
-        for c in chunks {
-            body.push_str(&format!("data: {c}\n\n"));
         }
         let response = format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{body}");
         socket.write_all(response.as_bytes()).unwrap();

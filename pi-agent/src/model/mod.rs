@@ -118,7 +118,8 @@ impl Api {
 pub const LOGIN_PROVIDERS: &[&str] = &["github-copilot", "google-antigravity", "google-gemini-cli", "openai-codex"];
 
 /// The APIs with a client in [`crate::provider`].
-const SPOKEN: &[Api] = &[Api::OpenAiCompletions, Api::AnthropicMessages, Api::Faux];
+const SPOKEN: &[Api] =
+    &[Api::OpenAiCompletions, Api::OpenAiResponses, Api::AzureOpenAiResponses, Api::AnthropicMessages, Api::Faux];
 
 /// The API names upstream pi writes in sessions (its `KnownApi`), pi's own included: a fixed
 /// vocabulary, safe to export as recorded.
@@ -388,7 +389,9 @@ impl Registry {
             registry.defaults = catalogue.defaults;
             registry.api_key_vars = catalogue.api_key_vars;
             registry.stamp = catalogue.stamp;
-            for model in catalogue.models {
+            for mut model in catalogue.models {
+                // The catalogue writes "" where the base URL comes from elsewhere (Azure).
+                model.base_url = model.base_url.filter(|url| !url.is_empty());
                 registry.upsert(model);
             }
         }

@@ -13,28 +13,31 @@ pub const ANTHROPIC_API_KEY: &str = "ANTHROPIC_API_KEY";
 const DEFAULT_BASE: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
 
-/// The Anthropic Messages provider.
+/// The Anthropic Messages provider (Anthropic itself, or a service speaking its API).
 #[derive(Debug)]
 pub struct AnthropicProvider {
     http: HttpClient,
+    name: String,
 }
 
 impl AnthropicProvider {
-    /// The key comes from the config or `ANTHROPIC_API_KEY` (required unless a base URL is set).
-    pub fn new(mut config: HttpConfig) -> Result<Self, ProviderError> {
-        if config.api_key.is_none() {
+    /// A provider named `name`. The key comes from the config, or for `anthropic` itself from
+    /// `ANTHROPIC_API_KEY`; one is required unless a base URL is set. Another service's key is
+    /// its caller's to give (an Anthropic key never goes to another server).
+    pub fn new(mut config: HttpConfig, name: &str) -> Result<Self, ProviderError> {
+        if config.api_key.is_none() && name == "anthropic" {
             config.api_key = std::env::var(ANTHROPIC_API_KEY).ok().filter(|k| !k.is_empty());
         }
         if config.api_key.is_none() && config.base_url.is_none() {
             return Err(ProviderError::Config(format!("{ANTHROPIC_API_KEY} is not set")));
         }
-        Ok(AnthropicProvider { http: HttpClient::new(config)? })
+        Ok(AnthropicProvider { http: HttpClient::new(config)?, name: name.to_owned() })
     }
 }
 
 impl Provider for AnthropicProvider {
     fn name(&self) -> &str {
-        "anthropic"
+        &self.name
     }
 
     fn payload(&self, request: &ProviderRequest) -> Value {
@@ -269,7 +272,7 @@ impl StreamState {
             .into_iter()
             .map(|(_, block)| match block {
                 Block::Text(text) => ContentBlock::Text { text },
-                Block::Thinking(thinking) => ContentBlock::Thinking { thinking },
+                Block::Thinking(thinking) => ContentBlock::Thinking { thinking, signature: None },
                 Block::Tool { id, name, json, .. } => {
                     ContentBlock::ToolCall { id, name, arguments: parse_arguments(&json) }
                 }

@@ -210,7 +210,7 @@ impl FauxProvider {
                         fail_now(streamed_chunks)?;
                     }
                     content.push(if thinking {
-                        ContentBlock::Thinking { thinking: text.clone() }
+                        ContentBlock::Thinking { thinking: text.clone(), signature: None }
                     } else {
                         ContentBlock::Text { text: text.clone() }
                     });

@@ -1,9 +1,11 @@
 //! LLM providers behind one streaming interface, and the traced, retrying request around them.
 
 mod anthropic;
+mod assemble;
 mod faux;
 mod http;
 mod openai;
+mod responses;
 mod retry;
 pub mod semconv;
 mod sse;
@@ -22,6 +24,7 @@ pub use anthropic::AnthropicProvider;
 pub use faux::{FauxBlock, FauxProvider, FauxRequest, FauxResponse};
 pub use http::HttpConfig;
 pub use openai::OpenAiProvider;
+pub use responses::ResponsesProvider;
 pub use retry::RetryPolicy;
 
 use crate::message::{AssistantMessage, Message, StopReason};
@@ -546,7 +549,11 @@ pub fn provider_for(model: &ModelInfo, http: &HttpConfig) -> Result<Arc<dyn Prov
     Ok(match model.api {
         Api::Faux => Arc::new(FauxProvider::new()),
         Api::OpenAiCompletions => Arc::new(OpenAiProvider::new(http.clone(), &model.provider)?),
-        Api::AnthropicMessages => Arc::new(AnthropicProvider::new(http.clone())?),
+        Api::OpenAiResponses => Arc::new(ResponsesProvider::openai(http.clone(), &model.provider)?),
+        Api::AzureOpenAiResponses => {
+            Arc::new(ResponsesProvider::azure(http.clone(), &model.provider, model.base_url.as_deref())?)
+        }
+        Api::AnthropicMessages => Arc::new(AnthropicProvider::new(http.clone(), &model.provider)?),
         Api::OpenAiCodexResponses | Api::GoogleGeminiCli => {
             return Err(ProviderError::Config(format!(
                 "the {} API needs a subscription login (OAuth), which pi does not offer",

@@ -3,10 +3,11 @@
 
 use serde_json::{Value, json};
 
+use super::assemble::Assembled;
 use super::http::{HttpClient, HttpConfig};
 use super::sse::SseEvent;
 use super::{Attempt, AttemptFuture, AttemptOutcome, Provider, ProviderError, ProviderRequest, StreamEvent};
-use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, Usage, joined_text};
+use crate::message::{AssistantMessage, Message, StopReason, Usage, joined_text};
 
 /// Env var holding the OpenAI key.
 pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
@@ -214,27 +215,15 @@ impl StreamState {
 
     fn finish(self, request: &ProviderRequest, provider: &str) -> AssistantMessage {
         let stop_reason = self.stop_reason();
-        let mut content = Vec::new();
-        if !self.thinking.is_empty() {
-            content.push(ContentBlock::Thinking { thinking: self.thinking });
-        }
-        if !self.text.is_empty() {
-            content.push(ContentBlock::Text { text: self.text });
-        }
-        for call in self.calls {
-            let arguments = parse_arguments(&call.arguments);
-            content.push(ContentBlock::ToolCall { id: call.id, name: call.name, arguments });
-        }
-        AssistantMessage {
-            content,
-            api: request.model.api.as_str().to_owned(),
-            provider: provider.to_owned(),
-            model: self.model.unwrap_or_else(|| request.model.id.clone()),
+        let calls = self.calls.into_iter().map(|call| (call.id, call.name, call.arguments)).collect();
+        let assembled = Assembled {
+            thinking: vec![(self.thinking, None)],
+            text: self.text,
+            calls,
+            model: self.model,
             usage: self.usage,
-            stop_reason,
-            error_message: None,
-            timestamp: crate::time::now_millis(),
-        }
+        };
+        assembled.message(request, provider, stop_reason)
     }
 }
 

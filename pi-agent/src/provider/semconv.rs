@@ -11,7 +11,7 @@ use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, UserCo
 fn part(block: &ContentBlock) -> Value {
     match block {
         ContentBlock::Text { text } => json!({"type": "text", "content": text}),
-        ContentBlock::Thinking { thinking } => json!({"type": "reasoning", "content": thinking}),
+        ContentBlock::Thinking { thinking, .. } => json!({"type": "reasoning", "content": thinking}),
         ContentBlock::ToolCall { id, name, arguments } => {
             json!({"type": "tool_call", "id": id, "name": name, "arguments": arguments})
         }

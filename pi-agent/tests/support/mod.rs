@@ -165,3 +165,20 @@ pub fn sse(payloads: &[&str]) -> Vec<String> {
 pub fn named_sse(events: &[(&str, &str)]) -> Vec<String> {
     events.iter().map(|(e, d)| format!("event: {e}\ndata: {d}\n\n")).collect()
 }
+
+/// A provider's HTTP settings for the loopback server at `base`: a test key and short timeouts
+/// (a stalled stream fails in 400 ms).
+pub fn http_config(base: &str) -> pi_agent::provider::HttpConfig {
+    pi_agent::provider::HttpConfig {
+        base_url: Some(base.to_owned()),
+        api_key: Some("sk-test-key-1234567890".into()),
+        idle_timeout: std::time::Duration::from_millis(400),
+        response_timeout: std::time::Duration::from_secs(5),
+        ..pi_agent::provider::HttpConfig::default()
+    }
+}
+
+/// A model from the shipped catalogue.
+pub fn catalogued(provider: &str, id: &str) -> pi_agent::model::ModelInfo {
+    pi_agent::model::Registry::builtin().find(provider, id).unwrap().clone()
+}
