@@ -195,3 +195,59 @@ fn openai_and_azure_run_on_the_responses_api_with_only_their_usual_variables() {
     assert!(text(&out).1.contains("AZURE_OPENAI_API_KEY is not set"), "{}", text(&out).1);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn gemini_mistral_and_openai_compatible_providers_run_with_their_own_key_variable() {
+    let gemini = [
+        r#"{"candidates":[{"content":{"parts":[{"text":"Hello from Gemini"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":20,"candidatesTokenCount":5,"totalTokenCount":25},"modelVersion":"gemini-2.5-flash"}"#,
+    ];
+    let body: String = gemini.iter().map(|c| format!("data: {c}\r\n\r\n")).collect();
+    let (stdout, request) = replay(
+        body,
+        &["--provider", "google", "--model", "gemini-2.5-flash", "--base-url", "{base}/v1beta"],
+        &[("GEMINI_API_KEY", "gemini-key-1234567890")],
+        None,
+    );
+    assert_eq!(stdout.trim(), "Hello from Gemini");
+    assert!(request.starts_with("POST /v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse "), "{request}");
+    assert!(request.contains("x-goog-api-key: gemini-key-1234567890"), "{request}");
+
+    let chunks = [
+        r#"{"id":"c1","object":"chat.completion.chunk","model":"devstral-medium-2507","choices":[{"index":0,"delta":{"role":"assistant","content":"Hello from Mistral"},"finish_reason":"stop"}],"usage":{"prompt_tokens":20,"total_tokens":25,"completion_tokens":5}}"#,
+        "[DONE]",
+    ];
+    let body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    let (stdout, request) = replay(
+        body,
+        &["--provider", "mistral", "--base-url", "{base}"],
+        &[("MISTRAL_API_KEY", "mistral-key-1234567890")],
+        None,
+    );
+    assert_eq!(stdout.trim(), "Hello from Mistral");
+    assert!(request.starts_with("POST /v1/chat/completions "), "{request}");
+    assert!(request.contains("authorization: Bearer mistral-key-1234567890"), "{request}");
+    assert!(request.contains(r#""model":"devstral-medium-latest""#), "upstream's default model: {request}");
+
+    let chunks = [
+        r#"{"id":"gen-1","model":"openai/gpt-5.1-codex","choices":[{"index":0,"delta":{"content":"Hello from OpenRouter"},"finish_reason":"stop"}]}"#,
+        r#"{"id":"gen-1","model":"openai/gpt-5.1-codex","choices":[],"usage":{"prompt_tokens":20,"completion_tokens":5,"total_tokens":25}}"#,
+        "[DONE]",
+    ];
+    let body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    let (stdout, request) = replay(
+        body,
+        &["--provider", "openrouter", "--base-url", "{base}/api/v1"],
+        &[("OPENROUTER_API_KEY", "or-key-1234567890"), ("OPENAI_API_KEY", "sk-must-not-leak-1234567890")],
+        None,
+    );
+    assert_eq!(stdout.trim(), "Hello from OpenRouter");
+    assert!(request.starts_with("POST /api/v1/chat/completions "), "{request}");
+    assert!(request.contains("authorization: Bearer or-key-1234567890"), "{request}");
+    assert!(!request.contains("sk-must-not-leak"), "another provider's key is never sent: {request}");
+
+    for (provider, var) in [("groq", "GROQ_API_KEY"), ("google", "GEMINI_API_KEY"), ("xai", "XAI_API_KEY")] {
+        let out = pi().args(["-p", "hi", "--no-session", "--provider", provider]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{provider}");
+        assert!(text(&out).1.contains(&format!("{var} is not set")), "{provider}: {}", text(&out).1);
+    }
+}

@@ -118,8 +118,15 @@ impl Api {
 pub const LOGIN_PROVIDERS: &[&str] = &["github-copilot", "google-antigravity", "google-gemini-cli", "openai-codex"];
 
 /// The APIs with a client in [`crate::provider`].
-const SPOKEN: &[Api] =
-    &[Api::OpenAiCompletions, Api::OpenAiResponses, Api::AzureOpenAiResponses, Api::AnthropicMessages, Api::Faux];
+const SPOKEN: &[Api] = &[
+    Api::OpenAiCompletions,
+    Api::OpenAiResponses,
+    Api::AzureOpenAiResponses,
+    Api::AnthropicMessages,
+    Api::GoogleGenerativeAi,
+    Api::MistralConversations,
+    Api::Faux,
+];
 
 /// The API names upstream pi writes in sessions (its `KnownApi`), pi's own included: a fixed
 /// vocabulary, safe to export as recorded.

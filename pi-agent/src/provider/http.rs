@@ -60,6 +60,9 @@ const SECRET_HEADERS: [&str; 4] = ["authorization", "x-api-key", "cookie", "prox
 pub(crate) struct HttpClient {
     client: reqwest::Client,
     pub(crate) config: HttpConfig,
+    /// The protocol has no end marker: the body's end ends the stream (the provider checks it
+    /// was complete).
+    eof_ends: bool,
 }
 
 impl HttpClient {
@@ -68,7 +71,14 @@ impl HttpClient {
             .connect_timeout(config.connect_timeout)
             .build()
             .map_err(|e| ProviderError::Config(format!("cannot build HTTP client: {e}")))?;
-        Ok(HttpClient { client, config })
+        Ok(HttpClient { client, config, eof_ends: false })
+    }
+
+    /// For a protocol without an end marker (Gemini): a body that ends between events ends the
+    /// stream instead of being an error.
+    pub(crate) fn ending_at_eof(mut self) -> Self {
+        self.eof_ends = true;
+        self
     }
 
     /// Host and port of the base URL a request goes to (`--base-url`, else the model's, else
@@ -212,6 +222,7 @@ impl HttpClient {
                 Err(_) => {
                     return Err(ProviderError::Timeout(format!("stream stalled for {:?}", self.config.idle_timeout)));
                 }
+                Ok(None) if self.eof_ends && !parser.pending() => return Ok(()),
                 Ok(None) => {
                     let detail = if parser.pending() { " mid-event" } else { "" };
                     return Err(ProviderError::Stream(format!("stream ended{detail} before the end marker")));

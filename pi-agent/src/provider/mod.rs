@@ -3,7 +3,9 @@
 mod anthropic;
 mod assemble;
 mod faux;
+mod google;
 mod http;
+mod mistral;
 mod openai;
 mod responses;
 mod retry;
@@ -22,7 +24,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use anthropic::AnthropicProvider;
 pub use faux::{FauxBlock, FauxProvider, FauxRequest, FauxResponse};
+pub use google::GoogleProvider;
 pub use http::HttpConfig;
+pub use mistral::MistralProvider;
 pub use openai::OpenAiProvider;
 pub use responses::ResponsesProvider;
 pub use retry::RetryPolicy;
@@ -554,6 +558,8 @@ pub fn provider_for(model: &ModelInfo, http: &HttpConfig) -> Result<Arc<dyn Prov
             Arc::new(ResponsesProvider::azure(http.clone(), &model.provider, model.base_url.as_deref())?)
         }
         Api::AnthropicMessages => Arc::new(AnthropicProvider::new(http.clone(), &model.provider)?),
+        Api::GoogleGenerativeAi => Arc::new(GoogleProvider::new(http.clone(), &model.provider)?),
+        Api::MistralConversations => Arc::new(MistralProvider::new(http.clone(), &model.provider)?),
         Api::OpenAiCodexResponses | Api::GoogleGeminiCli => {
             return Err(ProviderError::Config(format!(
                 "the {} API needs a subscription login (OAuth), which pi does not offer",
