@@ -5,41 +5,11 @@
 
 mod support;
 
-use std::time::Duration;
-
-use pi_agent::message::{ContentBlock, Message, StopReason, ToolResultMessage};
+use pi_agent::message::{ContentBlock, Message, StopReason};
 use pi_agent::model::ModelInfo;
-use pi_agent::provider::{
-    GoogleProvider, Provider, ProviderError, ProviderRequest, RequestOutcome, RetryPolicy, request,
-};
-use pi_observe_core::Observability;
-use pi_observe_core::testing::{CaptureSubscriber, assert_paired};
+use pi_agent::provider::{GoogleProvider, ProviderError};
 use serde_json::json;
-use support::{Reply, Server, catalogued, http_config, sse};
-use tokio_util::sync::CancellationToken;
-
-fn req(model: ModelInfo, messages: Vec<Message>) -> ProviderRequest {
-    ProviderRequest {
-        model,
-        system_prompt: Some("be brief".into()),
-        messages,
-        tools: pi_agent::tools::ToolRegistry::builtin(&["read"]).unwrap().specs(),
-        reasoning: Some("high".into()),
-        session_id: None,
-        control: Default::default(),
-        call_kind: Default::default(),
-    }
-}
-
-async fn call(provider: &dyn Provider, request_: &ProviderRequest, retries: u32) -> RequestOutcome {
-    let hub = Observability::new();
-    let (capture, _sub) = CaptureSubscriber::attach(&hub);
-    let retry =
-        RetryPolicy { max_retries: retries, base_delay: Duration::from_millis(1), max_delay: Duration::from_millis(5) };
-    let outcome = hub.scope(request(provider, request_, &retry, &CancellationToken::new(), &mut |_| {})).await;
-    assert_paired(&capture.take());
-    outcome
-}
+use support::{Reply, Server, catalogued, http_config, provider_request, run, sse, tool_result};
 
 const TURN: &[&str] = &[
     r#"{"candidates":[{"content":{"parts":[{"text":"The user wants a file.","thought":true}],"role":"model"},"index":0}],"usageMetadata":{"promptTokenCount":1500,"totalTokenCount":1500},"modelVersion":"gemini-2.5-pro","responseId":"r1"}"#,
@@ -53,7 +23,7 @@ async fn thoughts_text_a_function_call_and_cached_usage_are_read_and_priced() {
     let server = Server::start(vec![Reply::Sse(sse(TURN))]).await;
     let provider = GoogleProvider::new(http_config(&format!("{}/v1beta", server.base)), "google").unwrap();
     let gemini = catalogued("google", "gemini-2.5-pro");
-    let out = call(&provider, &req(gemini.clone(), vec![Message::user("read a.txt")]), 0).await;
+    let (out, _) = run(&provider, &req(gemini.clone(), vec![Message::user("read a.txt")]), 0).await;
     assert!(out.error.is_none(), "{:?}", out.error);
     let m = &out.message;
     assert_eq!(m.thinking(), "The user wants a file. Read it.");
@@ -85,21 +55,13 @@ async fn the_next_turn_carries_the_thought_signature_and_the_function_response()
     let first = Server::start(vec![Reply::Sse(sse(TURN))]).await;
     let provider = GoogleProvider::new(http_config(&first.base), "google").unwrap();
     let gemini = catalogued("google", "gemini-2.5-pro");
-    let out = call(&provider, &req(gemini.clone(), vec![Message::user("read a.txt")]), 0).await;
+    let (out, _) = run(&provider, &req(gemini.clone(), vec![Message::user("read a.txt")]), 0).await;
     let (id, _, _) = out.message.tool_calls().remove(0);
-    let result = Message::ToolResult(ToolResultMessage {
-        tool_call_id: id,
-        tool_name: "read".into(),
-        content: vec![ContentBlock::text("hello")],
-        details: None,
-        usage: None,
-        is_error: false,
-        timestamp: 0,
-    });
+    let result = tool_result(&id, "read", "hello", false);
     let second = Server::start(vec![Reply::Sse(sse(&TURN[3..]))]).await;
     let provider = GoogleProvider::new(http_config(&second.base), "google").unwrap();
     let messages = vec![Message::user("read a.txt"), Message::Assistant(out.message), result];
-    let out = call(&provider, &req(gemini, messages), 0).await;
+    let (out, _) = run(&provider, &req(gemini, messages), 0).await;
     assert!(out.error.is_none(), "{:?}", out.error);
     let body: serde_json::Value = serde_json::from_str(&second.requests()[0].body).unwrap();
     let model_turn = &body["contents"][1];
@@ -122,7 +84,7 @@ async fn rate_limits_retry_and_broken_or_cut_streams_are_errors() {
     };
     let server = Server::start(vec![limited, Reply::Sse(sse(TURN))]).await;
     let provider = GoogleProvider::new(http_config(&server.base), "google").unwrap();
-    let out = call(&provider, &req(catalogued("google", "gemini-2.5-pro"), vec![Message::user("hi")]), 2).await;
+    let (out, _) = run(&provider, &req(catalogued("google", "gemini-2.5-pro"), vec![Message::user("hi")]), 2).await;
     assert!(out.error.is_none(), "{:?}", out.error);
     assert_eq!(out.retries, 1);
 
@@ -130,18 +92,22 @@ async fn rate_limits_retry_and_broken_or_cut_streams_are_errors() {
     broken.extend(sse(&[r#"{"error":{"code":500,"message":"Internal error encountered.","status":"INTERNAL"}}"#]));
     let server = Server::start(vec![Reply::Sse(broken)]).await;
     let provider = GoogleProvider::new(http_config(&server.base), "google").unwrap();
-    let out = call(&provider, &req(catalogued("google", "gemini-2.5-pro"), vec![Message::user("hi")]), 3).await;
+    let (out, _) = run(&provider, &req(catalogued("google", "gemini-2.5-pro"), vec![Message::user("hi")]), 3).await;
     assert_eq!(out.error, Some(ProviderError::Provider("Internal error encountered.".into())));
     assert_eq!(server.requests().len(), 1, "no retry after thinking was streamed");
 
     let server = Server::start(vec![Reply::Sse(sse(&TURN[..3]))]).await;
     let provider = GoogleProvider::new(http_config(&server.base), "google").unwrap();
-    let out = call(&provider, &req(catalogued("google", "gemini-2.5-pro"), vec![Message::user("hi")]), 0).await;
+    let (out, _) = run(&provider, &req(catalogued("google", "gemini-2.5-pro"), vec![Message::user("hi")]), 0).await;
     assert!(matches!(out.error, Some(ProviderError::Stream(_))), "no finish reason: {:?}", out.error);
 
     let blocked = r#"{"candidates":[{"finishReason":"SAFETY","index":0}],"usageMetadata":{"promptTokenCount":9,"totalTokenCount":9}}"#;
     let server = Server::start(vec![Reply::Sse(sse(&[blocked]))]).await;
     let provider = GoogleProvider::new(http_config(&server.base), "google").unwrap();
-    let out = call(&provider, &req(catalogued("google", "gemini-2.5-pro"), vec![Message::user("hi")]), 0).await;
+    let (out, _) = run(&provider, &req(catalogued("google", "gemini-2.5-pro"), vec![Message::user("hi")]), 0).await;
     assert_eq!(out.message.stop_reason, StopReason::Error);
+}
+
+fn req(model: ModelInfo, messages: Vec<Message>) -> pi_agent::provider::ProviderRequest {
+    provider_request(model, messages, Some("high"))
 }

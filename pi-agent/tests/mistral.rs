@@ -5,41 +5,11 @@
 
 mod support;
 
-use std::time::Duration;
-
-use pi_agent::message::{ContentBlock, Message, StopReason, ToolResultMessage};
+use pi_agent::message::{ContentBlock, Message, StopReason};
 use pi_agent::model::ModelInfo;
-use pi_agent::provider::{
-    MistralProvider, Provider, ProviderError, ProviderRequest, RequestOutcome, RetryPolicy, request,
-};
-use pi_observe_core::Observability;
-use pi_observe_core::testing::{CaptureSubscriber, assert_paired};
+use pi_agent::provider::{MistralProvider, ProviderError};
 use serde_json::json;
-use support::{Reply, Server, catalogued, http_config, sse};
-use tokio_util::sync::CancellationToken;
-
-fn req(model: ModelInfo, messages: Vec<Message>) -> ProviderRequest {
-    ProviderRequest {
-        model,
-        system_prompt: Some("be brief".into()),
-        messages,
-        tools: pi_agent::tools::ToolRegistry::builtin(&["read"]).unwrap().specs(),
-        reasoning: Some("medium".into()),
-        session_id: None,
-        control: Default::default(),
-        call_kind: Default::default(),
-    }
-}
-
-async fn call(provider: &dyn Provider, request_: &ProviderRequest, retries: u32) -> RequestOutcome {
-    let hub = Observability::new();
-    let (capture, _sub) = CaptureSubscriber::attach(&hub);
-    let retry =
-        RetryPolicy { max_retries: retries, base_delay: Duration::from_millis(1), max_delay: Duration::from_millis(5) };
-    let outcome = hub.scope(request(provider, request_, &retry, &CancellationToken::new(), &mut |_| {})).await;
-    assert_paired(&capture.take());
-    outcome
-}
+use support::{Reply, Server, catalogued, http_config, provider_request, run, sse, tool_result};
 
 const TURN: &[&str] = &[
     r#"{"id":"c1","object":"chat.completion.chunk","created":1,"model":"magistral-medium-2509","choices":[{"index":0,"delta":{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"Need the file."}]}]},"finish_reason":null}]}"#,
@@ -53,7 +23,7 @@ async fn thinking_text_a_tool_call_and_usage_are_read_and_priced() {
     let server = Server::start(vec![Reply::Sse(sse(TURN))]).await;
     let provider = MistralProvider::new(http_config(&server.base), "mistral").unwrap();
     let magistral = catalogued("mistral", "magistral-medium-latest");
-    let out = call(&provider, &req(magistral.clone(), vec![Message::user("read a.txt")]), 0).await;
+    let (out, _) = run(&provider, &req(magistral.clone(), vec![Message::user("read a.txt")]), 0).await;
     assert!(out.error.is_none(), "{:?}", out.error);
     let m = &out.message;
     assert_eq!((m.thinking(), m.text()), ("Need the file.".into(), "Reading it.".into()));
@@ -92,17 +62,9 @@ async fn tool_results_and_foreign_call_ids_go_back_as_mistral_takes_them() {
         error_message: None,
         timestamp: 0,
     };
-    let result = Message::ToolResult(ToolResultMessage {
-        tool_call_id: "call_1|fc_1".into(),
-        tool_name: "read".into(),
-        content: vec![ContentBlock::text("no such file")],
-        details: None,
-        usage: None,
-        is_error: true,
-        timestamp: 0,
-    });
+    let result = tool_result("call_1|fc_1", "read", "no such file", true);
     let messages = vec![Message::user("read a"), Message::Assistant(earlier), result];
-    let out = call(&provider, &req(catalogued("mistral", "devstral-medium-latest"), messages), 0).await;
+    let (out, _) = run(&provider, &req(catalogued("mistral", "devstral-medium-latest"), messages), 0).await;
     assert!(out.error.is_none(), "{:?}", out.error);
     let body: serde_json::Value = serde_json::from_str(&server.requests()[0].body).unwrap();
     let call_id = body["messages"][2]["tool_calls"][0]["id"].as_str().unwrap().to_owned();
@@ -122,8 +84,8 @@ async fn rate_limits_retry_and_broken_streams_are_errors() {
     };
     let server = Server::start(vec![limited, Reply::Sse(sse(TURN))]).await;
     let provider = MistralProvider::new(http_config(&server.base), "mistral").unwrap();
-    let out =
-        call(&provider, &req(catalogued("mistral", "magistral-medium-latest"), vec![Message::user("hi")]), 2).await;
+    let (out, _) =
+        run(&provider, &req(catalogued("mistral", "magistral-medium-latest"), vec![Message::user("hi")]), 2).await;
     assert!(out.error.is_none(), "{:?}", out.error);
     assert_eq!(out.retries, 1);
 
@@ -131,14 +93,18 @@ async fn rate_limits_retry_and_broken_streams_are_errors() {
     broken.extend(sse(&[r#"{"object":"error","message":"Internal server error","type":"internal_error"}"#]));
     let server = Server::start(vec![Reply::Sse(broken)]).await;
     let provider = MistralProvider::new(http_config(&server.base), "mistral").unwrap();
-    let out =
-        call(&provider, &req(catalogued("mistral", "magistral-medium-latest"), vec![Message::user("hi")]), 3).await;
+    let (out, _) =
+        run(&provider, &req(catalogued("mistral", "magistral-medium-latest"), vec![Message::user("hi")]), 3).await;
     assert_eq!(out.error, Some(ProviderError::Provider("Internal server error".into())));
     assert_eq!(server.requests().len(), 1);
 
     let server = Server::start(vec![Reply::Sse(sse(&TURN[..2]))]).await;
     let provider = MistralProvider::new(http_config(&server.base), "mistral").unwrap();
-    let out =
-        call(&provider, &req(catalogued("mistral", "magistral-medium-latest"), vec![Message::user("hi")]), 0).await;
+    let (out, _) =
+        run(&provider, &req(catalogued("mistral", "magistral-medium-latest"), vec![Message::user("hi")]), 0).await;
     assert!(matches!(out.error, Some(ProviderError::Stream(_))), "{:?}", out.error);
+}
+
+fn req(model: ModelInfo, messages: Vec<Message>) -> pi_agent::provider::ProviderRequest {
+    provider_request(model, messages, Some("medium"))
 }

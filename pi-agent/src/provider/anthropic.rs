@@ -2,10 +2,12 @@
 
 use serde_json::{Value, json};
 
-use super::http::{HttpClient, HttpConfig};
+use super::assemble::answer;
+use super::http::HttpConfig;
 use super::openai::parse_arguments;
 use super::sse::SseEvent;
-use super::{Attempt, AttemptFuture, AttemptOutcome, Provider, ProviderError, ProviderRequest, StreamEvent};
+use super::wire::{HttpProvider, Sink, Stream, Wire};
+use super::{ProviderError, ProviderRequest, StreamEvent};
 use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, Usage, joined_text};
 
 /// Env var holding the Anthropic key.
@@ -13,12 +15,12 @@ pub const ANTHROPIC_API_KEY: &str = "ANTHROPIC_API_KEY";
 const DEFAULT_BASE: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
 
+/// Anthropic Messages' wire format.
+#[derive(Debug, Default)]
+pub struct AnthropicWire;
+
 /// The Anthropic Messages provider (Anthropic itself, or a service speaking its API).
-#[derive(Debug)]
-pub struct AnthropicProvider {
-    http: HttpClient,
-    name: String,
-}
+pub type AnthropicProvider = HttpProvider<AnthropicWire>;
 
 impl AnthropicProvider {
     /// A provider named `name`. The key comes from the config, or for `anthropic` itself from
@@ -28,44 +30,28 @@ impl AnthropicProvider {
         if config.api_key.is_none() && name == "anthropic" {
             config.api_key = std::env::var(ANTHROPIC_API_KEY).ok().filter(|k| !k.is_empty());
         }
-        if config.api_key.is_none() && config.base_url.is_none() {
-            return Err(ProviderError::Config(format!("{ANTHROPIC_API_KEY} is not set")));
-        }
-        Ok(AnthropicProvider { http: HttpClient::new(config)?, name: name.to_owned() })
+        HttpProvider::keyed(config, name, AnthropicWire, ANTHROPIC_API_KEY)
     }
 }
 
-impl Provider for AnthropicProvider {
-    fn name(&self) -> &str {
-        &self.name
-    }
+impl Wire for AnthropicWire {
+    type State = StreamState;
+    const BASE: &'static str = DEFAULT_BASE;
 
-    fn payload(&self, request: &ProviderRequest) -> Value {
-        request_body(request)
+    const PATH: &'static str = "v1/messages";
+
+    fn headers(&self, key: Option<&str>) -> Vec<(&'static str, String)> {
+        let mut headers = vec![("anthropic-version", API_VERSION.to_owned())];
+        headers.extend(key.map(|key| ("x-api-key", key.to_owned())));
+        headers
     }
 
     fn default_headers(&self) -> Vec<(String, String)> {
         vec![("anthropic-version".to_owned(), API_VERSION.to_owned())]
     }
 
-    fn server(&self, request: &ProviderRequest) -> Option<(String, u16)> {
-        self.http.server(request, DEFAULT_BASE)
-    }
-
-    fn attempt<'a>(&'a self, Attempt { request, cancel, sink }: Attempt<'a>) -> AttemptFuture<'a> {
-        Box::pin(async move {
-            let mut headers = vec![("anthropic-version", API_VERSION.to_owned())];
-            if let Some(key) = &self.http.config.api_key {
-                headers.push(("x-api-key", key.clone()));
-            }
-            let mut state = StreamState::default();
-            let on_event = |event: SseEvent| state.on_event(&event.event, &event.data, sink);
-            let status = self
-                .http
-                .attempt_sse(request, DEFAULT_BASE, "v1/messages", &headers, || request_body(request), cancel, on_event)
-                .await?;
-            Ok(AttemptOutcome { message: state.finish(request), status: Some(status) })
-        })
+    fn body(&self, request: &ProviderRequest) -> Value {
+        request_body(request)
     }
 }
 
@@ -138,7 +124,7 @@ enum Block {
 }
 
 #[derive(Default)]
-struct StreamState {
+pub(crate) struct StreamState {
     blocks: Vec<(u64, Block)>,
     tool_count: usize,
     usage: Usage,
@@ -146,16 +132,30 @@ struct StreamState {
     model: Option<String>,
 }
 
-impl StreamState {
-    fn block(&mut self, index: u64) -> Result<&mut Block, ProviderError> {
-        self.blocks
-            .iter_mut()
-            .find(|(i, _)| *i == index)
-            .map(|(_, b)| b)
-            .ok_or_else(|| ProviderError::Stream(format!("delta for unknown content block {index}")))
+impl Stream for StreamState {
+    fn on_event(&mut self, event: SseEvent, sink: Sink<'_>) -> Result<bool, ProviderError> {
+        self.handle(&event.event, &event.data, sink)
     }
 
-    fn on_event(
+    fn finish(self, request: &ProviderRequest, provider: &str, _: Sink<'_>) -> Result<AssistantMessage, ProviderError> {
+        let stop_reason = self.stop_reason();
+        let content = self
+            .blocks
+            .into_iter()
+            .map(|(_, block)| match block {
+                Block::Text(text) => ContentBlock::Text { text },
+                Block::Thinking(thinking) => ContentBlock::Thinking { thinking, signature: None },
+                Block::Tool { id, name, json, .. } => {
+                    ContentBlock::ToolCall { id, name, arguments: parse_arguments(&json) }
+                }
+            })
+            .collect();
+        Ok(answer(request, provider, content, (self.model, self.usage, stop_reason)))
+    }
+}
+
+impl StreamState {
+    fn handle(
         &mut self,
         event: &str,
         data: &str,
@@ -204,6 +204,14 @@ impl StreamState {
             _ => {}
         }
         Ok(false)
+    }
+
+    fn block(&mut self, index: u64) -> Result<&mut Block, ProviderError> {
+        self.blocks
+            .iter_mut()
+            .find(|(i, _)| *i == index)
+            .map(|(_, b)| b)
+            .ok_or_else(|| ProviderError::Stream(format!("delta for unknown content block {index}")))
     }
 
     /// `content_block_start`: a text, thinking or tool-use block (others carry nothing replayed).
@@ -262,31 +270,6 @@ impl StreamState {
             Some("tool_use") => StopReason::ToolUse,
             _ if self.tool_count > 0 => StopReason::ToolUse,
             _ => StopReason::Stop,
-        }
-    }
-
-    fn finish(self, request: &ProviderRequest) -> AssistantMessage {
-        let stop_reason = self.stop_reason();
-        let content = self
-            .blocks
-            .into_iter()
-            .map(|(_, block)| match block {
-                Block::Text(text) => ContentBlock::Text { text },
-                Block::Thinking(thinking) => ContentBlock::Thinking { thinking, signature: None },
-                Block::Tool { id, name, json, .. } => {
-                    ContentBlock::ToolCall { id, name, arguments: parse_arguments(&json) }
-                }
-            })
-            .collect();
-        AssistantMessage {
-            content,
-            api: request.model.api.as_str().to_owned(),
-            provider: "anthropic".to_owned(),
-            model: self.model.unwrap_or_else(|| request.model.id.clone()),
-            usage: self.usage,
-            stop_reason,
-            error_message: None,
-            timestamp: crate::time::now_millis(),
         }
     }
 }

@@ -34,15 +34,26 @@ impl Assembled {
         for (id, name, arguments) in self.calls {
             content.push(ContentBlock::ToolCall { id, name, arguments: parse_arguments(&arguments) });
         }
-        AssistantMessage {
-            content,
-            api: request.model.api.as_str().to_owned(),
-            provider: provider.to_owned(),
-            model: self.model.unwrap_or_else(|| request.model.id.clone()),
-            usage: self.usage,
-            stop_reason,
-            error_message: None,
-            timestamp: crate::time::now_millis(),
-        }
+        answer(request, provider, content, (self.model, self.usage, stop_reason))
+    }
+}
+
+/// The assistant message `provider` answered `request` with: `content`, and the model the
+/// response named (else the requested id), its usage and why it stopped.
+pub(crate) fn answer(
+    request: &ProviderRequest,
+    provider: &str,
+    content: Vec<ContentBlock>,
+    (model, usage, stop_reason): (Option<String>, Usage, StopReason),
+) -> AssistantMessage {
+    AssistantMessage {
+        content,
+        api: request.model.api.as_str().to_owned(),
+        provider: provider.to_owned(),
+        model: model.unwrap_or_else(|| request.model.id.clone()),
+        usage,
+        stop_reason,
+        error_message: None,
+        timestamp: crate::time::now_millis(),
     }
 }

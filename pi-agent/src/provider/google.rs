@@ -10,68 +10,47 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{Value, json};
 
 use super::assemble::Assembled;
-use super::http::{HttpClient, HttpConfig};
+use super::http::HttpConfig;
 use super::sse::SseEvent;
-use super::{Attempt, AttemptFuture, AttemptOutcome, Provider, ProviderError, ProviderRequest, StreamEvent};
+use super::wire::{HttpProvider, Sink, Stream, Wire};
+use super::{ProviderError, ProviderRequest, StreamEvent};
 use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, Usage, joined_text};
 
 const DEFAULT_BASE: &str = "https://generativelanguage.googleapis.com/v1beta";
 /// What Gemini 3 accepts in place of a function call's missing thought signature.
 const SKIP_THOUGHT_SIGNATURE: &str = "skip_thought_signature_validator";
 
+/// The Gemini API's wire format.
+#[derive(Debug, Default)]
+pub struct GoogleWire;
+
 /// The Gemini API provider.
-#[derive(Debug)]
-pub struct GoogleProvider {
-    http: HttpClient,
-    name: String,
-}
+pub type GoogleProvider = HttpProvider<GoogleWire>;
 
 impl GoogleProvider {
     /// A provider named `name`; its key (`GEMINI_API_KEY`) is the caller's to give, required
     /// unless a base URL is set.
     pub fn new(config: HttpConfig, name: &str) -> Result<Self, ProviderError> {
-        if config.api_key.is_none() && config.base_url.is_none() {
-            return Err(ProviderError::Config("GEMINI_API_KEY is not set".into()));
-        }
-        Ok(GoogleProvider { http: HttpClient::new(config)?.ending_at_eof(), name: name.to_owned() })
+        let mut provider = HttpProvider::keyed(config, name, GoogleWire, "GEMINI_API_KEY")?;
+        provider.http.end_at_eof();
+        Ok(provider)
     }
 }
 
-impl Provider for GoogleProvider {
-    fn name(&self) -> &str {
-        &self.name
+impl Wire for GoogleWire {
+    type State = StreamState;
+    const BASE: &'static str = DEFAULT_BASE;
+
+    fn path(&self, request: &ProviderRequest) -> String {
+        format!("models/{}:streamGenerateContent?alt=sse", request.model.id)
     }
 
-    fn payload(&self, request: &ProviderRequest) -> Value {
+    fn headers(&self, key: Option<&str>) -> Vec<(&'static str, String)> {
+        key.map(|key| ("x-goog-api-key", key.to_owned())).into_iter().collect()
+    }
+
+    fn body(&self, request: &ProviderRequest) -> Value {
         request_body(request)
-    }
-
-    fn server(&self, request: &ProviderRequest) -> Option<(String, u16)> {
-        self.http.server(request, DEFAULT_BASE)
-    }
-
-    fn attempt<'a>(&'a self, Attempt { request, cancel, sink }: Attempt<'a>) -> AttemptFuture<'a> {
-        Box::pin(async move {
-            let mut headers = Vec::new();
-            if let Some(key) = &self.http.config.api_key {
-                headers.push(("x-goog-api-key", key.clone()));
-            }
-            let path = format!("models/{}:streamGenerateContent?alt=sse", request.model.id);
-            let mut state = StreamState::default();
-            sink(StreamEvent::Start);
-            let on_event = |event: SseEvent| state.on_data(&event.data, sink).map(|()| false);
-            let body = || request_body(request);
-            let status = self.http.attempt_sse(request, DEFAULT_BASE, &path, &headers, body, cancel, on_event).await?;
-            let Some(reason) = state.finish_reason.clone() else {
-                return Err(ProviderError::Stream("stream ended before a candidate finished".into()));
-            };
-            let stop_reason = state.stop_reason(&reason);
-            for index in 0..state.parts.calls.len() {
-                sink(StreamEvent::ToolCallEnd { index });
-            }
-            sink(StreamEvent::Done { stop_reason });
-            Ok(AttemptOutcome { message: state.finish(request, &self.name, stop_reason), status: Some(status) })
-        })
     }
 }
 
@@ -192,11 +171,35 @@ fn call_id(name: &str) -> String {
 }
 
 #[derive(Default)]
-struct StreamState {
+pub(crate) struct StreamState {
     parts: Assembled,
     /// The kind of the block being streamed: `Some(true)` thinking, `Some(false)` text.
     in_thinking: Option<bool>,
     finish_reason: Option<String>,
+}
+
+impl Stream for StreamState {
+    fn on_event(&mut self, event: SseEvent, sink: Sink<'_>) -> Result<bool, ProviderError> {
+        self.on_data(&event.data, sink).map(|()| false)
+    }
+
+    /// The body has ended: complete only if a candidate said why it finished.
+    fn finish(
+        self,
+        request: &ProviderRequest,
+        provider: &str,
+        sink: Sink<'_>,
+    ) -> Result<AssistantMessage, ProviderError> {
+        let Some(reason) = self.finish_reason.as_deref() else {
+            return Err(ProviderError::Stream("stream ended before a candidate finished".into()));
+        };
+        let stop_reason = self.stop_reason(reason);
+        for index in 0..self.parts.calls.len() {
+            sink(StreamEvent::ToolCallEnd { index });
+        }
+        sink(StreamEvent::Done { stop_reason });
+        Ok(self.parts.message(request, provider, stop_reason))
+    }
 }
 
 impl StreamState {
@@ -279,10 +282,6 @@ impl StreamState {
             _ => StopReason::Error,
         };
         if self.parts.calls.is_empty() { mapped } else { StopReason::ToolUse }
-    }
-
-    fn finish(self, request: &ProviderRequest, provider: &str, stop_reason: StopReason) -> AssistantMessage {
-        self.parts.message(request, provider, stop_reason)
     }
 }
 

@@ -76,9 +76,8 @@ impl HttpClient {
 
     /// For a protocol without an end marker (Gemini): a body that ends between events ends the
     /// stream instead of being an error.
-    pub(crate) fn ending_at_eof(mut self) -> Self {
+    pub(crate) fn end_at_eof(&mut self) {
         self.eof_ends = true;
-        self
     }
 
     /// Host and port of the base URL a request goes to (`--base-url`, else the model's, else

@@ -7,60 +7,39 @@
 use serde_json::{Value, json};
 
 use super::assemble::Assembled;
-use super::http::{HttpClient, HttpConfig};
+use super::http::HttpConfig;
 use super::sse::SseEvent;
-use super::{Attempt, AttemptFuture, AttemptOutcome, Provider, ProviderError, ProviderRequest, StreamEvent};
+use super::wire::{HttpProvider, Sink, Stream, Wire};
+use super::{ProviderError, ProviderRequest, StreamEvent};
 use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, Usage, joined_text};
 
 const DEFAULT_BASE: &str = "https://api.mistral.ai";
 /// The length Mistral requires of a tool call id.
 const CALL_ID_LENGTH: usize = 9;
 
+/// Mistral's wire format.
+#[derive(Debug, Default)]
+pub struct MistralWire;
+
 /// The Mistral provider.
-#[derive(Debug)]
-pub struct MistralProvider {
-    http: HttpClient,
-    name: String,
-}
+pub type MistralProvider = HttpProvider<MistralWire>;
 
 impl MistralProvider {
     /// A provider named `name`; its key (`MISTRAL_API_KEY`) is the caller's to give, required
     /// unless a base URL is set.
     pub fn new(config: HttpConfig, name: &str) -> Result<Self, ProviderError> {
-        if config.api_key.is_none() && config.base_url.is_none() {
-            return Err(ProviderError::Config("MISTRAL_API_KEY is not set".into()));
-        }
-        Ok(MistralProvider { http: HttpClient::new(config)?, name: name.to_owned() })
+        HttpProvider::keyed(config, name, MistralWire, "MISTRAL_API_KEY")
     }
 }
 
-impl Provider for MistralProvider {
-    fn name(&self) -> &str {
-        &self.name
-    }
+impl Wire for MistralWire {
+    type State = StreamState;
+    const BASE: &'static str = DEFAULT_BASE;
 
-    fn payload(&self, request: &ProviderRequest) -> Value {
+    const PATH: &'static str = "v1/chat/completions";
+
+    fn body(&self, request: &ProviderRequest) -> Value {
         request_body(request)
-    }
-
-    fn server(&self, request: &ProviderRequest) -> Option<(String, u16)> {
-        self.http.server(request, DEFAULT_BASE)
-    }
-
-    fn attempt<'a>(&'a self, Attempt { request, cancel, sink }: Attempt<'a>) -> AttemptFuture<'a> {
-        Box::pin(async move {
-            let mut headers = Vec::new();
-            if let Some(key) = &self.http.config.api_key {
-                headers.push(("authorization", format!("Bearer {key}")));
-            }
-            let mut state = StreamState::default();
-            sink(StreamEvent::Start);
-            let on_event = |event: SseEvent| state.on_data(&event.data, sink);
-            let body = || request_body(request);
-            let path = "v1/chat/completions";
-            let status = self.http.attempt_sse(request, DEFAULT_BASE, path, &headers, body, cancel, on_event).await?;
-            Ok(AttemptOutcome { message: state.finish(request, &self.name), status: Some(status) })
-        })
     }
 }
 
@@ -173,16 +152,17 @@ fn call_id(id: &str) -> String {
 }
 
 #[derive(Default)]
-struct StreamState {
+pub(crate) struct StreamState {
     parts: Assembled,
     /// The thinking block being streamed, if the last content was thinking.
     in_thinking: bool,
     finish_reason: Option<String>,
 }
 
-impl StreamState {
+impl Stream for StreamState {
     /// Handles one `data:` payload; `Ok(true)` at `[DONE]`.
-    fn on_data(&mut self, data: &str, sink: &mut (dyn FnMut(StreamEvent) + Send)) -> Result<bool, ProviderError> {
+    fn on_event(&mut self, event: SseEvent, sink: Sink<'_>) -> Result<bool, ProviderError> {
+        let data = event.data.as_str();
         if data.trim() == "[DONE]" {
             for index in 0..self.parts.calls.len() {
                 sink(StreamEvent::ToolCallEnd { index });
@@ -230,6 +210,13 @@ impl StreamState {
         Ok(false)
     }
 
+    fn finish(self, request: &ProviderRequest, provider: &str, _: Sink<'_>) -> Result<AssistantMessage, ProviderError> {
+        let stop_reason = self.stop_reason();
+        Ok(self.parts.message(request, provider, stop_reason))
+    }
+}
+
+impl StreamState {
     fn text(&mut self, text: &str, sink: &mut (dyn FnMut(StreamEvent) + Send)) {
         if !text.is_empty() {
             self.in_thinking = false;
@@ -293,11 +280,6 @@ impl StreamState {
             _ if !self.parts.calls.is_empty() => StopReason::ToolUse,
             _ => StopReason::Stop,
         }
-    }
-
-    fn finish(self, request: &ProviderRequest, provider: &str) -> AssistantMessage {
-        let stop_reason = self.stop_reason();
-        self.parts.message(request, provider, stop_reason)
     }
 }
 

@@ -11,6 +11,7 @@ mod responses;
 mod retry;
 pub mod semconv;
 mod sse;
+mod wire;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -30,6 +31,7 @@ pub use mistral::MistralProvider;
 pub use openai::OpenAiProvider;
 pub use responses::ResponsesProvider;
 pub use retry::RetryPolicy;
+pub use wire::HttpProvider;
 
 use crate::message::{AssistantMessage, Message, StopReason};
 use crate::model::{Catalogued, ModelInfo};

@@ -4,66 +4,46 @@
 use serde_json::{Value, json};
 
 use super::assemble::Assembled;
-use super::http::{HttpClient, HttpConfig};
+use super::http::HttpConfig;
 use super::sse::SseEvent;
-use super::{Attempt, AttemptFuture, AttemptOutcome, Provider, ProviderError, ProviderRequest, StreamEvent};
+use super::wire::{HttpProvider, Sink, Stream, Wire};
+use super::{ProviderError, ProviderRequest, StreamEvent};
 use crate::message::{AssistantMessage, Message, StopReason, Usage, joined_text};
 
 /// Env var holding the OpenAI key.
 pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
 const DEFAULT_BASE: &str = "https://api.openai.com/v1";
 
-/// The OpenAI Chat Completions provider.
-#[derive(Debug)]
-pub struct OpenAiProvider {
-    http: HttpClient,
-    name: String,
-}
+/// OpenAI Chat Completions' wire format.
+#[derive(Debug, Default)]
+pub struct OpenAiWire;
+
+/// The OpenAI Chat Completions provider (OpenAI, or an OpenAI-compatible service).
+pub type OpenAiProvider = HttpProvider<OpenAiWire>;
 
 impl OpenAiProvider {
     /// A provider named `name` (`openai`, or the name of an OpenAI-compatible service). The key
     /// comes from the config, or for `openai` itself from `OPENAI_API_KEY` (required there
     /// unless a base URL is set); another service's key is its caller's to give.
     pub fn new(mut config: HttpConfig, name: &str) -> Result<Self, ProviderError> {
-        if config.api_key.is_none() && name == "openai" {
+        if name != "openai" {
+            return HttpProvider::of(config, name, OpenAiWire);
+        }
+        if config.api_key.is_none() {
             config.api_key = std::env::var(OPENAI_API_KEY).ok().filter(|k| !k.is_empty());
         }
-        if name == "openai" && config.api_key.is_none() && config.base_url.is_none() {
-            return Err(ProviderError::Config(format!("{OPENAI_API_KEY} is not set")));
-        }
-        Ok(OpenAiProvider { http: HttpClient::new(config)?, name: name.to_owned() })
+        HttpProvider::keyed(config, name, OpenAiWire, OPENAI_API_KEY)
     }
 }
 
-impl Provider for OpenAiProvider {
-    fn name(&self) -> &str {
-        &self.name
-    }
+impl Wire for OpenAiWire {
+    type State = StreamState;
+    const BASE: &'static str = DEFAULT_BASE;
 
-    fn payload(&self, request: &ProviderRequest) -> Value {
+    const PATH: &'static str = "chat/completions";
+
+    fn body(&self, request: &ProviderRequest) -> Value {
         request_body(request)
-    }
-
-    fn server(&self, request: &ProviderRequest) -> Option<(String, u16)> {
-        self.http.server(request, DEFAULT_BASE)
-    }
-
-    fn attempt<'a>(&'a self, Attempt { request, cancel, sink }: Attempt<'a>) -> AttemptFuture<'a> {
-        Box::pin(async move {
-            let mut headers = Vec::new();
-            if let Some(key) = &self.http.config.api_key {
-                headers.push(("authorization", format!("Bearer {key}")));
-            }
-            let mut state = StreamState::default();
-            sink(StreamEvent::Start);
-            let on_event = |event: SseEvent| state.on_data(&event.data, sink);
-            let path = "chat/completions";
-            let status = self
-                .http
-                .attempt_sse(request, DEFAULT_BASE, path, &headers, || request_body(request), cancel, on_event)
-                .await?;
-            Ok(AttemptOutcome { message: state.finish(request, &self.name), status: Some(status) })
-        })
     }
 }
 
@@ -134,7 +114,7 @@ struct ToolCallState {
 }
 
 #[derive(Default)]
-struct StreamState {
+pub(crate) struct StreamState {
     text: String,
     thinking: String,
     calls: Vec<ToolCallState>,
@@ -144,9 +124,10 @@ struct StreamState {
     done: bool,
 }
 
-impl StreamState {
+impl Stream for StreamState {
     /// Handles one `data:` payload; `Ok(true)` at `[DONE]`.
-    fn on_data(&mut self, data: &str, sink: &mut (dyn FnMut(StreamEvent) + Send)) -> Result<bool, ProviderError> {
+    fn on_event(&mut self, event: SseEvent, sink: Sink<'_>) -> Result<bool, ProviderError> {
+        let data = event.data.as_str();
         if data.trim() == "[DONE]" {
             self.done = true;
             for index in 0..self.calls.len() {
@@ -204,16 +185,7 @@ impl StreamState {
         Ok(false)
     }
 
-    fn stop_reason(&self) -> StopReason {
-        match self.finish_reason.as_deref() {
-            Some("length") => StopReason::Length,
-            _ if !self.calls.is_empty() => StopReason::ToolUse,
-            Some("tool_calls") => StopReason::ToolUse,
-            _ => StopReason::Stop,
-        }
-    }
-
-    fn finish(self, request: &ProviderRequest, provider: &str) -> AssistantMessage {
+    fn finish(self, request: &ProviderRequest, provider: &str, _: Sink<'_>) -> Result<AssistantMessage, ProviderError> {
         let stop_reason = self.stop_reason();
         let calls = self.calls.into_iter().map(|call| (call.id, call.name, call.arguments)).collect();
         let assembled = Assembled {
@@ -223,7 +195,18 @@ impl StreamState {
             model: self.model,
             usage: self.usage,
         };
-        assembled.message(request, provider, stop_reason)
+        Ok(assembled.message(request, provider, stop_reason))
+    }
+}
+
+impl StreamState {
+    fn stop_reason(&self) -> StopReason {
+        match self.finish_reason.as_deref() {
+            Some("length") => StopReason::Length,
+            _ if !self.calls.is_empty() => StopReason::ToolUse,
+            Some("tool_calls") => StopReason::ToolUse,
+            _ => StopReason::Stop,
+        }
     }
 }
 

@@ -13,9 +13,10 @@
 use serde_json::{Value, json};
 
 use super::assemble::Assembled;
-use super::http::{HttpClient, HttpConfig};
+use super::http::HttpConfig;
 use super::sse::SseEvent;
-use super::{Attempt, AttemptFuture, AttemptOutcome, Provider, ProviderError, ProviderRequest, StreamEvent};
+use super::wire::{HttpProvider, Sink, Stream, Wire, bearer};
+use super::{ProviderError, ProviderRequest, StreamEvent};
 use crate::message::{AssistantMessage, ContentBlock, Message, StopReason, Usage, joined_text};
 
 const OPENAI_BASE: &str = "https://api.openai.com/v1";
@@ -31,25 +32,23 @@ pub enum Flavor {
     Azure,
 }
 
-/// The OpenAI / Azure OpenAI Responses provider.
+/// The Responses API's wire format, for OpenAI or Azure.
 #[derive(Debug)]
-pub struct ResponsesProvider {
-    http: HttpClient,
-    name: String,
+pub struct ResponsesWire {
     flavor: Flavor,
     /// Azure: model id → deployment name.
     deployments: Vec<(String, String)>,
 }
+
+/// The OpenAI / Azure OpenAI Responses provider.
+pub type ResponsesProvider = HttpProvider<ResponsesWire>;
 
 impl ResponsesProvider {
     /// A provider named `name` on OpenAI's Responses API. Its key comes from the config (the
     /// caller reads the provider's variable, `OPENAI_API_KEY`); one is required unless a base
     /// URL is given.
     pub fn openai(config: HttpConfig, name: &str) -> Result<Self, ProviderError> {
-        if config.api_key.is_none() && config.base_url.is_none() {
-            return Err(ProviderError::Config("OPENAI_API_KEY is not set".into()));
-        }
-        Self::new(config, name, Flavor::OpenAi)
+        HttpProvider::keyed(config, name, ResponsesWire::new(Flavor::OpenAi), "OPENAI_API_KEY")
     }
 
     /// Azure OpenAI. The resource's base URL: the config's (`--base-url`), else
@@ -65,26 +64,24 @@ impl ResponsesProvider {
                     .into(),
             ));
         }
-        Self::new(config, name, Flavor::Azure)
-    }
-
-    fn new(config: HttpConfig, name: &str, flavor: Flavor) -> Result<Self, ProviderError> {
-        let map = std::env::var("AZURE_OPENAI_DEPLOYMENT_NAME_MAP").unwrap_or_default();
-        let provider =
-            ResponsesProvider { http: HttpClient::new(config)?, name: name.to_owned(), flavor, deployments: vec![] };
-        Ok(provider.deployments(&map))
+        HttpProvider::of(config, name, ResponsesWire::new(Flavor::Azure))
     }
 
     /// Azure's deployments as `AZURE_OPENAI_DEPLOYMENT_NAME_MAP` writes them
     /// (`model=deployment,…`); a model not named is deployed under its id.
     pub fn deployments(mut self, map: &str) -> Self {
-        self.deployments = map
-            .split(',')
-            .filter_map(|pair| pair.split_once('='))
-            .map(|(id, deployment)| (id.trim().to_owned(), deployment.trim().to_owned()))
-            .filter(|(id, deployment)| !id.is_empty() && !deployment.is_empty())
-            .collect();
+        self.wire.deployments = parse_deployments(map);
         self
+    }
+}
+
+impl ResponsesWire {
+    fn new(flavor: Flavor) -> Self {
+        let map = match flavor {
+            Flavor::Azure => std::env::var("AZURE_OPENAI_DEPLOYMENT_NAME_MAP").unwrap_or_default(),
+            Flavor::OpenAi => String::new(),
+        };
+        ResponsesWire { flavor, deployments: parse_deployments(&map) }
     }
 
     /// The model name the body carries: Azure's deployment, else the id.
@@ -96,6 +93,15 @@ impl ResponsesProvider {
     }
 }
 
+/// `model=deployment,…` as pairs (malformed pairs left out).
+fn parse_deployments(map: &str) -> Vec<(String, String)> {
+    map.split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(id, deployment)| (id.trim().to_owned(), deployment.trim().to_owned()))
+        .filter(|(id, deployment)| !id.is_empty() && !deployment.is_empty())
+        .collect()
+}
+
 /// `AZURE_OPENAI_BASE_URL`, else `https://RESOURCE.openai.azure.com/openai/v1` from
 /// `AZURE_OPENAI_RESOURCE_NAME`.
 fn azure_base_url() -> Option<String> {
@@ -104,47 +110,32 @@ fn azure_base_url() -> Option<String> {
         .or_else(|| var("AZURE_OPENAI_RESOURCE_NAME").map(|r| format!("https://{r}.openai.azure.com/openai/v1")))
 }
 
-impl Provider for ResponsesProvider {
-    fn name(&self) -> &str {
-        &self.name
+impl Wire for ResponsesWire {
+    type State = StreamState;
+    const BASE: &'static str = OPENAI_BASE;
+
+    fn path(&self, _: &ProviderRequest) -> String {
+        match self.flavor {
+            Flavor::OpenAi => "responses".to_owned(),
+            Flavor::Azure => {
+                let version = std::env::var("AZURE_OPENAI_API_VERSION")
+                    .ok()
+                    .filter(|v| !v.trim().is_empty())
+                    .unwrap_or_else(|| AZURE_API_VERSION.to_owned());
+                format!("responses?api-version={}", version.trim())
+            }
+        }
     }
 
-    fn payload(&self, request: &ProviderRequest) -> Value {
+    fn headers(&self, key: Option<&str>) -> Vec<(&'static str, String)> {
+        match self.flavor {
+            Flavor::OpenAi => bearer(key),
+            Flavor::Azure => key.map(|key| ("api-key", key.to_owned())).into_iter().collect(),
+        }
+    }
+
+    fn body(&self, request: &ProviderRequest) -> Value {
         request_body(request, &self.model_name(&request.model.id))
-    }
-
-    fn server(&self, request: &ProviderRequest) -> Option<(String, u16)> {
-        self.http.server(request, OPENAI_BASE)
-    }
-
-    fn attempt<'a>(&'a self, Attempt { request, cancel, sink }: Attempt<'a>) -> AttemptFuture<'a> {
-        Box::pin(async move {
-            let mut headers = Vec::new();
-            let path = match self.flavor {
-                Flavor::OpenAi => {
-                    if let Some(key) = &self.http.config.api_key {
-                        headers.push(("authorization", format!("Bearer {key}")));
-                    }
-                    "responses".to_owned()
-                }
-                Flavor::Azure => {
-                    if let Some(key) = &self.http.config.api_key {
-                        headers.push(("api-key", key.clone()));
-                    }
-                    let version = std::env::var("AZURE_OPENAI_API_VERSION")
-                        .ok()
-                        .filter(|v| !v.trim().is_empty())
-                        .unwrap_or_else(|| AZURE_API_VERSION.to_owned());
-                    format!("responses?api-version={}", version.trim())
-                }
-            };
-            let mut state = StreamState::default();
-            sink(StreamEvent::Start);
-            let on_event = |event: SseEvent| state.on_data(&event.data, sink);
-            let body = || request_body(request, &self.model_name(&request.model.id));
-            let status = self.http.attempt_sse(request, OPENAI_BASE, &path, &headers, body, cancel, on_event).await?;
-            Ok(AttemptOutcome { message: state.finish(request, &self.name), status: Some(status) })
-        })
     }
 }
 
@@ -252,7 +243,7 @@ enum Item {
 }
 
 #[derive(Default)]
-struct StreamState {
+pub(crate) struct StreamState {
     text: String,
     /// Reasoning summaries, and each reasoning item as returned (sent back next turn).
     thinking: Vec<(String, String)>,
@@ -263,9 +254,10 @@ struct StreamState {
     model: Option<String>,
 }
 
-impl StreamState {
+impl Stream for StreamState {
     /// Handles one event (`data:` carries its `type`); `Ok(true)` at the response's end.
-    fn on_data(&mut self, data: &str, sink: &mut (dyn FnMut(StreamEvent) + Send)) -> Result<bool, ProviderError> {
+    fn on_event(&mut self, event: SseEvent, sink: Sink<'_>) -> Result<bool, ProviderError> {
+        let data = event.data.as_str();
         let event: Value =
             serde_json::from_str(data).map_err(|e| ProviderError::Stream(format!("event is not JSON ({e})")))?;
         let text = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -333,6 +325,16 @@ impl StreamState {
         Ok(false)
     }
 
+    fn finish(self, request: &ProviderRequest, provider: &str, _: Sink<'_>) -> Result<AssistantMessage, ProviderError> {
+        let stop_reason = self.stop_reason();
+        let thinking = self.thinking.into_iter().map(|(text, item)| (text, Some(item))).collect();
+        let assembled =
+            Assembled { thinking, text: self.text, calls: self.calls, model: self.model, usage: self.usage };
+        Ok(assembled.message(request, provider, stop_reason))
+    }
+}
+
+impl StreamState {
     fn item_added(&mut self, item: &Value, sink: &mut (dyn FnMut(StreamEvent) + Send)) -> Result<(), ProviderError> {
         let text = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
         self.current = match text("type").as_str() {
@@ -398,13 +400,5 @@ impl StreamState {
             _ if !self.calls.is_empty() => StopReason::ToolUse,
             _ => StopReason::Stop,
         }
-    }
-
-    fn finish(self, request: &ProviderRequest, provider: &str) -> AssistantMessage {
-        let stop_reason = self.stop_reason();
-        let thinking = self.thinking.into_iter().map(|(text, item)| (text, Some(item))).collect();
-        let assembled =
-            Assembled { thinking, text: self.text, calls: self.calls, model: self.model, usage: self.usage };
-        assembled.message(request, provider, stop_reason)
     }
 }

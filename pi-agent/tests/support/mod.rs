@@ -182,3 +182,63 @@ pub fn http_config(base: &str) -> pi_agent::provider::HttpConfig {
 pub fn catalogued(provider: &str, id: &str) -> pi_agent::model::ModelInfo {
     pi_agent::model::Registry::builtin().find(provider, id).unwrap().clone()
 }
+
+/// A request to `model`: a short system prompt, `messages`, the `read` tool and a thinking
+/// level (`None`: off).
+pub fn provider_request(
+    model: pi_agent::model::ModelInfo,
+    messages: Vec<pi_agent::message::Message>,
+    reasoning: Option<&str>,
+) -> pi_agent::provider::ProviderRequest {
+    pi_agent::provider::ProviderRequest {
+        model,
+        system_prompt: Some("be brief".into()),
+        messages,
+        tools: pi_agent::tools::ToolRegistry::builtin(&["read"]).unwrap().specs(),
+        reasoning: reasoning.map(str::to_owned),
+        session_id: None,
+        control: Default::default(),
+        call_kind: Default::default(),
+    }
+}
+
+/// Runs `request` through the traced, retrying [`pi_agent::provider::request`] (up to `retries`
+/// quick retries) and returns its outcome and what it streamed; its spans must pair up and
+/// name the model's API.
+pub async fn run(
+    provider: &dyn pi_agent::provider::Provider,
+    request: &pi_agent::provider::ProviderRequest,
+    retries: u32,
+) -> (pi_agent::provider::RequestOutcome, Vec<pi_agent::provider::StreamEvent>) {
+    use pi_observe_core::testing::{CaptureSubscriber, assert_paired, span_named};
+    let hub = pi_observe_core::Observability::new();
+    let (capture, _sub) = CaptureSubscriber::attach(&hub);
+    let retry = pi_agent::provider::RetryPolicy {
+        max_retries: retries,
+        base_delay: std::time::Duration::from_millis(1),
+        max_delay: std::time::Duration::from_millis(5),
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut streamed = Vec::new();
+    let outcome =
+        hub.scope(pi_agent::provider::request(provider, request, &retry, &cancel, &mut |e| streamed.push(e))).await;
+    let events = capture.take();
+    let spans = assert_paired(&events);
+    let span = span_named(&spans, pi_observe_core::names::PROVIDER_REQUEST);
+    let api = pi_observe_core::Value::from(request.model.api.as_str());
+    assert_eq!(span.attributes.get(pi_observe_core::names::API), Some(&api));
+    (outcome, streamed)
+}
+
+/// A tool's result for call `id` of tool `name`.
+pub fn tool_result(id: &str, name: &str, text: &str, is_error: bool) -> pi_agent::message::Message {
+    pi_agent::message::Message::ToolResult(pi_agent::message::ToolResultMessage {
+        tool_call_id: id.into(),
+        tool_name: name.into(),
+        content: vec![pi_agent::message::ContentBlock::text(text)],
+        details: None,
+        usage: None,
+        is_error,
+        timestamp: 0,
+    })
+}
