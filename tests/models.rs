@@ -65,11 +65,20 @@ fn an_upstream_models_json_on_every_api_loads_and_says_once_what_cannot_run() {
     assert!(out.status.success(), "faux still runs: {stderr}");
     assert!(stdout.contains("(faux)"), "{stdout}");
     assert!(stderr.contains("providers.my-future: api \"pi-messages\" is not one pi knows"), "{stderr}");
-    for unspoken in ["my-bedrock", "my-vertex"] {
+    for unspoken in ["my-codex", "my-gemini-cli", "my-vertex"] {
         let said = stderr.lines().filter(|l| l.contains(&format!("providers.{unspoken}:"))).count();
         assert_eq!(said, 1, "said once: {stderr}");
     }
-    assert!(stderr.lines().all(|l| !l.contains("my-completions") && !l.contains("my-anthropic")), "{stderr}");
+    assert!(stderr.contains("my-codex: the openai-codex-responses API needs a subscription login"), "{stderr}");
+    for spoken in
+        ["my-completions", "my-responses", "my-azure", "my-anthropic", "my-bedrock", "my-gemini\"", "my-mistral"]
+    {
+        assert!(
+            stderr.lines().all(|l| !l.contains(&format!("providers.{}", spoken.trim_end_matches('"')).to_string())
+                || l.contains("gemini-cli")),
+            "{spoken}: {stderr}"
+        );
+    }
 
     let out = pi_with_models(&agent).args(["--list-models", "my-"]).output().unwrap();
     let (stdout, _) = text(&out);
@@ -197,7 +206,8 @@ fn openai_and_azure_run_on_the_responses_api_with_only_their_usual_variables() {
 }
 
 #[test]
-fn gemini_mistral_and_openai_compatible_providers_run_with_their_own_key_variable() {
+fn gemini_mistral_bedrock_and_openai_compatible_providers_run_with_their_own_credentials() {
+    let d = scratch("providers-cli");
     let gemini = [
         r#"{"candidates":[{"content":{"parts":[{"text":"Hello from Gemini"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":20,"candidatesTokenCount":5,"totalTokenCount":25},"modelVersion":"gemini-2.5-flash"}"#,
     ];
@@ -245,9 +255,57 @@ fn gemini_mistral_and_openai_compatible_providers_run_with_their_own_key_variabl
     assert!(request.contains("authorization: Bearer or-key-1234567890"), "{request}");
     assert!(!request.contains("sk-must-not-leak"), "another provider's key is never sent: {request}");
 
+    let frames = [
+        support::aws_event("messageStart", r#"{"role":"assistant"}"#),
+        support::aws_event("contentBlockDelta", r#"{"contentBlockIndex":0,"delta":{"text":"Hello from Bedrock"}}"#),
+        support::aws_event("messageStop", r#"{"stopReason":"end_turn"}"#),
+        support::aws_event(
+            "metadata",
+            r#"{"usage":{"inputTokens":20,"outputTokens":5,"totalTokens":25},"metrics":{"latencyMs":100}}"#,
+        ),
+    ]
+    .concat();
+    let (base, server) = support::one_shot_server("application/vnd.amazon.eventstream", frames);
+    let out = pi()
+        .args([
+            "-p",
+            "hi",
+            "--no-session",
+            "--tools",
+            "none",
+            "--provider",
+            "amazon-bedrock",
+            "--model",
+            "amazon.nova-pro-v1:0",
+        ])
+        .args(["--base-url", &base])
+        .env("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+        .env("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+        .env("AWS_REGION", "eu-central-1")
+        .env("HOME", d.join("home"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout.trim(), "Hello from Bedrock");
+    let request = server.join().unwrap();
+    assert!(request.starts_with("POST /model/amazon.nova-pro-v1%3A0/converse-stream "), "{request}");
+    assert!(
+        request.contains("Credential=AKIDEXAMPLE/") && request.contains("/eu-central-1/bedrock/aws4_request"),
+        "{request}"
+    );
+
     for (provider, var) in [("groq", "GROQ_API_KEY"), ("google", "GEMINI_API_KEY"), ("xai", "XAI_API_KEY")] {
         let out = pi().args(["-p", "hi", "--no-session", "--provider", provider]).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{provider}");
         assert!(text(&out).1.contains(&format!("{var} is not set")), "{provider}: {}", text(&out).1);
     }
+    let out = pi()
+        .args(["-p", "hi", "--no-session", "--provider", "amazon-bedrock"])
+        .env("HOME", d.join("home"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).1.contains("no AWS credentials"), "{}", text(&out).1);
+    std::fs::remove_dir_all(&d).ok();
 }

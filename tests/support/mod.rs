@@ -155,6 +155,24 @@ pub fn one_shot_openai_server() -> (String, std::thread::JoinHandle<String>) {
 /// Serves `body` as one `text/event-stream` response on 127.0.0.1:0 (base URL without a path)
 /// and returns the request it received (request line, headers and body).
 pub fn one_shot_sse_server(body: String) -> (String, std::thread::JoinHandle<String>) {
+    one_shot_server("text/event-stream", body.into_bytes())
+}
+
+/// One AWS event-stream message (`:event-type` `event`), framed as Bedrock sends it.
+pub fn aws_event(event: &str, payload: &str) -> Vec<u8> {
+    use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
+    let string = |v: &str| HeaderValue::String(v.to_owned().into());
+    let message = Message::new(payload.as_bytes().to_vec())
+        .add_header(Header::new(":message-type", string("event")))
+        .add_header(Header::new(":event-type", string(event)));
+    let mut out = Vec::new();
+    aws_smithy_eventstream::frame::write_message_to(&message, &mut out).unwrap();
+    out
+}
+
+/// Serves `body` with `content_type` as one response on 127.0.0.1:0 (base URL without a path)
+/// and returns the request it received (request line, headers and body).
+pub fn one_shot_server(content_type: &'static str, body: Vec<u8>) -> (String, std::thread::JoinHandle<String>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let handle = std::thread::spawn(move || {
@@ -181,8 +199,9 @@ pub fn one_shot_sse_server(body: String) -> (String, std::thread::JoinHandle<Str
                 break;
             }
         }
-        let response = format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{body}");
-        socket.write_all(response.as_bytes()).unwrap();
+        let head = format!("HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\nconnection: close\r\n\r\n");
+        socket.write_all(head.as_bytes()).unwrap();
+        socket.write_all(&body).unwrap();
         String::from_utf8_lossy(&request).into_owned()
     });
     (base, handle)

@@ -87,6 +87,12 @@ enum Parsed<'a> {
 
 /// The warning for a provider (or model) on an API pi knows by name but has no client for.
 fn unspoken(at: &str, api: Api) -> String {
+    if matches!(api, Api::OpenAiCodexResponses | Api::GoogleGeminiCli) {
+        return format!(
+            "providers.{at}: the {} API needs a subscription login (OAuth), which pi does not offer: its models are listed, not run",
+            api.as_str()
+        );
+    }
     format!(
         "providers.{at}: pi has no client for the {} API yet (it speaks {}): its models are listed, not run",
         api.as_str(),

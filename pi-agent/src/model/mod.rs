@@ -123,6 +123,7 @@ const SPOKEN: &[Api] = &[
     Api::OpenAiResponses,
     Api::AzureOpenAiResponses,
     Api::AnthropicMessages,
+    Api::BedrockConverseStream,
     Api::GoogleGenerativeAi,
     Api::MistralConversations,
     Api::Faux,

@@ -8,6 +8,7 @@ use pi_observe_core::{ContentKind, Payload, names, record};
 use tokio_util::sync::CancellationToken;
 
 use super::ProviderError;
+use super::eventstream::EventStreamParser;
 use super::sse::{SseEvent, SseParser};
 
 /// HTTP settings of a provider (`Debug` never shows the API key).
@@ -63,6 +64,8 @@ pub(crate) struct HttpClient {
     /// The protocol has no end marker: the body's end ends the stream (the provider checks it
     /// was complete).
     eof_ends: bool,
+    /// The body is AWS event-stream frames, not SSE.
+    event_stream: bool,
 }
 
 impl HttpClient {
@@ -71,13 +74,18 @@ impl HttpClient {
             .connect_timeout(config.connect_timeout)
             .build()
             .map_err(|e| ProviderError::Config(format!("cannot build HTTP client: {e}")))?;
-        Ok(HttpClient { client, config, eof_ends: false })
+        Ok(HttpClient { client, config, eof_ends: false, event_stream: false })
     }
 
     /// For a protocol without an end marker (Gemini): a body that ends between events ends the
     /// stream instead of being an error.
     pub(crate) fn end_at_eof(&mut self) {
         self.eof_ends = true;
+    }
+
+    /// For AWS's binary event-stream responses (Bedrock): frames are decoded into events.
+    pub(crate) fn read_event_stream(&mut self) {
+        self.event_stream = true;
     }
 
     /// Host and port of the base URL a request goes to (`--base-url`, else the model's, else
@@ -88,30 +96,16 @@ impl HttpClient {
         Some((url.host_str()?.to_owned(), url.port_or_known_default()?))
     }
 
-    /// One attempt of an HTTP provider: POSTs to `path` under the base URL (`--base-url`, else
-    /// the model's, else `default_base`) the extensions' replacement body or `default_body`, and
-    /// feeds each SSE event to `on_event` until it returns `true` (the protocol's end marker).
-    /// Returns the HTTP status.
-    #[allow(clippy::too_many_arguments)] // the one skeleton every HTTP provider fills in
-    pub(crate) async fn attempt_sse(
-        &self,
-        request: &super::ProviderRequest,
-        default_base: &str,
-        path: &str,
-        headers: &[(&str, String)],
-        default_body: impl FnOnce() -> serde_json::Value,
-        cancel: &CancellationToken,
-        on_event: impl FnMut(SseEvent) -> Result<bool, ProviderError>,
-    ) -> Result<u16, ProviderError> {
+    /// The URL of `path` under the base URL a request goes to: `--base-url`, else the
+    /// model's, else `default_base`.
+    pub(crate) fn url(&self, request: &super::ProviderRequest, default_base: &str, path: &str) -> String {
         let base = self.config.base_url.as_deref().or(request.model.base_url.as_deref()).unwrap_or(default_base);
-        let url = join_url(base, path);
-        let body = request.control.payload.clone().unwrap_or_else(default_body);
-        self.stream_sse(&url, headers, &body, &request.control, cancel, on_event).await
+        join_url(base, path)
     }
 
-    /// POSTs `body` as JSON and feeds each SSE event to `on_event` until it returns `true`
-    /// (the protocol's end marker). Returns the HTTP status.
-    async fn stream_sse(
+    /// POSTs `body` as JSON and feeds each event (SSE, or event-stream frames) to `on_event`
+    /// until it returns `true` (the protocol's end marker). Returns the HTTP status.
+    pub(crate) async fn stream_sse(
         &self,
         url: &str,
         headers: &[(&str, String)],
@@ -155,8 +149,9 @@ impl HttpClient {
         body: &serde_json::Value,
         control: &super::RequestControl,
     ) -> Result<reqwest::RequestBuilder, ProviderError> {
+        let accept = if self.event_stream { "application/vnd.amazon.eventstream" } else { "text/event-stream" };
         let mut all: Vec<(String, String)> =
-            vec![("content-type".into(), "application/json".into()), ("accept".into(), "text/event-stream".into())];
+            vec![("content-type".into(), "application/json".into()), ("accept".into(), accept.into())];
         all.extend(headers.iter().map(|(name, value)| (name.to_ascii_lowercase(), value.clone())));
         for (name, value) in &self.config.headers {
             all.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
@@ -210,7 +205,8 @@ impl HttpClient {
         mut on_event: impl FnMut(SseEvent) -> Result<bool, ProviderError>,
     ) -> Result<(), ProviderError> {
         let mut stream = response.bytes_stream();
-        let mut parser = SseParser::default();
+        let mut parser =
+            if self.event_stream { Framing::Events(Default::default()) } else { Framing::Sse(Default::default()) };
         loop {
             let next = tokio::select! {
                 biased;
@@ -233,6 +229,28 @@ impl HttpClient {
                     return Ok(());
                 }
             }
+        }
+    }
+}
+
+/// How a streamed body is cut into events.
+enum Framing {
+    Sse(SseParser),
+    Events(EventStreamParser),
+}
+
+impl Framing {
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, String> {
+        match self {
+            Framing::Sse(parser) => parser.push(bytes),
+            Framing::Events(parser) => parser.push(bytes),
+        }
+    }
+
+    fn pending(&self) -> bool {
+        match self {
+            Framing::Sse(parser) => parser.pending(),
+            Framing::Events(parser) => parser.pending(),
         }
     }
 }
@@ -271,9 +289,10 @@ pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
 
 /// The `error.message` of a JSON error body, else the body itself, cut to 500 bytes.
 fn error_message(body: &str) -> String {
-    let from_json = serde_json::from_str::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v.pointer("/error/message").and_then(|m| m.as_str()).map(str::to_owned));
+    // `{"error": {"message"}}` (OpenAI, Anthropic, Gemini), or `{"message"}` (Bedrock, Mistral).
+    let from_json = serde_json::from_str::<serde_json::Value>(body).ok().and_then(|v| {
+        v.pointer("/error/message").or_else(|| v.get("message")).and_then(|m| m.as_str()).map(str::to_owned)
+    });
     let mut message = from_json.unwrap_or_else(|| body.trim().to_owned());
     pi_observe_core::truncate(&mut message, 500);
     message
@@ -300,6 +319,7 @@ mod tests {
     fn error_messages_prefer_the_json_message() {
         assert_eq!(error_message(r#"{"error":{"message":"Rate limited","type":"x"}}"#), "Rate limited");
         assert_eq!(error_message("oops\n"), "oops");
+        assert_eq!(error_message(r#"{"message":"Too many requests"}"#), "Too many requests");
         assert_eq!(join_url("http://h/v1/", "/chat/completions"), "http://h/v1/chat/completions");
     }
 }

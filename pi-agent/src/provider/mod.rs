@@ -2,6 +2,8 @@
 
 mod anthropic;
 mod assemble;
+mod bedrock;
+mod eventstream;
 mod faux;
 mod google;
 mod http;
@@ -24,6 +26,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 pub use anthropic::AnthropicProvider;
+pub use bedrock::{AwsAuth, BedrockProvider, aws_region, sigv4_headers};
 pub use faux::{FauxBlock, FauxProvider, FauxRequest, FauxResponse};
 pub use google::GoogleProvider;
 pub use http::HttpConfig;
@@ -562,6 +565,7 @@ pub fn provider_for(model: &ModelInfo, http: &HttpConfig) -> Result<Arc<dyn Prov
         Api::AnthropicMessages => Arc::new(AnthropicProvider::new(http.clone(), &model.provider)?),
         Api::GoogleGenerativeAi => Arc::new(GoogleProvider::new(http.clone(), &model.provider)?),
         Api::MistralConversations => Arc::new(MistralProvider::new(http.clone(), &model.provider)?),
+        Api::BedrockConverseStream => Arc::new(BedrockProvider::new(http.clone(), &model.provider)?),
         Api::OpenAiCodexResponses | Api::GoogleGeminiCli => {
             return Err(ProviderError::Config(format!(
                 "the {} API needs a subscription login (OAuth), which pi does not offer",

@@ -58,6 +58,13 @@ pub(crate) trait Wire: Send + Sync + std::fmt::Debug + 'static {
 
     /// The request body (before extensions replace it).
     fn body(&self, request: &ProviderRequest) -> Value;
+
+    /// Headers that sign the request as it will be sent (`url`, the final `body`): AWS SigV4
+    /// for Bedrock; nothing for APIs with a key header.
+    fn sign(&self, url: &str, body: &str) -> Result<Vec<(&'static str, String)>, ProviderError> {
+        let _ = (url, body);
+        Ok(Vec::new())
+    }
 }
 
 /// `Authorization: Bearer KEY`, when there is a key.
@@ -108,13 +115,15 @@ impl<W: Wire> Provider for HttpProvider<W> {
 
     fn attempt<'a>(&'a self, Attempt { request, cancel, sink }: Attempt<'a>) -> AttemptFuture<'a> {
         Box::pin(async move {
-            let headers = self.wire.headers(self.http.config.api_key.as_deref());
-            let path = self.wire.path(request);
+            let url = self.http.url(request, W::BASE, &self.wire.path(request));
+            // The extensions' replacement body, else the API's: what is sent is what is signed.
+            let body = request.control.payload.clone().unwrap_or_else(|| self.wire.body(request));
+            let mut headers = self.wire.headers(self.http.config.api_key.as_deref());
+            headers.extend(self.wire.sign(&url, &body.to_string())?);
             let mut state = W::State::default();
             sink(StreamEvent::Start);
             let on_event = |event: SseEvent| state.on_event(event, sink);
-            let body = || self.wire.body(request);
-            let status = self.http.attempt_sse(request, W::BASE, &path, &headers, body, cancel, on_event).await?;
+            let status = self.http.stream_sse(&url, &headers, &body, &request.control, cancel, on_event).await?;
             let message = state.finish(request, &self.name, sink)?;
             Ok(AttemptOutcome { message, status: Some(status) })
         })

@@ -20,6 +20,9 @@ pub enum Reply {
     Stall(Vec<String>),
     /// Close the connection without answering.
     Reset,
+    /// 200 with this content type and a binary body sent in these pieces (AWS event-stream
+    /// frames), then close.
+    Binary(&'static str, Vec<Vec<u8>>),
 }
 
 /// A request as received.
@@ -153,7 +156,38 @@ async fn serve(mut socket: TcpStream, requests: Arc<Mutex<Vec<Recorded>>>, repli
             }
         }
         Reply::Reset => drop(socket),
+        Reply::Binary(content_type, pieces) => {
+            let head = format!("HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\nconnection: close\r\n\r\n");
+            let _ = socket.write_all(head.as_bytes()).await;
+            for piece in pieces {
+                if socket.write_all(&piece).await.is_err() {
+                    return;
+                }
+                let _ = socket.flush().await;
+                tokio::task::yield_now().await;
+            }
+            let _ = socket.shutdown().await;
+        }
     }
+}
+
+/// One AWS event-stream message (`:message-type` `event`, or `exception` when `event` starts
+/// with `exception:`), framed as Bedrock sends it.
+pub fn aws_event(event: &str, payload: &str) -> Vec<u8> {
+    use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
+    let string = |v: &str| HeaderValue::String(v.to_owned().into());
+    let headers = match event.strip_prefix("exception:") {
+        Some(kind) => vec![(":message-type", "exception"), (":exception-type", kind)],
+        None => vec![(":message-type", "event"), (":event-type", event)],
+    };
+    let mut message = Message::new(payload.as_bytes().to_vec());
+    for (name, value) in headers {
+        message = message.add_header(Header::new(name, string(value)));
+    }
+    message = message.add_header(Header::new(":content-type", string("application/json")));
+    let mut out = Vec::new();
+    aws_smithy_eventstream::frame::write_message_to(&message, &mut out).unwrap();
+    out
 }
 
 /// `data: <json>\n\n` for each payload.
