@@ -3,6 +3,7 @@
 mod anthropic;
 mod assemble;
 mod bedrock;
+mod compat;
 mod eventstream;
 mod faux;
 mod google;
@@ -27,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use anthropic::AnthropicProvider;
 pub use bedrock::{AwsAuth, BedrockProvider, aws_region, sigv4_headers};
+pub use compat::Compat;
 pub use faux::{FauxBlock, FauxProvider, FauxRequest, FauxResponse};
 pub use google::GoogleProvider;
 pub use http::HttpConfig;

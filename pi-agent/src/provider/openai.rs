@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use super::assemble::Assembled;
+use super::compat::Compat;
 use super::http::HttpConfig;
 use super::sse::SseEvent;
 use super::wire::{HttpProvider, Sink, Stream, Wire};
@@ -47,63 +48,107 @@ impl Wire for OpenAiWire {
     }
 }
 
+/// The request as upstream builds it for this model's service ([`Compat`]). A model no catalogue
+/// knows (a local server) gets the plainest request every such server takes: `max_tokens`, no
+/// `store`, no `strict`.
 fn request_body(request: &ProviderRequest) -> Value {
+    let model = &request.model;
+    let base = model.base_url.as_deref().unwrap_or(DEFAULT_BASE);
+    let mut compat = Compat::of(&model.provider, base, &model.id, model.compat.as_ref());
+    if model.catalogued == crate::model::Catalogued::Neither && model.compat.is_none() {
+        compat.supports_store = false;
+        compat.supports_strict_mode = false;
+        compat.max_tokens_field = "max_tokens".into();
+    }
     let mut messages = Vec::new();
     if let Some(system) = &request.system_prompt {
-        messages.push(json!({"role": "system", "content": system}));
+        let role = if model.reasoning && compat.supports_developer_role { "developer" } else { "system" };
+        messages.push(json!({"role": role, "content": system}));
     }
+    let mut after_tool_result = false;
     for message in &request.messages {
-        match message {
-            Message::User(m) => messages.push(json!({"role": "user", "content": m.content.text()})),
-            Message::Assistant(m) => {
-                let calls: Vec<Value> = m
-                    .tool_calls()
-                    .into_iter()
-                    .map(|(id, name, args)| {
-                        let arguments = match args {
-                            Value::String(raw) => raw,
-                            other => other.to_string(),
-                        };
-                        json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
-                    })
-                    .collect();
-                let text = m.text();
-                let mut out = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text) }});
-                if !calls.is_empty() {
-                    out["tool_calls"] = Value::Array(calls);
-                }
-                messages.push(out);
-            }
-            Message::ToolResult(m) => messages.push(json!({
-                "role": "tool",
-                "tool_call_id": m.tool_call_id,
-                "content": joined_text(&m.content),
-            })),
-            other => {
-                if let Some(text) = other.context_text() {
-                    messages.push(json!({"role": "user", "content": text}));
-                }
-            }
+        if compat.requires_assistant_after_tool_result && after_tool_result && matches!(message, Message::User(_)) {
+            messages.push(json!({"role": "assistant", "content": "I have processed the tool results."}));
         }
+        after_tool_result = matches!(message, Message::ToolResult(_));
+        push_message(&mut messages, message, &compat);
     }
-    let mut body = json!({
-        "model": request.model.id,
-        "messages": messages,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-        "max_tokens": request.model.max_tokens,
-    });
+    let mut body = json!({"model": model.id, "messages": messages, "stream": true});
+    if compat.supports_usage_in_streaming {
+        body["stream_options"] = json!({"include_usage": true});
+    }
+    if compat.supports_store {
+        body["store"] = Value::Bool(false);
+    }
+    body[compat.max_tokens_field.as_str()] = json!(model.max_tokens);
     if !request.tools.is_empty() {
         body["tools"] = request
             .tools
             .iter()
-            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+            .map(|t| {
+                let mut function = json!({"name": t.name, "description": t.description, "parameters": t.parameters});
+                if compat.supports_strict_mode {
+                    function["strict"] = Value::Bool(false);
+                }
+                json!({"type": "function", "function": function})
+            })
             .collect();
     }
-    if let Some(level) = &request.reasoning {
-        body["reasoning_effort"] = Value::String(level.clone());
+    let level = request.reasoning.as_deref().filter(|l| *l != "off");
+    match compat.thinking_format.as_str() {
+        "zai" | "qwen" if model.reasoning => body["enable_thinking"] = Value::Bool(level.is_some()),
+        "qwen-chat-template" if model.reasoning => {
+            body["chat_template_kwargs"] = json!({"enable_thinking": level.is_some()});
+        }
+        _ => {
+            if let Some(level) = level.filter(|_| compat.supports_reasoning_effort) {
+                let effort = compat.reasoning_effort_map.get(level).map_or(level, String::as_str);
+                body["reasoning_effort"] = Value::String(effort.to_owned());
+            }
+        }
+    }
+    if let Some(routing) = compat.open_router_routing.as_ref().filter(|_| base.contains("openrouter.ai")) {
+        body["provider"] = routing.clone();
     }
     body
+}
+
+/// One conversation message as Chat Completions messages.
+fn push_message(messages: &mut Vec<Value>, message: &Message, compat: &Compat) {
+    match message {
+        Message::User(m) => messages.push(json!({"role": "user", "content": m.content.text()})),
+        Message::Assistant(m) => {
+            let calls: Vec<Value> = m
+                .tool_calls()
+                .into_iter()
+                .map(|(id, name, args)| {
+                    let arguments = match args {
+                        Value::String(raw) => raw,
+                        other => other.to_string(),
+                    };
+                    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
+                })
+                .collect();
+            let text = m.text();
+            let mut out = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text) }});
+            if !calls.is_empty() {
+                out["tool_calls"] = Value::Array(calls);
+            }
+            messages.push(out);
+        }
+        Message::ToolResult(m) => {
+            let mut out = json!({"role": "tool", "tool_call_id": m.tool_call_id, "content": joined_text(&m.content)});
+            if compat.requires_tool_result_name {
+                out["name"] = Value::String(m.tool_name.clone());
+            }
+            messages.push(out);
+        }
+        other => {
+            if let Some(text) = other.context_text() {
+                messages.push(json!({"role": "user", "content": text}));
+            }
+        }
+    }
 }
 
 #[derive(Default)]
@@ -219,5 +264,44 @@ pub(crate) fn parse_arguments(raw: &str) -> Value {
     match serde_json::from_str::<Value>(raw) {
         Ok(v @ Value::Object(_)) => v,
         _ => Value::String(raw.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Api, ModelInfo, Registry};
+
+    fn body_for(model: ModelInfo) -> Value {
+        let request = ProviderRequest {
+            model,
+            system_prompt: Some("sys".into()),
+            messages: vec![Message::user("hi")],
+            tools: crate::tools::ToolRegistry::builtin(&["read"]).unwrap_or_default().specs(),
+            reasoning: Some("high".into()),
+            session_id: None,
+            control: Default::default(),
+            call_kind: Default::default(),
+        };
+        request_body(&request)
+    }
+
+    #[test]
+    fn each_service_gets_the_request_upstream_sends_it() {
+        let registry = Registry::builtin();
+        let grok = body_for(
+            registry
+                .find("xai", "grok-4")
+                .cloned()
+                .unwrap_or_else(|| ModelInfo::unknown("xai", "x", Api::OpenAiCompletions)),
+        );
+        assert_eq!(grok["messages"][0]["role"], "system", "xAI takes no developer role");
+        assert!(grok.get("store").is_none() && grok.get("reasoning_effort").is_none());
+        assert_eq!(grok["max_completion_tokens"], 64000);
+        assert_eq!(grok["tools"][0]["function"]["strict"], false);
+        let local = body_for(ModelInfo::unknown("openai", "llama-local", Api::OpenAiCompletions));
+        assert_eq!(local["max_tokens"], 8192, "a local server gets max_tokens");
+        assert!(local.get("store").is_none() && local["tools"][0]["function"].get("strict").is_none());
+        assert_eq!(local["reasoning_effort"], "high");
     }
 }
