@@ -283,3 +283,51 @@ fn parent_based_samplers_follow_the_sampled_flag_of_an_adopted_traceparent() {
     let (spans, _) = run("00", "always_on");
     assert!(spans > 0);
 }
+
+/// On every provider API: the cost the metrics count, the cost the spans carry and the cost
+/// `pi report` reads from the session agree, and equal the tokens times the catalogue's prices.
+#[test]
+fn cost_reconciles_three_ways_on_every_provider_api() {
+    let d = scratch("reconcile-apis");
+    let registry = pi_agent::model::Registry::builtin();
+    for (n, replay) in support::replays::api_replays().into_iter().enumerate() {
+        let receiver = Receiver::start(vec![]);
+        let sessions = d.join(format!("sessions-{n}"));
+        std::fs::create_dir_all(&sessions).unwrap();
+        let (user, session) = (format!("user-{n}"), sessions.join("s.jsonl"));
+        let args: Vec<&std::ffi::OsStr> = vec![
+            "--otlp".as_ref(),
+            receiver.endpoint.as_ref(),
+            "--metric-dims".as_ref(),
+            "userId".as_ref(),
+            "--user".as_ref(),
+            user.as_ref(),
+            "--session".as_ref(),
+            session.as_os_str(),
+        ];
+        let (out, _) = replay.run(&args);
+        assert!(out.status.success(), "{}: {}", replay.api, String::from_utf8_lossy(&out.stderr));
+        let (metrics, spans) = (metric_totals(&receiver), span_totals(&receiver));
+        let report = pi().args(["report", "--format", "json", "--by", "user,model"]).arg(&sessions).output().unwrap();
+        assert!(report.status.success(), "{}", replay.api);
+        let rows: Vec<serde_json::Value> = serde_json::from_slice(&report.stdout).unwrap();
+        let (cost, tokens) = (rows[0]["costUsd"].as_f64().unwrap(), rows[0]["totalTokens"].as_f64().unwrap());
+        // The answer's usage: 25 tokens, 8 of the 20 input ones read from the cache where the API
+        // says so (Mistral does not).
+        let (provider, model) = rows[0]["model"].as_str().unwrap().split_once('/').unwrap();
+        let prices = registry.find(provider, model).and_then(|m| m.cost).expect("a catalogued model");
+        let (input, cached) = if replay.api == "mistral-conversations" { (20.0, 0.0) } else { (12.0, 8.0) };
+        let expected = (input * prices.input + 5.0 * prices.output + cached * prices.cache_read) / 1e6;
+        assert!(
+            cost > 0.0 && (cost - expected).abs() < 1e-12,
+            "{}: report {cost} vs tokens × prices {expected}",
+            replay.api
+        );
+        for (source, totals) in [("metrics", &metrics), ("spans", &spans)] {
+            let (c, t) = totals[&user];
+            assert!((c - cost).abs() < 1e-12, "{}: {source} cost {c} vs report {cost}", replay.api);
+            assert_eq!(t, tokens, "{}: {source} tokens vs report", replay.api);
+        }
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}

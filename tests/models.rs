@@ -131,171 +131,27 @@ fn usage_on_a_model_without_a_price_is_unknown_in_spans_sessions_and_the_report(
     std::fs::remove_dir_all(&d).unwrap();
 }
 
-/// A short Responses API stream: one text answer with usage.
-fn responses_stream(model: &str) -> String {
-    let events = [
-        ("response.created", format!(r#"{{"type":"response.created","response":{{"id":"resp_1","status":"in_progress","model":"{model}"}}}}"#)),
-        ("response.output_item.added", r#"{"type":"response.output_item.added","output_index":0,"item":{"id":"msg_1","type":"message","status":"in_progress","content":[],"role":"assistant"}}"#.to_owned()),
-        ("response.output_text.delta", r#"{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hello from Responses"}"#.to_owned()),
-        ("response.output_item.done", r#"{"type":"response.output_item.done","output_index":0,"item":{"id":"msg_1","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"Hello from Responses"}],"role":"assistant"}}"#.to_owned()),
-        ("response.completed", format!(r#"{{"type":"response.completed","response":{{"id":"resp_1","status":"completed","model":"{model}","usage":{{"input_tokens":100,"input_tokens_details":{{"cached_tokens":40}},"output_tokens":10,"total_tokens":110}}}}}}"#)),
-    ];
-    events.iter().map(|(name, data)| format!("event: {name}\ndata: {data}\n\n")).collect()
-}
-
-/// Runs `pi -p hi --no-session --tools none ARGS` with `ENV` against a loopback server
-/// replaying `stream` (`{base}` in an argument or value is its address) and returns stdout and
-/// the request the server received; the run must succeed.
-fn replay(stream: String, args: &[&str], env: &[(&str, &str)], events_file: Option<&Path>) -> (String, String) {
-    let (base, server) = support::one_shot_sse_server(stream);
-    let mut cmd = pi();
-    cmd.args(["-p", "hi", "--no-session", "--tools", "none"]);
-    cmd.args(args.iter().map(|a| a.replace("{base}", &base)));
-    for (name, value) in env {
-        cmd.env(name, value.replace("{base}", &base));
-    }
-    if let Some(file) = events_file {
-        cmd.flag("--events-jsonl", file);
-    }
-    let out = cmd.output().unwrap();
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stderr}");
-    (stdout, server.join().unwrap())
-}
-
 #[test]
-fn openai_and_azure_run_on_the_responses_api_with_only_their_usual_variables() {
-    let d = scratch("responses-cli");
-    let events_file = d.join("openai.jsonl");
-    let (stdout, request) = replay(
-        responses_stream("gpt-5-mini"),
-        &["--provider", "openai", "--model", "gpt-5-mini", "--base-url", "{base}/v1"],
-        &[("OPENAI_API_KEY", "sk-openai-test-1234567890")],
-        Some(&events_file),
-    );
-    assert_eq!(stdout.trim(), "Hello from Responses");
-    assert!(request.starts_with("POST /v1/responses "), "{request}");
-    assert!(request.contains("authorization: Bearer sk-openai-test-1234567890"), "{request}");
-    let evs = events(&events_file);
-    let end = evs.iter().find(|e| e.kind == EventKind::End && e.name == names::PROVIDER_REQUEST).unwrap();
-    assert_eq!(end.payload.get(names::API), Some(&Value::from("openai-responses")));
-    // gpt-5-mini: $0.25 in, $2 out, $0.025 cache read per million tokens.
-    let expected = (60.0 * 0.25 + 10.0 * 2.0 + 40.0 * 0.025) / 1e6;
-    let cost = end.payload.get(names::COST_TOTAL).and_then(Value::as_f64).unwrap();
-    assert!((cost - expected).abs() < 1e-12, "{cost} vs {expected}");
-
-    let (stdout, request) = replay(
-        responses_stream("gpt-5-mini"),
-        &["--provider", "azure-openai-responses", "--model", "gpt-5-mini"],
-        &[
-            ("AZURE_OPENAI_API_KEY", "azure-key-1234567890"),
-            ("AZURE_OPENAI_BASE_URL", "{base}/openai/v1"),
-            ("AZURE_OPENAI_DEPLOYMENT_NAME_MAP", "gpt-5-mini=my-mini"),
-        ],
-        None,
-    );
-    assert_eq!(stdout.trim(), "Hello from Responses");
-    assert!(request.starts_with("POST /openai/v1/responses?api-version=v1 "), "{request}");
-    assert!(request.contains("api-key: azure-key-1234567890"), "{request}");
-    assert!(request.contains(r#""model":"my-mini""#), "{request}");
-
-    let out = pi().args(["-p", "hi", "--no-session", "--provider", "azure-openai-responses"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out).1.contains("AZURE_OPENAI_API_KEY is not set"), "{}", text(&out).1);
-    std::fs::remove_dir_all(&d).unwrap();
-}
-
-#[test]
-fn gemini_mistral_bedrock_and_openai_compatible_providers_run_with_their_own_credentials() {
+fn every_api_runs_against_its_replay_with_only_its_users_credentials() {
     let d = scratch("providers-cli");
-    let gemini = [
-        r#"{"candidates":[{"content":{"parts":[{"text":"Hello from Gemini"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":20,"candidatesTokenCount":5,"totalTokenCount":25},"modelVersion":"gemini-2.5-flash"}"#,
+    for replay in support::replays::api_replays() {
+        let (out, request) = replay.run(&["--no-session".as_ref(), "--cwd".as_ref(), d.as_os_str()]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{}: {stderr}", replay.api);
+        assert_eq!(stdout.trim(), replay.answer, "{}", replay.api);
+        for part in replay.sent {
+            assert!(request.contains(part), "{}: {part:?} not in {request}", replay.api);
+        }
+        assert!(!request.contains("sk-must-not-leak"), "{}: another provider's key is never sent", replay.api);
+    }
+    let missing = [
+        ("groq", "GROQ_API_KEY"),
+        ("google", "GEMINI_API_KEY"),
+        ("xai", "XAI_API_KEY"),
+        ("azure-openai-responses", "AZURE_OPENAI_API_KEY"),
+        ("mistral", "MISTRAL_API_KEY"),
     ];
-    let body: String = gemini.iter().map(|c| format!("data: {c}\r\n\r\n")).collect();
-    let (stdout, request) = replay(
-        body,
-        &["--provider", "google", "--model", "gemini-2.5-flash", "--base-url", "{base}/v1beta"],
-        &[("GEMINI_API_KEY", "gemini-key-1234567890")],
-        None,
-    );
-    assert_eq!(stdout.trim(), "Hello from Gemini");
-    assert!(request.starts_with("POST /v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse "), "{request}");
-    assert!(request.contains("x-goog-api-key: gemini-key-1234567890"), "{request}");
-
-    let chunks = [
-        r#"{"id":"c1","object":"chat.completion.chunk","model":"devstral-medium-2507","choices":[{"index":0,"delta":{"role":"assistant","content":"Hello from Mistral"},"finish_reason":"stop"}],"usage":{"prompt_tokens":20,"total_tokens":25,"completion_tokens":5}}"#,
-        "[DONE]",
-    ];
-    let body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
-    let (stdout, request) = replay(
-        body,
-        &["--provider", "mistral", "--base-url", "{base}"],
-        &[("MISTRAL_API_KEY", "mistral-key-1234567890")],
-        None,
-    );
-    assert_eq!(stdout.trim(), "Hello from Mistral");
-    assert!(request.starts_with("POST /v1/chat/completions "), "{request}");
-    assert!(request.contains("authorization: Bearer mistral-key-1234567890"), "{request}");
-    assert!(request.contains(r#""model":"devstral-medium-latest""#), "upstream's default model: {request}");
-
-    let chunks = [
-        r#"{"id":"gen-1","model":"openai/gpt-5.1-codex","choices":[{"index":0,"delta":{"content":"Hello from OpenRouter"},"finish_reason":"stop"}]}"#,
-        r#"{"id":"gen-1","model":"openai/gpt-5.1-codex","choices":[],"usage":{"prompt_tokens":20,"completion_tokens":5,"total_tokens":25}}"#,
-        "[DONE]",
-    ];
-    let body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
-    let (stdout, request) = replay(
-        body,
-        &["--provider", "openrouter", "--base-url", "{base}/api/v1"],
-        &[("OPENROUTER_API_KEY", "or-key-1234567890"), ("OPENAI_API_KEY", "sk-must-not-leak-1234567890")],
-        None,
-    );
-    assert_eq!(stdout.trim(), "Hello from OpenRouter");
-    assert!(request.starts_with("POST /api/v1/chat/completions "), "{request}");
-    assert!(request.contains("authorization: Bearer or-key-1234567890"), "{request}");
-    assert!(!request.contains("sk-must-not-leak"), "another provider's key is never sent: {request}");
-
-    let frames = [
-        support::aws_event("messageStart", r#"{"role":"assistant"}"#),
-        support::aws_event("contentBlockDelta", r#"{"contentBlockIndex":0,"delta":{"text":"Hello from Bedrock"}}"#),
-        support::aws_event("messageStop", r#"{"stopReason":"end_turn"}"#),
-        support::aws_event(
-            "metadata",
-            r#"{"usage":{"inputTokens":20,"outputTokens":5,"totalTokens":25},"metrics":{"latencyMs":100}}"#,
-        ),
-    ]
-    .concat();
-    let (base, server) = support::one_shot_server("application/vnd.amazon.eventstream", frames);
-    let out = pi()
-        .args([
-            "-p",
-            "hi",
-            "--no-session",
-            "--tools",
-            "none",
-            "--provider",
-            "amazon-bedrock",
-            "--model",
-            "amazon.nova-pro-v1:0",
-        ])
-        .args(["--base-url", &base])
-        .env("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
-        .env("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
-        .env("AWS_REGION", "eu-central-1")
-        .env("HOME", d.join("home"))
-        .output()
-        .unwrap();
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stderr}");
-    assert_eq!(stdout.trim(), "Hello from Bedrock");
-    let request = server.join().unwrap();
-    assert!(request.starts_with("POST /model/amazon.nova-pro-v1%3A0/converse-stream "), "{request}");
-    assert!(
-        request.contains("Credential=AKIDEXAMPLE/") && request.contains("/eu-central-1/bedrock/aws4_request"),
-        "{request}"
-    );
-
-    for (provider, var) in [("groq", "GROQ_API_KEY"), ("google", "GEMINI_API_KEY"), ("xai", "XAI_API_KEY")] {
+    for (provider, var) in missing {
         let out = pi().args(["-p", "hi", "--no-session", "--provider", provider]).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{provider}");
         assert!(text(&out).1.contains(&format!("{var} is not set")), "{provider}: {}", text(&out).1);
