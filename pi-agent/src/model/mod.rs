@@ -117,7 +117,7 @@ impl Api {
 /// their models are catalogued (listed, priced) but cannot run.
 pub const LOGIN_PROVIDERS: &[&str] = &["github-copilot", "google-antigravity", "google-gemini-cli", "openai-codex"];
 
-/// The APIs with a client in [`crate::provider`].
+/// The APIs pi has a client for (one file each under `provider/`).
 const SPOKEN: &[Api] = &[
     Api::OpenAiCompletions,
     Api::OpenAiResponses,

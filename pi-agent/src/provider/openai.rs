@@ -277,7 +277,11 @@ mod tests {
             model,
             system_prompt: Some("sys".into()),
             messages: vec![Message::user("hi")],
-            tools: crate::tools::ToolRegistry::builtin(&["read"]).unwrap_or_default().specs(),
+            tools: vec![super::super::ToolSpec {
+                name: "read".into(),
+                description: "Read a file".into(),
+                parameters: serde_json::json!({"type": "object"}),
+            }],
             reasoning: Some("high".into()),
             session_id: None,
             control: Default::default(),

@@ -23,6 +23,8 @@ pub enum Reply {
     /// 200 with this content type and a binary body sent in these pieces (AWS event-stream
     /// frames), then close.
     Binary(&'static str, Vec<Vec<u8>>),
+    /// 200 with this content type and these pieces, then hold the connection open.
+    StallBinary(&'static str, Vec<Vec<u8>>),
 }
 
 /// A request as received.
@@ -156,6 +158,20 @@ async fn serve(mut socket: TcpStream, requests: Arc<Mutex<Vec<Recorded>>>, repli
             }
         }
         Reply::Reset => drop(socket),
+        Reply::StallBinary(content_type, pieces) => {
+            let head = format!("HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\nconnection: close\r\n\r\n");
+            let _ = socket.write_all(head.as_bytes()).await;
+            for piece in pieces {
+                let _ = socket.write_all(&piece).await;
+            }
+            let _ = socket.flush().await;
+            let mut sink = [0u8; 64];
+            while let Ok(n) = socket.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        }
         Reply::Binary(content_type, pieces) => {
             let head = format!("HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\nconnection: close\r\n\r\n");
             let _ = socket.write_all(head.as_bytes()).await;
