@@ -114,9 +114,8 @@ fn chosen_names(
         None if args.base_url.is_some() => "openai".to_owned(),
         None => match cfg.settings.typed(|s| s.default_provider.clone()) {
             Some((p, _)) => p,
-            None if crate::cli::config::env_set("ANTHROPIC_API_KEY") => "anthropic".to_owned(),
-            None if crate::cli::config::env_set("OPENAI_API_KEY") => "openai".to_owned(),
-            None => "faux".to_owned(),
+            // As upstream: the first provider (in its order) whose key variable is set.
+            None => registry.provider_with_key(crate::cli::config::env_set).unwrap_or("faux").to_owned(),
         },
     };
     let model_flag = model_flag.or_else(|| {

@@ -332,8 +332,9 @@ pub struct Registry {
     models: Vec<ModelInfo>,
     /// provider → id → index into `models`.
     index: HashMap<String, HashMap<String, usize>>,
-    /// provider → its default model id (upstream's `defaultModelPerProvider`).
-    defaults: HashMap<String, String>,
+    /// provider → its default model id (upstream's `defaultModelPerProvider`), in upstream's
+    /// order (the order a provider is picked in when only its key is set).
+    defaults: Vec<(String, String)>,
     /// provider → the environment variable its API key is read from.
     api_key_vars: HashMap<String, String>,
     /// Where the shipped catalogue came from and its date.
@@ -361,7 +362,7 @@ pub struct CatalogueStamp {
 struct Catalogue {
     #[serde(flatten)]
     stamp: CatalogueStamp,
-    defaults: HashMap<String, String>,
+    defaults: serde_json::Map<String, serde_json::Value>,
     api_key_vars: HashMap<String, String>,
     models: Vec<ModelInfo>,
 }
@@ -394,7 +395,11 @@ impl Registry {
         let catalogue: Option<Catalogue> = serde_json::from_str(BUILTIN).ok();
         let mut registry = Registry::default();
         if let Some(catalogue) = catalogue {
-            registry.defaults = catalogue.defaults;
+            registry.defaults = catalogue
+                .defaults
+                .into_iter()
+                .filter_map(|(provider, id)| Some((provider, id.as_str()?.to_owned())))
+                .collect();
             registry.api_key_vars = catalogue.api_key_vars;
             registry.stamp = catalogue.stamp;
             for mut model in catalogue.models {
@@ -405,6 +410,15 @@ impl Registry {
         }
         registry.upsert(faux_model());
         registry
+    }
+
+    /// The first provider, in upstream's order, whose API key variable is set (`is_set`), among
+    /// those pi can run: the provider a run uses when none is named.
+    pub fn provider_with_key(&self, is_set: impl Fn(&str) -> bool) -> Option<&str> {
+        self.defaults.iter().map(|(provider, _)| provider.as_str()).find(|provider| {
+            let runnable = self.default_for(provider).is_some_and(ModelInfo::runnable);
+            runnable && self.api_key_var(provider).is_some_and(&is_set)
+        })
     }
 
     /// The environment variable provider `provider`'s API key is read from, as upstream reads
@@ -489,7 +503,7 @@ impl Registry {
     /// provider's first model.
     pub fn default_for(&self, provider: &str) -> Option<&ModelInfo> {
         let ids = self.index.get(provider)?;
-        let chosen = self.defaults.get(provider).and_then(|id| ids.get(id));
+        let chosen = self.defaults.iter().find(|(p, _)| p == provider).and_then(|(_, id)| ids.get(id));
         chosen.or_else(|| ids.values().min()).map(|&at| &self.models[at])
     }
 
@@ -514,10 +528,14 @@ mod tests {
         assert!(catalogue.models.iter().all(|m| m.cost.is_some()), "every catalogued model has prices");
         let r = Registry::builtin();
         for (provider, id) in &catalogue.defaults {
+            let id = id.as_str().unwrap();
             if let Some(default) = r.default_for(provider) {
-                assert!(default.id == *id || r.find(provider, id).is_none(), "{provider}");
+                assert!(default.id == id || r.find(provider, id).is_none(), "{provider}");
             }
         }
+        assert_eq!(r.provider_with_key(|var| var == "GEMINI_API_KEY"), Some("google"));
+        assert_eq!(r.provider_with_key(|var| var == "GEMINI_API_KEY" || var == "ANTHROPIC_API_KEY"), Some("anthropic"));
+        assert_eq!(r.provider_with_key(|_| false), None);
         assert_eq!(r.default_for("anthropic").unwrap().id, "claude-opus-4-6");
         assert_eq!(r.default_for("faux").unwrap().id, "faux-1");
         assert_eq!(r.api_key_var("google"), Some("GEMINI_API_KEY"));
