@@ -102,8 +102,9 @@ pub fn api_replays() -> Vec<Replay> {
                 super::aws_event("metadata", r#"{"usage":{"inputTokens":12,"outputTokens":5,"cacheReadInputTokens":8,"totalTokens":25},"metrics":{"latencyMs":100}}"#),
             ]
             .concat(),
-            args: &["--provider", "amazon-bedrock", "--model", "amazon.nova-pro-v1:0", "--base-url", "{base}"],
+            args: &["--provider", "amazon-bedrock", "--model", "amazon.nova-pro-v1:0"],
             env: &[
+                ("AWS_ENDPOINT_URL", "{base}"),
                 ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
                 ("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"),
                 ("AWS_REGION", "eu-central-1"),

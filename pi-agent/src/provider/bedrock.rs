@@ -5,7 +5,8 @@
 //! `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN` variables, else the
 //! profile (`AWS_PROFILE`, default `default`) in `~/.aws/credentials`
 //! (`AWS_SHARED_CREDENTIALS_FILE`); the region from `AWS_REGION` / `AWS_DEFAULT_REGION`, else
-//! the profile in `~/.aws/config` (`AWS_CONFIG_FILE`), else `us-east-1`.
+//! the profile in `~/.aws/config` (`AWS_CONFIG_FILE`), else `us-east-1`; the endpoint from
+//! `--base-url`, `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` or `AWS_ENDPOINT_URL`, else the region's.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -160,10 +161,17 @@ impl BedrockProvider {
         Self::with_auth(config, name, auth, aws_region())
     }
 
-    /// A provider with these credentials for `region`.
+    /// A provider with these credentials for `region`. The endpoint: the base URL given, else
+    /// `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` or `AWS_ENDPOINT_URL` (the AWS SDKs' own variables),
+    /// else the region's.
     pub fn with_auth(mut config: HttpConfig, name: &str, auth: AwsAuth, region: String) -> Result<Self, ProviderError> {
         if config.base_url.is_none() {
-            config.base_url = Some(format!("https://bedrock-runtime.{region}.amazonaws.com"));
+            let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+            config.base_url = Some(
+                var("AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
+                    .or_else(|| var("AWS_ENDPOINT_URL"))
+                    .unwrap_or_else(|| format!("https://bedrock-runtime.{region}.amazonaws.com")),
+            );
         }
         let mut provider = HttpProvider::of(config, name, BedrockWire { auth, region })?;
         provider.http.read_event_stream();
