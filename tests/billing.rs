@@ -104,11 +104,9 @@ fn metric_totals(receiver: &Receiver) -> std::collections::BTreeMap<String, (f64
     let requests = receiver.metrics.lock().unwrap();
     let Some(last) = requests.last() else { return out };
     let user_of = |attrs: &[opentelemetry_proto::tonic::common::v1::KeyValue]| {
-        attrs.iter().find(|kv| kv.key == "pi.context.userId").and_then(|kv| {
-            match kv.value.as_ref()?.value.as_ref()? {
-                Any::StringValue(u) => Some(u.clone()),
-                _ => None,
-            }
+        attrs.iter().find(|kv| kv.key == "user.id").and_then(|kv| match kv.value.as_ref()?.value.as_ref()? {
+            Any::StringValue(u) => Some(u.clone()),
+            _ => None,
         })
     };
     for metric in last.resource_metrics.iter().flat_map(|r| &r.scope_metrics).flat_map(|s| &s.metrics) {

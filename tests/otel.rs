@@ -6,7 +6,7 @@
 
 mod support;
 
-use support::Flag;
+use support::{Flag, Succeeds};
 
 use std::path::Path;
 use std::process::Output;
@@ -429,6 +429,69 @@ fn every_span_of_a_prompt_carries_the_conversation_id_and_the_schema_url_names_t
                 assert!(resource_spans.scope_spans.iter().all(|s| s.schema_url == schema));
             }
         }
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Metrics carry the span attributes' names (`user.id`, `organization.id`, `session.id`) so a
+/// dashboard joins them with traces; the resource names the version and the process; a
+/// dimension that would attribute nothing is refused.
+#[test]
+fn metrics_and_spans_share_one_identity_and_the_resource_names_version_and_process() {
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+    let strings = |attributes: &[opentelemetry_proto::tonic::common::v1::KeyValue]| -> Vec<(String, String)> {
+        attributes
+            .iter()
+            .filter_map(|kv| match kv.value.as_ref()?.value.as_ref()? {
+                Any::StringValue(v) => Some((kv.key.clone(), v.clone())),
+                _ => None,
+            })
+            .collect()
+    };
+    let d = scratch("identity");
+    support::global_settings(
+        &d,
+        r#"{"telemetry":{"sinks":{"otlp":{"resourceAttributes":{"deployment.environment.name":"staging","team":"from-settings"}}}}}"#,
+    );
+    let receiver = Receiver::start(vec![]);
+    pi().args(["-p", "hello", "--provider", "faux", "--tools", "none", "--user", "alice", "--org", "acme"])
+        .args(["--context", "teamId=core", "--otlp", &receiver.endpoint])
+        .args(["--metric-dims", "user.id,orgId,session.id,teamId"])
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .env("OTEL_RESOURCE_ATTRIBUTES", "team=from-env")
+        .flag("--session", d.join("s.jsonl"))
+        .succeeds();
+    let requests = receiver.metrics.lock().unwrap().clone();
+    let last = requests.last().expect("metrics were exported");
+    let resource = strings(&last.resource_metrics[0].resource.as_ref().unwrap().attributes);
+    let get = |key: &str| resource.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+    assert_eq!(get("service.name"), Some("pi"));
+    assert_eq!(get("service.version"), Some(env!("CARGO_PKG_VERSION")));
+    let instance = get("service.instance.id").unwrap();
+    assert_eq!(instance.len(), 32);
+    assert_eq!(get("deployment.environment.name"), Some("staging"));
+    assert_eq!(get("team"), Some("from-env"), "the variable wins over the settings");
+    assert!(receiver.resource().iter().any(|(k, v)| k == "service.instance.id" && v.contains(instance)), "one process");
+    let spans = receiver.spans();
+    let prompt = spans.iter().find(|s| s.name == "invoke_agent pi").expect("the prompt span");
+    let Some(Any::StringValue(session)) = attr(prompt, "gen_ai.conversation.id") else { panic!("no session id") };
+    let metric = |name: &str| {
+        last.resource_metrics[0].scope_metrics.iter().flat_map(|s| &s.metrics).find(|m| m.name == name).cloned()
+    };
+    let Some(Data::Sum(prompts)) = metric("pi.prompts").and_then(|m| m.data) else { panic!("no pi.prompts") };
+    let attrs = strings(&prompts.data_points[0].attributes);
+    for (key, value) in [("user.id", "alice"), ("organization.id", "acme"), ("pi.context.teamId", "core")] {
+        assert!(attrs.contains(&(key.to_owned(), value.to_owned())), "{key}: {attrs:?}");
+    }
+    assert!(attrs.contains(&("session.id".to_owned(), session.clone())), "{attrs:?}");
+    let Some(Data::Sum(sessions)) = metric("pi.session.count").and_then(|m| m.data) else { panic!("no session count") };
+    assert_eq!(sessions.data_points.len(), 1);
+
+    for bad in ["user", "org", "user.email"] {
+        let out = pi().args(["-p", "x", "--otlp", &receiver.endpoint, "--metric-dims", bad]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("is not a metric dimension (valid: user.id or userId"), "{bad}: {stderr}");
     }
     std::fs::remove_dir_all(&d).unwrap();
 }

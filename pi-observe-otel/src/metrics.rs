@@ -29,6 +29,8 @@ pub mod metric_names {
     pub const UNPRICED_TOKENS: &str = "pi.cost.unpriced_tokens";
     /// Prompts run (sum).
     pub const PROMPTS: &str = "pi.prompts";
+    /// Sessions that ran a prompt (sum; each session once per exporter).
+    pub const SESSION_COUNT: &str = "pi.session.count";
     /// Tool calls (sum).
     pub const TOOL_CALLS: &str = "pi.tool.calls";
     /// Tool duration in seconds (histogram).
@@ -137,6 +139,8 @@ pub(crate) struct Aggregator {
     /// Distinct attribute sets per metric, and the cap on them.
     series: BTreeMap<&'static str, usize>,
     limit: usize,
+    /// Sessions already counted in `pi.session.count`.
+    sessions: std::collections::BTreeSet<String>,
 }
 
 /// What the last delta request covered.
@@ -188,6 +192,7 @@ impl Aggregator {
             histograms: BTreeMap::new(),
             series: BTreeMap::new(),
             limit: limit.max(1),
+            sessions: Default::default(),
         }
     }
 
@@ -217,10 +222,18 @@ impl Aggregator {
         attrs
     }
 
+    /// The configured dimensions of `record`, named as on its span: `user.id`,
+    /// `organization.id`, `session.id`, and any other attribution key as `pi.context.<key>`.
     fn base(&self, record: &ObsEvent) -> Attrs {
         self.dims
             .iter()
-            .filter_map(|k| record.context.get(k).map(|v| (format!("{PI_CONTEXT_PREFIX}{k}"), v.to_owned())))
+            .filter_map(|dim| {
+                let value = match dim.as_str() {
+                    SESSION_ID => text(record, pi::SESSION_ID)?,
+                    key => record.context.get(key)?.to_owned(),
+                };
+                Some((dimension_attribute(dim), value))
+            })
             .collect()
     }
 
@@ -279,7 +292,14 @@ impl Aggregator {
                 self.add(TOOL_CALLS, attrs.clone(), 1.0);
                 self.observe(TOOL_DURATION, &DURATION_BOUNDS, attrs, seconds);
             }
-            pi::AGENT_PROMPT => self.add(PROMPTS, attrs, 1.0),
+            pi::AGENT_PROMPT => {
+                if let Some(session) = text(end, pi::SESSION_ID)
+                    && self.sessions.insert(session)
+                {
+                    self.add(SESSION_COUNT, attrs.clone(), 1.0);
+                }
+                self.add(PROMPTS, attrs, 1.0);
+            }
             pi::AGENT_COMPACTION => {
                 attrs.push(("reason".into(), text(end, pi::COMPACTION_REASON).unwrap_or_default()));
                 self.add(COMPACTIONS, attrs, 1.0);
@@ -418,6 +438,18 @@ impl Aggregator {
     }
 }
 
+/// The attribute a metric dimension becomes — the name the same value has on spans:
+/// `userId` → `user.id`, `orgId` → `organization.id`, `session.id` as it is, any other
+/// attribution key `k` → `pi.context.k`.
+pub fn dimension_attribute(dim: &str) -> String {
+    match dim {
+        pi::CTX_USER_ID => USER_ID.to_owned(),
+        pi::CTX_ORG_ID => ORGANIZATION_ID.to_owned(),
+        SESSION_ID => SESSION_ID.to_owned(),
+        key => format!("{PI_CONTEXT_PREFIX}{key}"),
+    }
+}
+
 fn with(attrs: &Attrs, key: &str, value: &str) -> Attrs {
     let mut out = attrs.clone();
     out.push((key.to_owned(), value.to_owned()));
@@ -460,7 +492,7 @@ mod tests {
         assert_eq!(overflow.map(|(_, v)| *v), Some(8.0));
         // A set seen before the cap keeps counting on its own series.
         agg.record_span(&end(pi::AGENT_PROMPT, Payload::new(), &[("userId", "user0")]));
-        assert_eq!(agg.sums[&(metric_names::PROMPTS, vec![("pi.context.userId".into(), "user0".into())])], 2.0);
+        assert_eq!(agg.sums[&(metric_names::PROMPTS, vec![("user.id".into(), "user0".into())])], 2.0);
         assert_eq!(DEFAULT_CARDINALITY_LIMIT, 2000);
     }
 
@@ -531,16 +563,16 @@ mod tests {
         let req = agg.request(&Resource::default(), SystemTime::now()).unwrap();
 
         let cost = points(&req, metric_names::COST_USAGE);
-        let acme = cost.iter().find(|(a, _)| a.contains(&("pi.context.orgId".into(), "acme".into()))).unwrap();
+        let acme = cost.iter().find(|(a, _)| a.contains(&("organization.id".into(), "acme".into()))).unwrap();
         assert!((acme.1 - 0.75).abs() < 1e-12, "{cost:?}");
         assert_eq!(cost.len(), 2, "one series per org, users folded: {cost:?}");
-        assert!(cost.iter().all(|(a, _)| a.iter().all(|(k, _)| k != "pi.context.userId")));
+        assert!(cost.iter().all(|(a, _)| a.iter().all(|(k, _)| k != "user.id")));
         let tokens = points(&req, metric_names::TOKEN_USAGE);
         let input_acme: f64 = tokens
             .iter()
             .filter(|(a, _)| {
                 a.contains(&(GEN_AI_TOKEN_TYPE.into(), "input".into()))
-                    && a.contains(&("pi.context.orgId".into(), "acme".into()))
+                    && a.contains(&("organization.id".into(), "acme".into()))
             })
             .map(|(_, v)| v)
             .sum();
@@ -604,7 +636,7 @@ mod tests {
         agg.record_span(&end(pi::AGENT_PROMPT, Payload::new(), &[("orgId", "acme"), ("userId", "u1")]));
         let req = agg.request(&Resource::default(), SystemTime::now()).unwrap();
         let prompts = points(&req, metric_names::PROMPTS);
-        assert!(prompts[0].0.contains(&("pi.context.userId".into(), "u1".into())));
+        assert!(prompts[0].0.contains(&("user.id".into(), "u1".into())));
     }
 
     #[test]

@@ -135,6 +135,12 @@ pub const TOOL_NAME: &str = "tool.name";
 
 /// Resource: `service.name`.
 pub const SERVICE_NAME: &str = "service.name";
+/// `service.version`.
+pub const SERVICE_VERSION: &str = "service.version";
+/// `service.instance.id`: one per process.
+pub const SERVICE_INSTANCE_ID: &str = "service.instance.id";
+/// `deployment.environment.name`.
+pub const DEPLOYMENT_ENVIRONMENT_NAME: &str = "deployment.environment.name";
 /// Default `service.name`.
 pub const DEFAULT_SERVICE_NAME: &str = "pi";
 

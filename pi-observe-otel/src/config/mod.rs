@@ -51,7 +51,10 @@ pub struct OtlpConfig {
     pub gzip: Option<bool>,
     /// `service.name`.
     pub service_name: Option<String>,
-    /// Extra resource attributes.
+    /// `service.version` (the embedding program's version).
+    pub service_version: Option<String>,
+    /// Extra resource attributes (`OTEL_RESOURCE_ATTRIBUTES`, then the settings'), e.g.
+    /// `deployment.environment.name=prod`; the first of a key wins.
     pub resource_attributes: Vec<(String, String)>,
     /// Attribute conventions.
     pub conventions: Conventions,
@@ -199,6 +202,7 @@ impl Default for OtlpConfig {
             timeout: None,
             gzip: None,
             service_name: None,
+            service_version: None,
             resource_attributes: Vec::new(),
             conventions: Conventions::default(),
             latest_genai: None,
@@ -308,12 +312,20 @@ impl OtlpConfig {
     pub(crate) fn resource(&self) -> opentelemetry_sdk::Resource {
         use opentelemetry::KeyValue;
         let mut attributes = vec![KeyValue::new(names::SERVICE_NAME, self.service())];
-        attributes.extend(
-            self.resource_attributes
-                .iter()
-                .filter(|(k, _)| k != names::SERVICE_NAME)
-                .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
-        );
+        let given = |key: &str| self.resource_attributes.iter().any(|(k, _)| k == key);
+        if let Some(version) = self.service_version.as_ref().filter(|_| !given(names::SERVICE_VERSION)) {
+            attributes.push(KeyValue::new(names::SERVICE_VERSION, version.clone()));
+        }
+        if !given(names::SERVICE_INSTANCE_ID) {
+            attributes.push(KeyValue::new(names::SERVICE_INSTANCE_ID, instance_id().to_owned()));
+        }
+        let mut seen: Vec<&str> = vec![names::SERVICE_NAME];
+        for (key, value) in &self.resource_attributes {
+            if !seen.contains(&key.as_str()) {
+                seen.push(key);
+                attributes.push(KeyValue::new(key.clone(), value.clone()));
+            }
+        }
         opentelemetry_sdk::Resource::builder_empty().with_schema_url(attributes, self.schema_url()).build()
     }
 
@@ -377,4 +389,10 @@ impl OtlpConfig {
     pub(crate) fn service(&self) -> String {
         self.service_name.clone().unwrap_or_else(|| names::DEFAULT_SERVICE_NAME.to_owned())
     }
+}
+
+/// This process's `service.instance.id`: random, the same for every signal and exporter.
+pub fn instance_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| pi_observe_core::SpanId::random().to_string() + &pi_observe_core::SpanId::random().to_string())
 }

@@ -50,9 +50,10 @@ pub struct OtlpArgs {
     /// Attribute conventions: `genai` (default), `openinference` (Phoenix/Arize LLM views), `both`.
     #[arg(long, value_name = "PROFILE")]
     pub conventions: Option<String>,
-    /// Attribution keys that become metric dimensions (default `orgId`; `userId` can explode
-    /// cardinality). Comma-separated; `none` for no attribution dimensions.
-    #[arg(long, value_name = "KEY,...", value_delimiter = ',')]
+    /// The dimensions metrics are split by, as span attribute names (`organization.id`,
+    /// `user.id`, `session.id`) or attribution keys (`orgId`, `userId`, `teamId`…); default
+    /// `organization.id` (`user.id` can explode cardinality). Comma-separated; `none` for none.
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
     pub metric_dims: Vec<String>,
     /// Also export every contract record as an OTLP log record correlated to its span.
     #[arg(long)]

@@ -27,6 +27,7 @@ pub struct Settings {
     metric_dims: Option<Vec<String>>,
     logs: Option<bool>,
     capture: Option<Vec<String>>,
+    resource_attributes: Option<std::collections::BTreeMap<String, String>>,
 }
 
 sink_section!(Settings);
@@ -102,6 +103,11 @@ pub mod key {
         Key { path: &["telemetry", "sinks", "otlp", "metricDims"], read: |f| otlp(f)?.metric_dims.clone() };
     /// `logs`.
     pub const LOGS: Key<bool> = Key { path: &["telemetry", "sinks", "otlp", "logs"], read: |f| otlp(f)?.logs };
+    /// `resourceAttributes`: extra resource attributes (`deployment.environment.name`, …).
+    pub const RESOURCE_ATTRIBUTES: Key<std::collections::BTreeMap<String, String>> = Key {
+        path: &["telemetry", "sinks", "otlp", "resourceAttributes"],
+        read: |f| otlp(f)?.resource_attributes.clone(),
+    };
 }
 
 /// The OTLP variables a pinned sink ignores: its destination, protocol, headers and on/off
@@ -150,6 +156,11 @@ pub fn resolve(args: &OtlpArgs, cfg: &Config) -> Result<Option<OtlpConfig>, CliE
     };
     settings_below_env(&mut config, cfg, &lookup)?;
     let mut config = config.with_env(lookup).map_err(|e| CliError::Usage(e.to_string()))?;
+    config.service_version = Some(env!("CARGO_PKG_VERSION").to_owned());
+    // Below `OTEL_RESOURCE_ATTRIBUTES`: the first of a key wins.
+    if let Some((extra, _)) = cfg.find(&key::RESOURCE_ATTRIBUTES) {
+        config.resource_attributes.extend(extra);
+    }
     if pinned.is_none() {
         for (name, value) in cfg.headers(&key::HEADERS, false)? {
             if !config.headers.iter().any(|(existing, _)| existing.eq_ignore_ascii_case(&name)) {
@@ -343,8 +354,14 @@ fn apply_sink_settings(config: &mut OtlpConfig, args: &OtlpArgs, cfg: &Config) -
     Ok(())
 }
 
-/// `--metric-dims` (or the setting `culprit`): attribution keys (letters, digits, `_ . -`), or
-/// `none` alone.
+/// The metric dimensions by their span attribute names, and the attribution keys they carry.
+const NAMED_DIMENSIONS: &[(&str, &str)] =
+    &[("user.id", "userId"), ("organization.id", "orgId"), ("session.id", "session.id")];
+
+/// `--metric-dims` (or the setting `culprit`): span attribute names (`user.id`,
+/// `organization.id`, `session.id`) or attribution keys (`userId`, `orgId`, `teamId`…: a letter,
+/// then letters and digits), or `none` alone. A name that is neither — `user`, `org`, an unknown
+/// dotted name — is refused with the valid list (it would attribute nothing).
 fn metric_dims(culprit: &str, items: &[String]) -> Result<Vec<String>, CliError> {
     let given = items.join(",");
     if items.len() == 1 && items[0].trim() == "none" {
@@ -352,21 +369,33 @@ fn metric_dims(culprit: &str, items: &[String]) -> Result<Vec<String>, CliError>
     }
     let mut dims = Vec::new();
     for item in items {
-        let key = item.trim();
-        if key.is_empty() {
+        let name = item.trim();
+        if name.is_empty() {
             return Err(CliError::Usage(format!("{culprit}: {given:?} has an empty key")));
         }
-        if key == "none" {
+        if name == "none" {
             return Err(CliError::Usage(format!("{culprit}: {given:?}: `none` cannot be combined with keys")));
         }
-        if !key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')) {
-            return Err(CliError::Usage(format!(
-                "{culprit}: {key:?} is not an attribution key (letters, digits, _ . -)"
-            )));
-        }
+        let named = NAMED_DIMENSIONS.iter().find(|(attribute, key)| name == *attribute || name == *key);
+        let key = match named {
+            Some((_, key)) => *key,
+            None if is_attribution_key(name) && !["user", "org", "organization", "session"].contains(&name) => name,
+            None => {
+                return Err(CliError::Usage(format!(
+                    "{culprit}: {name:?} is not a metric dimension (valid: user.id or userId, organization.id or orgId, session.id, or an attribution key such as teamId)"
+                )));
+            }
+        };
         if !dims.iter().any(|d| d == key) {
             dims.push(key.to_owned());
         }
     }
     Ok(dims)
+}
+
+/// An attribution key as `--context` takes it for a dimension: a letter, then letters, digits
+/// and `_`.
+fn is_attribution_key(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
