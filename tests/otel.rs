@@ -495,3 +495,28 @@ fn metrics_and_spans_share_one_identity_and_the_resource_names_version_and_proce
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// A trace-only backend (Phoenix) answers 405 on metrics: said once with the setting that turns
+/// them off, the spans still delivered, exit 0.
+#[test]
+fn a_backend_without_metrics_is_said_once_and_the_traces_carry_on() {
+    let receiver = Receiver::start(vec![]);
+    *receiver.other_signals.lock().unwrap() = 405;
+    let out = pi()
+        .args(["-p", "hello", "--provider", "faux", "--no-session", "--tools", "none", "--otlp", &receiver.endpoint])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("this backend takes no metrics")).collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(said[0].contains("HTTP 405") && said[0].contains("OTEL_METRICS_EXPORTER=none"), "{stderr}");
+    assert!(!receiver.spans().is_empty(), "the traces carry on");
+    assert!(stderr.contains("spans delivered, 0 not delivered"), "{stderr}");
+    let test = pi().args(["observe", "test", "--otlp", &receiver.endpoint]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&test.stdout);
+    assert!(test.status.success(), "a missing signal is no failure: {stdout}");
+    let metrics = stdout.lines().find(|l| l.contains(" metrics ")).unwrap();
+    assert!(metrics.starts_with("skip") && metrics.contains("OTEL_METRICS_EXPORTER=none"), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("ok ") && l.contains(" traces ")), "{stdout}");
+}

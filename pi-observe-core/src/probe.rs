@@ -27,4 +27,7 @@ pub struct ProbeOutcome {
     pub accepted: bool,
     /// Why not, when it did not.
     pub error: Option<String>,
+    /// The receiver answered that it takes no such signal (HTTP 404/405/415, gRPC
+    /// `Unimplemented`): a trace-only backend asked for metrics. Not a failure of the sink.
+    pub unsupported: bool,
 }

@@ -58,9 +58,15 @@ pub fn probe(config: &OtlpConfig, trace_id: TraceId) -> Result<Vec<ProbeOutcome>
 fn outcome(exporter: &Exporter, payload: &Payload, runtime: &tokio::runtime::Runtime) -> ProbeOutcome {
     let (attempt, status, latency) = runtime.block_on(exporter.probe(payload));
     let answered = status.is_some();
+    let unsupported = matches!(attempt, Attempt::Unsupported(_));
     let (accepted, auth_accepted, error) = match attempt {
         Attempt::Done => (true, Some(true), None),
         Attempt::Unauthorized(why) => (false, Some(false), Some(why)),
+        Attempt::Unsupported(why) => {
+            let signal = payload.signal_name();
+            let off = if signal == "metrics" { "OTEL_METRICS_EXPORTER=none" } else { "OTEL_LOGS_EXPORTER=none" };
+            (false, None, Some(format!("{why}: this backend takes no {signal}; {off} stops sending them")))
+        }
         Attempt::Reject(why) | Attempt::Retry { why, .. } => (false, None, Some(why)),
     };
     ProbeOutcome {
@@ -74,5 +80,6 @@ fn outcome(exporter: &Exporter, payload: &Payload, runtime: &tokio::runtime::Run
         auth_accepted,
         accepted,
         error,
+        unsupported,
     }
 }

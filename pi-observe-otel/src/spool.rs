@@ -83,7 +83,7 @@ fn drain(
         )) {
             Delivery::Exported => Attempt::Delivered,
             Delivery::Unauthorized(why) => Attempt::Unauthorized(why),
-            Delivery::Rejected(why) => Attempt::Rejected(why),
+            Delivery::Rejected(why) | Delivery::Unsupported(why) => Attempt::Rejected(why),
             Delivery::Failed(why) => Attempt::Failed(why),
         },
     )

@@ -68,6 +68,19 @@ impl Counters {
             .unwrap_or_else(|e| e.into_inner())
             .push(format!("OTLP {signal} export stopped: {why} (check the credentials in the OTLP headers)"));
     }
+
+    /// The endpoint of `signal` answered that it takes no such signal (HTTP 404/405/415, gRPC
+    /// `Unimplemented`): said once, with how to stop sending it; the other signals carry on.
+    pub(crate) fn unsupported(&self, signal: &str, why: &str) {
+        let off = match signal {
+            "metrics" => "OTEL_METRICS_EXPORTER=none or telemetry.sinks.otlp.metrics: false",
+            "logs" => "OTEL_LOGS_EXPORTER=none or telemetry.sinks.otlp.logs: false",
+            _ => "OTEL_TRACES_EXPORTER=none, or the right traces endpoint",
+        };
+        self.diagnostics.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
+            "OTLP {signal}: this backend takes no {signal} ({why}); not sent again this run (turn them off: {off})"
+        ));
+    }
 }
 
 impl ExportStats {

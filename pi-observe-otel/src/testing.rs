@@ -58,6 +58,9 @@ pub struct Receiver {
     pub arrivals: Arc<Mutex<Vec<std::time::Instant>>>,
     /// Every request's path and headers (traces, metrics and logs).
     pub heads: Arc<Mutex<Vec<Head>>>,
+    /// The status metrics and logs requests get (200 unless a test says otherwise: a
+    /// trace-only backend answers 405).
+    pub other_signals: Arc<Mutex<u16>>,
     _runtime: Option<tokio::runtime::Runtime>,
 }
 
@@ -104,6 +107,7 @@ impl Receiver {
         let attempts = Arc::new(Mutex::new(0));
         let arrivals = Arc::new(Mutex::new(Vec::new()));
         let heads = Arc::new(Mutex::new(Vec::new()));
+        let other_signals = Arc::new(Mutex::new(200));
         let answers = Arc::new(Mutex::new(VecDeque::from(answers)));
         let sinks = Sinks {
             traces: received.clone(),
@@ -111,6 +115,7 @@ impl Receiver {
             logs: logs.clone(),
             arrivals: arrivals.clone(),
             heads: heads.clone(),
+            other_signals: other_signals.clone(),
         };
         let (a, q) = (attempts.clone(), answers);
         runtime.spawn(async move {
@@ -129,7 +134,17 @@ impl Receiver {
                 });
             }
         });
-        Receiver { endpoint, received, metrics, logs, attempts, arrivals, heads, _runtime: Some(runtime) }
+        Receiver {
+            endpoint,
+            received,
+            metrics,
+            logs,
+            attempts,
+            arrivals,
+            heads,
+            other_signals,
+            _runtime: Some(runtime),
+        }
     }
 
     /// An endpoint where nothing listens.
@@ -177,6 +192,7 @@ impl Drop for Receiver {
 struct Sinks {
     arrivals: Arc<Mutex<Vec<std::time::Instant>>>,
     heads: Arc<Mutex<Vec<Head>>>,
+    other_signals: Arc<Mutex<u16>>,
     traces: Arc<Mutex<Vec<Received>>>,
     metrics: Arc<Mutex<Vec<ExportMetricsServiceRequest>>>,
     logs: Arc<Mutex<Vec<ExportLogsServiceRequest>>>,
@@ -219,7 +235,7 @@ async fn serve<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
         sinks.heads.lock().unwrap().push((path.clone(), headers.clone()));
         let is_traces = path != "/v1/metrics" && path != "/v1/logs";
         let answer = if !is_traces {
-            Answer::Status(200, None)
+            Answer::Status(*sinks.other_signals.lock().unwrap(), None)
         } else {
             *attempts.lock().unwrap() += 1;
             sinks.arrivals.lock().unwrap().push(std::time::Instant::now());

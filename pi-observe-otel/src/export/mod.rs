@@ -42,6 +42,8 @@ pub(crate) enum Delivery {
     Rejected(String),
     /// 401/403: credentials are wrong; the exporter stops.
     Unauthorized(String),
+    /// 404/405/415 (gRPC `Unimplemented`): this backend takes no such signal; the signal stops.
+    Unsupported(String),
 }
 
 /// What the exporter knows about its link to the receiver, shared with the pipeline.
@@ -82,6 +84,8 @@ pub(crate) enum Attempt {
     },
     Reject(String),
     Unauthorized(String),
+    /// The endpoint does not take this signal.
+    Unsupported(String),
 }
 
 /// An `opentelemetry_sdk` span exporter behind an object-safe face, for
@@ -363,6 +367,10 @@ impl Exporter {
                 Attempt::Unauthorized(why) => {
                     self.link.failed(payload.signal, &why);
                     return Delivery::Unauthorized(why);
+                }
+                Attempt::Unsupported(why) => {
+                    self.link.failed(payload.signal, &why);
+                    return Delivery::Unsupported(why);
                 }
                 Attempt::Retry { after, why, refused } => (after, why, refused),
             };

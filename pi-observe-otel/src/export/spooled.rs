@@ -70,6 +70,7 @@ impl Exporter {
             Attempt::Retry { why, .. } => Delivery::Failed(why),
             Attempt::Reject(why) => Delivery::Rejected(why),
             Attempt::Unauthorized(why) => Delivery::Unauthorized(why),
+            Attempt::Unsupported(why) => Delivery::Unsupported(why),
         }
     }
 }

@@ -115,6 +115,7 @@ impl Exporter {
                 let why = format!("HTTP {status} from {}", url_without_secrets(endpoint));
                 let attempt = match status {
                     401 | 403 => Attempt::Unauthorized(why),
+                    404 | 405 | 415 => Attempt::Unsupported(why),
                     408 | 429 | 500..=599 => Attempt::Retry { after, why, refused: false },
                     _ => Attempt::Reject(why),
                 };
@@ -197,6 +198,7 @@ impl Exporter {
                 let line = answered.then(|| format!("gRPC {:?}", status.code()));
                 let attempt = match status.code() {
                     Code::Unauthenticated | Code::PermissionDenied => Attempt::Unauthorized(why),
+                    Code::Unimplemented => Attempt::Unsupported(why),
                     Code::Unavailable
                     | Code::ResourceExhausted
                     | Code::DeadlineExceeded

@@ -414,9 +414,16 @@ impl Worker {
         }
         let Some(request) = metrics.request(&self.exporter.proto_resource(), SystemTime::now()) else { return };
         let payload = self.exporter.metrics_payload(request);
-        if let Shipped::Lost(Delivery::Unauthorized(why)) = self.ship(runtime, &payload, deadline) {
-            self.metrics_stopped = true;
-            self.counters.stopped("metrics", &why);
+        match self.ship(runtime, &payload, deadline) {
+            Shipped::Lost(Delivery::Unauthorized(why)) => {
+                self.metrics_stopped = true;
+                self.counters.stopped("metrics", &why);
+            }
+            Shipped::Lost(Delivery::Unsupported(why)) => {
+                self.metrics_stopped = true;
+                self.counters.unsupported("metrics", &why);
+            }
+            _ => {}
         }
     }
 
@@ -435,9 +442,16 @@ impl Worker {
             return;
         }
         let payload = self.exporter.logs_payload(records);
-        if let Shipped::Lost(Delivery::Unauthorized(why)) = self.ship(runtime, &payload, deadline) {
-            self.logs_stopped = true;
-            self.counters.stopped("logs", &why);
+        match self.ship(runtime, &payload, deadline) {
+            Shipped::Lost(Delivery::Unauthorized(why)) => {
+                self.logs_stopped = true;
+                self.counters.stopped("logs", &why);
+            }
+            Shipped::Lost(Delivery::Unsupported(why)) => {
+                self.logs_stopped = true;
+                self.counters.unsupported("logs", &why);
+            }
+            _ => {}
         }
     }
 
@@ -498,6 +512,12 @@ impl Worker {
                 self.counters.dropped_unauthorized.fetch_add(n, Relaxed);
                 self.hub.record_dropped(DropReason::Rejected, n);
                 self.counters.stopped("traces", &why);
+            }
+            Delivery::Unsupported(why) => {
+                self.stopped = true;
+                self.counters.dropped_rejected.fetch_add(n, Relaxed);
+                self.hub.record_dropped(DropReason::Rejected, n);
+                self.counters.unsupported("traces", &why);
             }
         }
     }
