@@ -128,6 +128,14 @@ pub const LLM_TOKEN_COUNT_PROMPT: &str = "llm.token_count.prompt";
 pub const LLM_TOKEN_COUNT_COMPLETION: &str = "llm.token_count.completion";
 /// `llm.token_count.total`.
 pub const LLM_TOKEN_COUNT_TOTAL: &str = "llm.token_count.total";
+/// `llm.cost.prompt`: USD for the prompt (input and cache tokens).
+pub const LLM_COST_PROMPT: &str = "llm.cost.prompt";
+/// `llm.cost.completion`: USD for the output tokens.
+pub const LLM_COST_COMPLETION: &str = "llm.cost.completion";
+/// `llm.cost.total`.
+pub const LLM_COST_TOTAL: &str = "llm.cost.total";
+/// `openinference.project.name`: the Phoenix project traces land in (resource attribute).
+pub const OPENINFERENCE_PROJECT_NAME: &str = "openinference.project.name";
 /// `session.id`.
 pub const SESSION_ID: &str = "session.id";
 /// `tool.name`.

@@ -319,6 +319,14 @@ impl OtlpConfig {
         if !given(names::SERVICE_INSTANCE_ID) {
             attributes.push(KeyValue::new(names::SERVICE_INSTANCE_ID, instance_id().to_owned()));
         }
+        // Phoenix files traces under this project (else its "default"): Phoenix's own
+        // `x-project-name` header when one is sent, else the service name — unless
+        // `OTEL_RESOURCE_ATTRIBUTES` / the settings name one.
+        if self.conventions.openinference() && !given(names::OPENINFERENCE_PROJECT_NAME) {
+            let header = self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("x-project-name"));
+            let project = header.map_or_else(|| self.service(), |(_, v)| v.clone());
+            attributes.push(KeyValue::new(names::OPENINFERENCE_PROJECT_NAME, project));
+        }
         let mut seen: Vec<&str> = vec![names::SERVICE_NAME];
         for (key, value) in &self.resource_attributes {
             if !seen.contains(&key.as_str()) {
@@ -395,4 +403,35 @@ impl OtlpConfig {
 pub fn instance_id() -> &'static str {
     static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     ID.get_or_init(|| pi_observe_core::SpanId::random().to_string() + &pi_observe_core::SpanId::random().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resource(config: &OtlpConfig) -> Vec<(String, String)> {
+        config.resource().iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn the_resource_names_service_version_process_and_phoenix_project() {
+        let config = OtlpConfig {
+            service_version: Some("1.2.3".into()),
+            conventions: Conventions::OpenInference,
+            resource_attributes: vec![
+                ("deployment.environment.name".into(), "prod".into()),
+                ("service.name".into(), "x".into()),
+            ],
+            ..OtlpConfig::default()
+        };
+        let attrs = resource(&config);
+        let get = |key: &str| attrs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+        assert_eq!(get(names::SERVICE_NAME), Some("pi"), "service.name comes from its own setting");
+        assert_eq!(get(names::SERVICE_VERSION), Some("1.2.3"));
+        assert_eq!(get(names::SERVICE_INSTANCE_ID), Some(instance_id()));
+        assert_eq!(get(names::OPENINFERENCE_PROJECT_NAME), Some("pi"));
+        assert_eq!(get("deployment.environment.name"), Some("prod"));
+        let genai = OtlpConfig { conventions: Conventions::GenAi, ..OtlpConfig::default() };
+        assert!(resource(&genai).iter().all(|(k, _)| k != names::OPENINFERENCE_PROJECT_NAME));
+    }
 }

@@ -41,7 +41,8 @@ impl Conventions {
         matches!(self, Conventions::GenAi | Conventions::Both)
     }
 
-    fn openinference(self) -> bool {
+    /// OpenInference (Phoenix, Arize) names are written.
+    pub(crate) fn openinference(self) -> bool {
         matches!(self, Conventions::OpenInference | Conventions::Both)
     }
 }
@@ -112,6 +113,10 @@ impl Converted<'_> {
 
     fn int(&self, key: &str) -> Option<i64> {
         self.index(key).and_then(|i| self.fields[i].value.as_i64())
+    }
+
+    fn float(&self, key: &str) -> Option<f64> {
+        self.index(key).and_then(|i| self.fields[i].value.as_f64())
     }
 
     /// A string field's converted value (shared, not copied).
@@ -217,6 +222,16 @@ pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions, 
                 out.push(KeyValue::new(LLM_TOKEN_COUNT_PROMPT, prompt));
                 out.push(KeyValue::new(LLM_TOKEN_COUNT_COMPLETION, completion));
                 out.push(KeyValue::new(LLM_TOKEN_COUNT_TOTAL, prompt + completion));
+            }
+            // pi's own cost, where Phoenix reads it: a model it has no price for shows pi's, not $0.
+            if let Some(total) = payload.float(pi::COST_TOTAL) {
+                let prompt: f64 = [pi::COST_INPUT, pi::COST_CACHE_READ, pi::COST_CACHE_WRITE]
+                    .iter()
+                    .filter_map(|k| payload.float(k))
+                    .sum();
+                out.push(KeyValue::new(LLM_COST_PROMPT, prompt));
+                out.push(KeyValue::new(LLM_COST_COMPLETION, payload.float(pi::COST_OUTPUT).unwrap_or(0.0)));
+                out.push(KeyValue::new(LLM_COST_TOTAL, total));
             }
         }
         push_str(&mut out, TOOL_NAME, pi::TOOL_NAME);
@@ -353,6 +368,9 @@ mod tests {
             .safe(pi::CACHE_READ_TOKENS, 100)
             .safe(pi::CACHE_WRITE_TOKENS, 5)
             .safe(pi::COST_TOTAL, 0.01)
+            .safe(pi::COST_INPUT, 0.002)
+            .safe(pi::COST_CACHE_READ, 0.001)
+            .safe(pi::COST_OUTPUT, 0.007)
             .safe(pi::STOP_REASON, "toolUse")
             .safe(pi::SERVER_ADDRESS, "api.openai.com")
             .safe(pi::SERVER_PORT, 443)
@@ -428,6 +446,9 @@ mod tests {
         assert_eq!(a[LLM_MODEL_NAME].as_str(), "gpt-4o");
         assert_eq!(a[LLM_TOKEN_COUNT_PROMPT], opentelemetry::Value::I64(125));
         assert_eq!(a[LLM_TOKEN_COUNT_TOTAL], opentelemetry::Value::I64(155));
+        assert_eq!(a[LLM_COST_PROMPT], opentelemetry::Value::F64(0.003), "pi's own cost, where Phoenix reads it");
+        assert_eq!(a[LLM_COST_COMPLETION], opentelemetry::Value::F64(0.007));
+        assert_eq!(a[LLM_COST_TOTAL], opentelemetry::Value::F64(0.01));
         assert_eq!(a[SESSION_ID].as_str(), "s1");
         assert!(!a.contains_key(GEN_AI_OPERATION_NAME));
         let both = attrs(pi::PROVIDER_REQUEST, provider_end(), Conventions::Both);
