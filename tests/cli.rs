@@ -361,6 +361,33 @@ fn a_resumed_sessions_read_reaches_the_sinks() {
     }
     let reads = |name: &str| events(&d.join(name)).iter().filter(|e| e.name == names::SESSION_READ).count();
     assert_eq!(reads("first.jsonl"), 0, "a new session is not read");
-    assert_eq!(reads("second.jsonl"), 2, "the resumed session's read is a start and an end record");
+    assert_eq!(reads("second.jsonl"), 1, "the resumed session's read is one event record (no root trace)");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn session_storage_is_events_on_the_work_unless_trace_detail_asks_for_spans() {
+    let d = scratch("trace-detail");
+    let run = |name: &str| {
+        pi().args(["-p", "hello", "--tools", "none"])
+            .env("PI_CODING_AGENT_DIR", d.join("agent"))
+            .flag("--session", d.join(format!("{name}.jsonl")))
+            .flag("--events-jsonl", d.join(format!("{name}-events.jsonl")))
+            .succeeds();
+        events(&d.join(format!("{name}-events.jsonl")))
+    };
+    let default = run("default");
+    let starts = |evs: &[pi_observe::core::ObsEvent], name: &str| {
+        evs.iter().filter(|e| e.kind == EventKind::Start && e.name == name).count()
+    };
+    assert_eq!(starts(&default, names::SESSION_WRITE), 0, "no storage spans");
+    assert!(
+        default.iter().any(|e| e.kind == EventKind::Event && e.name == names::AGENT_SESSION_APPEND_ENTRY),
+        "each entry is an event on the operation that wrote it"
+    );
+    support::global_settings(&d, r#"{"telemetry":{"traceDetail":"storage"}}"#);
+    let storage = run("storage");
+    assert!(starts(&storage, names::SESSION_WRITE) >= 2, "traceDetail storage: spans again");
+    assert_eq!(starts(&storage, names::AGENT_SESSION_APPEND_ENTRY), starts(&storage, names::SESSION_WRITE));
     std::fs::remove_dir_all(&d).unwrap();
 }

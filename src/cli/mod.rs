@@ -123,6 +123,8 @@ pub fn main() -> ExitCode {
             _ => setup::cwd(None)?,
         };
         let cfg = config::Config::load(&project)?;
+        let storage = cfg.find(&config::keys::TRACE_DETAIL).map(|(detail, _)| detail);
+        pi_agent::session::trace_storage_as_spans(storage == Some(settings::TraceDetail::Storage));
         match cli.command {
             Some(Command::Demo(args)) => demo::run(args, &cfg).await,
             Some(Command::Report(args)) => report::run(&args),

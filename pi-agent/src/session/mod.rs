@@ -15,3 +15,22 @@ pub use replay::{REPLAYED, replay};
 pub use report::{AttributedUsage, attributed_usage};
 pub use scan::{ScanSummary, scan_usage, scan_usage_counting};
 pub use writer::{RecoveredTail, SessionWriter};
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Session storage as spans (see [`trace_storage_as_spans`]).
+static STORAGE_SPANS: AtomicBool = AtomicBool::new(false);
+
+/// How session storage shows in traces. By default (`false`) an entry written is a
+/// `pi.agent.session.append_entry` event on the operation that wrote it (the tool call, the
+/// turn, the prompt) and a file read is a `pi.session.read` event — no spans of their own, so a
+/// one-turn prompt's trace shows the work, not the bookkeeping. `true` (`telemetry.traceDetail:
+/// "storage"`) makes each a span again (`pi.agent.session.append_entry` with a
+/// `pi.session.write` child; `pi.session.read`), with its timing. Process-wide.
+pub fn trace_storage_as_spans(spans: bool) {
+    STORAGE_SPANS.store(spans, Ordering::Relaxed);
+}
+
+fn storage_spans() -> bool {
+    STORAGE_SPANS.load(Ordering::Relaxed)
+}

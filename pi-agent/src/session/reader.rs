@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use pi_observe_core::{Payload, names, trace_operation_sync};
+use pi_observe_core::{Payload, names, record_event, trace_operation_sync};
 
 use super::entry::{Entry, SessionHeader};
 use crate::message::Usage;
@@ -151,24 +151,41 @@ impl Session {
 /// Reads a session file. A torn final line (no trailing newline and not valid JSON: a crash
 /// mid-append) is skipped and reported in [`Session::torn_tail`]; any other bad line is an error
 /// naming the line. Only regular files are read (a FIFO or device would block or never end).
+/// Traced as a `pi.session.read` event (on the current operation, if any), or as a span with
+/// storage as spans ([`super::trace_storage_as_spans`]).
 pub fn read_session(path: &Path) -> Result<Session, SessionError> {
+    if !super::storage_spans() {
+        let (session, bytes) = read_file(path)?;
+        record_event(names::SESSION_READ, || read_payload(&session, bytes));
+        return Ok(session);
+    }
     trace_operation_sync(names::SESSION_READ, (), |span| {
-        let meta = std::fs::metadata(path).map_err(|e| SessionError::io(path, e))?;
-        if !meta.is_file() {
-            return Err(SessionError::NotAFile { path: path.display().to_string() });
-        }
-        let bytes = std::fs::read(path).map_err(|e| SessionError::io(path, e))?;
-        let session = parse(path, &bytes)?;
-        let mut payload = Payload::new()
-            .safe(names::BYTES, bytes.len())
-            .safe(names::ENTRY_COUNT, session.entries.len())
-            .safe(names::UNKNOWN_ENTRY_COUNT, session.unknown_lines.len());
-        if let Some(version) = session.migrated_from {
-            payload = payload.safe(names::MIGRATED_FROM_VERSION, version);
-        }
-        span.record(payload);
+        let (session, bytes) = read_file(path)?;
+        span.record(read_payload(&session, bytes));
         Ok(session)
     })
+}
+
+/// The session at `path` and its size in bytes.
+fn read_file(path: &Path) -> Result<(Session, usize), SessionError> {
+    let meta = std::fs::metadata(path).map_err(|e| SessionError::io(path, e))?;
+    if !meta.is_file() {
+        return Err(SessionError::NotAFile { path: path.display().to_string() });
+    }
+    let bytes = std::fs::read(path).map_err(|e| SessionError::io(path, e))?;
+    Ok((parse(path, &bytes)?, bytes.len()))
+}
+
+/// What a read records: its size, entries, unknown entries, and the format it was migrated from.
+fn read_payload(session: &Session, bytes: usize) -> Payload {
+    let mut payload = Payload::new()
+        .safe(names::BYTES, bytes)
+        .safe(names::ENTRY_COUNT, session.entries.len())
+        .safe(names::UNKNOWN_ENTRY_COUNT, session.unknown_lines.len());
+    if let Some(version) = session.migrated_from {
+        payload = payload.safe(names::MIGRATED_FROM_VERSION, version);
+    }
+    payload
 }
 
 fn parse(path: &Path, bytes: &[u8]) -> Result<Session, SessionError> {

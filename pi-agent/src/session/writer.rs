@@ -4,7 +4,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use pi_observe_core::{Payload, names, trace_operation_sync};
+use pi_observe_core::{Payload, names, record_event, trace_operation_sync};
 
 use super::entry::{Entry, EntryKind, SessionHeader, new_entry_id, new_session_id};
 use super::reader::{SessionError, read_session};
@@ -189,9 +189,23 @@ impl SessionWriter {
     }
 
     /// Appends an entry as a child of the current leaf and makes it the leaf; returns its id.
-    /// Traced as `pi.agent.session.append_entry` with a `pi.session.write` child.
+    /// Traced as a `pi.agent.session.append_entry` event on the current operation, or (storage
+    /// as spans, [`super::trace_storage_as_spans`]) as a span with a `pi.session.write` child.
     pub fn append(&mut self, kind: EntryKind) -> Result<String, SessionError> {
         let entry_type = kind.type_name();
+        if !super::storage_spans() {
+            let entry =
+                Entry { id: new_entry_id(), parent_id: self.leaf.clone(), timestamp: iso8601(now_millis()), kind };
+            let line = serde_json::to_string(&entry).map_err(|e| SessionError::encode(&self.path, e))?;
+            self.write_line(&line)?;
+            record_event(names::AGENT_SESSION_APPEND_ENTRY, || {
+                Payload::new().safe(names::ENTRY_TYPE, entry_type).safe(names::BYTES, line.len() + 1)
+            });
+            let id = entry.id.clone();
+            self.leaf = Some(id.clone());
+            self.entries.push(entry);
+            return Ok(id);
+        }
         trace_operation_sync(
             names::AGENT_SESSION_APPEND_ENTRY,
             || Payload::new().safe(names::ENTRY_TYPE, entry_type),

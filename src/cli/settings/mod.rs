@@ -30,7 +30,9 @@ use serde_json::Value;
 
 pub use file::{Scope, SettingsFile, expand_vars};
 pub(crate) use schema::sink_section;
-pub(crate) use schema::{Attribution, Compaction, Count, Number, Policy, Retry, SamplerName, SettingsDoc, Spool};
+pub(crate) use schema::{
+    Attribution, Compaction, Count, Number, Policy, Retry, SamplerName, SettingsDoc, Spool, TraceDetail,
+};
 pub use schema::{Ratio, SinkCheck, SinkSection, check, declare_sinks};
 
 /// The settings file name, in the agent directory and in a project's `.pi/`.

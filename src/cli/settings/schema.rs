@@ -338,8 +338,11 @@ struct Markdown {
 
 /// Our `telemetry` section (its `sinks` are checked by each sink, see [`declare_sinks`]).
 #[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct Telemetry {
     pub redact: Option<Vec<String>>,
+    /// `"storage"`: session storage as spans (default: events on the operation).
+    pub trace_detail: Option<TraceDetail>,
     pub sampler: Option<Sampler>,
     pub spool: Option<Spool>,
     pub attribution: Option<Attribution>,
@@ -350,6 +353,16 @@ pub(crate) struct Telemetry {
 pub(crate) struct Sampler {
     pub name: Option<SamplerName>,
     pub arg: Option<Ratio>,
+}
+
+/// `telemetry.traceDetail`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum TraceDetail {
+    /// The operations, with session storage as events on them.
+    Default,
+    /// Session storage as spans too.
+    Storage,
 }
 
 /// A sampler's name, as `OTEL_TRACES_SAMPLER` spells it.
