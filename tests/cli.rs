@@ -391,3 +391,39 @@ fn session_storage_is_events_on_the_work_unless_trace_detail_asks_for_spans() {
     assert_eq!(starts(&storage, names::AGENT_SESSION_APPEND_ENTRY), starts(&storage, names::SESSION_WRITE));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn report_ranges_weeks_months_and_a_self_contained_html_page() {
+    let d = scratch("report-html");
+    let sessions = d.join("sessions");
+    for user in ["alice", "<b>mallory</b>"] {
+        pi().args(["-p", "hello", "--tools", "none", "--org", "acme", "--user", user])
+            .flag("--session", sessions.join(format!("{}.jsonl", user.len())))
+            .succeeds();
+    }
+    let report = |args: &[&str]| {
+        let out = pi().arg("report").args(args).arg(&sessions).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let json: Vec<serde_json::Value> = serde_json::from_str(&report(&["--format", "json", "--by", "org"])).unwrap();
+    let cost = json[0]["costUsd"].as_f64().unwrap();
+    let today = pi_agent::time::date(pi_agent::time::now_millis());
+    let week = pi_agent::time::iso_week(&today).unwrap();
+    let by_period = report(&["--by", "week,month", "--format", "csv"]);
+    assert!(by_period.contains(&format!("{week},{}", &today[..7])), "{by_period}");
+    assert!(report(&["--since", "1d", "--until", &today, "--by", "org"]).contains("acme"));
+    assert!(!report(&["--since", "2999-01-01", "--by", "org"]).contains("acme"), "nothing after the range start");
+    let bad = pi().args(["report", "--since", "2026-13-01"]).arg(&sessions).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+
+    let html = report(&["--format", "html"]);
+    assert!(html.starts_with("<!doctype html>") && html.trim_end().ends_with("</html>"));
+    assert!(html.contains(&format!("cost ${cost:.6}")), "the page's total is the JSON report's");
+    assert!(html.contains("&lt;b&gt;mallory&lt;/b&gt;") && !html.contains("<b>mallory"), "names are escaped");
+    assert!(html.contains("<svg") && html.contains("Top sessions") && html.contains("By model"));
+    for outside in ["<script", "http://", "https://", "<link", "@import"] {
+        assert!(!html.contains(outside), "self-contained: no {outside}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}

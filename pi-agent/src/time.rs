@@ -33,6 +33,32 @@ pub fn date(millis: i64) -> String {
     iso8601(millis)[..10].to_owned()
 }
 
+/// A `YYYY-MM-DD` date as a calendar date, `None` when it is not one.
+fn calendar_date(day: &str) -> Option<time::Date> {
+    let mut parts = day.splitn(3, '-');
+    let year: i32 = parts.next()?.parse().ok()?;
+    let month: u8 = parts.next()?.parse().ok()?;
+    let day: u8 = parts.next()?.get(..2)?.parse().ok()?;
+    time::Date::from_calendar_date(year, time::Month::try_from(month).ok()?, day).ok()
+}
+
+/// True for a real `YYYY-MM-DD` date.
+pub fn is_date(day: &str) -> bool {
+    day.len() == 10 && calendar_date(day).is_some()
+}
+
+/// The ISO week of a `YYYY-MM-DD` date, `YYYY-Www` (the week's own year: 2026-12-31 is
+/// `2026-W53`, 2027-01-01 `2026-W53` too).
+pub fn iso_week(day: &str) -> Option<String> {
+    let (year, week, _) = calendar_date(day)?.to_iso_week_date();
+    Some(format!("{year:04}-W{week:02}"))
+}
+
+/// The date `days` days before today (UTC), `YYYY-MM-DD`.
+pub fn days_ago(days: u32) -> String {
+    date(now_millis() - i64::from(days) * 86_400_000)
+}
+
 /// Unix milliseconds of an RFC 3339 timestamp (`Z` or an offset, any fraction of a second);
 /// `None` for anything else.
 pub fn parse_iso8601(text: &str) -> Option<i64> {
@@ -43,6 +69,14 @@ pub fn parse_iso8601(text: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dates_group_into_iso_weeks() {
+        assert_eq!(iso_week("2026-12-04").as_deref(), Some("2026-W49"));
+        assert_eq!(iso_week("2027-01-01").as_deref(), Some("2026-W53"));
+        assert_eq!(iso_week("2024-12-30").as_deref(), Some("2025-W01"));
+        assert!(iso_week("2026-02-30").is_none() && !is_date("2026-13-01") && is_date("2026-02-28"));
+    }
 
     #[test]
     fn iso_dates_match_known_values() {

@@ -24,8 +24,8 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
-    /// Group by these dimensions (comma-separated: day, user, org, provider, model; default
-    /// day, user, org, model).
+    /// Group by these dimensions (comma-separated: day, week (ISO, `2026-W49`), month, user,
+    /// org, provider, model; default day, user, org, model).
     #[arg(long, value_name = "DIMS")]
     pub by: Vec<String>,
     /// Report (exit 0) even when some entries carry usage pi could not read; without it such a
@@ -36,6 +36,38 @@ pub struct ReportArgs {
     /// models). Without it such a report still exits 0.
     #[arg(long)]
     pub strict_prices: bool,
+    /// Only usage on or after this day: `YYYY-MM-DD`, or `Nd` (N days before today, UTC).
+    #[arg(long, value_name = "DATE|Nd")]
+    pub since: Option<String>,
+    /// Only usage on or before this day: `YYYY-MM-DD`, or `Nd`.
+    #[arg(long, value_name = "DATE|Nd")]
+    pub until: Option<String>,
+}
+
+/// `--since` / `--until` as a `YYYY-MM-DD` day.
+fn day_of(flag: &str, value: &str) -> Result<String, CliError> {
+    let value = value.trim();
+    if let Some(days) = value.strip_suffix('d').and_then(|n| n.parse::<u32>().ok()) {
+        return Ok(pi_agent::time::days_ago(days));
+    }
+    if pi_agent::time::is_date(value) {
+        return Ok(value.to_owned());
+    }
+    Err(CliError::Usage(format!("{flag}: {value:?} is not a date (YYYY-MM-DD) or a number of days (7d)")))
+}
+
+/// Which usage a report covers and how it groups it.
+struct Query {
+    dims: Vec<Dim>,
+    /// Inclusive `YYYY-MM-DD` bounds.
+    since: Option<String>,
+    until: Option<String>,
+}
+
+impl Query {
+    fn covers(&self, day: &str) -> bool {
+        self.since.as_deref().is_none_or(|since| day >= since) && self.until.as_deref().is_none_or(|until| day <= until)
+    }
 }
 
 /// How `pi report` prints.
@@ -47,12 +79,17 @@ pub enum ReportFormat {
     Csv,
     /// One JSON array of rows.
     Json,
+    /// One self-contained HTML page (no network at view time): cost over time per org, by
+    /// user and model, the top sessions, and the unpriced-model footnote.
+    Html,
 }
 
 /// A grouping dimension of the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Dim {
     Day,
+    Week,
+    Month,
     User,
     Org,
     Provider,
@@ -63,6 +100,8 @@ impl Dim {
     fn parse(name: &str) -> Option<Dim> {
         match name.trim() {
             "day" => Some(Dim::Day),
+            "week" => Some(Dim::Week),
+            "month" => Some(Dim::Month),
             "user" => Some(Dim::User),
             "org" => Some(Dim::Org),
             "provider" => Some(Dim::Provider),
@@ -74,6 +113,8 @@ impl Dim {
     fn name(self) -> &'static str {
         match self {
             Dim::Day => "day",
+            Dim::Week => "week",
+            Dim::Month => "month",
             Dim::User => "user",
             Dim::Org => "org",
             Dim::Provider => "provider",
@@ -83,59 +124,50 @@ impl Dim {
 }
 
 #[derive(Default)]
-struct Sums {
-    usage: Usage,
-    turns: u64,
+pub(super) struct Sums {
+    pub(super) usage: Usage,
+    pub(super) turns: u64,
 }
 
 /// Reads every session, prints the report, and exits non-zero if a session file could not be
 /// read (the others are still reported; each failure is one line on stderr naming the file and
 /// line). Other JSON-lines files met while scanning a directory (event logs) are skipped.
 pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
-    let mut dims = Vec::new();
-    for name in args.by.iter().flat_map(|b| b.split(',')) {
-        if name.trim().is_empty() {
-            return Err(CliError::Usage(format!(
-                "--by: {:?} has an empty dimension (day, user, org, provider, model)",
-                args.by.join(",")
-            )));
-        }
-        let dim = Dim::parse(name)
-            .ok_or_else(|| CliError::Usage(format!("--by: {name:?} is not one of day, user, org, provider, model")))?;
-        if !dims.contains(&dim) {
-            dims.push(dim);
-        }
+    let since = args.since.as_deref().map(|v| day_of("--since", v)).transpose()?;
+    let until = args.until.as_deref().map(|v| day_of("--until", v)).transpose()?;
+    if let (Some(since), Some(until)) = (&since, &until)
+        && since > until
+    {
+        return Err(CliError::Usage(format!("--since {since} is after --until {until}")));
     }
-    if dims.is_empty() {
-        dims = vec![Dim::Day, Dim::User, Dim::Org, Dim::Model];
-    }
+    // The HTML page draws its own views: it groups by everything it shows.
+    let dims = match args.format {
+        ReportFormat::Html => vec![Dim::Day, Dim::Org, Dim::User, Dim::Model],
+        _ => dims_of(&args.by)?,
+    };
     let files = session_files_of(&args.paths)?;
-    let outcomes = scan_in_parallel(&files, &dims);
+    let query = Query { dims, since, until };
+    let outcomes = scan_in_parallel(&files, &query);
+    let dims = query.dims;
     // In file order, so the output (and its float sums) never depends on thread timing.
     let (mut groups, mut failed, mut partial) = (Groups::new(), 0, 0);
-    let mut unpriced = Unpriced::new();
+    let (mut unpriced, mut sessions) = (Unpriced::new(), Vec::new());
     for ((file, _), outcome) in files.iter().zip(outcomes) {
         match outcome {
             Scanned::Rows(rows, summary, file_unpriced) => {
                 for (model, tokens) in file_unpriced {
                     *unpriced.entry(model).or_default() += tokens;
                 }
-                if let Some(torn) = summary.torn_tail {
-                    output::error(format_args!("pi: report: {}:{}: torn last line skipped", file.display(), torn.line));
-                }
-                if summary.unreadable_usage > 0 {
-                    output::error(format_args!(
-                        "pi: report: {}: {} entries with usage in a shape pi cannot read were skipped (their tokens and cost are missing)",
-                        file.display(),
-                        summary.unreadable_usage
-                    ));
-                    partial += summary.unreadable_usage;
-                }
+                partial += file_notes(file, &summary);
+                let mut session = Sums::default();
                 for (key, sums) in rows {
+                    session.usage.add(&sums.usage);
+                    session.turns += sums.turns;
                     let total = groups.entry(key).or_default();
                     total.usage.add(&sums.usage);
                     total.turns += sums.turns;
                 }
+                sessions.push((file.display().to_string(), session));
             }
             Scanned::Skipped => {}
             Scanned::Failed(why) => {
@@ -148,6 +180,10 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
         ReportFormat::Table => print_table(&dims, &groups),
         ReportFormat::Csv => print_csv(&dims, &groups),
         ReportFormat::Json => print_json(&dims, &groups),
+        ReportFormat::Html => {
+            let range = (query.since.as_deref(), query.until.as_deref());
+            output::text(super::report_html::page(&groups, &sessions, &unpriced, range));
+        }
     }
     if !unpriced.is_empty() {
         // Under the table; beside machine-readable output, on stderr.
@@ -170,13 +206,51 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
     Ok(if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
-type Groups = BTreeMap<Vec<String>, Sums>;
+/// Says on stderr what a file's scan skipped; returns the billed entries left out.
+fn file_notes(file: &Path, summary: &pi_agent::session::ScanSummary) -> usize {
+    if let Some(torn) = summary.torn_tail {
+        output::error(format_args!("pi: report: {}:{}: torn last line skipped", file.display(), torn.line));
+    }
+    if summary.unreadable_usage > 0 {
+        output::error(format_args!(
+            "pi: report: {}: {} entries with usage in a shape pi cannot read were skipped (their tokens and cost are missing)",
+            file.display(),
+            summary.unreadable_usage
+        ));
+    }
+    summary.unreadable_usage
+}
+
+/// `--by`, checked (default day, user, org, model).
+fn dims_of(by: &[String]) -> Result<Vec<Dim>, CliError> {
+    let mut dims = Vec::new();
+    for name in by.iter().flat_map(|b| b.split(',')) {
+        if name.trim().is_empty() {
+            return Err(CliError::Usage(format!(
+                "--by: {:?} has an empty dimension (day, week, month, user, org, provider, model)",
+                by.join(",")
+            )));
+        }
+        let dim = Dim::parse(name).ok_or_else(|| {
+            CliError::Usage(format!("--by: {name:?} is not one of day, week, month, user, org, provider, model"))
+        })?;
+        if !dims.contains(&dim) {
+            dims.push(dim);
+        }
+    }
+    if dims.is_empty() {
+        dims = vec![Dim::Day, Dim::User, Dim::Org, Dim::Model];
+    }
+    Ok(dims)
+}
+
+pub(super) type Groups = BTreeMap<Vec<String>, Sums>;
 
 /// `provider/model` → tokens billed without a known price.
-type Unpriced = BTreeMap<String, u64>;
+pub(super) type Unpriced = BTreeMap<String, u64>;
 
 /// The footnote under a report with `n/a` costs: which models, how many tokens, how to fix it.
-fn unpriced_note(unpriced: &Unpriced) -> String {
+pub(super) fn unpriced_note(unpriced: &Unpriced) -> String {
     let models: Vec<String> = unpriced.iter().map(|(model, tokens)| format!("{model} ({tokens} tokens)")).collect();
     format!(
         "n/a: no price known for {}; their cost is unknown, not zero (add a \"cost\" for them in ~/.pi/agent/models.json)",
@@ -194,7 +268,7 @@ enum Scanned {
 
 /// Streams every file (each in bounded memory) on all cores; one outcome per file, in order.
 /// On a terminal, a run that takes longer than a second shows its progress on stderr.
-fn scan_in_parallel(files: &[(PathBuf, bool)], dims: &[Dim]) -> Vec<Scanned> {
+fn scan_in_parallel(files: &[(PathBuf, bool)], query: &Query) -> Vec<Scanned> {
     let next = AtomicUsize::new(0);
     let progress = Progress::default();
     let slots: Vec<Mutex<Option<Scanned>>> = files.iter().map(|_| Mutex::new(None)).collect();
@@ -211,7 +285,7 @@ fn scan_in_parallel(files: &[(PathBuf, bool)], dims: &[Dim]) -> Vec<Scanned> {
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some((file, scanned)) = files.get(index) else { break };
-                    let outcome = scan_file(file, *scanned, dims, &progress.bytes, threads_per_file);
+                    let outcome = scan_file(file, *scanned, query, &progress.bytes, threads_per_file);
                     *slots[index].lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
                     progress.files.fetch_add(1, Ordering::Relaxed);
                 }
@@ -264,13 +338,19 @@ fn progress_line(bytes: u64, total: u64, done: usize, files: usize) -> String {
     format!("pi report: {:.1} of {:.1} MB ({percent}%), {done} of {files} files", bytes as f64 / MB, total as f64 / MB)
 }
 
-fn scan_file(file: &Path, scanned: bool, dims: &[Dim], read: &AtomicU64, threads: usize) -> Scanned {
+fn scan_file(file: &Path, scanned: bool, query: &Query, read: &AtomicU64, threads: usize) -> Scanned {
     let (mut groups, mut unpriced) = (Groups::new(), Unpriced::new());
     let result = scan_usage_counting(file, read, threads, |row| {
-        let key = dims
+        if !query.covers(&row.day) {
+            return;
+        }
+        let key = query
+            .dims
             .iter()
             .map(|dim| match dim {
                 Dim::Day => row.day.clone(),
+                Dim::Week => pi_agent::time::iso_week(&row.day).unwrap_or_else(|| row.day.clone()),
+                Dim::Month => row.day.get(..7).unwrap_or(&row.day).to_owned(),
                 Dim::User => row.user.clone().unwrap_or_else(|| "-".into()),
                 Dim::Org => row.org.clone().unwrap_or_else(|| "-".into()),
                 Dim::Provider => row.model.split_once('/').map_or(row.model.as_str(), |(p, _)| p).to_owned(),
