@@ -33,4 +33,4 @@ pub use convert::Conventions;
 pub use pipeline::OtelSubscriber;
 pub use probe::{PROBE_SPAN, probe};
 pub use spool::deliver_spooled;
-pub use stats::ExportStats;
+pub use stats::{ExportStats, SignalCounts};

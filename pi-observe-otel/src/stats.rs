@@ -28,6 +28,29 @@ pub(crate) struct Counters {
     pub(crate) hurry: tokio::sync::Notify,
     /// The exporter's view of its receiver (shared with it).
     pub(crate) link: Arc<crate::export::LinkState>,
+    /// What became of the metrics and the logs exports (`[metrics, logs]`).
+    pub(crate) signals: Mutex<[SignalCounts; 2]>,
+}
+
+/// What became of one signal's exports (requests, not items).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SignalCounts {
+    /// Taken by the receiver.
+    pub delivered: u64,
+    /// Written to the spool for a later run.
+    pub spooled: u64,
+    /// Neither.
+    pub not_delivered: u64,
+    /// The receiver takes no such signal (HTTP 404/405/415, gRPC `Unimplemented`): not sent
+    /// again this run.
+    pub unsupported: bool,
+}
+
+impl SignalCounts {
+    /// Anything was tried.
+    pub fn any(&self) -> bool {
+        self.delivered + self.spooled + self.not_delivered > 0 || self.unsupported
+    }
 }
 
 /// What the exporter did, in spans. `spans_started = spans_exported + spans_spooled +
@@ -58,9 +81,40 @@ pub struct ExportStats {
     pub diagnostics: Vec<String>,
     /// Why the last batch that could not be delivered failed (e.g. connection refused).
     pub last_error: Option<String>,
+    /// The metrics exports.
+    pub metrics: SignalCounts,
+    /// The logs exports.
+    pub logs: SignalCounts,
 }
 
 impl Counters {
+    /// Counts one metrics (`at` 0) or logs (`at` 1) export; `true` when the signal must stop
+    /// (credentials refused, or the backend takes no such signal — said once).
+    pub(crate) fn count_signal(&self, at: usize, signal: &str, shipped: crate::pipeline::Shipped) -> bool {
+        use crate::export::Delivery;
+        use crate::pipeline::Shipped;
+        let mut signals = self.signals.lock().unwrap_or_else(|e| e.into_inner());
+        let counts = &mut signals[at];
+        match shipped {
+            Shipped::Delivered => counts.delivered += 1,
+            Shipped::Spooled => counts.spooled += 1,
+            Shipped::Lost(Delivery::Unsupported(why)) => {
+                counts.unsupported = true;
+                drop(signals);
+                self.unsupported(signal, &why);
+                return true;
+            }
+            Shipped::Lost(Delivery::Unauthorized(why)) => {
+                counts.not_delivered += 1;
+                drop(signals);
+                self.stopped(signal, &why);
+                return true;
+            }
+            Shipped::Lost(_) => counts.not_delivered += 1,
+        }
+        false
+    }
+
     /// Records that `signal` export stopped for good (401/403): one diagnostic line.
     pub(crate) fn stopped(&self, signal: &str, why: &str) {
         self.diagnostics

@@ -20,6 +20,7 @@ use crate::stats::ExportStats;
 
 mod worker;
 
+pub(crate) use worker::Shipped;
 use worker::{Batch, Worker};
 
 /// Most spans kept open at once; starts beyond it are dropped (a runaway would otherwise grow
@@ -218,6 +219,7 @@ impl OtelSubscriber {
     /// A snapshot of the export counters.
     pub fn stats(&self) -> ExportStats {
         let c = &self.counters;
+        let [metrics, logs] = *c.signals.lock().unwrap_or_else(|e| e.into_inner());
         ExportStats {
             spans_started: c.started.load(Relaxed),
             spans_exported: c.exported.load(Relaxed),
@@ -231,6 +233,8 @@ impl OtelSubscriber {
             from_spool: c.from_spool.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             diagnostics: c.diagnostics.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             last_error: c.link.last_error(),
+            metrics,
+            logs,
         }
     }
 

@@ -112,7 +112,7 @@ impl Batch {
 }
 
 /// What became of one payload.
-enum Shipped {
+pub(crate) enum Shipped {
     Delivered,
     Spooled,
     /// Neither delivered nor spooled.
@@ -414,17 +414,8 @@ impl Worker {
         }
         let Some(request) = metrics.request(&self.exporter.proto_resource(), SystemTime::now()) else { return };
         let payload = self.exporter.metrics_payload(request);
-        match self.ship(runtime, &payload, deadline) {
-            Shipped::Lost(Delivery::Unauthorized(why)) => {
-                self.metrics_stopped = true;
-                self.counters.stopped("metrics", &why);
-            }
-            Shipped::Lost(Delivery::Unsupported(why)) => {
-                self.metrics_stopped = true;
-                self.counters.unsupported("metrics", &why);
-            }
-            _ => {}
-        }
+        let shipped = self.ship(runtime, &payload, deadline);
+        self.metrics_stopped = self.counters.count_signal(0, "metrics", shipped);
     }
 
     fn export(&mut self, runtime: &tokio::runtime::Runtime, deadline: Instant) {
@@ -442,17 +433,8 @@ impl Worker {
             return;
         }
         let payload = self.exporter.logs_payload(records);
-        match self.ship(runtime, &payload, deadline) {
-            Shipped::Lost(Delivery::Unauthorized(why)) => {
-                self.logs_stopped = true;
-                self.counters.stopped("logs", &why);
-            }
-            Shipped::Lost(Delivery::Unsupported(why)) => {
-                self.logs_stopped = true;
-                self.counters.unsupported("logs", &why);
-            }
-            _ => {}
-        }
+        let shipped = self.ship(runtime, &payload, deadline);
+        self.logs_stopped = self.counters.count_signal(1, "logs", shipped);
     }
 
     fn export_spans(&mut self, runtime: &tokio::runtime::Runtime, deadline: Instant) {

@@ -84,6 +84,26 @@ impl Sink for OtlpSink {
     }
 }
 
+/// `; metrics: 2 exports delivered, 1 spooled` — a signal's own counts on the exit line (nothing
+/// when it sent nothing); `; metrics: not taken by this backend` when the receiver said so.
+fn signal_note(name: &str, counts: &pi_observe::otel::SignalCounts) -> String {
+    if counts.unsupported {
+        return format!("; {name}: not taken by this backend");
+    }
+    if !counts.any() {
+        return String::new();
+    }
+    let plural = if counts.delivered == 1 { "" } else { "s" };
+    let mut note = format!("; {name}: {} export{plural} delivered", counts.delivered);
+    if counts.spooled > 0 {
+        note.push_str(&format!(", {} spooled", counts.spooled));
+    }
+    if counts.not_delivered > 0 {
+        note.push_str(&format!(", {} not delivered", counts.not_delivered));
+    }
+    note
+}
+
 /// The sink's resolved values and their sources.
 fn status(c: &OtlpConfig, sources: &Sources<'_>) -> Value {
     let a = sources.args;
@@ -175,8 +195,10 @@ impl Running for RunningOtlp {
             (n, Some(spool)) => exit::spooled_note(n, spool.gone_items.get("traces").copied().unwrap_or(0)),
         };
         let why = if not_delivered > 0 || stats.spans_spooled > 0 { stats.last_error.as_deref() } else { None };
+        let others: String =
+            [("metrics", &stats.metrics), ("logs", &stats.logs)].iter().map(|(n, c)| signal_note(n, c)).collect();
         output::error(format_args!(
-            "pi: otlp: {} spans delivered{spooled}, {not_delivered} not delivered{}",
+            "pi: otlp: {} spans delivered{spooled}, {not_delivered} not delivered{}{others}",
             stats.spans_exported,
             why.map(|w| format!(" (last error: {w})")).unwrap_or_default(),
         ));
