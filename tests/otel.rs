@@ -487,6 +487,18 @@ fn metrics_and_spans_share_one_identity_and_the_resource_names_version_and_proce
     let Some(Data::Sum(sessions)) = metric("pi.session.count").and_then(|m| m.data) else { panic!("no session count") };
     assert_eq!(sessions.data_points.len(), 1);
 
+    // The settings' own key for the dimensions, checked the same way.
+    support::global_settings(&d, r#"{"telemetry":{"metrics":{"dimensions":["user"]}}}"#);
+    let out = pi()
+        .args(["-p", "x", "--otlp", &receiver.endpoint])
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("telemetry.metrics.dimensions: \"user\" is not a metric dimension")
+    );
     for bad in ["user", "org", "user.email"] {
         let out = pi().args(["-p", "x", "--otlp", &receiver.endpoint, "--metric-dims", bad]).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{bad}");

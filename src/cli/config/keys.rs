@@ -17,6 +17,12 @@ pub const SESSION_DIR: Key<String> = Key { path: &["sessionDir"], read: |f| f.do
 pub const TRACE_DETAIL: Key<crate::cli::settings::TraceDetail> =
     Key { path: &["telemetry", "traceDetail"], read: |f| f.doc.telemetry.as_ref()?.trace_detail };
 
+/// `telemetry.metrics.dimensions`: what metrics are split by.
+pub const METRIC_DIMENSIONS: Key<Vec<String>> = Key {
+    path: &["telemetry", "metrics", "dimensions"],
+    read: |f| f.doc.telemetry.as_ref()?.metrics.as_ref()?.dimensions.clone(),
+};
+
 /// `telemetry.sampler`: the trace sampler (below `OTEL_TRACES_SAMPLER[_ARG]`).
 pub mod sampler {
     use super::*;

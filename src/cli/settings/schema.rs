@@ -343,6 +343,8 @@ pub(crate) struct Telemetry {
     pub redact: Option<Vec<String>>,
     /// `"storage"`: session storage as spans (default: events on the operation).
     pub trace_detail: Option<TraceDetail>,
+    /// `telemetry.metrics`: what metrics are split by.
+    pub metrics: Option<MetricsSettings>,
     pub sampler: Option<Sampler>,
     pub spool: Option<Spool>,
     pub attribution: Option<Attribution>,
@@ -353,6 +355,14 @@ pub(crate) struct Telemetry {
 pub(crate) struct Sampler {
     pub name: Option<SamplerName>,
     pub arg: Option<Ratio>,
+}
+
+/// `telemetry.metrics`.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct MetricsSettings {
+    /// The metric dimensions (as `--metric-dims` takes them); `telemetry.sinks.otlp.metricDims`
+    /// wins when both are set.
+    pub dimensions: Option<Vec<String>>,
 }
 
 /// `telemetry.traceDetail`.

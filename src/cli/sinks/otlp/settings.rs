@@ -7,7 +7,7 @@ use pi_observe::otel::{Conventions, OtlpConfig, Protocol};
 use serde::Deserialize;
 
 use crate::cli::CliError;
-use crate::cli::config::keys::sampler;
+use crate::cli::config::keys::{self, sampler};
 use crate::cli::config::telemetry::Headers;
 use crate::cli::config::{Config, env_set};
 use crate::cli::settings::sink_section;
@@ -337,9 +337,12 @@ fn apply_sink_settings(config: &mut OtlpConfig, args: &OtlpArgs, cfg: &Config) -
         config.conventions = conventions;
     }
     let dims_flag = flag(!args.metric_dims.is_empty(), "--metric-dims");
-    if let Some(items) = cfg.pick(&key::METRIC_DIMS, dims_flag, &[]).and_then(|p| p.set()) {
-        let dims = if items.is_empty() { Vec::new() } else { metric_dims(&key::METRIC_DIMS.dotted(), &items)? };
-        config.metric_dims = Some(dims);
+    let found = match cfg.pick(&key::METRIC_DIMS, dims_flag, &[]) {
+        Some(picked) => picked.set().map(|items| (items, key::METRIC_DIMS.dotted())),
+        None => cfg.find(&keys::METRIC_DIMENSIONS).map(|(items, _)| (items, keys::METRIC_DIMENSIONS.dotted())),
+    };
+    if let Some((items, culprit)) = found {
+        config.metric_dims = Some(if items.is_empty() { Vec::new() } else { metric_dims(&culprit, &items)? });
     }
     let logs_flag = flag(args.otlp_logs, "--otlp-logs");
     if let Some(logs) = cfg.pick(&key::LOGS, logs_flag, &[env::LOGS_EXPORTER]).and_then(|p| p.set()) {
