@@ -90,9 +90,8 @@ pub struct ExportStats {
 impl Counters {
     /// Counts one metrics (`at` 0) or logs (`at` 1) export; `true` when the signal must stop
     /// (credentials refused, or the backend takes no such signal — said once).
-    pub(crate) fn count_signal(&self, at: usize, signal: &str, shipped: crate::pipeline::Shipped) -> bool {
-        use crate::export::Delivery;
-        use crate::pipeline::Shipped;
+    pub(crate) fn count_signal(&self, at: usize, signal: &str, shipped: crate::export::Shipped) -> bool {
+        use crate::export::{Delivery, Shipped};
         let mut signals = self.signals.lock().unwrap_or_else(|e| e.into_inner());
         let counts = &mut signals[at];
         match shipped {

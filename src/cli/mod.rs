@@ -18,6 +18,7 @@ mod observe;
 mod output;
 mod paths;
 mod report;
+mod report_data;
 mod report_html;
 mod run_state;
 mod sessions;

@@ -7,11 +7,11 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use pi_agent::message::Usage;
 use pi_agent::session::{SessionError, scan_usage_counting};
 
 use clap::{Args, ValueEnum};
 
+use super::report_data::{Groups, Sums, Unpriced, unpriced_note};
 use super::sessions::session_files_of;
 use super::{CliError, output};
 
@@ -121,12 +121,6 @@ impl Dim {
             Dim::Model => "model",
         }
     }
-}
-
-#[derive(Default)]
-pub(super) struct Sums {
-    pub(super) usage: Usage,
-    pub(super) turns: u64,
 }
 
 /// Reads every session, prints the report, and exits non-zero if a session file could not be
@@ -242,20 +236,6 @@ fn dims_of(by: &[String]) -> Result<Vec<Dim>, CliError> {
         dims = vec![Dim::Day, Dim::User, Dim::Org, Dim::Model];
     }
     Ok(dims)
-}
-
-pub(super) type Groups = BTreeMap<Vec<String>, Sums>;
-
-/// `provider/model` → tokens billed without a known price.
-pub(super) type Unpriced = BTreeMap<String, u64>;
-
-/// The footnote under a report with `n/a` costs: which models, how many tokens, how to fix it.
-pub(super) fn unpriced_note(unpriced: &Unpriced) -> String {
-    let models: Vec<String> = unpriced.iter().map(|(model, tokens)| format!("{model} ({tokens} tokens)")).collect();
-    format!(
-        "n/a: no price known for {}; their cost is unknown, not zero (add a \"cost\" for them in ~/.pi/agent/models.json)",
-        models.join(", ")
-    )
 }
 
 /// One session file's part of the report.

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::report::{Groups, Sums, Unpriced, unpriced_note};
+use super::report_data::{Groups, Sums, Unpriced, unpriced_note};
 
 /// The page for `groups` keyed `[day, org, user, model]`, per-session totals, the unpriced
 /// models and the date range asked for.

@@ -3,8 +3,8 @@
 use serde_json::{Value, json};
 
 use super::assemble::answer;
+use super::assemble::parse_arguments;
 use super::http::HttpConfig;
-use super::openai::parse_arguments;
 use super::sse::SseEvent;
 use super::wire::{HttpProvider, Sink, Stream, Wire};
 use super::{ProviderError, ProviderRequest, StreamEvent};

@@ -1,8 +1,9 @@
 //! What a streamed response assembles into, shared by the HTTP providers that collect thinking,
 //! text and tool calls separately: the assistant message, in upstream's block order.
 
+use serde_json::{Value, json};
+
 use super::ProviderRequest;
-use super::openai::parse_arguments;
 use crate::message::{AssistantMessage, ContentBlock, StopReason, Usage};
 
 /// The parts of one response as they were streamed.
@@ -55,5 +56,17 @@ pub(crate) fn answer(
         stop_reason,
         error_message: None,
         timestamp: crate::time::now_millis(),
+    }
+}
+
+/// Tool arguments as JSON; text that is not a JSON object is kept as a string so the tool can
+/// report the problem to the model instead of the whole request failing.
+pub(crate) fn parse_arguments(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return json!({});
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => Value::String(raw.to_owned()),
     }
 }

@@ -255,18 +255,6 @@ impl StreamState {
     }
 }
 
-/// Tool arguments as JSON; text that is not a JSON object is kept as a string so the tool can
-/// report the problem to the model instead of the whole request failing.
-pub(crate) fn parse_arguments(raw: &str) -> Value {
-    if raw.trim().is_empty() {
-        return json!({});
-    }
-    match serde_json::from_str::<Value>(raw) {
-        Ok(v @ Value::Object(_)) => v,
-        _ => Value::String(raw.to_owned()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

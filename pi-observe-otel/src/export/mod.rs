@@ -46,6 +46,14 @@ pub(crate) enum Delivery {
     Unsupported(String),
 }
 
+/// What became of one payload in the pipeline.
+pub(crate) enum Shipped {
+    Delivered,
+    Spooled,
+    /// Neither delivered nor spooled.
+    Lost(Delivery),
+}
+
 /// What the exporter knows about its link to the receiver, shared with the pipeline.
 #[derive(Debug, Default)]
 pub(crate) struct LinkState {

@@ -20,7 +20,6 @@ use crate::stats::ExportStats;
 
 mod worker;
 
-pub(crate) use worker::Shipped;
 use worker::{Batch, Worker};
 
 /// Most spans kept open at once; starts beyond it are dropped (a runaway would otherwise grow

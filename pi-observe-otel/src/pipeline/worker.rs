@@ -14,6 +14,7 @@ use pi_observe_spool::Spool;
 
 use super::{Control, Counters, DEGRADED_FOR, MAX_DEGRADED_FOR, MAX_OPEN_SPANS, Queue};
 use crate::convert::{Conventions, proto_span, span_data, span_parts};
+use crate::export::Shipped;
 use crate::export::{Delivery, Exporter, Payload};
 use crate::metrics::Aggregator;
 use opentelemetry_proto::tonic::trace::v1::Span as ProtoSpan;
@@ -109,14 +110,6 @@ impl Batch {
             Batch::Encoded(spans) => Batch::Encoded(spans.take()),
         }
     }
-}
-
-/// What became of one payload.
-pub(crate) enum Shipped {
-    Delivered,
-    Spooled,
-    /// Neither delivered nor spooled.
-    Lost(Delivery),
 }
 
 impl Worker {
