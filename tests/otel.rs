@@ -514,8 +514,10 @@ fn metrics_and_spans_share_one_identity_and_the_resource_names_version_and_proce
 fn a_backend_without_metrics_is_said_once_and_the_traces_carry_on() {
     let receiver = Receiver::start(vec![]);
     *receiver.other_signals.lock().unwrap() = 405;
+    let d = scratch("trace-only");
     let out = pi()
         .args(["-p", "hello", "--provider", "faux", "--no-session", "--tools", "none", "--otlp", &receiver.endpoint])
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -531,4 +533,9 @@ fn a_backend_without_metrics_is_said_once_and_the_traces_carry_on() {
     let metrics = stdout.lines().find(|l| l.contains(" metrics ")).unwrap();
     assert!(metrics.starts_with("skip") && metrics.contains("OTEL_METRICS_EXPORTER=none"), "{stdout}");
     assert!(stdout.lines().any(|l| l.starts_with("ok ") && l.contains(" traces ")), "{stdout}");
+    let status =
+        pi().args(["observe", "status", "--json"]).env("PI_CODING_AGENT_DIR", d.join("agent")).output().unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["lastRun"]["otlp"]["metrics"], "not taken by this backend", "{status}");
+    std::fs::remove_dir_all(&d).unwrap();
 }

@@ -85,23 +85,29 @@ impl Sink for OtlpSink {
 }
 
 /// `; metrics: 2 exports delivered, 1 spooled` — a signal's own counts on the exit line (nothing
-/// when it sent nothing); `; metrics: not taken by this backend` when the receiver said so.
+/// when it sent nothing).
 fn signal_note(name: &str, counts: &pi_observe::otel::SignalCounts) -> String {
+    signal_summary(counts).map(|summary| format!("; {name}: {summary}")).unwrap_or_default()
+}
+
+/// `2 exports delivered, 1 spooled`, or `not taken by this backend` when the receiver said so;
+/// `None` when the signal sent nothing.
+fn signal_summary(counts: &pi_observe::otel::SignalCounts) -> Option<String> {
     if counts.unsupported {
-        return format!("; {name}: not taken by this backend");
+        return Some("not taken by this backend".into());
     }
     if !counts.any() {
-        return String::new();
+        return None;
     }
     let plural = if counts.delivered == 1 { "" } else { "s" };
-    let mut note = format!("; {name}: {} export{plural} delivered", counts.delivered);
+    let mut summary = format!("{} export{plural} delivered", counts.delivered);
     if counts.spooled > 0 {
-        note.push_str(&format!(", {} spooled", counts.spooled));
+        summary.push_str(&format!(", {} spooled", counts.spooled));
     }
     if counts.not_delivered > 0 {
-        note.push_str(&format!(", {} not delivered", counts.not_delivered));
+        summary.push_str(&format!(", {} not delivered", counts.not_delivered));
     }
-    note
+    Some(summary)
 }
 
 /// The sink's resolved values and their sources.
@@ -225,6 +231,12 @@ struct Counters {
     #[serde(skip_serializing_if = "Option::is_none")]
     last_error: Option<String>,
     delivered_from_spool: u64,
+    /// What became of the metrics exports (absent when none were sent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metrics: Option<String>,
+    /// What became of the logs exports.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logs: Option<String>,
 }
 
 impl Counters {
@@ -244,6 +256,8 @@ impl Counters {
             dropped: dropped.into_iter().filter(|(_, n)| *n > 0).collect(),
             last_error: stats.last_error.clone(),
             delivered_from_spool: stats.from_spool.delivered_items,
+            metrics: signal_summary(&stats.metrics),
+            logs: signal_summary(&stats.logs),
         }
     }
 }
