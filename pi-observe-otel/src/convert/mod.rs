@@ -123,6 +123,13 @@ impl Converted<'_> {
     fn string(&self, key: &str) -> Option<opentelemetry::Value> {
         self.index(key).filter(|&i| self.fields[i].value.as_str().is_some()).map(|i| self.values[i].clone())
     }
+
+    /// Copies the string field `field`, if present, onto the attribute `key`.
+    fn push_str(&self, out: &mut Vec<KeyValue>, key: &'static str, field: &str) {
+        if let Some(v) = self.string(field) {
+            out.push(KeyValue::new(key, v));
+        }
+    }
 }
 
 /// All attributes of one span: exportable payload fields as `pi.<key>`, attribution as
@@ -143,11 +150,6 @@ pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions, 
     let cache_read = payload.int(pi::CACHE_READ_TOKENS).unwrap_or(0);
     let cache_write = payload.int(pi::CACHE_WRITE_TOKENS).unwrap_or(0);
     let prompt_tokens = input.map(|i| i + cache_read + cache_write);
-    let push_str = |out: &mut Vec<KeyValue>, key: &'static str, field: &str| {
-        if let Some(v) = payload.string(field) {
-            out.push(KeyValue::new(key, v));
-        }
-    };
     if conventions.genai() {
         let operation = match name {
             pi::AGENT_PROMPT => Some(OP_INVOKE_AGENT),
@@ -161,27 +163,27 @@ pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions, 
         if let Some(provider) = payload.index(pi::PROVIDER).and_then(|i| payload.fields[i].value.as_str()) {
             out.push(KeyValue::new(GEN_AI_PROVIDER_NAME, genai_provider_name(provider).to_owned()));
         }
-        push_str(&mut out, GEN_AI_REQUEST_MODEL, pi::MODEL);
-        push_str(&mut out, GEN_AI_RESPONSE_MODEL, pi::RESPONSE_MODEL);
-        push_str(&mut out, GEN_AI_CONVERSATION_ID, pi::SESSION_ID);
-        push_str(&mut out, GEN_AI_TOOL_NAME, pi::TOOL_NAME);
-        push_str(&mut out, GEN_AI_TOOL_CALL_ID, pi::TOOL_CALL_ID);
+        payload.push_str(&mut out, GEN_AI_REQUEST_MODEL, pi::MODEL);
+        payload.push_str(&mut out, GEN_AI_RESPONSE_MODEL, pi::RESPONSE_MODEL);
+        payload.push_str(&mut out, GEN_AI_CONVERSATION_ID, pi::SESSION_ID);
+        payload.push_str(&mut out, GEN_AI_TOOL_NAME, pi::TOOL_NAME);
+        payload.push_str(&mut out, GEN_AI_TOOL_CALL_ID, pi::TOOL_CALL_ID);
         if name == pi::AGENT_PROMPT {
             out.push(KeyValue::new(GEN_AI_AGENT_NAME, AGENT_NAME));
         }
         // Captured content on the conventions' own keys (absent unless a sink captures it).
-        push_str(&mut out, GEN_AI_INPUT_MESSAGES, pi::INPUT_MESSAGES);
-        push_str(&mut out, GEN_AI_OUTPUT_MESSAGES, pi::OUTPUT_MESSAGES);
-        push_str(&mut out, GEN_AI_SYSTEM_INSTRUCTIONS, pi::SYSTEM_INSTRUCTIONS);
-        push_str(&mut out, GEN_AI_TOOL_DEFINITIONS, pi::TOOL_DEFINITIONS);
+        payload.push_str(&mut out, GEN_AI_INPUT_MESSAGES, pi::INPUT_MESSAGES);
+        payload.push_str(&mut out, GEN_AI_OUTPUT_MESSAGES, pi::OUTPUT_MESSAGES);
+        payload.push_str(&mut out, GEN_AI_SYSTEM_INSTRUCTIONS, pi::SYSTEM_INSTRUCTIONS);
+        payload.push_str(&mut out, GEN_AI_TOOL_DEFINITIONS, pi::TOOL_DEFINITIONS);
         if name == pi::AGENT_TOOL_CALL {
-            push_str(&mut out, GEN_AI_TOOL_CALL_ARGUMENTS, pi::TOOL_ARGS);
+            payload.push_str(&mut out, GEN_AI_TOOL_CALL_ARGUMENTS, pi::TOOL_ARGS);
             for output in [pi::TOOL_RESULT, pi::SHELL_OUTPUT, pi::FILE_CONTENT] {
-                push_str(&mut out, GEN_AI_TOOL_CALL_RESULT, output);
+                payload.push_str(&mut out, GEN_AI_TOOL_CALL_RESULT, output);
             }
         }
         if name == pi::PROVIDER_REQUEST {
-            push_str(&mut out, SERVER_ADDRESS, pi::SERVER_ADDRESS);
+            payload.push_str(&mut out, SERVER_ADDRESS, pi::SERVER_ADDRESS);
             if let Some(port) = payload.int(pi::SERVER_PORT) {
                 out.push(KeyValue::new(SERVER_PORT, port));
             }
@@ -208,37 +210,49 @@ pub fn span_attributes(name: &str, record: &ObsEvent, conventions: Conventions, 
         }
     }
     if conventions.openinference() {
-        let kind = match name {
-            pi::AGENT_PROMPT => "AGENT",
-            pi::PROVIDER_REQUEST => "LLM",
-            pi::AGENT_TOOL_CALL => "TOOL",
-            _ => "CHAIN",
-        };
-        out.push(KeyValue::new(OPENINFERENCE_SPAN_KIND, kind));
-        if name == pi::PROVIDER_REQUEST {
-            push_str(&mut out, LLM_MODEL_NAME, pi::MODEL);
-            push_str(&mut out, LLM_PROVIDER, pi::PROVIDER);
-            if let (Some(prompt), Some(completion)) = (prompt_tokens, output) {
-                out.push(KeyValue::new(LLM_TOKEN_COUNT_PROMPT, prompt));
-                out.push(KeyValue::new(LLM_TOKEN_COUNT_COMPLETION, completion));
-                out.push(KeyValue::new(LLM_TOKEN_COUNT_TOTAL, prompt + completion));
-            }
-            // pi's own cost, where Phoenix reads it: a model it has no price for shows pi's, not $0.
-            if let Some(total) = payload.float(pi::COST_TOTAL) {
-                let prompt: f64 = [pi::COST_INPUT, pi::COST_CACHE_READ, pi::COST_CACHE_WRITE]
-                    .iter()
-                    .filter_map(|k| payload.float(k))
-                    .sum();
-                out.push(KeyValue::new(LLM_COST_PROMPT, prompt));
-                out.push(KeyValue::new(LLM_COST_COMPLETION, payload.float(pi::COST_OUTPUT).unwrap_or(0.0)));
-                out.push(KeyValue::new(LLM_COST_TOTAL, total));
-            }
-        }
-        push_str(&mut out, TOOL_NAME, pi::TOOL_NAME);
-        push_str(&mut out, SESSION_ID, pi::SESSION_ID);
-        openinference_content(name, &payload, &mut out);
+        openinference_attributes(name, &payload, prompt_tokens, output, &mut out);
     }
     out
+}
+
+/// The OpenInference keys Phoenix and Arize read: span kind, model, token counts, pi's cost
+/// and captured content.
+fn openinference_attributes(
+    name: &str,
+    payload: &Converted<'_>,
+    prompt_tokens: Option<i64>,
+    output: Option<i64>,
+    out: &mut Vec<KeyValue>,
+) {
+    let kind = match name {
+        pi::AGENT_PROMPT => "AGENT",
+        pi::PROVIDER_REQUEST => "LLM",
+        pi::AGENT_TOOL_CALL => "TOOL",
+        _ => "CHAIN",
+    };
+    out.push(KeyValue::new(OPENINFERENCE_SPAN_KIND, kind));
+    if name == pi::PROVIDER_REQUEST {
+        payload.push_str(out, LLM_MODEL_NAME, pi::MODEL);
+        payload.push_str(out, LLM_PROVIDER, pi::PROVIDER);
+        if let (Some(prompt), Some(completion)) = (prompt_tokens, output) {
+            out.push(KeyValue::new(LLM_TOKEN_COUNT_PROMPT, prompt));
+            out.push(KeyValue::new(LLM_TOKEN_COUNT_COMPLETION, completion));
+            out.push(KeyValue::new(LLM_TOKEN_COUNT_TOTAL, prompt + completion));
+        }
+        // pi's own cost, where Phoenix reads it: a model it has no price for shows pi's, not $0.
+        if let Some(total) = payload.float(pi::COST_TOTAL) {
+            let prompt: f64 = [pi::COST_INPUT, pi::COST_CACHE_READ, pi::COST_CACHE_WRITE]
+                .iter()
+                .filter_map(|k| payload.float(k))
+                .sum();
+            out.push(KeyValue::new(LLM_COST_PROMPT, prompt));
+            out.push(KeyValue::new(LLM_COST_COMPLETION, payload.float(pi::COST_OUTPUT).unwrap_or(0.0)));
+            out.push(KeyValue::new(LLM_COST_TOTAL, total));
+        }
+    }
+    payload.push_str(out, TOOL_NAME, pi::TOOL_NAME);
+    payload.push_str(out, SESSION_ID, pi::SESSION_ID);
+    openinference_content(name, payload, out);
 }
 
 /// Captured content where Phoenix/Arize read it: `input.value` / `output.value`, the LLM span's
