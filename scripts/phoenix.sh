@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts a real Arize Phoenix (an OTLP trace backend) on free loopback ports with a fresh
 # working directory, for the backend test. Source it: it exports PHOENIX_URL and PHOENIX_PID
-# and installs an EXIT trap that stops Phoenix by its PID.
+# and stops Phoenix by its PID on exit (through PI_CLEANUP, shared with scripts/prometheus.sh).
 #
 #   . scripts/phoenix.sh
 #
@@ -28,19 +28,7 @@ PHOENIX_HOST=127.0.0.1 PHOENIX_PORT="$phoenix_port" PHOENIX_GRPC_PORT="$phoenix_
   "$venv/bin/phoenix" serve > "$phoenix_dir/phoenix.log" 2>&1 &
 export PHOENIX_PID=$!
 export PHOENIX_URL="http://127.0.0.1:$phoenix_port"
-trap 'kill "$PHOENIX_PID" 2>/dev/null || true; wait "$PHOENIX_PID" 2>/dev/null || true; rm -rf "$phoenix_dir"' EXIT
-for _ in $(seq 1 240); do
-  if curl -sf "$PHOENIX_URL/healthz" > /dev/null 2>&1; then
-    echo "== Phoenix ready at $PHOENIX_URL (pid $PHOENIX_PID)"
-    return 0 2>/dev/null || exit 0
-  fi
-  if ! kill -0 "$PHOENIX_PID" 2>/dev/null; then
-    echo "Phoenix exited during start-up:" >&2
-    tail -20 "$phoenix_dir/phoenix.log" >&2
-    exit 1
-  fi
-  sleep 0.5
-done
-echo "Phoenix did not become ready within 120 s" >&2
-tail -20 "$phoenix_dir/phoenix.log" >&2
-exit 1
+PI_CLEANUP="kill $PHOENIX_PID 2>/dev/null || true; wait $PHOENIX_PID 2>/dev/null || true; rm -rf '$phoenix_dir'; ${PI_CLEANUP:-}"
+trap 'eval "$PI_CLEANUP"' EXIT
+"$root/scripts/wait-ready" Phoenix "$PHOENIX_URL/healthz" "$PHOENIX_PID" "$phoenix_dir/phoenix.log" 120
+echo "== Phoenix ready at $PHOENIX_URL (pid $PHOENIX_PID)"

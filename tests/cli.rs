@@ -396,8 +396,9 @@ fn session_storage_is_events_on_the_work_unless_trace_detail_asks_for_spans() {
 fn report_ranges_weeks_months_and_a_self_contained_html_page() {
     let d = scratch("report-html");
     let sessions = d.join("sessions");
-    for user in ["alice", "<b>mallory</b>"] {
+    for (user, team) in [("alice", "core"), ("<b>mallory</b>", "web")] {
         pi().args(["-p", "hello", "--tools", "none", "--org", "acme", "--user", user])
+            .args(["--context", &format!("teamId={team}")])
             .flag("--session", sessions.join(format!("{}.jsonl", user.len())))
             .succeeds();
     }
@@ -416,6 +417,18 @@ fn report_ranges_weeks_months_and_a_self_contained_html_page() {
     assert!(!report(&["--since", "2999-01-01", "--by", "org"]).contains("acme"), "nothing after the range start");
     let bad = pi().args(["report", "--since", "2026-13-01"]).arg(&sessions).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
+    // Any recorded attribution key is a dimension; one no usage carries is refused by name.
+    let teams: Vec<serde_json::Value> =
+        serde_json::from_str(&report(&["--format", "json", "--by", "teamId,user"])).unwrap();
+    let team_of = |user: &str| teams.iter().find(|r| r["user"] == user).map(|r| r["teamId"].clone());
+    assert_eq!(team_of("alice"), Some("core".into()), "{teams:?}");
+    assert_eq!(team_of("<b>mallory</b>"), Some("web".into()), "{teams:?}");
+    let team_cost: f64 = teams.iter().map(|r| r["costUsd"].as_f64().unwrap()).sum();
+    assert!((team_cost - cost).abs() < 1e-9, "the same usage, split another way");
+    let typo = pi().args(["report", "--by", "team"]).arg(&sessions).output().unwrap();
+    assert_eq!(typo.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&typo.stderr);
+    assert!(stderr.contains("\"team\"") && stderr.contains("orgId, teamId, userId"), "{stderr}");
 
     let html = report(&["--format", "html"]);
     assert!(html.starts_with("<!doctype html>") && html.trim_end().ends_with("</html>"));
@@ -424,6 +437,83 @@ fn report_ranges_weeks_months_and_a_self_contained_html_page() {
     assert!(html.contains("<svg") && html.contains("Top sessions") && html.contains("By model"));
     for outside in ["<script", "http://", "https://", "<link", "@import"] {
         assert!(!html.contains(outside), "self-contained: no {outside}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Headless Chromium (Debian's `chromium`, or `PI_CHROMIUM`) on `page`: the console messages it
+/// logged, the DOM it rendered, and a screenshot at `shot`.
+fn open_in_chromium(page: &Path, shot: &Path) -> (Vec<String>, String) {
+    let chromium = std::env::var("PI_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let profile = page.with_extension("profile");
+    // Flags that keep a headless Chromium off the network and out of the sandbox root cannot use.
+    let flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--window-size=1280,1600",
+    ];
+    let url = format!("file://{}", page.display());
+    let run = |extra: &str| {
+        let out = std::process::Command::new(&chromium)
+            .args(flags)
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg(extra)
+            .arg(&url)
+            .output()
+            .unwrap_or_else(|e| panic!("{chromium}: {e} (install Debian's chromium: scripts/test does)"));
+        assert!(out.status.success(), "{chromium}: {}", text(&out).1);
+        text(&out)
+    };
+    let (_, stderr) = run(&format!("--screenshot={}", shot.display()));
+    let console = stderr.lines().filter(|l| l.contains(":CONSOLE")).map(str::to_owned).collect();
+    let (dom, _) = run("--dump-dom");
+    (console, dom)
+}
+
+#[test]
+#[ignore = "needs Debian's chromium: run scripts/test"]
+fn the_html_report_opens_in_a_browser_without_errors_and_shows_the_json_totals() {
+    let d = scratch("report-chromium");
+    let sessions = d.join("sessions");
+    for (user, org) in [("alice", "acme"), ("bob", "globex")] {
+        pi().args(["-p", "hello", "--tools", "none", "--org", org, "--user", user])
+            .flag("--session", sessions.join(format!("{user}.jsonl")))
+            .succeeds();
+    }
+    let report = |format: &str| {
+        let out = pi().args(["report", "--by", "org", "--format", format]).arg(&sessions).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out).1);
+        out.stdout
+    };
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&report("json")).unwrap();
+    let total: f64 = rows.iter().map(|r| r["costUsd"].as_f64().unwrap()).sum();
+    let page = d.join("report.html");
+    std::fs::write(&page, report("html")).unwrap();
+
+    // The check sees a console error when there is one.
+    let broken = d.join("broken.html");
+    std::fs::write(&broken, "<!doctype html><p>x</p><script>console.error('boom')</script>").unwrap();
+    let (console, _) = open_in_chromium(&broken, &d.join("broken.png"));
+    assert!(console.iter().any(|l| l.contains("boom")), "{console:?}");
+
+    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join("report.png");
+    let (console, dom) = open_in_chromium(&page, &shot);
+    assert!(console.is_empty(), "the page logs nothing: {console:?}");
+    assert!(std::fs::metadata(&shot).unwrap().len() > 10_000, "a screenshot with something on it");
+    assert!(dom.contains(&format!("cost ${total:.6}")), "the rendered total is the JSON report's ({total})");
+    for org in ["acme", "globex"] {
+        let cost = rows.iter().find(|r| r["org"] == org).unwrap()["costUsd"].as_f64().unwrap();
+        assert!(dom.contains(&format!("${cost:.6}")), "{org}'s cost is on the page");
     }
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -165,7 +165,7 @@ fn streaming_the_usage_gives_the_same_rows_as_reading_the_whole_session() {
     assert_eq!(streamed, whole);
     assert_eq!(read.into_inner(), std::fs::metadata(&path).unwrap().len(), "progress counts every byte read");
     assert_eq!(streamed.len(), 5);
-    assert!(streamed.iter().any(|r| r.user.as_deref() == Some("bob")));
+    assert!(streamed.iter().any(|r| r.user() == Some("bob")));
     // A torn tail is reported, not an error; a corrupt line is an error naming it.
     std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{\"id\":\"x").unwrap();
     let torn = pi_agent::session::scan_usage(&path, |_| {}).unwrap().torn_tail.unwrap();

@@ -1,13 +1,14 @@
 //! `pi report`: cost per user/org/model/day from session files.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use pi_agent::session::{SessionError, scan_usage_counting};
+use pi_agent::session::{AttributedUsage, SessionError, scan_usage_counting};
+use pi_observe_core::names::{CTX_ORG_ID, CTX_USER_ID};
 
 use clap::{Args, ValueEnum};
 
@@ -25,7 +26,8 @@ pub struct ReportArgs {
     #[arg(long, value_enum, default_value = "table")]
     pub format: ReportFormat,
     /// Group by these dimensions (comma-separated: day, week (ISO, `2026-W49`), month, user,
-    /// org, provider, model; default day, user, org, model).
+    /// org, provider, model, or any attribution key recorded with `--context`, such as
+    /// `teamId`; default day, user, org, model).
     #[arg(long, value_name = "DIMS")]
     pub by: Vec<String>,
     /// Report (exit 0) even when some entries carry usage pi could not read; without it such a
@@ -85,7 +87,7 @@ pub enum ReportFormat {
 }
 
 /// A grouping dimension of the report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Dim {
     Day,
     Week,
@@ -94,23 +96,30 @@ enum Dim {
     Org,
     Provider,
     Model,
+    /// Any other key of the recorded attribution (`teamId`, `project`).
+    Key(String),
 }
+
+/// The dimensions `--by` names in words (attribution keys come on top).
+const DIMS: &str = "day, week, month, user, org, provider, model, or an attribution key such as teamId";
 
 impl Dim {
     fn parse(name: &str) -> Option<Dim> {
-        match name.trim() {
-            "day" => Some(Dim::Day),
-            "week" => Some(Dim::Week),
-            "month" => Some(Dim::Month),
-            "user" => Some(Dim::User),
-            "org" => Some(Dim::Org),
-            "provider" => Some(Dim::Provider),
-            "model" => Some(Dim::Model),
-            _ => None,
-        }
+        let name = name.trim();
+        Some(match name {
+            "day" => Dim::Day,
+            "week" => Dim::Week,
+            "month" => Dim::Month,
+            "user" | CTX_USER_ID => Dim::User,
+            "org" | CTX_ORG_ID => Dim::Org,
+            "provider" => Dim::Provider,
+            "model" => Dim::Model,
+            key if key.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) => Dim::Key(key.to_owned()),
+            _ => return None,
+        })
     }
 
-    fn name(self) -> &'static str {
+    fn name(&self) -> &str {
         match self {
             Dim::Day => "day",
             Dim::Week => "week",
@@ -119,6 +128,21 @@ impl Dim {
             Dim::Org => "org",
             Dim::Provider => "provider",
             Dim::Model => "model",
+            Dim::Key(key) => key,
+        }
+    }
+
+    /// This dimension's value for one usage entry (`-` for an attribution key it lacks).
+    fn value_of(&self, row: &AttributedUsage) -> String {
+        match self {
+            Dim::Day => row.day.clone(),
+            Dim::Week => pi_agent::time::iso_week(&row.day).unwrap_or_else(|| row.day.clone()),
+            Dim::Month => row.day.get(..7).unwrap_or(&row.day).to_owned(),
+            Dim::User => row.user().unwrap_or("-").to_owned(),
+            Dim::Org => row.org().unwrap_or("-").to_owned(),
+            Dim::Provider => row.model.split_once('/').map_or(row.model.as_str(), |(p, _)| p).to_owned(),
+            Dim::Model => row.model.clone(),
+            Dim::Key(key) => row.attributed(key).unwrap_or("-").to_owned(),
         }
     }
 }
@@ -145,16 +169,17 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
     let dims = query.dims;
     // In file order, so the output (and its float sums) never depends on thread timing.
     let (mut groups, mut failed, mut partial) = (Groups::new(), 0, 0);
-    let (mut unpriced, mut sessions) = (Unpriced::new(), Vec::new());
+    let (mut unpriced, mut sessions, mut keys) = (Unpriced::new(), Vec::new(), BTreeSet::new());
     for ((file, _), outcome) in files.iter().zip(outcomes) {
         match outcome {
-            Scanned::Rows(rows, summary, file_unpriced) => {
-                for (model, tokens) in file_unpriced {
+            Scanned::Rows(rows) => {
+                for (model, tokens) in rows.unpriced {
                     *unpriced.entry(model).or_default() += tokens;
                 }
-                partial += file_notes(file, &summary);
+                partial += file_notes(file, &rows.summary);
+                keys.extend(rows.keys);
                 let mut session = Sums::default();
-                for (key, sums) in rows {
+                for (key, sums) in rows.groups {
                     session.usage.add(&sums.usage);
                     session.turns += sums.turns;
                     let total = groups.entry(key).or_default();
@@ -169,6 +194,9 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
                 failed += 1;
             }
         }
+    }
+    if !groups.is_empty() {
+        unrecorded_keys(&dims, &keys)?;
     }
     match args.format {
         ReportFormat::Table => print_table(&dims, &groups),
@@ -200,6 +228,23 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, CliError> {
     Ok(if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
+/// A `--by` attribution key that no usage in the report carries is most likely a typo: refused,
+/// naming the keys the sessions do record.
+fn unrecorded_keys(dims: &[Dim], recorded: &BTreeSet<String>) -> Result<(), CliError> {
+    for dim in dims {
+        if let Dim::Key(key) = dim
+            && !recorded.contains(key)
+        {
+            let recorded: Vec<&str> = recorded.iter().map(String::as_str).collect();
+            let recorded = if recorded.is_empty() { "none".to_owned() } else { recorded.join(", ") };
+            return Err(CliError::Usage(format!(
+                "--by: no usage in these sessions is attributed with {key:?} (attribution keys recorded: {recorded})"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Says on stderr what a file's scan skipped; returns the billed entries left out.
 fn file_notes(file: &Path, summary: &pi_agent::session::ScanSummary) -> usize {
     if let Some(torn) = summary.torn_tail {
@@ -220,14 +265,10 @@ fn dims_of(by: &[String]) -> Result<Vec<Dim>, CliError> {
     let mut dims = Vec::new();
     for name in by.iter().flat_map(|b| b.split(',')) {
         if name.trim().is_empty() {
-            return Err(CliError::Usage(format!(
-                "--by: {:?} has an empty dimension (day, week, month, user, org, provider, model)",
-                by.join(",")
-            )));
+            return Err(CliError::Usage(format!("--by: {:?} has an empty dimension ({DIMS})", by.join(","))));
         }
-        let dim = Dim::parse(name).ok_or_else(|| {
-            CliError::Usage(format!("--by: {name:?} is not one of day, week, month, user, org, provider, model"))
-        })?;
+        let dim =
+            Dim::parse(name).ok_or_else(|| CliError::Usage(format!("--by: {name:?} is not a dimension ({DIMS})")))?;
         if !dims.contains(&dim) {
             dims.push(dim);
         }
@@ -238,9 +279,18 @@ fn dims_of(by: &[String]) -> Result<Vec<Dim>, CliError> {
     Ok(dims)
 }
 
+/// What one readable session file adds to the report.
+struct FileRows {
+    groups: Groups,
+    summary: pi_agent::session::ScanSummary,
+    unpriced: Unpriced,
+    /// The attribution keys its usage carries (gathered only when `--by` names one).
+    keys: BTreeSet<String>,
+}
+
 /// One session file's part of the report.
 enum Scanned {
-    Rows(Groups, pi_agent::session::ScanSummary, Unpriced),
+    Rows(FileRows),
     /// A JSON-lines file met while scanning a directory that is not a session (an event log).
     Skipped,
     Failed(String),
@@ -319,24 +369,18 @@ fn progress_line(bytes: u64, total: u64, done: usize, files: usize) -> String {
 }
 
 fn scan_file(file: &Path, scanned: bool, query: &Query, read: &AtomicU64, threads: usize) -> Scanned {
-    let (mut groups, mut unpriced) = (Groups::new(), Unpriced::new());
+    let (mut groups, mut unpriced, mut keys) = (Groups::new(), Unpriced::new(), BTreeSet::new());
+    let by_key = query.dims.iter().any(|d| matches!(d, Dim::Key(_)));
     let result = scan_usage_counting(file, read, threads, |row| {
         if !query.covers(&row.day) {
             return;
         }
-        let key = query
-            .dims
-            .iter()
-            .map(|dim| match dim {
-                Dim::Day => row.day.clone(),
-                Dim::Week => pi_agent::time::iso_week(&row.day).unwrap_or_else(|| row.day.clone()),
-                Dim::Month => row.day.get(..7).unwrap_or(&row.day).to_owned(),
-                Dim::User => row.user.clone().unwrap_or_else(|| "-".into()),
-                Dim::Org => row.org.clone().unwrap_or_else(|| "-".into()),
-                Dim::Provider => row.model.split_once('/').map_or(row.model.as_str(), |(p, _)| p).to_owned(),
-                Dim::Model => row.model.clone(),
-            })
-            .collect();
+        for key in row.attribution.keys().filter(|_| by_key) {
+            if !keys.contains(key) {
+                keys.insert(key.clone());
+            }
+        }
+        let key = query.dims.iter().map(|dim| dim.value_of(&row)).collect();
         if row.usage.cost.unknown {
             *unpriced.entry(row.model.clone()).or_default() += row.usage.total_tokens;
         }
@@ -345,7 +389,7 @@ fn scan_file(file: &Path, scanned: bool, query: &Query, read: &AtomicU64, thread
         sums.turns += u64::from(row.assistant_message);
     });
     match result {
-        Ok(summary) => Scanned::Rows(groups, summary, unpriced),
+        Ok(summary) => Scanned::Rows(FileRows { groups, summary, unpriced, keys }),
         Err(SessionError::NoHeader { .. }) if scanned => Scanned::Skipped,
         Err(e) => Scanned::Failed(e.to_string()),
     }

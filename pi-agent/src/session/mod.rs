@@ -12,7 +12,7 @@ mod writer;
 pub use entry::{ATTRIBUTION_CUSTOM_TYPE, Entry, EntryKind, SessionHeader, new_entry_id, new_session_id};
 pub use reader::{Session, SessionError, SessionTotals, TornTail, read_session};
 pub use replay::{REPLAYED, replay};
-pub use report::{AttributedUsage, attributed_usage};
+pub use report::{AttributedUsage, Attribution, attributed_usage};
 pub use scan::{ScanSummary, scan_usage, scan_usage_counting};
 pub use writer::{RecoveredTail, SessionWriter};
 

@@ -1,7 +1,8 @@
 //! Who spent what: a session's usage split by attribution, model and day.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use pi_observe_core::names;
 
@@ -14,10 +15,9 @@ use crate::message::{Message, Usage};
 pub struct AttributedUsage {
     /// UTC day of the entry (`YYYY-MM-DD`, from its timestamp).
     pub day: String,
-    /// `userId` of the attribution in force on the entry's branch.
-    pub user: Option<String>,
-    /// `orgId` of the attribution in force on the entry's branch.
-    pub org: Option<String>,
+    /// The attribution in force on the entry's branch: every key its prompt recorded
+    /// (`userId`, `orgId`, `teamId`, …), shared by the entries it covers.
+    pub attribution: Arc<Attribution>,
     /// `provider/model` of the assistant message, or of the model in use on the branch for
     /// tool results, compactions and branch summaries.
     pub model: String,
@@ -27,12 +27,37 @@ pub struct AttributedUsage {
     pub assistant_message: bool,
 }
 
+/// An attribution entry's keys and their string values.
+pub type Attribution = BTreeMap<String, String>;
+
+impl AttributedUsage {
+    /// The value of one attribution key (`teamId`) on the entry's branch.
+    pub fn attributed(&self, key: &str) -> Option<&str> {
+        self.attribution.get(key).map(String::as_str)
+    }
+
+    /// `userId` of the attribution in force on the entry's branch.
+    pub fn user(&self) -> Option<&str> {
+        self.attributed(names::CTX_USER_ID)
+    }
+
+    /// `orgId` of the attribution in force on the entry's branch.
+    pub fn org(&self) -> Option<&str> {
+        self.attributed(names::CTX_ORG_ID)
+    }
+}
+
+/// The string values of an attribution entry's `data` (other values are not attribution).
+pub(super) fn attribution_of(data: &serde_json::Value) -> Attribution {
+    let Some(object) = data.as_object() else { return Attribution::new() };
+    object.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect()
+}
+
 /// What is in force at an entry: inherited from its parent, changed by attribution entries,
 /// model changes and assistant messages.
 #[derive(Debug, Clone, Default)]
 struct BranchState {
-    user: Option<String>,
-    org: Option<String>,
+    attribution: Arc<Attribution>,
     model: Option<String>,
 }
 
@@ -47,12 +72,7 @@ pub fn attributed_usage(session: &Session) -> Vec<AttributedUsage> {
         let inherited = entry.parent_id.as_deref().and_then(|p| states.get(p)).cloned().unwrap_or_default();
         let state = match &entry.kind {
             EntryKind::Custom { custom_type, data } if custom_type == ATTRIBUTION_CUSTOM_TYPE => {
-                let get = |key: &str| data.get(key).and_then(|v| v.as_str()).map(str::to_owned);
-                Rc::new(BranchState {
-                    user: get(names::CTX_USER_ID),
-                    org: get(names::CTX_ORG_ID),
-                    model: inherited.model.clone(),
-                })
+                Rc::new(BranchState { attribution: Arc::new(attribution_of(data)), model: inherited.model.clone() })
             }
             EntryKind::ModelChange { provider, model_id } => {
                 Rc::new(BranchState { model: Some(format!("{provider}/{model_id}")), ..(*inherited).clone() })
@@ -65,8 +85,7 @@ pub fn attributed_usage(session: &Session) -> Vec<AttributedUsage> {
         if let Some(usage) = entry.kind.usage() {
             rows.push(AttributedUsage {
                 day: entry.timestamp.get(..10).unwrap_or("unknown").to_owned(),
-                user: state.user.clone(),
-                org: state.org.clone(),
+                attribution: state.attribution.clone(),
                 model: state.model.clone().unwrap_or_else(|| "unknown".to_owned()),
                 usage: *usage,
                 assistant_message: matches!(entry.kind, EntryKind::Message { message: Message::Assistant(_) }),
@@ -144,10 +163,10 @@ mod tests {
             .into_iter()
             .map(|r| {
                 (
-                    r.day,
-                    r.user.unwrap_or_default(),
-                    r.org.unwrap_or_default(),
-                    r.model,
+                    r.day.clone(),
+                    r.user().unwrap_or_default().to_owned(),
+                    r.org().unwrap_or_default().to_owned(),
+                    r.model.clone(),
                     r.usage.input,
                     r.assistant_message,
                 )

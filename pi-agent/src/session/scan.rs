@@ -10,6 +10,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{BufRead, Read};
 use std::path::Path;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Deserialize;
@@ -17,9 +18,8 @@ use serde::de::IgnoredAny;
 
 use super::entry::ATTRIBUTION_CUSTOM_TYPE;
 use super::reader::{SessionError, TornTail};
-use super::report::AttributedUsage;
+use super::report::{AttributedUsage, Attribution, attribution_of};
 use crate::message::Usage;
-use pi_observe_core::names::{CTX_ORG_ID, CTX_USER_ID};
 
 /// What a scan met besides the rows it reported.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -77,8 +77,7 @@ struct MessageLine<'a> {
 /// What is in force on a branch: attribution and model (shared until they change).
 #[derive(Debug, Default)]
 struct State {
-    user: Option<Rc<str>>,
-    org: Option<Rc<str>>,
+    attribution: Arc<Attribution>,
     model: Option<Rc<str>>,
 }
 
@@ -230,7 +229,7 @@ struct Parsed {
 /// How a line changes what is in force on its branch.
 enum Change {
     Keep,
-    Attribution(Option<String>, Option<String>),
+    Attribution(Attribution),
     Model(String),
 }
 
@@ -367,8 +366,7 @@ impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
         if let Some(usage) = parsed.usage {
             (self.each)(AttributedUsage {
                 day: parsed.day.unwrap_or_else(|| "unknown".into()),
-                user: state.user.as_deref().map(str::to_owned),
-                org: state.org.as_deref().map(str::to_owned),
+                attribution: state.attribution.clone(),
                 model: state.model.as_deref().unwrap_or("unknown").to_owned(),
                 usage,
                 assistant_message: parsed.assistant,
@@ -426,9 +424,8 @@ fn change_of(line: &Line<'_>) -> (Change, Option<Usage>, bool) {
     };
     match (line.kind.as_ref(), &line.message) {
         ("custom", _) if line.custom_type.as_deref() == Some(ATTRIBUTION_CUSTOM_TYPE) => {
-            let get =
-                |key: &str| line.data.as_ref().and_then(|d| d.get(key)).and_then(|v| v.as_str()).map(str::to_owned);
-            (Change::Attribution(get(CTX_USER_ID), get(CTX_ORG_ID)), None, false)
+            let attribution = line.data.as_ref().map(attribution_of).unwrap_or_default();
+            (Change::Attribution(attribution), None, false)
         }
         ("model_change", _) => (model(&line.provider, &line.model_id), None, false),
         ("message", Some(message)) if message.role == "assistant" => {
@@ -445,17 +442,13 @@ fn change_of(line: &Line<'_>) -> (Change, Option<Usage>, bool) {
 fn apply(change: Change, inherited: Rc<State>) -> Rc<State> {
     match change {
         Change::Keep => inherited,
-        Change::Attribution(user, org)
-            if inherited.user.as_deref() == user.as_deref() && inherited.org.as_deref() == org.as_deref() =>
-        {
-            inherited
-        }
-        Change::Attribution(user, org) => {
-            Rc::new(State { user: user.map(Rc::from), org: org.map(Rc::from), model: inherited.model.clone() })
+        Change::Attribution(attribution) if *inherited.attribution == attribution => inherited,
+        Change::Attribution(attribution) => {
+            Rc::new(State { attribution: Arc::new(attribution), model: inherited.model.clone() })
         }
         Change::Model(model) if inherited.model.as_deref() == Some(model.as_str()) => inherited,
         Change::Model(model) => {
-            Rc::new(State { user: inherited.user.clone(), org: inherited.org.clone(), model: Some(model.into()) })
+            Rc::new(State { attribution: inherited.attribution.clone(), model: Some(model.into()) })
         }
     }
 }
@@ -528,7 +521,7 @@ mod tests {
             }
             if let Ok(None) = expected {
                 assert_eq!(rows.len(), 300);
-                assert_eq!(rows.iter().filter(|r| r.user.as_deref() == Some("bob")).count(), 150);
+                assert_eq!(rows.iter().filter(|r| r.user() == Some("bob")).count(), 150);
             }
         }
         std::fs::remove_dir_all(&dir).unwrap();
