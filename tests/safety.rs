@@ -380,7 +380,7 @@ fn bad_input_gets_one_line_naming_the_culprit_a_nonzero_exit_and_touches_nothing
         case(&["-p", "x", "--events-jsonl", "out.jsonl", "--log-json", "out.jsonl"], "--log-json"),
         case(&["-p", "x", "--events-jsonl", corrupt.to_str().unwrap()], "--events-jsonl"),
         case(&["report", "--by", ","], "--by"),
-        case(&["report", "--by", "day,fortnight"], "--by"),
+        case(&["report", "--by", "day,fort night"], "--by"),
         case(&["report", "--format", "xml"], "--format"),
         case(&["report", "missing-dir"], "missing-dir"),
         case(&["report", "/dev/zero"], "/dev/zero"),

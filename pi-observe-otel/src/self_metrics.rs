@@ -14,6 +14,12 @@ use crate::metrics::metric_names::{
 /// One cumulative sum: metric, attributes, value.
 pub(crate) type Point = (&'static str, Vec<(String, String)>, f64);
 
+/// Counts a health dashboard watches for "none so far" are sent at zero too (a series that reads
+/// 0, not "no data"); the other outcomes appear once they happen.
+fn watched(name: &'static str, attrs: Vec<(String, String)>, n: u64) -> Point {
+    (name, attrs, n as f64)
+}
+
 fn point(name: &'static str, key: &str, value: &str, n: u64) -> Option<Point> {
     (n > 0).then(|| (name, vec![(key.to_owned(), value.to_owned())], n as f64))
 }
@@ -43,16 +49,12 @@ pub(crate) fn points(
         ] {
             points.extend(point(OBSERVE_FIELDS, "outcome", outcome, n));
         }
-        points.extend(
-            (hub.subscriber_panics > 0).then(|| (OBSERVE_SUBSCRIBER_PANICS, vec![], hub.subscriber_panics as f64)),
-        );
-        points.extend(
-            (hub.redactor_failures > 0).then(|| (OBSERVE_REDACTOR_FAILURES, vec![], hub.redactor_failures as f64)),
-        );
+        points.push(watched(OBSERVE_SUBSCRIBER_PANICS, vec![], hub.subscriber_panics));
+        points.push(watched(OBSERVE_REDACTOR_FAILURES, vec![], hub.redactor_failures));
     }
     if let Some(spool) = spool {
+        points.push(watched(OBSERVE_SPOOL_BATCHES, vec![("outcome".into(), "spooled".into())], spool.spooled_batches));
         for (outcome, n) in [
-            ("spooled", spool.spooled_batches),
             ("delivered", spool.delivered_batches),
             ("rejected", spool.rejected_batches),
             ("dropped.full", spool.dropped_full_batches),
@@ -71,7 +73,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_non_zero_counts_become_points_each_with_its_outcome() {
+    fn non_zero_counts_and_the_watched_ones_become_points_each_with_its_outcome() {
         let spool = SpoolStats { spooled_batches: 2, dropped_full_batches: 1, ..SpoolStats::default() };
         let delivered = SpoolDelivery { delivered_items: 5, ..SpoolDelivery::default() };
         let points = points(None, &[("exported", 3), ("spooled", 0)], Some(&spool), &delivered);
@@ -83,5 +85,12 @@ mod tests {
         assert!(has(OBSERVE_SPOOL_BATCHES, "spooled", 2.0));
         assert!(has(OBSERVE_SPOOL_BATCHES, "dropped.full", 1.0));
         assert_eq!(points.len(), 4, "{points:?}");
+        // With a hub: its panics and redactor failures at zero; with an idle spool, "spooled" at 0.
+        let hub = pi_observe_core::Observability::new().stats();
+        let idle = super::points(Some(&hub), &[], Some(&SpoolStats::default()), &SpoolDelivery::default());
+        for name in [OBSERVE_SUBSCRIBER_PANICS, OBSERVE_REDACTOR_FAILURES, OBSERVE_SPOOL_BATCHES] {
+            assert!(idle.iter().any(|(n, _, v)| *n == name && *v == 0.0), "{name}: {idle:?}");
+        }
+        assert_eq!(idle.len(), 3, "{idle:?}");
     }
 }
