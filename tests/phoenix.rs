@@ -150,3 +150,50 @@ fn phoenix_shows_both_users_traces_with_contract_ids_and_attribution() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+#[ignore = "needs a running Phoenix: run scripts/test"]
+fn phoenix_gets_pis_cost_for_a_model_it_has_no_price_for_in_the_pi_project() {
+    let base = std::env::var("PHOENIX_URL").expect("PHOENIX_URL (start Phoenix with scripts/phoenix.sh)");
+    let dir = std::env::temp_dir().join(format!("pi-phoenix-cost-{}", pi_observe::core::SpanId::random()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // No project header: the project is the resource's `openinference.project.name`, pi's default.
+    let status = Command::new(env!("CARGO_BIN_EXE_pi"))
+        .args(["-p", "hello", "--provider", "faux", "--tools", "none", "--no-session", "--user", "alice"])
+        .args(["--otlp", &base, "--conventions", "openinference"])
+        .arg("--events-jsonl")
+        .arg(dir.join("events.jsonl"))
+        .env("PI_CODING_AGENT_DIR", dir.join("agent"))
+        .env_remove("PI_SPOOL_DIR")
+        .env_remove("OTEL_RESOURCE_ATTRIBUTES")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let evs = events(&dir.join("events.jsonl"));
+    let end = evs.iter().find(|e| e.kind == EventKind::End && e.name == names::PROVIDER_REQUEST).unwrap();
+    let cost = |key: &str| match end.payload.get(key) {
+        Some(Value::F64(v)) => *v,
+        other => panic!("{key}: {other:?}"),
+    };
+    let (total, input, output) = (cost(names::COST_TOTAL), cost(names::COST_INPUT), cost(names::COST_OUTPUT));
+    assert!(total > 0.0, "faux-1 has a price in pi's catalogue");
+
+    let trace = end.trace_id.to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let span = loop {
+        let page = get(&base, &format!("/v1/projects/pi/spans?trace_id={trace}&limit=100"));
+        let spans = page.and_then(|p| p["data"].as_array().cloned()).unwrap_or_default();
+        if let Some(span) = spans.into_iter().find(|s| s["span_kind"] == "LLM") {
+            break span;
+        }
+        assert!(Instant::now() < deadline, "no LLM span of trace {trace} in Phoenix's project \"pi\"");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let attributes = &span["attributes"];
+    assert_eq!(attributes["llm.model_name"], "faux-1", "a model Phoenix's price table does not have");
+    let number = |key: &str| attributes[key].as_f64().unwrap_or_else(|| panic!("{key} missing: {attributes}"));
+    assert!((number("llm.cost.total") - total).abs() < 1e-12);
+    assert!((number("llm.cost.prompt") - input).abs() < 1e-12);
+    assert!((number("llm.cost.completion") - output).abs() < 1e-12);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
