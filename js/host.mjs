@@ -217,6 +217,8 @@ for await (const line of lines) {
       await factory(pi);
     } catch (error) {
       log(`pi js host: ${file}: ${error?.stack ?? error}`);
+      // Why, in place of a register message: pi names it in its one-line load error.
+      send({ type: "error", message: String(error?.message ?? error) });
       process.exit(2);
     }
     registered = true;

@@ -370,6 +370,26 @@ fn without_a_terminal_it_says_what_to_use_instead() {
 }
 
 #[test]
+fn a_listed_extension_that_fails_to_load_is_a_dialog_to_dismiss_before_anything_else() {
+    let dir = scratch("tui-load-error");
+    let script = json!([{"text": "Answered without the gate."}]);
+    // The gate extension exits before registering.
+    let mut tui = Tui::start_with_env(&dir, &script, &[], &[("PY_EXT_MODE", "early")]);
+    let screen = tui.shows("Extension not loaded");
+    assert!(screen.contains("gate.py") && screen.contains("Enter or Esc to dismiss"), "{screen}");
+    // Typing goes nowhere while it shows; Enter dismisses it, and then the editor works.
+    tui.keys("ignored");
+    tui.keys("\r");
+    tui.wait_for("the dialog gone", |s| !s.contains("Extension not loaded"));
+    assert!(!tui.contents().contains("ignored"), "{}", tui.contents());
+    tui.enter("hello");
+    tui.shows("Answered without the gate.");
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn the_interactive_mode_emits_the_same_contract_events_as_print_mode() {
     let dir = scratch("tui-parity");
     let script = json!([

@@ -104,7 +104,7 @@ fn the_trace_header_example_reaches_the_provider() {
 }
 
 #[test]
-fn a_broken_javascript_extension_is_named_and_the_run_goes_on() {
+fn a_broken_javascript_extension_stops_the_run_naming_it_and_why() {
     let d = scratch("js-broken");
     let file = d.join("broken.mjs");
     std::fs::write(&file, "export default 42;\n").unwrap();
@@ -112,8 +112,13 @@ fn a_broken_javascript_extension_is_named_and_the_run_goes_on() {
         .args(["-p", "hi", "--no-session", "--tools", "none", "-e"])
         .arg(&file)
         .env("PI_CODING_AGENT_DIR", d.join("agent"))
-        .succeeds();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("broken.mjs"));
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("broken.mjs") && stderr.contains("default export is not a function"), "{stderr}");
+    assert!(out.stdout.is_empty(), "the model was not asked");
     let log = std::fs::read_to_string(d.join("agent/logs/extensions/broken.log")).unwrap();
     assert!(log.contains("default export is not a function"), "{log}");
     std::fs::remove_dir_all(&d).unwrap();

@@ -157,7 +157,7 @@ fn a_hanging_extension_costs_its_timeout_and_blocks_the_tool() {
 }
 
 #[test]
-fn garbage_error_replies_and_an_early_exit_are_failures_not_crashes_of_pi() {
+fn garbage_error_replies_are_failures_and_a_gate_that_does_not_load_stops_the_run() {
     let d = scratch("ext-garbage");
     for (mode, said) in [("garbage", "not JSON"), ("error", "refused to think")] {
         let r = run(&d, &[&fixture("gate.py")], &[("PY_EXT_MODE", mode)]);
@@ -165,6 +165,15 @@ fn garbage_error_replies_and_an_early_exit_are_failures_not_crashes_of_pi() {
         assert!(r.results.iter().all(|(error, _)| *error), "{mode}: fail closed: {:?}", r.results);
         assert!(stderr(&r).contains(said), "{mode}: {}", stderr(&r));
     }
+    // A listed gate that does not load stops the run before the model is asked: no tool runs.
+    let r = run(&d, &[&fixture("gate.py")], &[("PY_EXT_MODE", "early")]);
+    assert_eq!(r.out.status.code(), Some(2), "{}", stderr(&r));
+    assert_eq!(stderr(&r).trim_end().lines().count(), 1, "one line: {}", stderr(&r));
+    assert!(stderr(&r).contains("gate.py") && stderr(&r).contains("exited before registering"), "{}", stderr(&r));
+    assert!(r.results.is_empty() && r.out.stdout.is_empty(), "nothing ran: {:?}", r.results);
+    // `extensions.onLoadError: "warn"` is upstream's way: said, and the run goes on without it.
+    std::fs::create_dir_all(d.join("agent")).unwrap();
+    std::fs::write(d.join("agent/settings.json"), r#"{"extensions": {"onLoadError": "warn"}}"#).unwrap();
     let r = run(&d, &[&fixture("gate.py")], &[("PY_EXT_MODE", "early")]);
     assert!(r.out.status.success(), "{}", stderr(&r));
     assert!(stderr(&r).contains("exited before registering; not loaded"), "{}", stderr(&r));

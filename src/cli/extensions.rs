@@ -57,7 +57,7 @@ fn discover_all(flags: &[PathBuf], cfg: &Config, cwd: &Path) -> Result<Vec<Candi
             crate::cli::settings::Scope::Project => "project",
             crate::cli::settings::Scope::Global => "settings",
         };
-        for raw in file.doc.extensions.iter().flatten() {
+        for raw in file.doc.extensions.iter().flat_map(|e| &e.paths) {
             found.push(Candidate { path: Config::path_of(file, raw), origin });
         }
     }
@@ -182,6 +182,8 @@ pub struct Assembled {
     pub tools: pi_agent::tools::ToolRegistry,
     /// The skills and prompt templates of the folders and of the extensions.
     pub resources: pi_agent::resources::Resources,
+    /// One line for each listed extension that could not be loaded (see [`on_load_failures`]).
+    pub failures: Vec<String>,
 }
 
 /// Starts the extensions of `outside` (unless `early` already holds them: started for the
@@ -196,15 +198,17 @@ pub async fn assemble(
     tools: pi_agent::tools::ToolRegistry,
     reason: &str,
 ) -> Assembled {
-    let mut started = match early {
-        Some(started) => started,
+    let (mut started, mut failures) = match early {
+        Some(started) => (started, Vec::new()),
         None => start(outside, cfg, cwd).await,
     };
-    started.extend(start(project, cfg, cwd).await);
+    let (more, more_failures) = start(project, cfg, cwd).await;
+    started.extend(more);
+    failures.extend(more_failures);
     let tools = started.iter().flat_map(|e| e.tools()).fold(tools, |tools, tool| tools.with_override(tool));
     let (skills, prompts) = discovered_resources(&started, cwd, reason).await;
     let resources = crate::cli::setup::resources(args, cwd, cfg, (&skills, &prompts));
-    Assembled { extensions: started, tools, resources }
+    Assembled { extensions: started, tools, resources, failures }
 }
 
 pub async fn discovered_resources(
@@ -261,22 +265,60 @@ fn which(name: &str) -> Option<PathBuf> {
         .and_then(|paths| std::env::split_paths(&paths).map(|dir| dir.join(name)).find(|p| is_executable(p)))
 }
 
-/// Starts every discovered extension; one that cannot start is said on stderr and skipped (the
-/// run goes on without it, as upstream).
-pub async fn start(candidates: Vec<Candidate>, cfg: &Config, cwd: &Path) -> Vec<ProcessExtension> {
-    let mut started = Vec::new();
+/// Starts every discovered extension; for each one that cannot start, one line naming it and
+/// why (what the run does about it: [`on_load_failures`]).
+pub async fn start(candidates: Vec<Candidate>, cfg: &Config, cwd: &Path) -> (Vec<ProcessExtension>, Vec<String>) {
+    let (mut started, mut failures) = (Vec::new(), Vec::new());
     for candidate in candidates {
         let spec = match spec(&candidate, cwd, cfg) {
             Ok(spec) => spec,
             Err(why) => {
-                output::error(format_args!("pi: extension {}: {why}; not loaded", candidate.path.display()));
+                failures.push(format!("extension {}: {why}", candidate.path.display()));
                 continue;
             }
         };
         match ProcessExtension::start(spec).await {
-            Ok(extension) => started.push(extension),
-            Err(e) => output::error(format_args!("pi: {e}; not loaded")),
+            Ok(extension) => {
+                let register = extension.registration();
+                if !register.ignored_events.is_empty() {
+                    output::error(format_args!(
+                        "pi: extension {}: ignoring events this pi does not know: {}",
+                        register.name,
+                        register.ignored_events.join(", ")
+                    ));
+                }
+                started.push(extension);
+            }
+            Err(e) => failures.push(e.to_string()),
         }
     }
-    started
+    (started, failures)
+}
+
+/// What listed extensions that failed to load do to the run (`extensions.onLoadError`): by
+/// default the run stops — an error (exit 2) naming the first, or, with a UI (`has_ui`), the
+/// failures returned for a dialog the user must dismiss; with `"warn"` each is one stderr line
+/// and the run goes on without it. A gate is never silently absent.
+pub fn on_load_failures(cfg: &Config, failures: Vec<String>, has_ui: bool) -> Result<Vec<String>, CliError> {
+    use crate::cli::settings::OnLoadError;
+    let policy = cfg.find(&crate::cli::config::keys::EXTENSIONS_ON_LOAD_ERROR).map(|(p, _)| p).unwrap_or_default();
+    match (policy, failures.first()) {
+        (_, None) => Ok(failures),
+        (OnLoadError::Warn, _) => {
+            for failure in &failures {
+                output::error(format_args!("pi: {failure}; not loaded"));
+            }
+            Ok(Vec::new())
+        }
+        (OnLoadError::Stop, _) if has_ui => Ok(failures),
+        (OnLoadError::Stop, Some(first)) => {
+            let more = match failures.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
+            Err(CliError::Usage(format!(
+                "{first}{more}: not running without a listed extension (settings extensions.onLoadError: \"warn\" runs without it)"
+            )))
+        }
+    }
 }

@@ -13,6 +13,10 @@ pub const DEFAULT_MODEL: Key<String> = Key { path: &["defaultModel"], read: |f| 
 /// `sessionDir`: where new sessions are written.
 pub const SESSION_DIR: Key<String> = Key { path: &["sessionDir"], read: |f| f.doc.session_dir.clone() };
 
+/// `extensions.onLoadError`: `"stop"` (the default) or `"warn"`.
+pub const EXTENSIONS_ON_LOAD_ERROR: Key<crate::cli::settings::OnLoadError> =
+    Key { path: &["extensions", "onLoadError"], read: |f| f.doc.extensions.as_ref()?.on_load_error };
+
 /// `telemetry.traceDetail`: `"storage"` traces session storage as spans.
 pub const TRACE_DETAIL: Key<crate::cli::settings::TraceDetail> =
     Key { path: &["telemetry", "traceDetail"], read: |f| f.doc.telemetry.as_ref()?.trace_detail };

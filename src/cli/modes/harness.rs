@@ -31,6 +31,9 @@ pub struct Harness {
     pub traceparent: Option<String>,
     /// The trace id of every prompt so far, in order.
     pub traces: Arc<Mutex<Vec<TraceId>>>,
+    /// Listed extensions that failed to load, for the interactive mode's dialog (other modes
+    /// stop before a harness exists; see `extensions::on_load_failures`).
+    pub load_failures: Vec<String>,
     /// The working directory.
     pub cwd: PathBuf,
     /// The configuration after an extension trusted the project (else the one loaded at start).
@@ -47,6 +50,9 @@ pub struct Wants {
     pub source: PromptSource,
     /// Extensions may ask the user (interactive, RPC).
     pub has_ui: bool,
+    /// A listed extension that fails to load is a dialog to dismiss (the interactive mode)
+    /// rather than an error that stops the run.
+    pub dialog: bool,
 }
 
 impl Harness {
@@ -60,7 +66,8 @@ impl Harness {
     ) -> Result<(tokio_util::sync::CancellationToken, crate::cli::signals::Interrupted, Harness), CliError> {
         let stop = tokio_util::sync::CancellationToken::new();
         let interrupted = crate::cli::signals::abort_on(&stop)?;
-        let wants = Wants { json_records: false, source, has_ui: false };
+        let dialog = matches!(source, PromptSource::Interactive);
+        let wants = Wants { json_records: false, source, has_ui: false, dialog };
         Ok((stop, interrupted, Harness::build(args, observe, wants, cfg).await?))
     }
 
@@ -68,13 +75,22 @@ impl Harness {
     /// are checked.
     pub async fn build(args: &AgentArgs, observe: &ObserveArgs, wants: Wants, cfg: &Config) -> Result<Self, CliError> {
         let cwd = setup::cwd(args.cwd.as_deref())?;
+        let dialog = wants.dialog;
         // A project nobody trusted yet: the extensions that do not come with it start now and may
         // answer upstream's `project_trust` before anything of the project is read.
         let (early, reloaded) = if cfg.trust.reason == crate::cli::settings::trust::TrustReason::Untrusted {
             let (outside, _) = extensions::discover(&args.extensions, cfg, &cwd)?;
-            let started = extensions::start(outside, cfg, &cwd).await;
+            let (started, failures) = extensions::start(outside, cfg, &cwd).await;
+            // Said (or refused) now; what is left is for the dialog.
+            let failures = match extensions::on_load_failures(cfg, failures, dialog) {
+                Ok(left) => left,
+                Err(error) => {
+                    stop_all(&started).await;
+                    return Err(error);
+                }
+            };
             let reloaded = extensions::ask_project_trust(&started, cfg).await?;
-            (Some(started), reloaded)
+            (Some((started, failures)), reloaded)
         } else {
             (None, None)
         };
@@ -114,8 +130,18 @@ impl Harness {
             config.reasoning = None;
         }
         // Extensions start with the session and stop on `session_shutdown`.
-        let extensions::Assembled { extensions: started, tools, resources } =
+        let (early, early_failures) = early.unzip();
+        let extensions::Assembled { extensions: started, tools, resources, mut failures } =
             extensions::assemble(args, cfg, &cwd, (outside, project), early, parts.tools, "startup").await;
+        failures.splice(0..0, early_failures.into_iter().flatten());
+        let load_failures = match extensions::on_load_failures(cfg, failures, dialog) {
+            Ok(shown) => shown,
+            Err(error) => {
+                stop_all(&started).await;
+                sinks.close();
+                return Err(error);
+            }
+        };
         let mut agent = Agent::new(parts.provider, parts.model, tools, session, config, cwd.clone());
         agent.set_resources(resources);
         for extension in &started {
@@ -132,6 +158,7 @@ impl Harness {
             cwd,
             reloaded,
             prompts: Default::default(),
+            load_failures,
         })
     }
 
@@ -184,4 +211,11 @@ fn incoming_traceparent() -> Option<String> {
         ));
     }
     Some(traceparent)
+}
+
+/// Stops extensions already started when the run does not go ahead.
+async fn stop_all(extensions: &[ProcessExtension]) {
+    for extension in extensions {
+        extension.shutdown().await;
+    }
 }

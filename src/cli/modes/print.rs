@@ -24,7 +24,8 @@ pub async fn run(
     if prompt.trim().is_empty() {
         return Err(CliError::Usage("-p: the prompt is empty".into()));
     }
-    let wants = Wants { json_records: mode == Mode::Json, source: PromptSource::Interactive, has_ui: false };
+    let wants =
+        Wants { json_records: mode == Mode::Json, source: PromptSource::Interactive, has_ui: false, dialog: false };
     let mut harness = Harness::build(agent, observe, wants, cfg).await?;
     // `/name args` of a command an extension registered runs it; it may hand back a prompt.
     let command = extensions::run_command(&harness.extensions, prompt, &harness.cwd).await;

@@ -22,12 +22,14 @@
 //! assert_eq!(settings.get(&["compaction", "enabled"]).unwrap().file.scope, Scope::Global);
 //! ```
 
+mod extensions;
 mod file;
 mod schema;
 pub mod trust;
 
 use serde_json::Value;
 
+pub(crate) use extensions::{Extensions, OnLoadError};
 pub use file::{Scope, SettingsFile, expand_vars};
 pub(crate) use schema::sink_section;
 pub(crate) use schema::{

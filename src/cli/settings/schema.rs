@@ -220,7 +220,7 @@ pub(crate) struct SettingsDoc {
     markdown: Option<Markdown>,
     /// Upstream's `packages` entries are strings or objects: kept as written.
     packages: Option<Value>,
-    pub extensions: Option<Vec<String>>,
+    pub extensions: Option<super::Extensions>,
     pub skills: Option<Vec<String>>,
     pub prompts: Option<Vec<String>>,
     themes: Option<Vec<String>>,

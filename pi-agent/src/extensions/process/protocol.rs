@@ -144,6 +144,10 @@ pub struct Register {
     /// Commands it registers.
     #[serde(default)]
     pub commands: Vec<CommandSpec>,
+    /// Events it named that this pi does not know (a newer upstream's): left out of `events`,
+    /// for one warning; they never reject the extension.
+    #[serde(skip)]
+    pub ignored_events: Vec<String>,
 }
 
 impl Register {
@@ -151,10 +155,16 @@ impl Register {
     pub fn parse(line: &str) -> Result<Register, String> {
         let shown: String = line.chars().take(80).collect();
         let value: Value = serde_json::from_str(line).map_err(|_| format!("its handshake is not JSON: {shown:?}"))?;
+        if value.get("type").and_then(Value::as_str) == Some("error") {
+            // An extension host that could not load the extension says why instead of registering.
+            let message = value.get("message").and_then(Value::as_str).unwrap_or("no reason given");
+            let first: String = message.lines().next().unwrap_or("").chars().take(300).collect();
+            return Err(format!("failed to load: {first}"));
+        }
         if value.get("type").and_then(Value::as_str) != Some("register") {
             return Err(format!("its first message is not a register message: {shown:?}"));
         }
-        let register: Register =
+        let mut register: Register =
             serde_json::from_value(value).map_err(|e| format!("its register message is malformed: {e}"))?;
         if register.protocol != PROTOCOL_VERSION {
             return Err(format!("speaks protocol {}, pi speaks {PROTOCOL_VERSION}", register.protocol));
@@ -162,9 +172,8 @@ impl Register {
         if register.name.trim().is_empty() {
             return Err("registered without a name".into());
         }
-        if let Some(unknown) = register.events.iter().find(|e| !super::EVENTS.contains(&e.as_str())) {
-            return Err(format!("registered for an unknown event {unknown:?}"));
-        }
+        let (known, unknown) = register.events.into_iter().partition(|e| super::EVENTS.contains(&e.as_str()));
+        (register.events, register.ignored_events) = (known, unknown);
         Ok(register)
     }
 }
@@ -180,11 +189,18 @@ mod tests {
         for (line, why) in [
             ("hi", "not JSON"),
             (r#"{"type":"result"}"#, "not a register"),
+            (
+                r#"{"type":"error","message":"SyntaxError: Unexpected token\n  at x.ts:3"}"#,
+                "failed to load: SyntaxError: Unexpected token",
+            ),
             (r#"{"type":"register","protocol":2,"name":"x"}"#, "protocol 2"),
             (r#"{"type":"register","protocol":1,"name":" "}"#, "without a name"),
-            (r#"{"type":"register","protocol":1,"name":"x","events":["tool_cal"]}"#, "unknown event"),
         ] {
             assert!(Register::parse(line).unwrap_err().contains(why), "{line}");
         }
+        // An event of a newer upstream is left out and kept for a warning, not a failed start.
+        let newer = r#"{"type":"register","protocol":1,"name":"x","events":["tool_call","session_switch_v9"]}"#;
+        let newer = Register::parse(newer).unwrap();
+        assert_eq!((newer.events, newer.ignored_events), (vec!["tool_call".into()], vec!["session_switch_v9".into()]));
     }
 }

@@ -125,8 +125,12 @@ pub(super) async fn reload(
     let cwd = harness.cwd.clone();
     let found = extensions::discover(&args.extensions, cfg, &cwd).map_err(|e| e.to_string())?;
     let tools = setup::tools(args.tools.as_deref()).map_err(|e| e.to_string())?;
-    let extensions::Assembled { extensions: started, tools, resources } =
+    let extensions::Assembled { extensions: started, tools, resources, failures } =
         extensions::assemble(args, cfg, &cwd, found, None, tools, "reload").await;
+    // A reload keeps the session going: what failed is said, whatever `onLoadError` says.
+    for failure in failures {
+        crate::cli::output::error(format_args!("pi: {failure}; not loaded"));
+    }
     let loaded = JobOutput::Reloaded {
         extensions: started.len(),
         skills: resources.skills.len(),

@@ -9,6 +9,7 @@
 //! messages come back to the editor), Ctrl+C aborts, clears, or — twice on an empty editor —
 //! exits, Ctrl+D on an empty editor exits, Up/Down walk the history, PageUp/PageDown scroll.
 
+mod alert;
 mod commands;
 mod editor;
 mod transcript;
@@ -35,6 +36,7 @@ use crate::cli::args::{AgentArgs, ObserveArgs};
 use crate::cli::config::Config;
 use crate::cli::sinks::HealthProbe;
 use crate::cli::{CliError, output, setup, signals};
+use alert::Alert;
 use editor::Editor;
 use transcript::{Item, Tone, Transcript};
 use whole_lines::WholeLines;
@@ -83,6 +85,8 @@ pub async fn run(
     let (errors_tx, errors) = std::sync::mpsc::channel();
     output::divert_errors(Some(errors_tx));
     let (probe, traces, cwd) = (harness.sinks.probe(), harness.traces.clone(), harness.cwd.clone());
+    let failures = std::mem::take(&mut harness.load_failures);
+    let alert = (!failures.is_empty()).then(|| Alert::new(" Extension not loaded ", failures));
     let (events_tx, events) = mpsc::unbounded_channel();
     let (driver, shared) = Driver::new(harness, args, cfg, move |event: AgentEvent| {
         let _ = events_tx.send(event);
@@ -102,6 +106,7 @@ pub async fn run(
         running: None,
         last_ctrl_c: None,
         quit: false,
+        alert,
     };
     let (harness, ui_outcome) =
         tokio::join!(driver.run(queued), ui.run(terminal, events, errors, stop.clone(), first_prompt));
@@ -153,6 +158,8 @@ struct Ui<'a> {
     running: Option<String>,
     last_ctrl_c: Option<Instant>,
     quit: bool,
+    /// A dialog to dismiss before anything else.
+    alert: Option<Alert>,
 }
 
 type Replies = mpsc::UnboundedSender<(Done, JobResult)>;
@@ -254,6 +261,12 @@ impl Ui<'_> {
     /// One key.
     fn key(&mut self, key: KeyEvent, replies: &Replies) {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if self.alert.is_some() && !(ctrl && matches!(key.code, KeyCode::Char('c' | 'd'))) {
+            if Alert::dismissed_by(&key) {
+                self.alert = None;
+            }
+            return;
+        }
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         if !(ctrl && key.code == KeyCode::Char('c')) {
             self.last_ctrl_c = None;
@@ -488,6 +501,9 @@ impl Ui<'_> {
         frame.set_cursor_position(Position::new(cursor_x.min(area.width.saturating_sub(1)), cursor_y));
 
         frame.render_widget(Paragraph::new(self.footer()), footer);
+        if let Some(alert) = &self.alert {
+            alert.draw(frame);
+        }
     }
 
     /// Model, tokens, cost, context; telemetry health.
