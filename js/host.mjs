@@ -6,19 +6,21 @@
 //     }
 //
 // — and speaks pi's process protocol for it on stdin/stdout (docs/extension-protocol.md).
-// Usage: node host.mjs EXTENSION_FILE. The extension's console output goes to stderr (pi's
-// extension log), never into the protocol. `.ts` files are stripped of their types first, with
-// Node's own stripper (`amaro`, installed next to this host by scripts/setup-js).
+// Usage: node host.mjs EXTENSION_FILE PI_EXECUTABLE. The extension's console output goes to
+// stderr (pi's extension log), never into the protocol. TypeScript modules (`.ts`, `.mts`,
+// `.cts`) are compiled by `PI_EXECUTABLE strip-types FILE` as Node loads them, each at its own
+// URL, so imports resolve from the extension's own folder (siblings, its node_modules).
 
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
-import { readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, basename } from "node:path";
-import { createRequire } from "node:module";
+import { basename } from "node:path";
+import { register } from "node:module";
 
 const PROTOCOL = 1;
 const file = process.argv[2];
+
+// The module loader pi writes next to this host (loader-VERSION.mjs beside host-VERSION.mjs).
+register(import.meta.url.replace(/host-([^/]*)\.mjs$/, "loader-$1.mjs"), import.meta.url, { data: { pi: process.argv[3] } });
 // The protocol owns stdout: only `send` writes there. An extension (or a library it uses) that
 // writes to process.stdout directly writes to stderr — pi's extension log — instead.
 const protocolWrite = process.stdout.write.bind(process.stdout);
@@ -171,33 +173,6 @@ async function runTool(name, params, wire) {
   };
 }
 
-/** The module to import: a `.ts` file is stripped of its types into a temporary `.mjs`. */
-async function moduleUrl(path) {
-  if (!path.endsWith(".ts")) return pathToFileURL(path).href;
-  // Node's own type stripper, installed next to this host (or in $PI_JS_NODE_MODULES) by
-  // scripts/setup-js; a user's run never fetches it.
-  const places = [import.meta.url];
-  if (process.env.PI_JS_NODE_MODULES) places.push(pathToFileURL(join(process.env.PI_JS_NODE_MODULES, "..", "x.js")).href);
-  let amaro;
-  for (const place of places) {
-    try {
-      amaro = createRequire(place)("amaro");
-      break;
-    } catch {}
-  }
-  if (!amaro) {
-    throw new Error("TypeScript extensions need a type stripper: run scripts/setup-js (installs amaro next to the JavaScript host)");
-  }
-  // Type-only imports (`import type { ExtensionAPI } from "…"`) and annotations are erased; the
-  // user's folder is never written to.
-  const { code } = amaro.transformSync(readFileSync(path, "utf8"), { mode: "strip-only" });
-  const dir = mkdtempSync(join(tmpdir(), "pi-ts-"));
-  const target = join(dir, `${basename(path, ".ts")}.mjs`);
-  writeFileSync(target, code);
-  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
-  return pathToFileURL(target).href;
-}
-
 const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
 let registered = false;
 for await (const line of lines) {
@@ -211,7 +186,7 @@ for await (const line of lines) {
   }
   if (message.type === "hello" && !registered) {
     try {
-      const module = await import(await moduleUrl(file));
+      const module = await import(pathToFileURL(file).href);
       const factory = module.default;
       if (typeof factory !== "function") throw new Error("its default export is not a function (pi) => …");
       await factory(pi);

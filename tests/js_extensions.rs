@@ -124,10 +124,8 @@ fn a_broken_javascript_extension_stops_the_run_naming_it_and_why() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
-/// Needs the type stripper: `scripts/test` installs it (`scripts/setup-js`) and runs the ignored
-/// tests with `PI_JS_NODE_MODULES` pointing at it.
+/// TypeScript needs nothing installed: pi compiles it.
 #[test]
-#[ignore = "needs scripts/setup-js (amaro), run by scripts/test"]
 fn a_typescript_extension_runs_unmodified() {
     let d = scratch("js-ts");
     let script = d.join("script.json");
@@ -264,5 +262,73 @@ fn the_subagent_example_nests_the_child_trace_under_the_tool_span_and_bills_it_o
     let rows: Vec<Value> = serde_json::from_slice(&report.stdout).unwrap();
     let billed: u64 = rows.iter().map(|r| r["totalTokens"].as_u64().unwrap()).sum();
     assert_eq!(billed, parent_usage + tool_usage);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A TypeScript extension importing its siblings as TypeScript spells them (`./x.js` for `x.ts`),
+/// a package in its own `node_modules`, with an enum and a parameter property; a syntax error
+/// stops the run naming the file and line.
+#[test]
+fn typescript_modules_resolve_from_the_extensions_own_folder() {
+    let d = scratch("js-ts-folder");
+    let ext = d.join("ext");
+    std::fs::create_dir_all(ext.join("node_modules/shout")).unwrap();
+    std::fs::write(
+        ext.join("node_modules/shout/package.json"),
+        r#"{"name":"shout","type":"module","main":"index.js"}"#,
+    )
+    .unwrap();
+    std::fs::write(ext.join("node_modules/shout/index.js"), "export const shout = (s) => s.toUpperCase();\n").unwrap();
+    std::fs::write(
+        ext.join("limits.ts"),
+        "export enum Verdict { Allow = \"allow\", Block = \"block\" }\n\
+         export class Limit { constructor(private readonly words: string[]) {}\n\
+           judge(command: string): Verdict { return this.words.some((w) => command.includes(w)) ? Verdict.Block : Verdict.Allow; } }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ext.join("gate.ts"),
+        "import type { ExtensionAPI } from \"@mariozechner/pi-coding-agent\";\n\
+         import { Limit, Verdict } from \"./limits.js\";\n\
+         import { shout } from \"shout\";\n\
+         export default function (pi: ExtensionAPI) {\n\
+           const limit = new Limit([\"rm -rf\"]);\n\
+           pi.on(\"tool_call\", async (event: any) => limit.judge(String(event.input.command ?? \"\")) === Verdict.Block\n\
+             ? { block: true, reason: shout(\"blocked by the gate\") } : undefined);\n\
+         }\n",
+    )
+    .unwrap();
+    let script = d.join("script.json");
+    std::fs::write(
+        &script,
+        json!([{"text": "Working.", "tools": [
+            {"name": "bash", "arguments": {"command": "rm -rf ./important"}},
+            {"name": "bash", "arguments": {"command": "echo fine"}}]},
+            {"text": "Done."}])
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(d.join("important")).unwrap();
+    let out = pi()
+        .args(["-p", "go", "--no-session", "--mode", "json", "--faux-script"])
+        .arg(&script)
+        .flag("--cwd", &d)
+        .flag("-e", ext.join("gate.ts"))
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .succeeds();
+    assert!(d.join("important").exists(), "the gate blocked rm -rf");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("BLOCKED BY THE GATE") && stdout.contains("fine"), "{stdout}");
+
+    std::fs::write(ext.join("broken.ts"), "export default function (pi: any) {\n  const x: number = ;\n}\n").unwrap();
+    let out = pi()
+        .args(["-p", "go", "--no-session", "--tools", "none"])
+        .flag("-e", ext.join("broken.ts"))
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("broken.ts:2:") && stderr.lines().count() == 1, "{stderr}");
     std::fs::remove_dir_all(&d).unwrap();
 }

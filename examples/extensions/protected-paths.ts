@@ -1,6 +1,6 @@
 /**
  * Protected paths: `write` and `edit` may not touch secrets or version-control internals.
- * TypeScript in upstream pi's shape; pi's JavaScript host strips the types (scripts/setup-js).
+ * TypeScript in upstream pi's shape; pi compiles it as Node loads it (nothing to install).
  */
 import type { ExtensionAPI, ToolCallEvent } from "@mariozechner/pi-coding-agent";
 

@@ -134,7 +134,9 @@ pub fn spec(candidate: &Candidate, cwd: &Path, cfg: &Config) -> Result<ProcessSp
         let node = which("node").ok_or("JavaScript extensions need `node` on PATH")?;
         let host = js_host(cfg).map_err(|e| format!("cannot write the JavaScript host: {e}"))?;
         let mut spec = ProcessSpec::new(node, path, cwd);
-        spec.args = vec![host.display().to_string(), path.display().to_string()];
+        // The host's module loader asks this binary to compile each TypeScript module.
+        let pi = std::env::current_exe().map_err(|e| format!("cannot find pi's own executable: {e}"))?;
+        spec.args = vec![host.display().to_string(), path.display().to_string(), pi.display().to_string()];
         spec
     } else if is_executable(path) {
         ProcessSpec::new(path, path, cwd)
@@ -242,21 +244,25 @@ pub async fn run_command(
     None
 }
 
-/// The JavaScript host shipped with pi (`js/host.mjs`).
+/// The JavaScript host shipped with pi (`js/host.mjs`) and its module loader (`js/loader.mjs`).
 const JS_HOST: &str = include_str!("../../js/host.mjs");
+const JS_LOADER: &str = include_str!("../../js/loader.mjs");
 
-/// Writes the JavaScript host to `<agent dir>/js/host-<version>.mjs` (once per version; a type
-/// stripper installed next to it by `scripts/setup-js` is found there) and returns its path.
+/// Writes the JavaScript host and its loader to `<agent dir>/js/{host,loader}-<version>.mjs`
+/// (once per version) and returns the host's path.
 fn js_host(cfg: &Config) -> std::io::Result<PathBuf> {
     let dir = cfg.agent_dir.clone().unwrap_or_else(std::env::temp_dir).join("js");
-    let path = dir.join(format!("host-{}.mjs", env!("CARGO_PKG_VERSION")));
-    if std::fs::read_to_string(&path).ok().as_deref() != Some(JS_HOST) {
-        std::fs::create_dir_all(&dir)?;
-        let tmp = dir.join(format!(".host-{}.tmp", std::process::id()));
-        std::fs::write(&tmp, JS_HOST)?;
-        std::fs::rename(&tmp, &path)?;
+    let version = env!("CARGO_PKG_VERSION");
+    for (name, text) in [("loader", JS_LOADER), ("host", JS_HOST)] {
+        let path = dir.join(format!("{name}-{version}.mjs"));
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
+            std::fs::create_dir_all(&dir)?;
+            let tmp = dir.join(format!(".{name}-{}.tmp", std::process::id()));
+            std::fs::write(&tmp, text)?;
+            std::fs::rename(&tmp, &path)?;
+        }
     }
-    Ok(path)
+    Ok(dir.join(format!("host-{version}.mjs")))
 }
 
 /// `name` on `PATH`.

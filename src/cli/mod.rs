@@ -28,6 +28,7 @@ mod signals;
 mod sinks;
 mod tree;
 mod trust_cmd;
+mod typescript;
 
 use std::process::ExitCode;
 
@@ -87,6 +88,9 @@ enum Command {
     /// Trust a project (default: the current directory) so its `.pi/` settings, skills,
     /// prompt templates and extensions load; `--revoke` takes the trust back.
     Trust(trust_cmd::TrustArgs),
+    /// A TypeScript file as JavaScript (the JavaScript host's module loader asks for it).
+    #[command(hide = true)]
+    StripTypes(typescript::StripTypesArgs),
 }
 
 /// Parses arguments (one-line errors), runs, and maps the outcome to an exit code
@@ -109,6 +113,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Asked once per TypeScript module an extension loads: nothing else to set up.
+    if let Some(Command::StripTypes(args)) = &cli.command {
+        return typescript::run(args);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -134,6 +142,7 @@ pub fn main() -> ExitCode {
             Some(Command::Observe(command)) => observe::run(&command, &cfg).await,
             Some(Command::Config(args)) => config_cmd::run(&args, &cfg),
             Some(Command::Trust(args)) => trust_cmd::run(&args, &cfg),
+            Some(Command::StripTypes(args)) => Ok(typescript::run(&args)),
             None if cli.list_models.is_some() => {
                 models_cmd::run(cli.list_models.as_deref().unwrap_or_default(), &cli.agent, &cfg)
             }
