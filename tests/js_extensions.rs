@@ -332,3 +332,50 @@ fn typescript_modules_resolve_from_the_extensions_own_folder() {
     assert!(stderr.contains("broken.ts:2:") && stderr.lines().count() == 1, "{stderr}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Upstream's three extension styles in the global folder: a single file, a folder with
+/// `index.ts` and a helper, and a package whose `package.json` lists `pi.extensions`; each one's
+/// command answers. A `-e` folder that runs nothing is refused by name.
+#[test]
+fn single_files_index_folders_and_packages_load_from_the_extensions_folder() {
+    let d = scratch("js-folders");
+    let folder = d.join("agent/extensions");
+    std::fs::create_dir_all(folder.join("multi")).unwrap();
+    std::fs::create_dir_all(folder.join("packaged/src")).unwrap();
+    std::fs::create_dir_all(folder.join("notes")).unwrap();
+    let command = |name: &str, reply: &str| {
+        format!(
+            "export default function (pi: any) {{ pi.registerCommand(\"{name}\", {{ handler: async () => {reply} }}); }}\n"
+        )
+    };
+    std::fs::write(folder.join("single.ts"), command("single", "\"from a file\"")).unwrap();
+    std::fs::write(folder.join("multi/words.ts"), "export const words: string = \"from index.ts\";\n").unwrap();
+    std::fs::write(
+        folder.join("multi/index.ts"),
+        format!("import {{ words }} from \"./words\";\n{}", command("multi", "words")),
+    )
+    .unwrap();
+    std::fs::write(
+        folder.join("packaged/package.json"),
+        r#"{"name": "packaged", "type": "module", "pi": {"extensions": ["./src/main.ts"]}}"#,
+    )
+    .unwrap();
+    std::fs::write(folder.join("packaged/src/main.ts"), command("packaged", "\"from package.json\"")).unwrap();
+    std::fs::write(folder.join("notes/README.md"), "not an extension\n").unwrap();
+    for (name, reply) in [("single", "from a file"), ("multi", "from index.ts"), ("packaged", "from package.json")] {
+        let out = pi()
+            .args(["-p", &format!("/{name}"), "--no-session", "--tools", "none"])
+            .env("PI_CODING_AGENT_DIR", d.join("agent"))
+            .succeeds();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), reply, "{name}");
+    }
+    let out = pi()
+        .args(["-p", "hi", "--no-session", "-e"])
+        .arg(folder.join("notes"))
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("notes: not an extension"));
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -41,7 +41,7 @@ fn discover_all(flags: &[PathBuf], cfg: &Config, cwd: &Path) -> Result<Vec<Candi
         let Ok(entries) = std::fs::read_dir(&dir) else { return };
         let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
         paths.sort();
-        for path in paths.into_iter().filter(|p| is_extension(p)) {
+        for path in paths.iter().flat_map(|p| entries_of(p)) {
             found.push(Candidate { path, origin });
         }
     };
@@ -58,14 +58,28 @@ fn discover_all(flags: &[PathBuf], cfg: &Config, cwd: &Path) -> Result<Vec<Candi
             crate::cli::settings::Scope::Global => "settings",
         };
         for raw in file.doc.extensions.iter().flat_map(|e| &e.paths) {
-            found.push(Candidate { path: Config::path_of(file, raw), origin });
+            let path = Config::path_of(file, raw);
+            // A listed path that runs nothing is still listed: it fails to load (named), never
+            // silently skipped.
+            let entries = entries_of(&path);
+            if entries.is_empty() {
+                found.push(Candidate { path, origin });
+            }
+            found.extend(entries.into_iter().map(|path| Candidate { path, origin }));
         }
     }
     for path in flags {
         if !path.exists() {
             return Err(CliError::Usage(format!("-e: {}: no such file or folder", path.display())));
         }
-        found.push(Candidate { path: path.clone(), origin: "-e" });
+        let entries = entries_of(path);
+        if entries.is_empty() {
+            return Err(CliError::Usage(format!(
+                "-e: {}: not an extension (a .js/.mjs/.ts file, an executable, or a folder with pi-extension.json, a package.json listing pi.extensions, or index.ts)",
+                path.display()
+            )));
+        }
+        found.extend(entries.into_iter().map(|path| Candidate { path, origin: "-e" }));
     }
     if !cfg.policy().allows_non_managed_extensions() {
         let refused: Vec<String> =
@@ -80,12 +94,28 @@ fn discover_all(flags: &[PathBuf], cfg: &Config, cwd: &Path) -> Result<Vec<Candi
     Ok(found)
 }
 
-/// An entry of an extensions folder pi can run.
-fn is_extension(path: &Path) -> bool {
-    if path.is_dir() {
-        return path.join(MANIFEST).is_file();
+/// What `path` runs as extensions, upstream's way: a file (script or executable) is itself; a
+/// folder is its `pi-extension.json` process, else the entries its `package.json` lists under
+/// `pi.extensions` (relative to it), else its `index.ts` / `index.js` / `index.mjs`. Empty: not
+/// an extension (a folder of something else).
+fn entries_of(path: &Path) -> Vec<PathBuf> {
+    if !path.is_dir() {
+        return if is_script(path) || is_executable(path) { vec![path.to_path_buf()] } else { Vec::new() };
     }
-    is_script(path) || is_executable(path)
+    if path.join(MANIFEST).is_file() {
+        return vec![path.to_path_buf()];
+    }
+    let listed = std::fs::read_to_string(path.join("package.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .and_then(|package| {
+            let entries = package.get("pi")?.get("extensions")?.as_array()?.clone();
+            Some(entries.iter().filter_map(|e| e.as_str().map(|e| path.join(e))).collect::<Vec<_>>())
+        });
+    if let Some(listed) = listed {
+        return listed;
+    }
+    ["index.ts", "index.js", "index.mjs"].iter().map(|name| path.join(name)).filter(|p| p.is_file()).take(1).collect()
 }
 
 fn is_script(path: &Path) -> bool {
