@@ -15,10 +15,14 @@ function alternatives(s) {
   if (/\.[A-Za-z0-9]+$/.test(s)) return [];
   return [s + ".ts", s + ".js", s + "/index.ts", s + "/index.js"];
 }
+// Upstream's packages: from the extension's folder when it has them, else from pi's own JS
+// folder (where this loader lives; pi installs them there on first use).
+const upstream = (s) => /^(@mariozechner\/pi-[a-z-]+|@sinclair\/typebox|typebox)(\/|$)/.test(s);
 export async function resolve(specifier, context, next) {
   try {
     return await next(specifier, context);
   } catch (error) {
+    if (upstream(specifier)) return next(specifier, { ...context, parentURL: import.meta.url });
     if (!relative(specifier)) throw error;
     for (const alternative of alternatives(specifier)) {
       try { return await next(alternative, context); } catch {}

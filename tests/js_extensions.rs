@@ -379,3 +379,89 @@ fn single_files_index_folders_and_packages_load_from_the_extensions_folder() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("notes: not an extension"));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// An extension importing values from upstream's packages (TypeBox's `Type` through `pi-ai`,
+/// `@sinclair/typebox`, pi-tui's `truncateToWidth`): pi installs the pinned npm packages into
+/// its JS folder on first use (one stderr line) and the tool runs with its schema. Needs the npm
+/// registry (as `scripts/test` has); the agent folder is kept in `target/` so later runs reuse it.
+#[test]
+#[ignore = "installs upstream's npm packages once: run by scripts/test"]
+fn upstream_packages_are_installed_once_and_resolve_for_extensions() {
+    let d = scratch("js-upstream");
+    let agent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("upstream-agent");
+    let ext = d.join("greet.ts");
+    std::fs::write(
+        &ext,
+        r#"import { Type } from "@mariozechner/pi-ai";
+import { Type as Box } from "@sinclair/typebox";
+import { truncateToWidth } from "@mariozechner/pi-tui";
+import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
+export default function (pi: ExtensionAPI) {
+  pi.registerTool({
+    name: "greet",
+    label: "Greet",
+    description: "Greets someone",
+    parameters: Type.Object({ name: Type.String({ description: "who" }), loud: Type.Optional(Box.Boolean()) }),
+    async execute(_id: string, params: { name: string }) {
+      return { content: [{ type: "text", text: truncateToWidth(`Hello, ${params.name}!`, 40) }], details: {} };
+    },
+  });
+}
+"#,
+    )
+    .unwrap();
+    let script = d.join("script.json");
+    std::fs::write(
+        &script,
+        json!([{"text": "Greeting.", "tools": [{"name": "greet", "arguments": {"name": "pi"}}]}, {"text": "Done."}])
+            .to_string(),
+    )
+    .unwrap();
+    let out = pi()
+        .args(["-p", "greet", "--no-session", "--mode", "json", "--faux-script"])
+        .arg(&script)
+        .flag("-e", &ext)
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .succeeds();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.lines().filter(|l| l.contains("installing upstream's extension packages")).count() <= 1, "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Hello, pi!"), "{stdout}");
+    assert!(agent.join("js/node_modules/@mariozechner/pi-tui/package.json").is_file());
+    // Installed now: a second run says nothing about installing.
+    let again = pi()
+        .args(["-p", "greet", "--no-session", "--faux-script"])
+        .arg(&script)
+        .flag("-e", &ext)
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .succeeds();
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("installing"), "installed once");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Offline (a registry nobody answers): the extension fails to load, naming the one command that
+/// installs upstream's packages.
+#[test]
+fn without_the_registry_an_extension_needing_upstreams_packages_names_the_install_command() {
+    let d = scratch("js-upstream-offline");
+    let ext = d.join("schema.ts");
+    std::fs::write(
+        &ext,
+        "import { Type } from \"@sinclair/typebox\";\nexport default function (pi: any) { Type.Object({}); }\n",
+    )
+    .unwrap();
+    let out = pi()
+        .args(["-p", "hi", "--no-session", "--tools", "none"])
+        .flag("-e", &ext)
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .env("npm_config_registry", "http://127.0.0.1:9/")
+        .env("npm_config_fetch_retries", "0")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let error = stderr.lines().last().unwrap_or("");
+    assert!(error.contains("schema.ts") && error.contains("install them with: npm install --prefix"), "{stderr}");
+    assert!(out.stdout.is_empty(), "the model was not asked");
+    std::fs::remove_dir_all(&d).unwrap();
+}

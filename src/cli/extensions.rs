@@ -163,6 +163,12 @@ pub fn spec(candidate: &Candidate, cwd: &Path, cfg: &Config) -> Result<ProcessSp
     } else if is_script(path) {
         let node = which("node").ok_or("JavaScript extensions need `node` on PATH")?;
         let host = js_host(cfg).map_err(|e| format!("cannot write the JavaScript host: {e}"))?;
+        // A folder extension's other files may be the ones importing upstream's packages.
+        let folder = path.parent().filter(|dir| {
+            dir.join("package.json").is_file() || path.file_stem().and_then(|s| s.to_str()) == Some("index")
+        });
+        let js_dir = host.parent().unwrap_or(Path::new("."));
+        super::js_packages::ensure_for(path, folder, js_dir)?;
         let mut spec = ProcessSpec::new(node, path, cwd);
         // The host's module loader asks this binary to compile each TypeScript module.
         let pi = std::env::current_exe().map_err(|e| format!("cannot find pi's own executable: {e}"))?;

@@ -12,6 +12,7 @@ mod export;
 mod extensions;
 mod faux_script;
 mod files;
+mod js_packages;
 mod models_cmd;
 mod modes;
 mod observe;
