@@ -15,6 +15,7 @@ import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import { basename } from "node:path";
 import { register } from "node:module";
+import { spawn } from "node:child_process";
 
 const PROTOCOL = 1;
 const file = process.argv[2];
@@ -34,6 +35,59 @@ const tools = new Map(); // name -> definition
 const commands = new Map(); // name -> definition
 const shutdown = new AbortController();
 
+const flags = new Map(); // name -> { type, default, description }
+const shortcuts = new Map(); // key -> { description, handler }
+const renderers = new Map(); // customType -> renderer (drawn only where there is a UI)
+const providers = new Map(); // name -> config
+
+/** Upstream's event bus between extensions; here between the handlers of this extension. */
+function eventBus() {
+  const listeners = new Map();
+  return {
+    on(channel, listener) {
+      if (!listeners.has(channel)) listeners.set(channel, new Set());
+      listeners.get(channel).add(listener);
+      return () => listeners.get(channel)?.delete(listener);
+    },
+    emit(channel, data) {
+      for (const listener of listeners.get(channel) ?? []) {
+        try {
+          listener(data);
+        } catch (error) {
+          log(`pi js host: event bus ${channel}: ${error?.stack ?? error}`);
+        }
+      }
+    },
+  };
+}
+
+/** A member of upstream's API this host does not carry out yet: says so when called, never
+ *  pretends to have done it. */
+const unsupported = (name) => () => {
+  throw new Error(`pi.${name} is not supported by pi's JavaScript host yet`);
+};
+
+/** Upstream's `pi.exec`: runs a program (no shell), its output collected. */
+function exec(command, args = [], options = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: options.cwd ?? process.cwd(), signal: options.signal, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    let killed = false;
+    const timer = options.timeout ? setTimeout(() => ((killed = true), child.kill("SIGTERM")), options.timeout) : undefined;
+    child.stdout.on("data", (chunk) => (stdout += chunk));
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      resolve({ stdout, stderr: stderr + String(error?.message ?? error), code: 127, killed });
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ stdout, stderr, code: code ?? 1, killed: killed || Boolean(signal) });
+    });
+  });
+}
+
 const pi = {
   on(event, handler) {
     if (!handlers.has(event)) handlers.set(event, []);
@@ -45,12 +99,85 @@ const pi = {
   registerCommand(name, definition) {
     commands.set(name, typeof definition === "function" ? { handler: definition } : definition);
   },
+  registerFlag(name, options = {}) {
+    flags.set(name, options);
+  },
+  // pi takes no extension flags on its command line yet: a flag has its declared default.
+  getFlag(name) {
+    return flags.get(name)?.default;
+  },
+  registerShortcut(shortcut, options) {
+    shortcuts.set(shortcut, options);
+  },
+  registerMessageRenderer(customType, renderer) {
+    renderers.set(customType, renderer);
+  },
+  registerProvider(name, config) {
+    providers.set(name, config);
+    log(`[warn] provider ${name} registered; pi does not run providers of JavaScript extensions yet`);
+  },
+  unregisterProvider(name) {
+    providers.delete(name);
+  },
+  events: eventBus(),
+  exec,
   // During a command: the prompt pi runs after it (upstream's sendUserMessage).
   sendUserMessage(text) {
     pendingPrompt = typeof text === "string" ? text : JSON.stringify(text);
   },
+  sendMessage: unsupported("sendMessage"),
+  appendEntry: unsupported("appendEntry"),
+  setSessionName: unsupported("setSessionName"),
+  getSessionName: unsupported("getSessionName"),
+  setLabel: unsupported("setLabel"),
+  getActiveTools: unsupported("getActiveTools"),
+  getAllTools: unsupported("getAllTools"),
+  setActiveTools: unsupported("setActiveTools"),
+  getCommands: unsupported("getCommands"),
+  setModel: unsupported("setModel"),
+  getThinkingLevel: unsupported("getThinkingLevel"),
+  setThinkingLevel: unsupported("setThinkingLevel"),
 };
 let pendingPrompt;
+
+/** A theme that styles nothing (no terminal to style for): `fg("accent", text)` is `text`. */
+const plainTheme = new Proxy(
+  {},
+  { get: (_target, key) => (key === "name" ? "plain" : (...args) => (typeof args[args.length - 1] === "string" ? args[args.length - 1] : "")) },
+);
+
+/** Upstream's answers where there is no UI (print mode): questions get "no answer", display
+ *  calls do nothing, `notify` goes to the extension's log. */
+const headlessUI = {
+  select: async () => undefined,
+  confirm: async () => false,
+  input: async () => undefined,
+  editor: async () => undefined,
+  custom: async () => undefined,
+  notify: (message, level = "info") => log(`[${level}] ${message}`),
+  onTerminalInput: () => () => {},
+  setStatus: () => {},
+  setWorkingMessage: () => {},
+  setWorkingVisible: () => {},
+  setWorkingIndicator: () => {},
+  setHiddenThinkingLabel: () => {},
+  setWidget: () => {},
+  setFooter: () => {},
+  setHeader: () => {},
+  setTitle: () => {},
+  pasteToEditor: () => {},
+  setEditorText: () => {},
+  getEditorText: () => "",
+  addAutocompleteProvider: () => {},
+  setEditorComponent: () => {},
+  getEditorComponent: () => undefined,
+  theme: plainTheme,
+  getAllThemes: () => [],
+  getTheme: () => undefined,
+  setTheme: () => ({ success: false, error: "UI not available" }),
+  getToolsExpanded: () => false,
+  setToolsExpanded: () => {},
+};
 
 /** The `ctx` handlers get: print mode has no UI, so questions resolve to "no answer". */
 function context(wire) {
@@ -68,14 +195,14 @@ function context(wire) {
       getSessionId: () => wire?.sessionId,
       getSessionFile: () => wire?.sessionFile ?? undefined,
     },
-    ui: {
-      notify: (message, level = "info") => log(`[${level}] ${message}`),
-      confirm: async () => false,
-      select: async () => undefined,
-      input: async () => undefined,
-      setStatus: () => {},
-      setWidget: () => {},
-    },
+    ui: headlessUI,
+    isIdle: unsupported("ctx.isIdle"),
+    hasPendingMessages: unsupported("ctx.hasPendingMessages"),
+    abort: unsupported("ctx.abort"),
+    shutdown: unsupported("ctx.shutdown"),
+    getContextUsage: () => undefined,
+    compact: unsupported("ctx.compact"),
+    getSystemPrompt: unsupported("ctx.getSystemPrompt"),
   };
 }
 
