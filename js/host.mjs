@@ -196,7 +196,8 @@ function context(wire) {
       getSessionFile: () => wire?.sessionFile ?? undefined,
     },
     ui: headlessUI,
-    isIdle: unsupported("ctx.isIdle"),
+    // Idle between prompts (commands, session start and end); working during a prompt's events.
+    isIdle: () => wire?.idle === true,
     hasPendingMessages: unsupported("ctx.hasPendingMessages"),
     abort: unsupported("ctx.abort"),
     shutdown: unsupported("ctx.shutdown"),
@@ -297,6 +298,7 @@ async function runTool(name, params, wire) {
     details: result?.details,
     isError: Boolean(result?.isError),
     usage: result?.usage ?? result?.details?.usage,
+    terminate: Boolean(result?.terminate),
   };
 }
 
@@ -334,7 +336,8 @@ for await (const line of lines) {
     });
   } else if (message.type === "event") {
     const { id, event, payload, ctx } = message;
-    dispatch(event, payload, context(ctx)).then(
+    const idle = event === "session_start" || event === "session_shutdown";
+    dispatch(event, payload, context({ ...ctx, idle })).then(
       (result) => send({ type: "result", id, result: result ?? null }),
       (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
     );
@@ -348,7 +351,7 @@ for await (const line of lines) {
     const { id, name, args, ctx } = message;
     const command = commands.get(name);
     pendingPrompt = undefined;
-    Promise.resolve(command ? command.handler(args ?? "", context(ctx)) : Promise.reject(new Error(`no command ${name}`))).then(
+    Promise.resolve(command ? command.handler(args ?? "", context({ ...ctx, idle: true })) : Promise.reject(new Error(`no command ${name}`))).then(
       (result) => send({ type: "result", id, result: { text: typeof result === "string" ? result : result?.text, prompt: result?.prompt ?? pendingPrompt } }),
       (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
     );

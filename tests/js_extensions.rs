@@ -465,3 +465,41 @@ fn without_the_registry_an_extension_needing_upstreams_packages_names_the_instal
     assert!(out.stdout.is_empty(), "the model was not asked");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Upstream's `terminate: true`: a turn whose every tool says so ends the run on the results; a
+/// turn where only some do asks the model again.
+#[test]
+fn a_tool_result_that_terminates_ends_the_run_when_every_tool_of_the_turn_says_so() {
+    let d = scratch("js-terminate");
+    let ext = d.join("final.mjs");
+    std::fs::write(
+        &ext,
+        r#"export default function (pi) {
+  pi.registerTool({ name: "final", description: "Ends the run", parameters: { type: "object", properties: {} },
+    async execute() { return { content: [{ type: "text", text: "saved" }], terminate: true }; } });
+}
+"#,
+    )
+    .unwrap();
+    let run = |steps: serde_json::Value| {
+        let script = d.join("script.json");
+        std::fs::write(&script, steps.to_string()).unwrap();
+        pi().args(["-p", "go", "--no-session", "--mode", "json", "--faux-script"])
+            .arg(&script)
+            .flag("--cwd", &d)
+            .flag("-e", &ext)
+            .env("PI_CODING_AGENT_DIR", d.join("agent"))
+            .output()
+            .unwrap()
+    };
+    // One step only: a second model call would find none and fail the run.
+    let out = run(json!([{"text": "Finishing.", "tools": [{"name": "final", "arguments": {}}]}]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(json!([
+        {"text": "Both.", "tools": [{"name": "final", "arguments": {}}, {"name": "ls", "arguments": {}}]},
+        {"text": "Asked again.", "expect": ["saved"]}
+    ]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Asked again."));
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -28,7 +28,7 @@ impl Tool for Summarizer {
             usage.cost.input = 0.0003;
             usage.cost.output = 0.0002;
             usage.cost.total = 0.0005;
-            Ok(ToolOutput { content: "a summary".into(), details: None, usage: Some(usage) })
+            Ok(ToolOutput { content: "a summary".into(), details: None, usage: Some(usage), terminate: false })
         })
     }
     fn parameters(&self) -> serde_json::Value {

@@ -28,7 +28,7 @@ impl Agent {
         cancel: &CancellationToken,
         ctx: &HookContext,
         on_event: AgentSink<'_>,
-    ) -> Result<Vec<ToolResultMessage>, AgentError> {
+    ) -> Result<Vec<(ToolResultMessage, bool)>, AgentError> {
         let tool_ctx = self.tool_context(cancel);
         let mut prepared = Vec::with_capacity(calls.len());
         for (id, name, args) in calls {
@@ -78,7 +78,7 @@ impl Agent {
             results.push(match handle.await {
                 Ok(result) => result?,
                 // A tool task panicked: report it to the model as an error result.
-                Err(join) => crashed(&join),
+                Err(join) => (crashed(&join), false),
             });
         }
         Ok(results)
@@ -155,7 +155,8 @@ struct ToolJob {
 }
 
 impl ToolJob {
-    async fn run(self) -> Result<ToolResultMessage, AgentError> {
+    /// The result message, and whether the tool asked to end the run on it (`terminate`).
+    async fn run(self) -> Result<(ToolResultMessage, bool), AgentError> {
         // The name the model asked for is safe only when it is a registered tool's (an
         // extension's tool name is exported only when identifier-shaped).
         let registered = self
@@ -176,9 +177,9 @@ impl ToolJob {
         };
         let job = &self;
         trace_operation_with(names::AGENT_TOOL_CALL, payload, move |span: Span| async move {
-            let (result, usage) = job.execute().await;
+            let (result, usage, terminate) = job.execute().await;
             job.record(&span, &result, registered, usage.as_ref());
-            job.finish(result, usage).await
+            Ok((job.finish(result, usage).await?, terminate))
         })
         .await
     }
@@ -186,19 +187,19 @@ impl ToolJob {
     /// Runs the tool (or reports the block, or the unknown tool), forwarding partial output as
     /// `tool_execution_update` while it runs (these may interleave across tools), then runs the
     /// `tool_result` hooks.
-    async fn execute(&self) -> (ToolResultEvent, Option<Usage>) {
+    async fn execute(&self) -> (ToolResultEvent, Option<Usage>, bool) {
         let (updates_tx, mut updates_rx) = mpsc::unbounded_channel::<String>();
         let (id, name, args) = (&self.id, &self.name, &self.args);
         let execute = async move {
             let ctx = ToolContext { updates: Some(updates_tx), ..self.ctx.clone() };
             match &self.blocked {
-                Some((_, reason)) => (reason.clone(), None, true, None),
+                Some((_, reason)) => ((reason.clone(), None, true, None), false),
                 None => match self.tools.get(name) {
                     Some(tool) => match tool.execute(args, &ctx).await {
-                        Ok(out) => (out.content, out.details, false, out.usage),
-                        Err(error) => (error.to_string(), None, true, None),
+                        Ok(out) => ((out.content, out.details, false, out.usage), out.terminate),
+                        Err(error) => ((error.to_string(), None, true, None), false),
                     },
-                    None => (ToolError::UnknownTool(name.clone()).to_string(), None, true, None),
+                    None => ((ToolError::UnknownTool(name.clone()).to_string(), None, true, None), false),
                 },
             }
         };
@@ -210,7 +211,7 @@ impl ToolJob {
                 let _ = self.events.send(update);
             }
         };
-        let ((text, details, is_error, usage), ()) = tokio::join!(execute, forward_updates);
+        let (((text, details, is_error, usage), terminate), ()) = tokio::join!(execute, forward_updates);
         let result = ToolResultEvent {
             tool_call_id: id.clone(),
             tool_name: name.clone(),
@@ -219,7 +220,7 @@ impl ToolJob {
             details,
             is_error,
         };
-        (self.hooks.tool_result(result, &self.hook_ctx).await, usage)
+        (self.hooks.tool_result(result, &self.hook_ctx).await, usage, terminate)
     }
 
     /// The end attributes: safe facts, the output under its own content kind, and on failure the

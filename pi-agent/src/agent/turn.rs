@@ -58,10 +58,12 @@ impl Agent {
         let mut usage = message.usage;
 
         let calls = message.tool_calls();
-        let continue_loop = message.stop_reason == StopReason::ToolUse && !calls.is_empty();
+        let mut continue_loop = message.stop_reason == StopReason::ToolUse && !calls.is_empty();
         if continue_loop {
             let results = self.run_tools(calls, cancel, ctx, &mut *on_event).await?;
-            for result in results {
+            // Every tool of the turn asked to end on its result: no further model call.
+            continue_loop = !results.iter().all(|(_, terminate)| *terminate);
+            for (result, _) in results {
                 if let Some(u) = &result.usage {
                     usage.add(u);
                 }

@@ -128,9 +128,12 @@ impl Tool for BashTool {
                 u64_arg(args, "timeout")?.map_or(self.default_timeout, Duration::from_secs).min(self.max_timeout);
             let finished = run(command, ctx, Some(timeout)).await?;
             match finished.code {
-                Some(0) => {
-                    Ok(ToolOutput { content: finished.output, details: Some(json!({"exitCode": 0})), usage: None })
-                }
+                Some(0) => Ok(ToolOutput {
+                    content: finished.output,
+                    details: Some(json!({"exitCode": 0})),
+                    usage: None,
+                    terminate: false,
+                }),
                 Some(code) => Err(ToolError::Other(format!("{}\n[exit code {code}]", finished.output))),
                 None => Err(ToolError::Other(format!("{}\n[killed by a signal]", finished.output))),
             }

@@ -36,6 +36,7 @@ impl Tool for EditTool {
                         content: format!("Edited {shown} at line {line}"),
                         details: Some(json!({"path": shown, "line": line})),
                         usage: None,
+                        terminate: false,
                     })
                 }
                 count => Err(ToolError::EditAmbiguous { path: shown, count }),

@@ -48,6 +48,7 @@ impl Tool for ReadTool {
                     json!({"path": path.display().to_string(), "lines": end - start, "totalLines": lines.len()}),
                 ),
                 usage: None,
+                terminate: false,
             })
         })
     }
@@ -75,6 +76,7 @@ impl Tool for WriteTool {
                 content: format!("Wrote {} bytes to {}", content.len(), path.display()),
                 details: Some(json!({"path": path.display().to_string(), "bytes": content.len()})),
                 usage: None,
+                terminate: false,
             })
         })
     }
@@ -102,7 +104,12 @@ impl Tool for LsTool {
             }
             names.sort();
             let content = if names.is_empty() { "(empty directory)".to_owned() } else { names.join("\n") };
-            Ok(ToolOutput { content: cap_head(content), details: Some(json!({"entries": names.len()})), usage: None })
+            Ok(ToolOutput {
+                content: cap_head(content),
+                details: Some(json!({"entries": names.len()})),
+                usage: None,
+                terminate: false,
+            })
         })
     }
 }

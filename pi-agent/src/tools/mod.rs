@@ -79,12 +79,15 @@ pub struct ToolOutput {
     /// Model usage the tool caused (a tool that calls a model itself reports it here); kept on
     /// the session's tool result, traced with `pi.call_kind=tool` and billed once.
     pub usage: Option<crate::message::Usage>,
+    /// Upstream's `terminate`: when every tool of a turn says so, the agent ends on these
+    /// results instead of asking the model again (a final structured-output tool).
+    pub terminate: bool,
 }
 
 impl ToolOutput {
     /// Text only.
     pub fn text(content: impl Into<String>) -> Self {
-        ToolOutput { content: content.into(), details: None, usage: None }
+        ToolOutput { content: content.into(), details: None, usage: None, terminate: false }
     }
 }
 

@@ -77,7 +77,12 @@ impl Tool for GrepTool {
                 }
                 let count = hits.len();
                 let content = if hits.is_empty() { "No matches".to_owned() } else { hits.join("\n") };
-                Ok(ToolOutput { content: cap_head(content), details: Some(json!({"matches": count})), usage: None })
+                Ok(ToolOutput {
+                    content: cap_head(content),
+                    details: Some(json!({"matches": count})),
+                    usage: None,
+                    terminate: false,
+                })
             })
             .await
             .map_err(|e| ToolError::Other(format!("grep failed: {e}")))?
@@ -132,7 +137,12 @@ impl Tool for FindTool {
                     .collect();
                 let count = found.len();
                 let content = if found.is_empty() { "No files found".to_owned() } else { found.join("\n") };
-                Ok(ToolOutput { content: cap_head(content), details: Some(json!({"files": count})), usage: None })
+                Ok(ToolOutput {
+                    content: cap_head(content),
+                    details: Some(json!({"files": count})),
+                    usage: None,
+                    terminate: false,
+                })
             })
             .await
             .map_err(|e| ToolError::Other(format!("find failed: {e}")))?

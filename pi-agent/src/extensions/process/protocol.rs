@@ -88,6 +88,9 @@ pub(crate) struct ToolReply {
     #[serde(default)]
     pub is_error: bool,
     pub usage: Option<Usage>,
+    /// Upstream's `terminate` (see `ToolOutput::terminate`).
+    #[serde(default)]
+    pub terminate: bool,
 }
 
 /// A tool's output: text, or content blocks.

@@ -56,7 +56,7 @@ impl Tool for ProcessTool {
     }
 }
 
-/// `{"content": [...] | "text", "details"?: …, "isError"?: bool, "usage"?: {…}}`; an error
+/// `{"content": [...] | "text", "details"?: …, "isError"?: bool, "usage"?: {…}, "terminate"?: bool}`; an error
 /// result is the tool failing with its text.
 fn output(reply: &Value) -> Result<Result<ToolOutput, ToolError>, String> {
     let reply: ToolReply = serde_json::from_value(reply.clone()).map_err(|e| format!("tool reply: {e}"))?;
@@ -68,7 +68,8 @@ fn output(reply: &Value) -> Result<Result<ToolOutput, ToolError>, String> {
     if reply.is_error {
         return Ok(Err(ToolError::Other(content)));
     }
-    Ok(Ok(ToolOutput { content, details: reply.details.filter(|d| !d.is_null()), usage: reply.usage }))
+    let details = reply.details.filter(|d| !d.is_null());
+    Ok(Ok(ToolOutput { content, details, usage: reply.usage, terminate: reply.terminate }))
 }
 
 #[cfg(test)]
