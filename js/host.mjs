@@ -14,6 +14,7 @@
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import { basename } from "node:path";
+import { readFileSync } from "node:fs";
 import { register } from "node:module";
 import { spawn } from "node:child_process";
 
@@ -179,6 +180,50 @@ const headlessUI = {
   setToolsExpanded: () => {},
 };
 
+/** The session's header and entries, read from its file (pi writes each entry before the
+ *  events that follow it); none without a session file. */
+function readSession(file) {
+  let text = "";
+  try {
+    text = file ? readFileSync(file, "utf8") : "";
+  } catch {}
+  const records = [];
+  for (const line of text.split("\n")) {
+    if (!line.trim()) continue;
+    try {
+      records.push(JSON.parse(line));
+    } catch {} // a torn last line
+  }
+  const header = records[0]?.type === "session" ? records[0] : undefined;
+  return { header, entries: header ? records.slice(1) : records };
+}
+
+/** Upstream's read methods of `ctx.sessionManager`. The leaf is the last entry written. */
+function sessionManager(wire) {
+  const file = wire?.sessionFile ?? undefined;
+  const entries = () => readSession(file).entries;
+  const byId = (id) => entries().find((e) => e.id === id);
+  const leaf = () => entries().at(-1);
+  return {
+    getSessionId: () => wire?.sessionId,
+    getSessionFile: () => file,
+    getCwd: () => wire?.cwd,
+    getHeader: () => readSession(file).header,
+    getEntries: entries,
+    getEntry: byId,
+    getLeafId: () => leaf()?.id ?? null,
+    getLeafEntry: leaf,
+    getBranch(fromId) {
+      const all = new Map(entries().map((e) => [e.id, e]));
+      const path = [];
+      for (let entry = all.get(fromId ?? leaf()?.id); entry; entry = all.get(entry.parentId)) path.push(entry);
+      return path.reverse();
+    },
+    getSessionName: () => entries().filter((e) => e.type === "session_info" && e.name).at(-1)?.name,
+    getLabel: (id) => entries().filter((e) => e.type === "label" && e.targetId === id).at(-1)?.label,
+  };
+}
+
 /** The `ctx` handlers get: print mode has no UI, so questions resolve to "no answer". */
 function context(wire) {
   return {
@@ -191,10 +236,7 @@ function context(wire) {
     traceparent: wire?.traceparent ?? undefined,
     attribution: wire?.attribution ?? {},
     piExecutable: wire?.piExecutable ?? undefined,
-    sessionManager: {
-      getSessionId: () => wire?.sessionId,
-      getSessionFile: () => wire?.sessionFile ?? undefined,
-    },
+    sessionManager: sessionManager(wire),
     ui: headlessUI,
     // Idle between prompts (commands, session start and end); working during a prompt's events.
     isIdle: () => wire?.idle === true,

@@ -240,6 +240,11 @@ fn xml_escape(text: &str) -> String {
 
 /// `dir/SKILL.md` files found recursively, plus root `.md` files of the top directory.
 fn collect_skill_files(dir: &Path, root: bool, out: &mut Vec<PathBuf>) {
+    // A path may name one skill file (upstream's `skillPaths` from `resources_discover`).
+    if root && is_markdown_file(dir) {
+        out.push(dir.to_path_buf());
+        return;
+    }
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     entries.sort();
@@ -257,8 +262,16 @@ fn collect_skill_files(dir: &Path, root: bool, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Root `.md` files of `dir` (not recursive), sorted.
+fn is_markdown_file(path: &Path) -> bool {
+    path.is_file() && path.extension().is_some_and(|e| e == "md")
+}
+
+/// Root `.md` files of `dir` (not recursive), sorted; `dir` itself when it is one `.md` file
+/// (upstream's `promptPaths` may name files).
 fn markdown_files(dir: &Path) -> Vec<PathBuf> {
+    if is_markdown_file(dir) {
+        return vec![dir.to_path_buf()];
+    }
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -419,6 +432,18 @@ mod tests {
 
     fn args(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_path_may_name_one_skill_or_template_file() {
+        let dir = std::env::temp_dir().join(format!("pi-resources-files-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("skill")).unwrap();
+        std::fs::write(dir.join("skill/SKILL.md"), "---\nname: solo\ndescription: One file\n---\nBody\n").unwrap();
+        std::fs::write(dir.join("solo-prompt.md"), "---\ndescription: d\n---\nSay $1\n").unwrap();
+        let resources = Resources::load(&[dir.join("skill/SKILL.md")], &[dir.join("solo-prompt.md")]);
+        assert!(resources.errors.is_empty(), "{:?}", resources.errors);
+        assert!(resources.skill("solo").is_some() && resources.template("solo-prompt").is_some());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

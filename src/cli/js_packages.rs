@@ -79,9 +79,16 @@ fn installed(js_dir: &Path) -> bool {
     })
 }
 
-/// True when `entry` (or a source file of `folder`) names one of upstream's packages.
+/// True when `entry` (or a source file of `folder`) imports a value of one of upstream's
+/// packages. TypeScript is compiled first, so imports used only as types (most extensions'
+/// `import type { ExtensionAPI }`) install nothing.
 fn imports_upstream(entry: &Path, folder: Option<&Path>) -> bool {
-    let names = |path: &Path| std::fs::read_to_string(path).is_ok_and(|text| NAMES.iter().any(|n| text.contains(n)));
+    let names = |path: &Path| {
+        let Ok(text) = std::fs::read_to_string(path) else { return false };
+        let typescript = matches!(path.extension().and_then(|e| e.to_str()), Some("ts" | "mts" | "cts"));
+        let code = if typescript { super::typescript::to_javascript(path, &text).unwrap_or(text) } else { text };
+        NAMES.iter().any(|n| code.contains(n))
+    };
     names(entry) || folder.is_some_and(|folder| sources(folder).iter().any(|p| names(p)))
 }
 
