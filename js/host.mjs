@@ -224,6 +224,56 @@ function sessionManager(wire) {
   };
 }
 
+/** Dialogs waiting for pi's answer (`ui_result`), by id. */
+const dialogs = new Map();
+let nextDialog = 1;
+
+/** A dialog through pi (upstream's `extension_ui_request` in RPC mode): resolves to upstream's
+ *  answer object, or to `{ cancelled: true }` when `timeout` ms pass or `signal` aborts first. */
+function dialog(method, fields, opts = {}) {
+  const id = nextDialog++;
+  return new Promise((resolve) => {
+    const done = (answer) => {
+      if (!dialogs.delete(id)) return;
+      clearTimeout(timer);
+      resolve(answer ?? { cancelled: true });
+    };
+    const timer = opts.timeout ? setTimeout(() => done({ cancelled: true }), opts.timeout) : undefined;
+    opts.signal?.addEventListener("abort", () => done({ cancelled: true }), { once: true });
+    dialogs.set(id, done);
+    send({ type: "ui", id, method, ...fields, ...(opts.timeout ? { timeout: opts.timeout } : {}) });
+  });
+}
+
+/** `ctx.ui` when pi has a UI for extensions (RPC, interactive): upstream's methods over the
+ *  protocol; what a terminal alone can do keeps its headless answer. */
+const protocolUI = {
+  ...headlessUI,
+  select: async (title, options, opts) => {
+    const answer = await dialog("select", { title, options }, opts);
+    return answer.cancelled ? undefined : answer.value;
+  },
+  confirm: async (title, message, opts) => {
+    const answer = await dialog("confirm", { title, message }, opts);
+    return answer.cancelled ? false : Boolean(answer.confirmed);
+  },
+  input: async (title, placeholder, opts) => {
+    const answer = await dialog("input", { title, placeholder }, opts);
+    return answer.cancelled ? undefined : answer.value;
+  },
+  editor: async (title, prefill) => {
+    const answer = await dialog("editor", { title, prefill });
+    return answer.cancelled ? undefined : answer.value;
+  },
+  notify: (message, notifyType = "info") => send({ type: "ui", method: "notify", message, notifyType }),
+  setStatus: (statusKey, statusText) => send({ type: "ui", method: "setStatus", statusKey, statusText }),
+  setWidget: (widgetKey, content, options) =>
+    send({ type: "ui", method: "setWidget", widgetKey, widgetLines: Array.isArray(content) ? content : undefined, widgetPlacement: options?.placement }),
+  setTitle: (title) => send({ type: "ui", method: "setTitle", title }),
+  setEditorText: (text) => send({ type: "ui", method: "set_editor_text", text }),
+  pasteToEditor: (text) => send({ type: "ui", method: "set_editor_text", text }),
+};
+
 /** The `ctx` handlers get: print mode has no UI, so questions resolve to "no answer". */
 function context(wire) {
   return {
@@ -237,7 +287,7 @@ function context(wire) {
     attribution: wire?.attribution ?? {},
     piExecutable: wire?.piExecutable ?? undefined,
     sessionManager: sessionManager(wire),
-    ui: headlessUI,
+    ui: wire?.hasUI ? protocolUI : headlessUI,
     // Idle between prompts (commands, session start and end); working during a prompt's events.
     isIdle: () => wire?.idle === true,
     hasPendingMessages: unsupported("ctx.hasPendingMessages"),
@@ -397,6 +447,8 @@ for await (const line of lines) {
       (result) => send({ type: "result", id, result: { text: typeof result === "string" ? result : result?.text, prompt: result?.prompt ?? pendingPrompt } }),
       (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
     );
+  } else if (message.type === "ui_result") {
+    dialogs.get(message.id)?.(message.result);
   } else if (message.type === "shutdown") {
     shutdown.abort();
     break;

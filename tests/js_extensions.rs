@@ -503,3 +503,93 @@ fn a_tool_result_that_terminates_ends_the_run_when_every_tool_of_the_turn_says_s
     assert!(String::from_utf8_lossy(&out.stdout).contains("Asked again."));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// The agent folder (kept in `target/`) with upstream's npm packages installed, as pi installs
+/// them the first time an extension imports one (under pi's own lock, so concurrent tests wait).
+fn upstream_agent() -> PathBuf {
+    let agent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("upstream-agent");
+    let probe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("upstream-probe.ts");
+    std::fs::write(
+        &probe,
+        "import { Type } from \"@sinclair/typebox\";\nexport default function () { Type.Object({}); }\n",
+    )
+    .unwrap();
+    pi().args(["-p", "hi", "--no-session", "--tools", "none"])
+        .flag("-e", &probe)
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .succeeds();
+    agent
+}
+
+/// Upstream's own `RpcClient` (from its npm package) drives `pi --mode rpc` and answers an
+/// extension's `ctx.ui.confirm` — an `extension_ui_request` — with an `extension_ui_response`.
+#[test]
+#[ignore = "needs upstream's npm packages: run by scripts/test"]
+fn upstreams_rpc_client_answers_an_extension_ui_request() {
+    let agent = upstream_agent();
+    let d = scratch("js-rpc-client");
+    std::fs::write(
+        d.join("ask.mjs"),
+        r#"export default function (pi) {
+  pi.on("tool_call", async (event, ctx) => {
+    const ok = await ctx.ui.confirm("Allow bash?", event.input.command);
+    return ok ? undefined : { block: true, reason: "refused" };
+  });
+}
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("script.json"),
+        json!([{"text": "Running.", "tools": [{"name": "bash", "arguments": {"command": "echo via-rpc-client"}}]},
+               {"text": "Done.", "expect": ["via-rpc-client"]}])
+        .to_string(),
+    )
+    .unwrap();
+    // RpcClient runs `node CLI_PATH --mode rpc …`: the shim hands that to pi.
+    std::fs::write(
+        d.join("shim.mjs"),
+        r#"import { spawn } from "node:child_process";
+const child = spawn(process.env.PI_BIN, process.argv.slice(2), { stdio: "inherit" });
+process.on("SIGTERM", () => child.kill("SIGTERM"));
+child.on("exit", (code) => process.exit(code ?? 1));
+"#,
+    )
+    .unwrap();
+    // Next to upstream's packages, so `@mariozechner/pi-coding-agent` resolves.
+    let client = agent.join("js").join(format!("rpc-client-{}.mjs", std::process::id()));
+    std::fs::write(
+        &client,
+        r#"import { RpcClient } from "@mariozechner/pi-coding-agent";
+const [dir] = process.argv.slice(2);
+const client = new RpcClient({ cliPath: `${dir}/shim.mjs`, cwd: dir,
+  args: ["--no-session", "--faux-script", `${dir}/script.json`, "-e", `${dir}/ask.mjs`] });
+await client.start();
+const asked = [];
+client.onEvent((event) => {
+  if (event.type === "extension_ui_request" && event.method === "confirm") {
+    asked.push(`${event.title} ${event.message}`);
+    client.process.stdin.write(JSON.stringify({ type: "extension_ui_response", id: event.id, confirmed: true }) + "\n");
+  }
+});
+const events = await client.promptAndWait("go", undefined, 30000);
+const ended = events.find((e) => e.type === "tool_execution_end");
+console.log(JSON.stringify({ asked, output: ended?.result?.content?.[0]?.text, error: ended?.isError }));
+await client.stop();
+"#,
+    )
+    .unwrap();
+    let out = std::process::Command::new("node")
+        .arg(&client)
+        .arg(&d)
+        .env("PI_BIN", env!("CARGO_BIN_EXE_pi"))
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&client);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(out.stdout.trim_ascii()).unwrap();
+    assert_eq!(report["asked"], json!(["Allow bash? echo via-rpc-client"]), "{report}");
+    assert_eq!(report["output"], "via-rpc-client\n", "the answer let the tool run: {report}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -506,3 +506,52 @@ fn extensions_may_cancel_a_new_session_and_a_fork() {
     assert!(status.success(), "{stderr}");
     assert_eq!(seen.iter().filter(|l| l["type"] == "session_start").count(), 1, "no new session started");
 }
+
+/// Upstream's extension UI sub-protocol: an extension's `ctx.ui.confirm` becomes an
+/// `extension_ui_request` the client answers with an `extension_ui_response`; `notify` is a
+/// request that expects none; `ctx.hasUI` is true.
+#[test]
+fn extension_dialogs_are_extension_ui_requests_the_client_answers() {
+    let dir = scratch("rpc-ui");
+    let extension = dir.join("ask.mjs");
+    std::fs::write(
+        &extension,
+        r#"export default function (pi) {
+  pi.on("tool_call", async (event, ctx) => {
+    if (event.toolName !== "bash") return undefined;
+    ctx.ui.notify(`hasUI=${ctx.hasUI}`, "info");
+    const ok = await ctx.ui.confirm("Run it?", event.input.command);
+    return ok ? undefined : { block: true, reason: "Refused by the user" };
+  });
+}
+"#,
+    )
+    .unwrap();
+    let script = json!([
+        {"text": "Running.", "tools": [{"name": "bash", "arguments": {"command": "echo allowed-run"}}]},
+        {"text": "First done.", "expect": ["allowed-run"]},
+        {"text": "Again.", "tools": [{"name": "bash", "arguments": {"command": "echo refused-run"}}]},
+        {"text": "Second done.", "expect": ["Refused by the user"]}
+    ]);
+    let mut rpc = Rpc::start(&dir, &script, &["-e", extension.to_str().unwrap()]);
+    for (prompt, confirmed) in [("first", true), ("second", false)] {
+        rpc.call(json!({"type": "prompt", "message": prompt}));
+        let notify =
+            rpc.wait_for("a notify request", |l| l["type"] == "extension_ui_request" && l["method"] == "notify");
+        assert_eq!(notify["message"], "hasUI=true");
+        let ask =
+            rpc.wait_for("a confirm request", |l| l["type"] == "extension_ui_request" && l["method"] == "confirm");
+        assert_eq!(
+            (&ask["title"], &ask["message"]),
+            (&json!("Run it?"), &json!(format!("echo {}-run", if confirmed { "allowed" } else { "refused" })))
+        );
+        rpc.send_raw(&json!({"type": "extension_ui_response", "id": ask["id"], "confirmed": confirmed}).to_string());
+        rpc.event("agent_end");
+    }
+    let (status, stderr, seen) = rpc.close();
+    assert!(status.success(), "{stderr}");
+    assert!(
+        !seen.iter().any(|l| l["type"] == "response" && l["command"] == "extension_ui_response"),
+        "no reply to an answer"
+    );
+}

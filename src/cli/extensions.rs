@@ -127,6 +127,15 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// Where the extensions' `ctx.ui` calls go in this process (its mode's UI; see [`attach_ui`]).
+static UI: std::sync::OnceLock<pi_agent::extensions::process::UiHandle> = std::sync::OnceLock::new();
+
+/// Makes `ui` answer the `ctx.ui` calls of every extension this process starts from now on
+/// (one mode per process: RPC attaches upstream's `extension_ui_request` sub-protocol).
+pub fn attach_ui(ui: pi_agent::extensions::process::UiHandle) {
+    let _ = UI.set(ui);
+}
+
 /// How to run `candidate`, or why it cannot be run.
 pub fn spec(candidate: &Candidate, cwd: &Path, cfg: &Config) -> Result<ProcessSpec, String> {
     let path = &candidate.path;
@@ -180,6 +189,7 @@ pub fn spec(candidate: &Candidate, cwd: &Path, cfg: &Config) -> Result<ProcessSp
         return Err("not an executable, a folder with pi-extension.json, or a .js/.mjs/.ts file".into());
     };
     spec.stderr_log = log;
+    spec.ui = UI.get().cloned();
     spec.origin = if candidate.origin == "-e" { "flag" } else { candidate.origin };
     Ok(spec)
 }

@@ -21,15 +21,20 @@ type Reply = Result<Value, String>;
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Reply>>>>;
 
+/// Its stdin, shared by requests and the answers to its UI dialogs.
+type Stdin = Arc<tokio::sync::Mutex<ChildStdin>>;
+
 /// A started, registered extension process.
 pub(super) struct Connection {
-    stdin: tokio::sync::Mutex<ChildStdin>,
+    stdin: Stdin,
     pending: Pending,
     next_id: AtomicU64,
     child: Mutex<Child>,
     /// The process group it leads (its pid at start: `Child::id` is gone once it is reaped).
     group: Option<u32>,
     closed: Arc<AtomicBool>,
+    /// Its UI dialogs waiting for the user: while any is open, no reply deadline runs out.
+    dialogs: Arc<std::sync::atomic::AtomicUsize>,
     /// What it registered in the handshake.
     pub register: Register,
 }
@@ -71,14 +76,24 @@ impl Connection {
         };
         let pending: Pending = Arc::default();
         let closed = Arc::new(AtomicBool::new(false));
-        tokio::spawn(read_replies(lines, pending.clone(), closed.clone()));
+        let stdin: Stdin = Arc::new(tokio::sync::Mutex::new(stdin));
+        let dialogs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let peer = Peer {
+            pending: pending.clone(),
+            closed: closed.clone(),
+            stdin: stdin.clone(),
+            ui: spec.ui.clone(),
+            dialogs: dialogs.clone(),
+        };
+        tokio::spawn(read_replies(lines, peer));
         Ok(Connection {
-            stdin: tokio::sync::Mutex::new(stdin),
+            stdin,
             pending,
             next_id: AtomicU64::new(1),
             child: Mutex::new(child),
             group,
             closed,
+            dialogs,
             register,
         })
     }
@@ -101,11 +116,17 @@ impl Connection {
             write_line(&mut *self.stdin.lock().await, &message).await?;
             rx.await.map_err(|_| "exited".to_owned())?
         };
-        match tokio::time::timeout(timeout, exchange).await {
-            Ok(result) => result,
-            Err(_) => {
-                lock(&self.pending).remove(&id);
-                Err(format!("no reply within {} ms", timeout.as_millis()))
+        tokio::pin!(exchange);
+        let mut deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            match tokio::time::timeout_at(deadline, &mut exchange).await {
+                Ok(result) => return result,
+                // A handler waiting for the user's answer to its dialog is not stuck.
+                Err(_) if self.dialogs.load(Ordering::SeqCst) > 0 => deadline = tokio::time::Instant::now() + timeout,
+                Err(_) => {
+                    lock(&self.pending).remove(&id);
+                    return Err(format!("no reply within {} ms", timeout.as_millis()));
+                }
             }
         }
     }
@@ -178,32 +199,54 @@ fn spawn(spec: &ProcessSpec) -> Result<Child, String> {
         .map_err(|e| format!("cannot start {}: {e}", spec.program.display()))
 }
 
-/// Hands each reply to the request waiting for its id until the output ends (exit, crash, a
-/// line outside the protocol); then marks the connection closed and fails every request still
-/// waiting with the reason.
-async fn read_replies(
-    mut lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+/// What the reader of its output hands lines to: the requests waiting for replies, its stdin
+/// (for the answers to its UI dialogs) and the UI.
+struct Peer {
     pending: Pending,
     closed: Arc<AtomicBool>,
-) {
+    stdin: Stdin,
+    ui: Option<super::UiHandle>,
+    dialogs: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Hands each reply to the request waiting for its id, and each UI call to the UI (a dialog's
+/// answer goes back as `{"type":"ui_result","id":…,"result":…}`), until the output ends (exit,
+/// crash, a line outside the protocol); then marks the connection closed and fails every
+/// request still waiting with the reason.
+async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>, peer: Peer) {
     let end = loop {
         match lines.next_line().await {
             Ok(Some(line)) if line.trim().is_empty() => continue,
             Ok(Some(line)) => match reply(&line) {
-                Ok(Some((id, result))) => {
-                    if let Some(tx) = lock(&pending).remove(&id) {
+                Ok(Line::Reply(id, result)) => {
+                    if let Some(tx) = lock(&peer.pending).remove(&id) {
                         let _ = tx.send(result);
                     }
                 }
-                Ok(None) => {}
+                Ok(Line::Ui(request)) => match super::ui::dialog(peer.ui.as_ref(), request) {
+                    // Shown in the order it was written; nothing goes back.
+                    None => {}
+                    // A dialog may wait for the user as long as it likes: replies keep flowing.
+                    Some((id, answer)) => {
+                        let (stdin, dialogs) = (peer.stdin.clone(), peer.dialogs.clone());
+                        dialogs.fetch_add(1, Ordering::SeqCst);
+                        tokio::spawn(async move {
+                            let answer = answer.await;
+                            dialogs.fetch_sub(1, Ordering::SeqCst);
+                            let message = serde_json::json!({"type": "ui_result", "id": id, "result": answer});
+                            let _ = write_line(&mut *stdin.lock().await, &message).await;
+                        });
+                    }
+                },
+                Ok(Line::Log) => {}
                 Err(why) => break why,
             },
             Ok(None) => break "exited".to_owned(),
             Err(e) => break format!("its output could not be read: {e}"),
         }
     };
-    closed.store(true, Ordering::SeqCst);
-    for (_, tx) in lock(&pending).drain() {
+    peer.closed.store(true, Ordering::SeqCst);
+    for (_, tx) in lock(&peer.pending).drain() {
         let _ = tx.send(Err(end.clone()));
     }
 }
@@ -215,15 +258,27 @@ async fn write_line(stdin: &mut ChildStdin, message: &Value) -> Result<(), Strin
     stdin.flush().await.map_err(|e| format!("cannot write to it: {e}"))
 }
 
-/// A line after the handshake: `Some((id, result))` for a reply, `None` for a message that needs
-/// no answer (`log`), `Err` for anything that is not a message of the protocol.
-fn reply(line: &str) -> Result<Option<(u64, Reply)>, String> {
+/// A line after the handshake.
+enum Line {
+    /// The reply to request `id`.
+    Reply(u64, Reply),
+    /// A `ctx.ui` call (`{"type":"ui","method":…}`; dialogs carry an `id`).
+    Ui(Value),
+    /// A message that needs no answer (`log`).
+    Log,
+}
+
+/// Reads one line after the handshake; `Err` for anything that is not a message of the protocol.
+fn reply(line: &str) -> Result<Line, String> {
     let shown: String = line.chars().take(80).collect();
     let value: Value = serde_json::from_str(line).map_err(|_| format!("wrote a line that is not JSON: {shown:?}"))?;
+    if value.get("type").and_then(Value::as_str) == Some("ui") {
+        return Ok(Line::Ui(value));
+    }
     match serde_json::from_value(value) {
-        Ok(Message::Result { id, result }) => Ok(Some((id, Ok(result)))),
-        Ok(Message::Error { id, message }) => Ok(Some((id, Err(message.unwrap_or_else(|| "failed".into()))))),
-        Ok(Message::Log) => Ok(None),
+        Ok(Message::Result { id, result }) => Ok(Line::Reply(id, Ok(result))),
+        Ok(Message::Error { id, message }) => Ok(Line::Reply(id, Err(message.unwrap_or_else(|| "failed".into())))),
+        Ok(Message::Log) => Ok(Line::Log),
         Err(_) => Err(format!("wrote a message that is not a reply: {shown:?}")),
     }
 }

@@ -13,6 +13,7 @@
 mod child;
 pub mod protocol;
 mod tool;
+mod ui;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -28,6 +29,7 @@ use child::Connection;
 use protocol::{CommandReply, Request, ResourcesReply, TrustReply};
 pub use protocol::{CommandSpec, PROTOCOL_VERSION, Register, ToolSpec};
 pub use tool::{ProcessTool, TOOL_TIMEOUT};
+pub use ui::{DIALOGS, ExtensionUi, UiAnswer, UiHandle};
 
 /// The events an extension can register for: the hooks, then the notifications.
 pub const EVENTS: &[&str] = &[
@@ -104,6 +106,9 @@ pub struct ProcessSpec {
     pub stderr_log: Option<PathBuf>,
     /// A user interface can answer questions (`ctx.hasUI`).
     pub has_ui: bool,
+    /// Where its `ctx.ui` calls go (RPC's `extension_ui_request`, the interactive mode's
+    /// dialogs); with one, `ctx.hasUI` is true.
+    pub ui: Option<UiHandle>,
     /// Where it was found, for telemetry: `global`, `project`, `settings`, `managed` or `flag`.
     pub origin: &'static str,
 }
@@ -129,6 +134,7 @@ impl ProcessSpec {
             max_restarts: Self::DEFAULT_MAX_RESTARTS,
             stderr_log: None,
             has_ui: false,
+            ui: None,
             origin: "flag",
         }
     }
@@ -171,7 +177,7 @@ impl std::fmt::Debug for ProcessExtension {
 impl ProcessExtension {
     /// Starts the process and completes the handshake.
     pub async fn start(spec: ProcessSpec) -> Result<ProcessExtension, ProcessError> {
-        let connection = Connection::start(&spec, spec.has_ui)
+        let connection = Connection::start(&spec, spec.has_ui || spec.ui.is_some())
             .await
             .map_err(|why| ProcessError { source_path: spec.source.display().to_string(), why })?;
         let register = connection.register.clone();
@@ -185,6 +191,11 @@ impl ProcessExtension {
                 stopped: AtomicBool::new(false),
             }),
         })
+    }
+
+    /// A UI answers its `ctx.ui` questions.
+    fn has_ui(&self) -> bool {
+        self.inner.spec.has_ui || self.inner.spec.ui.is_some()
     }
 
     /// What it registered.
@@ -252,7 +263,11 @@ impl ProcessExtension {
                         return Err(fail(format!("stopped after {restarts} restarts")));
                     }
                     inner.restarts.fetch_add(1, Ordering::Relaxed);
-                    let c = Arc::new(Connection::start(&inner.spec, inner.spec.has_ui).await.map_err(fail)?);
+                    let c = Arc::new(
+                        Connection::start(&inner.spec, inner.spec.has_ui || inner.spec.ui.is_some())
+                            .await
+                            .map_err(fail)?,
+                    );
                     *slot = Some(c.clone());
                     c
                 }
@@ -281,7 +296,7 @@ impl ProcessExtension {
         if !self.inner.register.commands.iter().any(|c| c.name == name) {
             return None;
         }
-        let ctx = json!({"hasUI": self.inner.spec.has_ui, "cwd": cwd});
+        let ctx = json!({"hasUI": self.has_ui(), "cwd": cwd});
         let message = Request::Command { name, args, ctx }.to_json();
         Some(self.request_within(message, tool::TOOL_TIMEOUT).await.map(|reply| {
             let reply: CommandReply = serde_json::from_value(reply).unwrap_or_default();
@@ -301,7 +316,7 @@ impl ProcessExtension {
         if !self.handles("project_trust") {
             return (None, false);
         }
-        let ctx = json!({"hasUI": self.inner.spec.has_ui, "cwd": project, "mode": "print"});
+        let ctx = json!({"hasUI": self.has_ui(), "cwd": project, "mode": "print"});
         let payload = json!({"type": "project_trust", "cwd": project});
         let message = Request::Event { event: "project_trust", payload, ctx }.to_json();
         let Ok(reply) = self.request(message).await else { return (None, false) };
@@ -319,7 +334,7 @@ impl ProcessExtension {
             return (Vec::new(), Vec::new());
         }
         let payload = json!({"type": "resources_discover", "cwd": cwd, "reason": reason});
-        let ctx = json!({"hasUI": self.inner.spec.has_ui, "cwd": cwd});
+        let ctx = json!({"hasUI": self.has_ui(), "cwd": cwd});
         let message = Request::Event { event: "resources_discover", payload, ctx }.to_json();
         let Ok(reply) = self.request(message).await else { return (Vec::new(), Vec::new()) };
         let reply: ResourcesReply = serde_json::from_value(reply).unwrap_or_default();
@@ -330,7 +345,7 @@ impl ProcessExtension {
     /// Calls the handler for `event`.
     async fn call(&self, event: &str, payload: Value, ctx: &HookContext) -> Result<Value, HookError> {
         let ctx = json!({
-            "hasUI": ctx.has_ui,
+            "hasUI": ctx.has_ui || self.has_ui(),
             "cwd": ctx.cwd,
             "sessionId": ctx.session.id(),
             "sessionFile": ctx.session.file(),

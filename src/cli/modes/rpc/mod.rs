@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 mod events;
 mod protocol;
+mod ui;
 
 use events::Encoder;
 use protocol::{Command, Models, Response, RpcError, SessionState, SessionStats, SlashCommand, Tokens};
@@ -33,10 +34,14 @@ type Out = mpsc::UnboundedSender<String>;
 
 pub async fn run(args: &AgentArgs, observe: &ObserveArgs, cfg: &Config) -> Result<ExitCode, CliError> {
     let models: Vec<Value> = setup::registry(args, cfg)?.models().iter().map(model_json).collect();
+    // Extensions' `ctx.ui` calls become `extension_ui_request` lines (buffered until the writer
+    // starts below).
+    let (out, lines) = mpsc::unbounded_channel::<String>();
+    let ui = ui::RpcUi::new(out.clone());
+    crate::cli::extensions::attach_ui(pi_agent::extensions::process::UiHandle(ui.clone()));
     let (stop, interrupted, mut harness) = Harness::long_lived(args, observe, PromptSource::Rpc, cfg).await?;
     let reloaded = harness.reloaded.take();
     let cfg = reloaded.as_ref().unwrap_or(cfg);
-    let (out, lines) = mpsc::unbounded_channel::<String>();
     let writer = tokio::spawn(write_lines(lines, stop.clone()));
     let events = out.clone();
     let mut encoder = Encoder::default();
@@ -47,7 +52,7 @@ pub async fn run(args: &AgentArgs, observe: &ObserveArgs, cfg: &Config) -> Resul
         }
     });
     let (jobs, queued) = mpsc::unbounded_channel();
-    let front = read_commands(Front { shared, jobs, out, models }, stop);
+    let front = read_commands(Front { shared, jobs, out, models, ui }, stop);
     let (harness, ()) = tokio::join!(driver.run(queued), front);
     harness.finish("rpc").await;
     let broken = writer.await.ok().flatten();
@@ -88,6 +93,8 @@ struct Front {
     jobs: mpsc::UnboundedSender<(Job, Reply)>,
     out: Out,
     models: Vec<Value>,
+    /// Answers extensions' dialogs (`extension_ui_response`).
+    ui: Arc<ui::RpcUi>,
 }
 
 /// Reads commands until stdin closes or a signal arrives (which aborts the running job; queued
@@ -130,6 +137,8 @@ async fn read_commands(front: Front, stop: CancellationToken) {
         }
         handle(line, number, &front);
     }
+    // No answer can come any more: open dialogs are cancelled, and stdout's writer may finish.
+    front.ui.disconnect();
 }
 
 /// What a command gets back: data, or why it failed.
@@ -153,6 +162,11 @@ fn handle(line: &str, number: usize, front: &Front) {
     let Some(kind) = value.get("type").and_then(Value::as_str).map(str::to_owned) else {
         return respond(&front.out, "parse", id, Err(RpcError::NoType { line: named }));
     };
+    if kind == "extension_ui_response" {
+        // An answer, not a command: nothing is sent back (upstream ignores an unknown id).
+        front.ui.respond(value);
+        return;
+    }
     let now = |outcome: Outcome| respond(&front.out, &kind, id.clone(), outcome);
     match Command::from_json(value, &kind) {
         Ok(command) => dispatch(command, &kind, id.clone(), front, &now),
@@ -162,7 +176,7 @@ fn handle(line: &str, number: usize, front: &Front) {
 
 /// Runs or queues `command` (`kind` as the line named it, `id` for its reply).
 fn dispatch(command: Command, kind: &str, id: Option<Value>, front: &Front, now: &dyn Fn(Outcome)) {
-    let Front { shared, jobs, out, models } = front;
+    let Front { shared, jobs, out, models, .. } = front;
     if let Some(answer) = query(&command, shared, models) {
         return now(Ok(Some(answer)));
     }

@@ -1,0 +1,59 @@
+//! Extension UI over the process protocol: an extension's `ctx.ui` calls arrive as
+//! `{"type":"ui","method":…}` lines (with an `id` for the dialogs, which wait for an answer) and
+//! go to the [`ExtensionUi`] of the mode pi runs in — upstream's `extension_ui_request`
+//! sub-protocol in RPC mode, dialogs in the interactive mode. Without one, dialogs are cancelled
+//! at once (upstream's headless answers) and the rest is dropped.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+/// A dialog's answer, as upstream's `extension_ui_response` carries it: `{"value": …}`,
+/// `{"confirmed": bool}` or `{"cancelled": true}`.
+pub type UiAnswer = Pin<Box<dyn Future<Output = Value> + Send>>;
+
+/// Where an extension's `ctx.ui` calls go.
+pub trait ExtensionUi: Send + Sync {
+    /// A dialog (`select`, `confirm`, `input`, `editor`) in upstream's request fields (`method`,
+    /// `title`, `options`, `message`, `placeholder`, `prefill`, `timeout`); resolves to the answer.
+    fn dialog(&self, request: Value) -> UiAnswer;
+
+    /// A call that needs no answer (`notify`, `setStatus`, `setWidget`, `setTitle`,
+    /// `set_editor_text`), in upstream's request fields.
+    fn show(&self, request: Value);
+}
+
+/// A shared [`ExtensionUi`] for a [`ProcessSpec`](super::ProcessSpec).
+#[derive(Clone)]
+pub struct UiHandle(pub Arc<dyn ExtensionUi>);
+
+impl std::fmt::Debug for UiHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("UiHandle")
+    }
+}
+
+/// The dialogs of upstream's sub-protocol (everything else needs no answer).
+pub const DIALOGS: [&str; 4] = ["select", "confirm", "input", "editor"];
+
+/// A `ui` line from an extension: a call that needs no answer is shown now (when a UI is
+/// attached) and gives `None`; a dialog gives its `id` and the answer to wait for (cancelled at
+/// once when no UI is attached).
+pub(super) fn dialog(ui: Option<&UiHandle>, mut request: Value) -> Option<(Value, UiAnswer)> {
+    let method = request.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let id = request.as_object_mut().and_then(|object| {
+        object.remove("type");
+        object.remove("id")
+    });
+    match (DIALOGS.contains(&method.as_str()), id, ui) {
+        (false, _, Some(ui)) => {
+            ui.0.show(request);
+            None
+        }
+        (false, _, None) | (true, None, _) => None,
+        (true, Some(id), Some(ui)) => Some((id, ui.0.dialog(request))),
+        (true, Some(id), None) => Some((id, Box::pin(async { json!({"cancelled": true}) }))),
+    }
+}
