@@ -480,3 +480,44 @@ fn reload_reads_skills_again_and_restarts_the_extensions_and_skills_run_as_promp
         "{audit:?}"
     );
 }
+
+/// An extension's `ctx.ui.confirm` is a dialog in the terminal: `y` lets the tool run, `n`
+/// blocks it; `notify` lands in the transcript and `setStatus` above the editor.
+#[test]
+fn an_extensions_confirm_dialog_is_answered_yes_and_no_in_the_terminal() {
+    let dir = scratch("tui-confirm");
+    let extension = dir.join("ask.mjs");
+    std::fs::write(
+        &extension,
+        r#"export default function (pi) {
+  pi.on("tool_call", async (event, ctx) => {
+    ctx.ui.setStatus("ask", "asking-status");
+    ctx.ui.notify("about to ask", "info");
+    const ok = await ctx.ui.confirm("Run this?", event.input.command);
+    return ok ? undefined : { block: true, reason: "Refused in the dialog" };
+  });
+}
+"#,
+    )
+    .unwrap();
+    let script = json!([
+        {"text": "Running.", "tools": [{"name": "bash", "arguments": {"command": "echo yes-ran"}}]},
+        {"text": "First done.", "expect": ["yes-ran"]},
+        {"text": "Again.", "tools": [{"name": "bash", "arguments": {"command": "echo no-ran"}}]},
+        {"text": "Second done.", "expect": ["Refused in the dialog"]}
+    ]);
+    let mut tui = Tui::start(&dir, &script, &["-e", extension.to_str().unwrap()]);
+    tui.enter("first");
+    let screen = tui.shows("Run this?");
+    assert!(screen.contains("echo yes-ran") && screen.contains("Yes") && screen.contains("No"), "{screen}");
+    assert!(screen.contains("asking-status") && screen.contains("about to ask"), "{screen}");
+    tui.keys("y");
+    tui.shows("First done.");
+    tui.enter("second");
+    tui.wait_for("the second dialog", |s| s.contains("Run this?") && s.contains("echo no-ran"));
+    tui.keys("n");
+    tui.shows("Second done.");
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -12,6 +12,8 @@
 mod alert;
 mod commands;
 mod editor;
+mod ext_ui;
+mod terminal;
 mod transcript;
 mod whole_lines;
 
@@ -21,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use pi_agent::events::AgentEvent;
 use pi_agent::{PromptSource, QueueKind};
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout, Position};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -38,8 +40,8 @@ use crate::cli::sinks::HealthProbe;
 use crate::cli::{CliError, output, setup, signals};
 use alert::Alert;
 use editor::Editor;
+use terminal::{Screen, read_input, terminal, terminal_hung_up};
 use transcript::{Item, Tone, Transcript};
-use whole_lines::WholeLines;
 
 /// What a finished job means to the screen.
 #[derive(Debug, Clone)]
@@ -69,6 +71,9 @@ pub async fn run(
         ));
     }
     let registry = setup::registry(args, cfg)?;
+    // Extensions' `ctx.ui` calls come to the screen's loop.
+    let (ui_tx, ui_calls) = mpsc::unbounded_channel();
+    crate::cli::extensions::attach_ui(pi_agent::extensions::process::UiHandle(Arc::new(ext_ui::TerminalUi(ui_tx))));
     let (stop, interrupted, mut harness) = Harness::long_lived(args, observe, PromptSource::Interactive, cfg).await?;
     let reloaded = harness.reloaded.take();
     let cfg = reloaded.as_ref().unwrap_or(cfg);
@@ -107,9 +112,10 @@ pub async fn run(
         last_ctrl_c: None,
         quit: false,
         alert,
+        ext: ext_ui::ExtScreen::default(),
     };
     let (harness, ui_outcome) =
-        tokio::join!(driver.run(queued), ui.run(terminal, events, errors, stop.clone(), first_prompt));
+        tokio::join!(driver.run(queued), ui.run(terminal, (events, ui_calls), errors, stop.clone(), first_prompt));
     let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::event::DisableBracketedPaste);
     let _ = ratatui::try_restore();
     output::divert_errors(None);
@@ -125,21 +131,6 @@ pub async fn run(
         None => ExitCode::SUCCESS,
     })
 }
-
-/// The terminal in raw mode on the alternate screen (restored by `ratatui::restore`, also on a
-/// panic), drawn through [`WholeLines`]; a terminal that reports no size (a pseudo-terminal
-/// nobody sized) gets an 80×24 screen, as a terminal emulator would start.
-fn terminal() -> std::io::Result<Screen> {
-    let size = ratatui::try_init()?.size()?;
-    let fixed = ratatui::layout::Rect::new(0, 0, 80, 24);
-    let viewport =
-        if size.width > 0 && size.height > 0 { ratatui::Viewport::Fullscreen } else { ratatui::Viewport::Fixed(fixed) };
-    let backend = WholeLines::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()), fixed);
-    ratatui::Terminal::with_options(backend, ratatui::TerminalOptions { viewport })
-}
-
-/// The terminal the interactive mode draws on.
-type Screen = ratatui::Terminal<WholeLines<ratatui::backend::CrosstermBackend<std::io::Stdout>>>;
 
 /// The screen and what it knows.
 struct Ui<'a> {
@@ -160,6 +151,8 @@ struct Ui<'a> {
     quit: bool,
     /// A dialog to dismiss before anything else.
     alert: Option<Alert>,
+    /// What extensions show: their dialogs, statuses and widgets.
+    ext: ext_ui::ExtScreen,
 }
 
 type Replies = mpsc::UnboundedSender<(Done, JobResult)>;
@@ -173,25 +166,11 @@ enum Ended {
     HungUp,
 }
 
-/// True when the terminal on stdin has hung up (the other end of its pseudo-terminal closed):
-/// a zero-timeout poll that reports HUP, ERR or NVAL. crossterm's reader does not notice — on
-/// a hung-up terminal it spins — so the screen's loop asks this on every tick and failed draw.
-fn terminal_hung_up() -> bool {
-    use rustix::event::{PollFd, PollFlags, poll};
-    let stdin = std::io::stdin();
-    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
-    let zero = rustix::time::Timespec { tv_sec: 0, tv_nsec: 0 };
-    match poll(&mut fds, Some(&zero)) {
-        Ok(_) => fds[0].revents().intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL),
-        Err(_) => true,
-    }
-}
-
 impl Ui<'_> {
     async fn run(
         mut self,
         mut terminal: Screen,
-        mut events: mpsc::UnboundedReceiver<AgentEvent>,
+        (mut events, mut ui_calls): (mpsc::UnboundedReceiver<AgentEvent>, mpsc::UnboundedReceiver<ext_ui::UiCall>),
         errors: std::sync::mpsc::Receiver<String>,
         stop: CancellationToken,
         first_prompt: Option<String>,
@@ -234,6 +213,7 @@ impl Ui<'_> {
                     }
                 }
                 Some((done, outcome)) = replies.recv() => self.done(done, outcome),
+                Some(call) = ui_calls.recv() => self.extension_ui(call),
                 _ = tick.tick() => {
                     if terminal_hung_up() {
                         break Ok(Ended::HungUp);
@@ -266,6 +246,9 @@ impl Ui<'_> {
                 self.alert = None;
             }
             return;
+        }
+        if self.ext.is_open() && !(ctrl && matches!(key.code, KeyCode::Char('c' | 'd'))) {
+            return self.ext.key(key);
         }
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         if !(ctrl && key.code == KeyCode::Char('c')) {
@@ -459,7 +442,11 @@ impl Ui<'_> {
         let width = area.width as usize;
         let editor_height = (self.editor.lines().len() as u16).clamp(1, 8);
         let pending = self.shared.queue.pending();
-        let status_height = 1 + pending.len().min(4) as u16;
+        let mut widget_lines: Vec<String> = self.ext.widgets.values().flatten().take(6).cloned().collect();
+        if !self.ext.status.is_empty() {
+            widget_lines.push(self.ext.status.values().cloned().collect::<Vec<_>>().join(" · "));
+        }
+        let status_height = 1 + pending.len().min(4) as u16 + widget_lines.len() as u16;
         let [body, status, editor, footer] = Layout::vertical([
             Constraint::Min(1),
             Constraint::Length(status_height),
@@ -474,11 +461,12 @@ impl Ui<'_> {
         frame.render_widget(Paragraph::new(lines), body);
 
         let dim = Style::default().fg(Color::DarkGray);
-        let mut status_lines = vec![match (&self.running, self.shared.is_busy()) {
+        let mut status_lines: Vec<Line<'_>> = widget_lines.into_iter().map(Line::raw).collect();
+        status_lines.push(match (&self.running, self.shared.is_busy()) {
             (Some(what), _) => Line::styled(format!("● {what}… (Esc to abort)"), Style::default().fg(Color::Yellow)),
             (None, true) => Line::styled("● working… (Esc to abort)", Style::default().fg(Color::Yellow)),
             (None, false) => Line::styled("/help for commands · !cmd runs a shell command", dim),
-        }];
+        });
         let queued =
             pending.steering.iter().map(|t| ("steer", t)).chain(pending.follow_up.iter().map(|t| ("follow-up", t)));
         for (kind, text) in queued.take(4) {
@@ -501,8 +489,23 @@ impl Ui<'_> {
         frame.set_cursor_position(Position::new(cursor_x.min(area.width.saturating_sub(1)), cursor_y));
 
         frame.render_widget(Paragraph::new(self.footer()), footer);
+        self.ext.draw(frame);
         if let Some(alert) = &self.alert {
             alert.draw(frame);
+        }
+    }
+
+    /// One `ctx.ui` call of an extension.
+    fn extension_ui(&mut self, call: ext_ui::UiCall) {
+        match self.ext.take(call) {
+            ext_ui::Shown::Notice(text, warn) => {
+                self.transcript.notice(if warn { Tone::Warn } else { Tone::Info }, text)
+            }
+            ext_ui::Shown::EditorText(text) => self.editor.set_text(&text),
+            ext_ui::Shown::Title(title) => {
+                let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::terminal::SetTitle(title));
+            }
+            ext_ui::Shown::Nothing => {}
         }
     }
 
@@ -561,22 +564,4 @@ fn footer_model_line(state: &State) -> String {
         "{}/{}{thinking} · tokens in {} out {} cache {}/{} · ${:.6} · {context}",
         model.provider, model.id, usage.input, usage.output, usage.cache_read, usage.cache_write, usage.cost.total
     )
-}
-
-/// Reads terminal events on their own thread (crossterm's reader blocks) until told to stop.
-fn read_input(keys: &mpsc::UnboundedSender<Event>, reading: &std::sync::atomic::AtomicBool) {
-    while reading.load(std::sync::atomic::Ordering::SeqCst) {
-        match event::poll(Duration::from_millis(50)) {
-            Ok(true) => match event::read() {
-                Ok(event) => {
-                    if keys.send(event).is_err() {
-                        return;
-                    }
-                }
-                Err(_) => return,
-            },
-            Ok(false) => {}
-            Err(_) => return,
-        }
-    }
 }

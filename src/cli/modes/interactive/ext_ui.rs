@@ -1,0 +1,243 @@
+//! Extensions' `ctx.ui` in the terminal: dialogs (`select`, `confirm`, `input`, `editor`) drawn
+//! over the screen and answered with the keyboard (they take the keys until answered or
+//! dismissed with Esc); `notify` in the transcript, `setStatus` and `setWidget` above the editor,
+//! `setTitle` as the terminal's title, `set_editor_text` into the editor. The calls arrive from
+//! the extensions' tasks through [`TerminalUi`] and wait in a queue: one dialog at a time.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use pi_agent::extensions::process::{ExtensionUi, UiAnswer};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::{Constraint, Flex, Layout};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+/// One `ctx.ui` call on its way to the screen.
+pub enum UiCall {
+    /// A dialog and where its answer goes.
+    Dialog(Value, oneshot::Sender<Value>),
+    /// A call that needs no answer.
+    Show(Value),
+}
+
+/// The terminal as the extensions' UI: calls are queued for the screen's loop.
+pub struct TerminalUi(pub mpsc::UnboundedSender<UiCall>);
+
+impl ExtensionUi for TerminalUi {
+    fn dialog(&self, request: Value) -> UiAnswer {
+        let (tx, rx) = oneshot::channel();
+        let _ = self.0.send(UiCall::Dialog(request, tx));
+        // The screen gone (quitting): the dialog is cancelled.
+        Box::pin(async move { rx.await.unwrap_or_else(|_| json!({"cancelled": true})) })
+    }
+
+    fn show(&self, request: Value) {
+        let _ = self.0.send(UiCall::Show(request));
+    }
+}
+
+/// An open dialog.
+struct Dialog {
+    method: String,
+    title: String,
+    message: Option<String>,
+    options: Vec<String>,
+    /// The highlighted option (`select`), or 0 = Yes / 1 = No (`confirm`).
+    selected: usize,
+    /// What was typed (`input`, `editor`).
+    text: String,
+    reply: oneshot::Sender<Value>,
+}
+
+/// What the extensions put on the screen.
+#[derive(Default)]
+pub struct ExtScreen {
+    open: Option<Dialog>,
+    queued: VecDeque<(Value, oneshot::Sender<Value>)>,
+    /// `setStatus` entries by key.
+    pub status: BTreeMap<String, String>,
+    /// `setWidget` lines by key.
+    pub widgets: BTreeMap<String, Vec<String>>,
+}
+
+/// What a `Show` call asks of the rest of the screen.
+pub enum Shown {
+    /// A line for the transcript, and whether it is a warning or error.
+    Notice(String, bool),
+    /// Text for the editor.
+    EditorText(String),
+    /// The terminal's title.
+    Title(String),
+    /// Status and widgets changed (drawn from [`ExtScreen`]).
+    Nothing,
+}
+
+fn text(request: &Value, key: &str) -> Option<String> {
+    request.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+impl ExtScreen {
+    /// True while a dialog takes the keys.
+    pub fn is_open(&self) -> bool {
+        self.open.is_some()
+    }
+
+    /// Takes one call: dialogs are queued (one shows at a time); the rest is applied here or
+    /// handed back for the transcript, editor or title.
+    pub fn take(&mut self, call: UiCall) -> Shown {
+        match call {
+            UiCall::Dialog(request, reply) => {
+                self.queued.push_back((request, reply));
+                self.next();
+                Shown::Nothing
+            }
+            UiCall::Show(request) => self.show(&request),
+        }
+    }
+
+    fn show(&mut self, request: &Value) -> Shown {
+        match request.get("method").and_then(Value::as_str).unwrap_or_default() {
+            "notify" => {
+                let level = text(request, "notifyType").unwrap_or_default();
+                Shown::Notice(text(request, "message").unwrap_or_default(), level == "warning" || level == "error")
+            }
+            "setStatus" => {
+                let key = text(request, "statusKey").unwrap_or_default();
+                match text(request, "statusText") {
+                    Some(status) => self.status.insert(key, status),
+                    None => self.status.remove(&key),
+                };
+                Shown::Nothing
+            }
+            "setWidget" => {
+                let key = text(request, "widgetKey").unwrap_or_default();
+                let lines: Option<Vec<String>> =
+                    request.get("widgetLines").and_then(|l| serde_json::from_value(l.clone()).ok());
+                match lines {
+                    Some(lines) => self.widgets.insert(key, lines),
+                    None => self.widgets.remove(&key),
+                };
+                Shown::Nothing
+            }
+            "setTitle" => Shown::Title(text(request, "title").unwrap_or_default()),
+            "set_editor_text" => Shown::EditorText(text(request, "text").unwrap_or_default()),
+            _ => Shown::Nothing,
+        }
+    }
+
+    /// Opens the next queued dialog when none is open (a caller that gave up is skipped).
+    fn next(&mut self) {
+        while self.open.is_none() {
+            let Some((request, reply)) = self.queued.pop_front() else { return };
+            if reply.is_closed() {
+                continue;
+            }
+            let options: Vec<String> =
+                request.get("options").and_then(|o| serde_json::from_value(o.clone()).ok()).unwrap_or_default();
+            self.open = Some(Dialog {
+                method: text(&request, "method").unwrap_or_default(),
+                title: text(&request, "title").unwrap_or_default(),
+                message: text(&request, "message").or_else(|| text(&request, "placeholder")),
+                options,
+                selected: 0,
+                text: text(&request, "prefill").unwrap_or_default(),
+                reply,
+            });
+        }
+    }
+
+    fn answer(&mut self, answer: Value) {
+        if let Some(dialog) = self.open.take() {
+            let _ = dialog.reply.send(answer);
+        }
+        self.next();
+    }
+
+    /// One key for the open dialog: Esc cancels; arrows and Enter choose; typing fills an
+    /// input. Does nothing without an open dialog.
+    pub fn key(&mut self, key: KeyEvent) {
+        let Some(dialog) = self.open.as_mut() else { return };
+        if key.code == KeyCode::Esc {
+            return self.answer(json!({"cancelled": true}));
+        }
+        let choices = if dialog.method == "confirm" { 2 } else { dialog.options.len().max(1) };
+        match (dialog.method.as_str(), key.code) {
+            ("confirm", KeyCode::Char('y' | 'Y')) => self.answer(json!({"confirmed": true})),
+            ("confirm", KeyCode::Char('n' | 'N')) => self.answer(json!({"confirmed": false})),
+            ("confirm", KeyCode::Enter) => {
+                let yes = dialog.selected == 0;
+                self.answer(json!({"confirmed": yes}));
+            }
+            ("confirm" | "select", KeyCode::Up | KeyCode::Left) => {
+                dialog.selected = (dialog.selected + choices - 1) % choices
+            }
+            ("confirm" | "select", KeyCode::Down | KeyCode::Right | KeyCode::Tab) => {
+                dialog.selected = (dialog.selected + 1) % choices
+            }
+            ("select", KeyCode::Enter) => {
+                let value = dialog.options.get(dialog.selected).cloned();
+                self.answer(value.map_or(json!({"cancelled": true}), |v| json!({"value": v})));
+            }
+            ("input" | "editor", KeyCode::Enter)
+                if dialog.method == "editor" && key.modifiers.contains(KeyModifiers::ALT) =>
+            {
+                dialog.text.push('\n')
+            }
+            ("input" | "editor", KeyCode::Enter) => {
+                let value = std::mem::take(&mut dialog.text);
+                self.answer(json!({"value": value}));
+            }
+            ("input" | "editor", KeyCode::Backspace) => {
+                dialog.text.pop();
+            }
+            ("input" | "editor", KeyCode::Char(c)) => dialog.text.push(c),
+            _ => {}
+        }
+    }
+
+    /// Draws the open dialog centred over the screen.
+    pub fn draw(&self, frame: &mut ratatui::Frame<'_>) {
+        let Some(dialog) = &self.open else { return };
+        let highlight = Style::default().fg(Color::Black).bg(Color::Cyan).add_modifier(Modifier::BOLD);
+        let mut lines: Vec<Line<'_>> = dialog.message.iter().flat_map(|m| m.lines()).map(Line::raw).collect();
+        let choice = |i: usize, label: String| {
+            if i == dialog.selected {
+                Line::styled(format!("> {label}"), highlight)
+            } else {
+                Line::raw(format!("  {label}"))
+            }
+        };
+        let hint = match dialog.method.as_str() {
+            "confirm" => {
+                lines.extend([choice(0, "Yes".into()), choice(1, "No".into())]);
+                "y / n, or arrows and Enter · Esc cancels"
+            }
+            "select" => {
+                lines.extend(dialog.options.iter().enumerate().map(|(i, o)| choice(i, o.clone())));
+                "arrows and Enter · Esc cancels"
+            }
+            _ => {
+                lines.extend(format!("{}▏", dialog.text).lines().map(|l| Line::raw(l.to_owned())));
+                if dialog.method == "editor" {
+                    "Enter saves · Alt+Enter new line · Esc cancels"
+                } else {
+                    "Enter answers · Esc cancels"
+                }
+            }
+        };
+        lines.push(Line::raw(""));
+        lines.push(Line::styled(hint, Style::default().fg(Color::DarkGray)));
+        let area = frame.area();
+        let width = area.width.saturating_sub(4).min(90);
+        let height = (lines.len() as u16 + 2).min(area.height);
+        let [row] = Layout::vertical([Constraint::Length(height)]).flex(Flex::Center).areas(area);
+        let [dialog_area] = Layout::horizontal([Constraint::Length(width)]).flex(Flex::Center).areas(row);
+        frame.render_widget(Clear, dialog_area);
+        let block =
+            Block::bordered().title(format!(" {} ", dialog.title)).border_style(Style::default().fg(Color::Cyan));
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(block), dialog_area);
+    }
+}
