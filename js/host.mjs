@@ -245,6 +245,60 @@ function dialog(method, fields, opts = {}) {
   });
 }
 
+/** Open custom components, by id: their keys and width from pi (`ui_input`). */
+const customs = new Map();
+
+/** Upstream's `ctx.ui.custom(factory)`: the component the factory returns (`render(width)`,
+ *  `handleInput(data)`, `invalidate()`) is drawn by pi from the lines sent here; pi sends the keys
+ *  (terminal bytes) and the width back; `done(result)` closes it and resolves the call. Where pi
+ *  has no component UI (RPC), pi cancels it and the call resolves to `undefined`. */
+function custom(factory) {
+  const id = nextDialog++;
+  let width = 80;
+  let component;
+  let closed = false;
+  return new Promise((resolve) => {
+    const render = () => {
+      if (closed || !component) return;
+      const lines = component.render(width).map(String);
+      send({ type: "ui", method: "custom_render", customId: id, lines });
+    };
+    const done = (result) => {
+      if (closed) return;
+      closed = true;
+      customs.delete(id);
+      dialogs.delete(id);
+      component?.dispose?.();
+      send({ type: "ui", method: "custom_close", customId: id });
+      resolve(result);
+    };
+    const tui = { requestRender: () => queueMicrotask(render), get columns() { return width; }, terminal: { get columns() { return width; }, rows: 24 } };
+    customs.set(id, (input) => {
+      if (input.width) {
+        width = input.width;
+        component?.invalidate?.();
+      }
+      try {
+        if (input.data !== undefined) component?.handleInput?.(input.data);
+        render();
+      } catch (error) {
+        // The component failed: said in the log, closed, never the host's end.
+        log(`pi js host: ctx.ui.custom: ${error?.stack ?? error}`);
+        done(undefined);
+      }
+    });
+    // pi's answer to the opening request comes only when pi closed it (cancelled, quitting).
+    dialogs.set(id, () => done(undefined));
+    Promise.resolve(factory(tui, plainTheme, {}, done)).then((made) => {
+      component = made;
+      send({ type: "ui", id, method: "custom", lines: component.render(width).map(String) });
+    }, (error) => {
+      log(`pi js host: ctx.ui.custom: ${error?.stack ?? error}`);
+      done(undefined);
+    });
+  });
+}
+
 /** `ctx.ui` when pi has a UI for extensions (RPC, interactive): upstream's methods over the
  *  protocol; what a terminal alone can do keeps its headless answer. */
 const protocolUI = {
@@ -272,6 +326,7 @@ const protocolUI = {
   setTitle: (title) => send({ type: "ui", method: "setTitle", title }),
   setEditorText: (text) => send({ type: "ui", method: "set_editor_text", text }),
   pasteToEditor: (text) => send({ type: "ui", method: "set_editor_text", text }),
+  custom,
 };
 
 /** The `ctx` handlers get: print mode has no UI, so questions resolve to "no answer". */
@@ -447,6 +502,8 @@ for await (const line of lines) {
       (result) => send({ type: "result", id, result: { text: typeof result === "string" ? result : result?.text, prompt: result?.prompt ?? pendingPrompt } }),
       (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
     );
+  } else if (message.type === "ui_input") {
+    customs.get(message.customId)?.(message);
   } else if (message.type === "ui_result") {
     dialogs.get(message.id)?.(message.result);
   } else if (message.type === "shutdown") {

@@ -521,3 +521,48 @@ fn an_extensions_confirm_dialog_is_answered_yes_and_no_in_the_terminal() {
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `ctx.ui.custom`: a component the extension renders is drawn over the screen, gets the keys
+/// (as terminal bytes) and the width, redraws on `requestRender`, and closes with `done`.
+#[test]
+fn an_extensions_custom_component_is_drawn_and_driven_by_keys() {
+    let dir = scratch("tui-custom");
+    let extension = dir.join("counter.mjs");
+    std::fs::write(
+        &extension,
+        r#"export default function (pi) {
+  pi.registerCommand("counter", {
+    description: "A counter",
+    handler: async (_args, ctx) => {
+      const result = await ctx.ui.custom((tui, theme, _kb, done) => {
+        let count = 0;
+        return {
+          render: (width) => [theme.fg("accent", `counter=${count}`), `width-ok=${width > 20}`, "up adds, esc closes"],
+          handleInput: (data) => {
+            if (data === "\x1b[A") count += 1;
+            if (data === "\x1b") done(`closed at ${count}`);
+            tui.requestRender();
+          },
+        };
+      });
+      ctx.ui.notify(`custom returned: ${result}`, "info");
+    },
+  });
+}
+"#,
+    )
+    .unwrap();
+    let mut tui = Tui::start(&dir, &json!([]), &["-e", extension.to_str().unwrap()]);
+    tui.enter("/counter");
+    tui.wait_for("the component", |s| s.contains("counter=0") && s.contains("width-ok=true"));
+    tui.keys("\x1b[A");
+    tui.shows("counter=1");
+    tui.keys("\x1b[A");
+    tui.shows("counter=2");
+    tui.keys("\x1b");
+    tui.shows("custom returned: closed at 2");
+    assert!(!tui.contents().contains("up adds, esc closes"), "closed: {}", tui.contents());
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -223,21 +223,23 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
                         let _ = tx.send(result);
                     }
                 }
-                Ok(Line::Ui(request)) => match super::ui::dialog(peer.ui.as_ref(), request) {
-                    // Shown in the order it was written; nothing goes back.
-                    None => {}
-                    // A dialog may wait for the user as long as it likes: replies keep flowing.
-                    Some((id, answer)) => {
-                        let (stdin, dialogs) = (peer.stdin.clone(), peer.dialogs.clone());
-                        dialogs.fetch_add(1, Ordering::SeqCst);
-                        tokio::spawn(async move {
-                            let answer = answer.await;
-                            dialogs.fetch_sub(1, Ordering::SeqCst);
-                            let message = serde_json::json!({"type": "ui_result", "id": id, "result": answer});
-                            let _ = write_line(&mut *stdin.lock().await, &message).await;
-                        });
+                Ok(Line::Ui(request)) => {
+                    match super::ui::dialog(peer.ui.as_ref(), request, |id| keys_to(&peer.stdin, id)) {
+                        // Shown in the order it was written; nothing goes back.
+                        None => {}
+                        // A dialog may wait for the user as long as it likes: replies keep flowing.
+                        Some((id, answer)) => {
+                            let (stdin, dialogs) = (peer.stdin.clone(), peer.dialogs.clone());
+                            dialogs.fetch_add(1, Ordering::SeqCst);
+                            tokio::spawn(async move {
+                                let answer = answer.await;
+                                dialogs.fetch_sub(1, Ordering::SeqCst);
+                                let message = serde_json::json!({"type": "ui_result", "id": id, "result": answer});
+                                let _ = write_line(&mut *stdin.lock().await, &message).await;
+                            });
+                        }
                     }
-                },
+                }
                 Ok(Line::Log) => {}
                 Err(why) => break why,
             },
@@ -249,6 +251,23 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
     for (_, tx) in lock(&peer.pending).drain() {
         let _ = tx.send(Err(end.clone()));
     }
+}
+
+/// Where a custom component's keys and width go: `{"type":"ui_input","customId":…,…}` lines on
+/// the extension's stdin, in order.
+fn keys_to(stdin: &Stdin, id: &Value) -> tokio::sync::mpsc::UnboundedSender<Value> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Value>();
+    let (stdin, id) = (stdin.clone(), id.clone());
+    tokio::spawn(async move {
+        while let Some(mut input) = rx.recv().await {
+            input["type"] = Value::from("ui_input");
+            input["customId"] = id.clone();
+            if write_line(&mut *stdin.lock().await, &input).await.is_err() {
+                return;
+            }
+        }
+    });
+    tx
 }
 
 async fn write_line(stdin: &mut ChildStdin, message: &Value) -> Result<(), String> {

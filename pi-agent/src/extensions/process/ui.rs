@@ -21,8 +21,19 @@ pub trait ExtensionUi: Send + Sync {
     fn dialog(&self, request: Value) -> UiAnswer;
 
     /// A call that needs no answer (`notify`, `setStatus`, `setWidget`, `setTitle`,
-    /// `set_editor_text`), in upstream's request fields.
+    /// `set_editor_text`; a custom component's `custom_render` and `custom_close`), in
+    /// upstream's request fields.
     fn show(&self, request: Value);
+
+    /// A custom component (`ctx.ui.custom`): `request` has its `customId` and first `lines`;
+    /// later frames come through [`ExtensionUi::show`] (`custom_render`, `custom_close`). Keys
+    /// go to the extension through `input` as `{"data": "<terminal bytes>"}`, the width as
+    /// `{"width": n}`. Resolves when the component closes (or is cancelled). A UI without
+    /// components cancels it at once.
+    fn custom(&self, request: Value, input: tokio::sync::mpsc::UnboundedSender<Value>) -> UiAnswer {
+        let _ = (request, input);
+        Box::pin(async { json!({"cancelled": true}) })
+    }
 }
 
 /// A shared [`ExtensionUi`] for a [`ProcessSpec`](super::ProcessSpec).
@@ -41,12 +52,25 @@ pub const DIALOGS: [&str; 4] = ["select", "confirm", "input", "editor"];
 /// A `ui` line from an extension: a call that needs no answer is shown now (when a UI is
 /// attached) and gives `None`; a dialog gives its `id` and the answer to wait for (cancelled at
 /// once when no UI is attached).
-pub(super) fn dialog(ui: Option<&UiHandle>, mut request: Value) -> Option<(Value, UiAnswer)> {
+pub(super) fn dialog(
+    ui: Option<&UiHandle>,
+    mut request: Value,
+    input: impl FnOnce(&Value) -> tokio::sync::mpsc::UnboundedSender<Value>,
+) -> Option<(Value, UiAnswer)> {
     let method = request.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
     let id = request.as_object_mut().and_then(|object| {
         object.remove("type");
         object.remove("id")
     });
+    if method == "custom" {
+        let id = id?;
+        request["customId"] = id.clone();
+        let answer = match ui {
+            Some(ui) => ui.0.custom(request, input(&id)),
+            None => Box::pin(async { json!({"cancelled": true}) }),
+        };
+        return Some((id, answer));
+    }
     match (DIALOGS.contains(&method.as_str()), id, ui) {
         (false, _, Some(ui)) => {
             ui.0.show(request);

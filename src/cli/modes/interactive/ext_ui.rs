@@ -21,6 +21,8 @@ pub enum UiCall {
     Dialog(Value, oneshot::Sender<Value>),
     /// A call that needs no answer.
     Show(Value),
+    /// A custom component: its first frame, where its keys go, and where its end goes.
+    Custom(Value, mpsc::UnboundedSender<Value>, oneshot::Sender<Value>),
 }
 
 /// The terminal as the extensions' UI: calls are queued for the screen's loop.
@@ -37,6 +39,73 @@ impl ExtensionUi for TerminalUi {
     fn show(&self, request: Value) {
         let _ = self.0.send(UiCall::Show(request));
     }
+
+    fn custom(&self, request: Value, input: mpsc::UnboundedSender<Value>) -> UiAnswer {
+        let (tx, rx) = oneshot::channel();
+        let _ = self.0.send(UiCall::Custom(request, input, tx));
+        Box::pin(async move { rx.await.unwrap_or_else(|_| json!({"cancelled": true})) })
+    }
+}
+
+/// An open custom component: the lines it rendered last, drawn as they are (styles dropped).
+struct Component {
+    id: Value,
+    lines: Vec<String>,
+    input: mpsc::UnboundedSender<Value>,
+    reply: oneshot::Sender<Value>,
+    /// The width it was last told.
+    width: u16,
+}
+
+/// `text` without terminal escape sequences (the component's colours and styles).
+fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\x1b' {
+            out.push(c);
+            continue;
+        }
+        // CSI (`ESC [ … final`), OSC (`ESC ] … BEL|ST`), or a two-character escape.
+        match chars.next() {
+            Some('[') => while chars.next().is_some_and(|c| !('@'..='~').contains(&c)) {},
+            Some(']') => {
+                while let Some(c) = chars.next() {
+                    if c == '\x07' || (c == '\x1b' && chars.next_if_eq(&'\\').is_some()) {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A key as the terminal bytes a component reads (`matchesKey` in pi-tui).
+fn key_bytes(key: &KeyEvent) -> Option<String> {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    Some(match key.code {
+        KeyCode::Char(c) if ctrl && c.is_ascii_alphabetic() => {
+            ((c.to_ascii_lowercase() as u8 - b'a' + 1) as char).to_string()
+        }
+        KeyCode::Char(c) => c.to_string(),
+        KeyCode::Enter => "\r".into(),
+        KeyCode::Esc => "\x1b".into(),
+        KeyCode::Backspace => "\x7f".into(),
+        KeyCode::Tab => "\t".into(),
+        KeyCode::BackTab => "\x1b[Z".into(),
+        KeyCode::Up => "\x1b[A".into(),
+        KeyCode::Down => "\x1b[B".into(),
+        KeyCode::Right => "\x1b[C".into(),
+        KeyCode::Left => "\x1b[D".into(),
+        KeyCode::Home => "\x1b[H".into(),
+        KeyCode::End => "\x1b[F".into(),
+        KeyCode::Delete => "\x1b[3~".into(),
+        KeyCode::PageUp => "\x1b[5~".into(),
+        KeyCode::PageDown => "\x1b[6~".into(),
+        _ => return None,
+    })
 }
 
 /// An open dialog.
@@ -56,6 +125,7 @@ struct Dialog {
 #[derive(Default)]
 pub struct ExtScreen {
     open: Option<Dialog>,
+    component: Option<Component>,
     queued: VecDeque<(Value, oneshot::Sender<Value>)>,
     /// `setStatus` entries by key.
     pub status: BTreeMap<String, String>,
@@ -80,9 +150,9 @@ fn text(request: &Value, key: &str) -> Option<String> {
 }
 
 impl ExtScreen {
-    /// True while a dialog takes the keys.
+    /// True while a dialog or a component takes the keys.
     pub fn is_open(&self) -> bool {
-        self.open.is_some()
+        self.open.is_some() || self.component.is_some()
     }
 
     /// Takes one call: dialogs are queued (one shows at a time); the rest is applied here or
@@ -95,6 +165,18 @@ impl ExtScreen {
                 Shown::Nothing
             }
             UiCall::Show(request) => self.show(&request),
+            UiCall::Custom(request, input, reply) => {
+                if self.component.is_some() {
+                    // One component at a time: a second one is cancelled.
+                    let _ = reply.send(json!({"cancelled": true}));
+                } else {
+                    let lines =
+                        request.get("lines").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default();
+                    let id = request.get("customId").cloned().unwrap_or(Value::Null);
+                    self.component = Some(Component { id, lines, input, reply, width: 0 });
+                }
+                Shown::Nothing
+            }
         }
     }
 
@@ -124,6 +206,18 @@ impl ExtScreen {
             }
             "setTitle" => Shown::Title(text(request, "title").unwrap_or_default()),
             "set_editor_text" => Shown::EditorText(text(request, "text").unwrap_or_default()),
+            "custom_render" | "custom_close" => {
+                let ours = self.component.as_ref().is_some_and(|c| request.get("customId") == Some(&c.id));
+                if ours && request["method"] == "custom_close" {
+                    if let Some(component) = self.component.take() {
+                        let _ = component.reply.send(json!({"closed": true}));
+                    }
+                } else if let (true, Some(component)) = (ours, self.component.as_mut()) {
+                    component.lines =
+                        request.get("lines").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default();
+                }
+                Shown::Nothing
+            }
             _ => Shown::Nothing,
         }
     }
@@ -159,6 +253,12 @@ impl ExtScreen {
     /// One key for the open dialog: Esc cancels; arrows and Enter choose; typing fills an
     /// input. Does nothing without an open dialog.
     pub fn key(&mut self, key: KeyEvent) {
+        if let Some(component) = &self.component {
+            if let Some(data) = key_bytes(&key) {
+                let _ = component.input.send(json!({"data": data}));
+            }
+            return;
+        }
         let Some(dialog) = self.open.as_mut() else { return };
         if key.code == KeyCode::Esc {
             return self.answer(json!({"cancelled": true}));
@@ -198,8 +298,30 @@ impl ExtScreen {
         }
     }
 
-    /// Draws the open dialog centred over the screen.
-    pub fn draw(&self, frame: &mut ratatui::Frame<'_>) {
+    /// Draws the open component over the screen, telling it the width it has; else the open
+    /// dialog.
+    pub fn draw(&mut self, frame: &mut ratatui::Frame<'_>) {
+        let area = frame.area();
+        if self.component.as_ref().is_some_and(|c| c.input.is_closed()) {
+            // Its extension is gone: nothing will close it but us.
+            if let Some(component) = self.component.take() {
+                let _ = component.reply.send(json!({"cancelled": true}));
+            }
+        }
+        if let Some(component) = &mut self.component {
+            let width = area.width.saturating_sub(4).max(10);
+            if component.width != width {
+                component.width = width;
+                let _ = component.input.send(json!({"width": width - 2}));
+            }
+            let lines: Vec<Line<'_>> = component.lines.iter().map(|l| Line::raw(plain(l))).collect();
+            let height = (lines.len() as u16 + 2).min(area.height);
+            let [row] = Layout::vertical([Constraint::Length(height)]).flex(Flex::Center).areas(area);
+            let [place] = Layout::horizontal([Constraint::Length(width)]).flex(Flex::Center).areas(row);
+            frame.render_widget(Clear, place);
+            frame.render_widget(Paragraph::new(lines).block(Block::bordered()), place);
+            return;
+        }
         let Some(dialog) = &self.open else { return };
         let highlight = Style::default().fg(Color::Black).bg(Color::Cyan).add_modifier(Modifier::BOLD);
         let mut lines: Vec<Line<'_>> = dialog.message.iter().flat_map(|m| m.lines()).map(Line::raw).collect();
@@ -230,7 +352,6 @@ impl ExtScreen {
         };
         lines.push(Line::raw(""));
         lines.push(Line::styled(hint, Style::default().fg(Color::DarkGray)));
-        let area = frame.area();
         let width = area.width.saturating_sub(4).min(90);
         let height = (lines.len() as u16 + 2).min(area.height);
         let [row] = Layout::vertical([Constraint::Length(height)]).flex(Flex::Center).areas(area);
@@ -239,5 +360,20 @@ impl ExtScreen {
         let block =
             Block::bordered().title(format!(" {} ", dialog.title)).border_style(Style::default().fg(Color::Cyan));
         frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(block), dialog_area);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn styles_are_dropped_and_keys_become_terminal_bytes() {
+        assert_eq!(plain("\x1b[1;32mgreen\x1b[0m and \x1b]0;title\x07plain"), "green and plain");
+        let key = |code| KeyEvent::new(code, KeyModifiers::NONE);
+        assert_eq!(key_bytes(&key(KeyCode::Up)).as_deref(), Some("\x1b[A"));
+        assert_eq!(key_bytes(&key(KeyCode::Esc)).as_deref(), Some("\x1b"));
+        assert_eq!(key_bytes(&KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)).as_deref(), Some("\x03"));
+        assert_eq!(key_bytes(&key(KeyCode::F(5))), None);
     }
 }
