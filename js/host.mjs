@@ -127,7 +127,11 @@ const pi = {
     pendingPrompt = typeof text === "string" ? text : JSON.stringify(text);
   },
   sendMessage: unsupported("sendMessage"),
-  appendEntry: unsupported("appendEntry"),
+  // Kept by pi and written as a `custom` session entry at its next write (a prompt's start, a
+  // turn's end, the session's end).
+  appendEntry(customType, data) {
+    send({ type: "append_entry", customType: String(customType), data: data ?? null });
+  },
   setSessionName: unsupported("setSessionName"),
   getSessionName: unsupported("getSessionName"),
   setLabel: unsupported("setLabel"),

@@ -593,3 +593,38 @@ await client.stop();
     assert_eq!(report["output"], "via-rpc-client\n", "the answer let the tool run: {report}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `pi.appendEntry` keeps data in the session as a `custom` entry, written at pi's next write.
+#[test]
+fn append_entry_writes_a_custom_session_entry() {
+    let d = scratch("js-append-entry");
+    let ext = d.join("keep.mjs");
+    std::fs::write(
+        &ext,
+        r#"export default function (pi) {
+  pi.on("tool_call", async (event) => { pi.appendEntry("audit-note", { tool: event.toolName }); });
+}
+"#,
+    )
+    .unwrap();
+    let script = d.join("script.json");
+    std::fs::write(
+        &script,
+        json!([{"text": "Listing.", "tools": [{"name": "ls", "arguments": {}}]}, {"text": "Done."}]).to_string(),
+    )
+    .unwrap();
+    let session = d.join("s.jsonl");
+    pi().args(["-p", "go", "--faux-script"])
+        .arg(&script)
+        .flag("--cwd", &d)
+        .flag("--session", &session)
+        .flag("-e", &ext)
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .succeeds();
+    let entries: Vec<serde_json::Value> =
+        std::fs::read_to_string(&session).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let kept: Vec<_> = entries.iter().filter(|e| e["type"] == "custom" && e["customType"] == "audit-note").collect();
+    assert_eq!(kept.len(), 1, "{entries:?}");
+    assert_eq!(kept[0]["data"], json!({"tool": "ls"}));
+    std::fs::remove_dir_all(&d).unwrap();
+}

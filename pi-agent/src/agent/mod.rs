@@ -290,6 +290,9 @@ impl Agent {
     pub async fn shutdown(&mut self, on_event: AgentSink<'_>) {
         let ctx = self.hook_context(&CancellationToken::new());
         self.emit(AgentEvent::SessionShutdown, &ctx, on_event).await;
+        // What extensions asked to keep, written even at the end (a failed write cannot be
+        // reported any more: the session is over).
+        let _ = self.append_extension_entries();
     }
 
     /// The conversation so far.
@@ -448,6 +451,15 @@ impl Agent {
             Some(session) => lock(session).append(kind).map(|_| ()),
             None => Ok(()),
         }
+    }
+
+    /// Writes the custom entries extensions asked for (`pi.appendEntry`) since the last write,
+    /// in their order: at a prompt's start, a turn's end and the session's end.
+    pub(super) fn append_extension_entries(&self) -> Result<(), SessionError> {
+        for (custom_type, data) in self.hooks.take_custom_entries() {
+            self.append(EntryKind::Custom { custom_type, data })?;
+        }
+        Ok(())
     }
 }
 

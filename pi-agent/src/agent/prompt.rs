@@ -140,6 +140,7 @@ impl Agent {
         ctx: &HookContext,
         on_event: AgentSink<'_>,
     ) -> Result<(), AgentError> {
+        self.append_extension_entries()?;
         if !self.model_recorded {
             self.append(EntryKind::ModelChange {
                 provider: self.model.provider.clone(),

@@ -70,6 +70,7 @@ impl Agent {
                 self.messages.push(Message::ToolResult(result));
             }
         }
+        self.append_extension_entries()?;
         self.emit(AgentEvent::TurnEnd { turn_index }, ctx, on_event).await;
         let aborted = cancel.is_cancelled();
         Ok(TurnResult {

@@ -20,7 +20,12 @@ pub struct Hooks {
     pub(super) handlers: HashMap<&'static str, Vec<Registered>>,
     extensions: Vec<String>,
     failures: Mutex<Vec<HookFailure>>,
+    /// Where extensions' `pi.appendEntry` calls wait for the agent to write them.
+    pub(super) entry_sources: Vec<EntrySource>,
 }
+
+/// Custom entries (`customType`, `data`) an extension asked to append, taken once each.
+pub type EntrySource = Arc<dyn Fn() -> Vec<(String, serde_json::Value)> + Send + Sync>;
 
 impl fmt::Debug for Hooks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -58,6 +63,11 @@ impl Hooks {
     /// No extensions.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The custom entries extensions asked to append since the last call, in their order.
+    pub fn take_custom_entries(&self) -> Vec<(String, serde_json::Value)> {
+        self.entry_sources.iter().flat_map(|source| source()).collect()
     }
 
     /// Registers an extension's handlers after those already added.

@@ -48,7 +48,7 @@ use crate::message::Message;
 use crate::model::ModelInfo;
 use crate::session::{Entry, SessionWriter};
 
-pub use dispatch::Hooks;
+pub use dispatch::{EntrySource, Hooks};
 pub(crate) use dispatch::{injected_as_user, injected_entry};
 pub use events::*;
 
@@ -133,6 +133,12 @@ impl fmt::Debug for ExtensionApi<'_> {
 }
 
 impl ExtensionApi<'_> {
+    /// Where this extension's `pi.appendEntry` calls wait: the agent takes them and writes each
+    /// as a `custom` session entry at its next write (a prompt's start, a turn's end, shutdown).
+    pub fn custom_entries(&mut self, source: dispatch::EntrySource) {
+        self.hooks.entry_sources.push(source);
+    }
+
     /// The extension being registered.
     pub fn extension_name(&self) -> &str {
         &self.extension

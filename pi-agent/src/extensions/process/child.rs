@@ -46,7 +46,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Connection {
     /// Starts the process, sends `hello`, and waits (at most `spec.start_timeout`) for its
     /// `register`.
-    pub async fn start(spec: &ProcessSpec, has_ui: bool) -> Result<Connection, String> {
+    pub async fn start(spec: &ProcessSpec, has_ui: bool, entries: Entries) -> Result<Connection, String> {
         let mut child = spawn(spec)?;
         let group = child.id();
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
@@ -84,6 +84,7 @@ impl Connection {
             stdin: stdin.clone(),
             ui: spec.ui.clone(),
             dialogs: dialogs.clone(),
+            entries,
         };
         tokio::spawn(read_replies(lines, peer));
         Ok(Connection {
@@ -207,7 +208,11 @@ struct Peer {
     stdin: Stdin,
     ui: Option<super::UiHandle>,
     dialogs: Arc<std::sync::atomic::AtomicUsize>,
+    entries: Entries,
 }
+
+/// Custom entries an extension asked to append (`pi.appendEntry`), kept across restarts.
+pub(super) type Entries = Arc<Mutex<Vec<(String, Value)>>>;
 
 /// Hands each reply to the request waiting for its id, and each UI call to the UI (a dialog's
 /// answer goes back as `{"type":"ui_result","id":…,"result":…}`), until the output ends (exit,
@@ -240,6 +245,7 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
                         }
                     }
                 }
+                Ok(Line::AppendEntry(custom_type, data)) => lock(&peer.entries).push((custom_type, data)),
                 Ok(Line::Log) => {}
                 Err(why) => break why,
             },
@@ -283,6 +289,8 @@ enum Line {
     Reply(u64, Reply),
     /// A `ctx.ui` call (`{"type":"ui","method":…}`; dialogs carry an `id`).
     Ui(Value),
+    /// `pi.appendEntry`: `{"type":"append_entry","customType":…,"data":…}`.
+    AppendEntry(String, Value),
     /// A message that needs no answer (`log`).
     Log,
 }
@@ -291,8 +299,13 @@ enum Line {
 fn reply(line: &str) -> Result<Line, String> {
     let shown: String = line.chars().take(80).collect();
     let value: Value = serde_json::from_str(line).map_err(|_| format!("wrote a line that is not JSON: {shown:?}"))?;
-    if value.get("type").and_then(Value::as_str) == Some("ui") {
-        return Ok(Line::Ui(value));
+    match value.get("type").and_then(Value::as_str) {
+        Some("ui") => return Ok(Line::Ui(value)),
+        Some("append_entry") => {
+            let custom_type = value.get("customType").and_then(Value::as_str).unwrap_or_default().to_owned();
+            return Ok(Line::AppendEntry(custom_type, value.get("data").cloned().unwrap_or(Value::Null)));
+        }
+        _ => {}
     }
     match serde_json::from_value(value) {
         Ok(Message::Result { id, result }) => Ok(Line::Reply(id, Ok(result))),

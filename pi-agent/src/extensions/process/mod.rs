@@ -159,6 +159,8 @@ pub struct ProcessExtension {
 struct Inner {
     spec: ProcessSpec,
     register: Register,
+    /// Its `pi.appendEntry` calls, until the agent takes them.
+    entries: child::Entries,
     connection: tokio::sync::Mutex<Option<Arc<Connection>>>,
     restarts: AtomicU32,
     failures: AtomicU64,
@@ -177,7 +179,8 @@ impl std::fmt::Debug for ProcessExtension {
 impl ProcessExtension {
     /// Starts the process and completes the handshake.
     pub async fn start(spec: ProcessSpec) -> Result<ProcessExtension, ProcessError> {
-        let connection = Connection::start(&spec, spec.has_ui || spec.ui.is_some())
+        let entries = child::Entries::default();
+        let connection = Connection::start(&spec, spec.has_ui || spec.ui.is_some(), entries.clone())
             .await
             .map_err(|why| ProcessError { source_path: spec.source.display().to_string(), why })?;
         let register = connection.register.clone();
@@ -186,6 +189,7 @@ impl ProcessExtension {
                 spec,
                 register,
                 connection: tokio::sync::Mutex::new(Some(Arc::new(connection))),
+                entries,
                 restarts: AtomicU32::new(0),
                 failures: AtomicU64::new(0),
                 stopped: AtomicBool::new(false),
@@ -264,9 +268,13 @@ impl ProcessExtension {
                     }
                     inner.restarts.fetch_add(1, Ordering::Relaxed);
                     let c = Arc::new(
-                        Connection::start(&inner.spec, inner.spec.has_ui || inner.spec.ui.is_some())
-                            .await
-                            .map_err(fail)?,
+                        Connection::start(
+                            &inner.spec,
+                            inner.spec.has_ui || inner.spec.ui.is_some(),
+                            inner.entries.clone(),
+                        )
+                        .await
+                        .map_err(fail)?,
                     );
                     *slot = Some(c.clone());
                     c
@@ -386,6 +394,8 @@ impl Extension for ProcessExtension {
     }
 
     fn register(&self, api: &mut ExtensionApi<'_>) {
+        let entries = self.inner.entries.clone();
+        api.custom_entries(Arc::new(move || std::mem::take(&mut *entries.lock().unwrap_or_else(|e| e.into_inner()))));
         let events = &self.inner.register.events;
         let wants = |name: &str| events.iter().any(|e| e == name);
         #[rustfmt::skip]
