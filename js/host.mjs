@@ -132,9 +132,17 @@ const pi = {
   appendEntry(customType, data) {
     send({ type: "append_entry", customType: String(customType), data: data ?? null });
   },
-  setSessionName: unsupported("setSessionName"),
-  getSessionName: unsupported("getSessionName"),
-  setLabel: unsupported("setLabel"),
+  // Written by pi at its next session write; known here at once.
+  setSessionName(name) {
+    sessionName = String(name);
+    send({ type: "session_entry", entry: { type: "session_info", name: sessionName } });
+  },
+  getSessionName() {
+    return sessionName ?? sessionManager(lastWire).getSessionName();
+  },
+  setLabel(entryId, label) {
+    send({ type: "session_entry", entry: { type: "label", targetId: String(entryId), ...(label === undefined ? {} : { label: String(label) }) } });
+  },
   getActiveTools: unsupported("getActiveTools"),
   getAllTools: unsupported("getAllTools"),
   setActiveTools: unsupported("setActiveTools"),
@@ -144,6 +152,8 @@ const pi = {
   setThinkingLevel: unsupported("setThinkingLevel"),
 };
 let pendingPrompt;
+let sessionName; // set by this extension this run
+let lastWire; // the latest ctx pi sent (its session file, for `pi.getSessionName`)
 
 /** A theme that styles nothing (no terminal to style for): `fg("accent", text)` is `text`. */
 const plainTheme = new Proxy(
@@ -335,6 +345,7 @@ const protocolUI = {
 
 /** The `ctx` handlers get: print mode has no UI, so questions resolve to "no answer". */
 function context(wire) {
+  if (wire?.sessionFile) lastWire = wire;
   return {
     hasUI: Boolean(wire?.hasUI),
     cwd: wire?.cwd,

@@ -628,3 +628,40 @@ fn append_entry_writes_a_custom_session_entry() {
     assert_eq!(kept[0]["data"], json!({"tool": "ls"}));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `pi.setSessionName` and `pi.setLabel` are session entries (`session_info`, `label`) written
+/// by pi; the name is known to the extension at once.
+#[test]
+fn session_names_and_labels_are_written_to_the_session() {
+    let d = scratch("js-session-name");
+    let ext = d.join("name.mjs");
+    std::fs::write(
+        &ext,
+        r#"export default function (pi) {
+  pi.registerCommand("name", { handler: async (args, ctx) => {
+    pi.setSessionName(args);
+    const leaf = ctx.sessionManager.getLeafId();
+    if (leaf) pi.setLabel(leaf, "named-here");
+    return `named: ${pi.getSessionName()}`;
+  } });
+}
+"#,
+    )
+    .unwrap();
+    let session = d.join("s.jsonl");
+    let run = |prompt: &str| {
+        pi().args(["-p", prompt, "--tools", "none"])
+            .flag("--session", &session)
+            .flag("-e", &ext)
+            .env("PI_CODING_AGENT_DIR", d.join("agent"))
+            .succeeds()
+    };
+    run("hello");
+    let out = run("/name Feature X");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "named: Feature X");
+    let entries: Vec<serde_json::Value> =
+        std::fs::read_to_string(&session).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(entries.iter().any(|e| e["type"] == "session_info" && e["name"] == "Feature X"), "{entries:?}");
+    assert!(entries.iter().any(|e| e["type"] == "label" && e["label"] == "named-here"), "{entries:?}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

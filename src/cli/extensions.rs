@@ -274,16 +274,17 @@ pub async fn discovered_resources(
 }
 
 /// `/name args` when an extension registered command `name`: its outcome (text to print, prompt
-/// to run instead); `None` when the prompt is not such a command.
+/// to run instead); `None` when the prompt is not such a command. `at`: the working directory and
+/// the session file the command's `ctx.sessionManager` reads.
 pub async fn run_command(
     extensions: &[ProcessExtension],
     prompt: &str,
-    cwd: &Path,
+    at: (&Path, Option<&str>),
 ) -> Option<Result<(Option<String>, Option<String>), String>> {
     let rest = prompt.trim_start().strip_prefix('/')?;
     let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
     for extension in extensions {
-        if let Some(outcome) = extension.command(name, args.trim(), cwd).await {
+        if let Some(outcome) = extension.command(name, args.trim(), at).await {
             return Some(outcome.map_err(|e| e.to_string()));
         }
     }

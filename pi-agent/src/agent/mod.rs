@@ -453,11 +453,12 @@ impl Agent {
         }
     }
 
-    /// Writes the custom entries extensions asked for (`pi.appendEntry`) since the last write,
+    /// Writes the entries extensions asked for (`pi.appendEntry`, `setSessionName`, `setLabel`)
+    /// since the last write,
     /// in their order: at a prompt's start, a turn's end and the session's end.
     pub(super) fn append_extension_entries(&self) -> Result<(), SessionError> {
-        for (custom_type, data) in self.hooks.take_custom_entries() {
-            self.append(EntryKind::Custom { custom_type, data })?;
+        for entry in self.hooks.take_custom_entries() {
+            self.append(entry)?;
         }
         Ok(())
     }

@@ -24,8 +24,9 @@ pub struct Hooks {
     pub(super) entry_sources: Vec<EntrySource>,
 }
 
-/// Custom entries (`customType`, `data`) an extension asked to append, taken once each.
-pub type EntrySource = Arc<dyn Fn() -> Vec<(String, serde_json::Value)> + Send + Sync>;
+/// Session entries an extension asked to append (`custom`, `session_info`, `label`), taken
+/// once each.
+pub type EntrySource = Arc<dyn Fn() -> Vec<crate::session::EntryKind> + Send + Sync>;
 
 impl fmt::Debug for Hooks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -65,8 +66,8 @@ impl Hooks {
         Self::default()
     }
 
-    /// The custom entries extensions asked to append since the last call, in their order.
-    pub fn take_custom_entries(&self) -> Vec<(String, serde_json::Value)> {
+    /// The entries extensions asked to append since the last call, in their order.
+    pub fn take_custom_entries(&self) -> Vec<crate::session::EntryKind> {
         self.entry_sources.iter().flat_map(|source| source()).collect()
     }
 

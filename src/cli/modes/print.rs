@@ -28,7 +28,8 @@ pub async fn run(
         Wants { json_records: mode == Mode::Json, source: PromptSource::Interactive, has_ui: false, dialog: false };
     let mut harness = Harness::build(agent, observe, wants, cfg).await?;
     // `/name args` of a command an extension registered runs it; it may hand back a prompt.
-    let command = extensions::run_command(&harness.extensions, prompt, &harness.cwd).await;
+    let session_file = harness.agent.session_file();
+    let command = extensions::run_command(&harness.extensions, prompt, (&harness.cwd, session_file.as_deref())).await;
     let prompt = match &command {
         Some(Ok((_, Some(next)))) => {
             // Sent by an extension: upstream's `input.source` says so.

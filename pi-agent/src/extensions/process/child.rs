@@ -211,8 +211,8 @@ struct Peer {
     entries: Entries,
 }
 
-/// Custom entries an extension asked to append (`pi.appendEntry`), kept across restarts.
-pub(super) type Entries = Arc<Mutex<Vec<(String, Value)>>>;
+/// Session entries an extension asked to append, kept across restarts.
+pub(super) type Entries = Arc<Mutex<Vec<crate::session::EntryKind>>>;
 
 /// Hands each reply to the request waiting for its id, and each UI call to the UI (a dialog's
 /// answer goes back as `{"type":"ui_result","id":…,"result":…}`), until the output ends (exit,
@@ -245,7 +245,7 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
                         }
                     }
                 }
-                Ok(Line::AppendEntry(custom_type, data)) => lock(&peer.entries).push((custom_type, data)),
+                Ok(Line::Entry(entry)) => lock(&peer.entries).push(entry),
                 Ok(Line::Log) => {}
                 Err(why) => break why,
             },
@@ -289,8 +289,9 @@ enum Line {
     Reply(u64, Reply),
     /// A `ctx.ui` call (`{"type":"ui","method":…}`; dialogs carry an `id`).
     Ui(Value),
-    /// `pi.appendEntry`: `{"type":"append_entry","customType":…,"data":…}`.
-    AppendEntry(String, Value),
+    /// A session entry to append: `pi.appendEntry` (`{"type":"append_entry","customType":…,
+    /// "data":…}`), `setSessionName` and `setLabel` (`{"type":"session_entry","entry":{…}}`).
+    Entry(crate::session::EntryKind),
     /// A message that needs no answer (`log`).
     Log,
 }
@@ -303,7 +304,17 @@ fn reply(line: &str) -> Result<Line, String> {
         Some("ui") => return Ok(Line::Ui(value)),
         Some("append_entry") => {
             let custom_type = value.get("customType").and_then(Value::as_str).unwrap_or_default().to_owned();
-            return Ok(Line::AppendEntry(custom_type, value.get("data").cloned().unwrap_or(Value::Null)));
+            let data = value.get("data").cloned().unwrap_or(Value::Null);
+            return Ok(Line::Entry(crate::session::EntryKind::Custom { custom_type, data }));
+        }
+        Some("session_entry") => {
+            use crate::session::EntryKind;
+            // Only what upstream lets an extension write: a name and labels (never messages).
+            let entry = value.get("entry").cloned().and_then(|e| serde_json::from_value::<EntryKind>(e).ok());
+            return match entry {
+                Some(entry @ (EntryKind::SessionInfo { .. } | EntryKind::Label { .. })) => Ok(Line::Entry(entry)),
+                _ => Err(format!("wrote a session entry pi does not let extensions write: {shown:?}")),
+            };
         }
         _ => {}
     }

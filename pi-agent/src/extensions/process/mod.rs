@@ -299,12 +299,12 @@ impl ProcessExtension {
         &self,
         name: &str,
         args: &str,
-        cwd: &Path,
+        (cwd, session_file): (&Path, Option<&str>),
     ) -> Option<Result<(Option<String>, Option<String>), HookError>> {
         if !self.inner.register.commands.iter().any(|c| c.name == name) {
             return None;
         }
-        let ctx = json!({"hasUI": self.has_ui(), "cwd": cwd});
+        let ctx = json!({"hasUI": self.has_ui(), "cwd": cwd, "sessionFile": session_file});
         let message = Request::Command { name, args, ctx }.to_json();
         Some(self.request_within(message, tool::TOOL_TIMEOUT).await.map(|reply| {
             let reply: CommandReply = serde_json::from_value(reply).unwrap_or_default();

@@ -26,7 +26,9 @@ pub(super) async fn extension_command(
     cancel: &CancellationToken,
     sink: Sink<'_>,
 ) -> JobResult {
-    let outcome = crate::cli::extensions::run_command(&harness.extensions, line, &harness.cwd).await;
+    let session_file = harness.agent.session_file();
+    let at = (harness.cwd.as_path(), session_file.as_deref());
+    let outcome = crate::cli::extensions::run_command(&harness.extensions, line, at).await;
     match outcome {
         None => Err(format!("{}: no such command", line.split_whitespace().next().unwrap_or("")).into()),
         Some(Err(e)) => Err(e.into()),
