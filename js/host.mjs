@@ -65,7 +65,7 @@ function eventBus() {
 /** A member of upstream's API this host does not carry out yet: says so when called, never
  *  pretends to have done it. */
 const unsupported = (name) => () => {
-  throw new Error(`pi.${name} is not supported by pi's JavaScript host yet`);
+  throw new Error(`${name.startsWith("ctx.") ? name : `pi.${name}`} is not supported by pi's JavaScript host yet`);
 };
 
 /** Upstream's `pi.exec`: runs a program (no shell), its output collected. */
