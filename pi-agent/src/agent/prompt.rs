@@ -7,7 +7,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::compaction::CompactionReason;
 use crate::events::AgentEvent;
-use crate::extensions::{BeforeAgentStartEvent, HookContext, InjectedMessage, InputEvent, InputOutcome};
+use crate::extensions::{
+    BeforeAgentStartEvent, HookContext, InjectedMessage, InputEvent, InputOutcome, SkillInfo, SystemPromptOptions,
+};
 use crate::message::{Message, StopReason, Usage};
 use crate::provider;
 use crate::session::{ATTRIBUTION_CUSTOM_TYPE, EntryKind};
@@ -125,7 +127,22 @@ impl Agent {
             None if !skills.is_empty() => Some(skills.trim_start().to_owned()),
             None => None,
         };
-        let start = BeforeAgentStartEvent { prompt: text.clone(), system_prompt };
+        let system_prompt_options = SystemPromptOptions {
+            cwd: self.cwd.display().to_string(),
+            selected_tools: self.tools.specs().into_iter().map(|t| t.name).collect(),
+            custom_prompt: self.config.system_prompt.clone(),
+            skills: self
+                .resources
+                .skills
+                .iter()
+                .map(|s| SkillInfo {
+                    name: s.name.clone(),
+                    description: s.description.clone(),
+                    file_path: s.path.display().to_string(),
+                })
+                .collect(),
+        };
+        let start = BeforeAgentStartEvent { prompt: text.clone(), system_prompt, system_prompt_options };
         let (injected, system_prompt) = self.hooks.before_agent_start(start, ctx).await;
         report_failures(&self.hooks, on_event);
         (text, injected, system_prompt)

@@ -77,6 +77,35 @@ pub struct BeforeAgentStartEvent {
     pub prompt: String,
     /// The system prompt so far (earlier handlers' changes included).
     pub system_prompt: Option<String>,
+    /// What the system prompt was built from (upstream's `systemPromptOptions`).
+    pub system_prompt_options: SystemPromptOptions,
+}
+
+/// Upstream's `BuildSystemPromptOptions`, as far as pi builds its system prompt from them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemPromptOptions {
+    /// The working directory.
+    pub cwd: String,
+    /// The tools offered to the model.
+    pub selected_tools: Vec<String>,
+    /// A system prompt given in place of pi's own (`--system-prompt`, settings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom_prompt: Option<String>,
+    /// The skills offered (`name`, `description`, `filePath`).
+    pub skills: Vec<SkillInfo>,
+}
+
+/// A skill as `systemPromptOptions` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillInfo {
+    /// `/skill:<name>`.
+    pub name: String,
+    /// When to use it.
+    pub description: String,
+    /// Its markdown file.
+    pub file_path: String,
 }
 
 /// A message an extension injects: persisted as a `custom_message` entry and sent to the model
