@@ -323,3 +323,25 @@ fn a_policy_that_forbids_other_extensions_keeps_only_its_own() {
     assert!(!stdout.contains("[py]"), "the user's does not");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// As upstream: in print mode the session has started (`session_start`) before a command runs.
+#[test]
+fn a_command_runs_after_session_start() {
+    let d = scratch("ext-command-after-start");
+    let ext = d.join("started.mjs");
+    std::fs::write(
+        &ext,
+        "let started = false;\nexport default function (pi) {\n  pi.on(\"session_start\", async () => { started = true; });\n  pi.registerCommand(\"check\", { handler: async () => `started=${started}` });\n}\n",
+    )
+    .unwrap();
+    let out = pi()
+        .args(["-p", "/check", "--no-session"])
+        .arg("-e")
+        .arg(&ext)
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "started=true");
+    std::fs::remove_dir_all(&d).unwrap();
+}

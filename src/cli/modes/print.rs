@@ -27,6 +27,12 @@ pub async fn run(
     let wants =
         Wants { json_records: mode == Mode::Json, source: PromptSource::Interactive, has_ui: false, dialog: false };
     let mut harness = Harness::build(agent, observe, wants, cfg).await?;
+    if extensions::names_a_command(&harness.extensions, prompt) {
+        // As upstream: the session has started (`session_start`) before a command runs.
+        let scope = harness.scope();
+        let agent = &mut harness.agent;
+        harness.hub.enter(scope, agent.start_session(&mut |e: AgentEvent| output::extension_failure(&e))).await;
+    }
     // `/name args` of a command an extension registered runs it; it may hand back a prompt.
     let session_file = harness.agent.session_file();
     let command = extensions::run_command(&harness.extensions, prompt, (&harness.cwd, session_file.as_deref())).await;
