@@ -1,0 +1,298 @@
+//! JavaScript extensions and upstream's ExtensionAPI: upstream's npm packages installed on first
+//! use (and named when offline), upstream's own `RpcClient` answering an extension's dialog,
+//! `terminate`, `appendEntry`, session names and labels.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use support::{Flag, Succeeds, pi, scratch};
+
+/// An extension importing values from upstream's packages (TypeBox's `Type` through `pi-ai`,
+/// `@sinclair/typebox`, pi-tui's `truncateToWidth`): pi installs the pinned npm packages into
+/// its JS folder on first use (one stderr line) and the tool runs with its schema. Needs the npm
+/// registry (as `scripts/test` has); the agent folder is kept in `target/` so later runs reuse it.
+#[test]
+#[ignore = "installs upstream's npm packages once: run by scripts/test"]
+fn upstream_packages_are_installed_once_and_resolve_for_extensions() {
+    let d = scratch("js-upstream");
+    let agent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("upstream-agent");
+    let ext = d.join("greet.ts");
+    std::fs::write(
+        &ext,
+        r#"import { Type } from "@mariozechner/pi-ai";
+import { Type as Box } from "@sinclair/typebox";
+import { truncateToWidth } from "@mariozechner/pi-tui";
+import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
+export default function (pi: ExtensionAPI) {
+  pi.registerTool({
+    name: "greet",
+    label: "Greet",
+    description: "Greets someone",
+    parameters: Type.Object({ name: Type.String({ description: "who" }), loud: Type.Optional(Box.Boolean()) }),
+    async execute(_id: string, params: { name: string }) {
+      return { content: [{ type: "text", text: truncateToWidth(`Hello, ${params.name}!`, 40) }], details: {} };
+    },
+  });
+}
+"#,
+    )
+    .unwrap();
+    let script = d.join("script.json");
+    std::fs::write(
+        &script,
+        json!([{"text": "Greeting.", "tools": [{"name": "greet", "arguments": {"name": "pi"}}]}, {"text": "Done."}])
+            .to_string(),
+    )
+    .unwrap();
+    let out = pi()
+        .args(["-p", "greet", "--no-session", "--mode", "json", "--faux-script"])
+        .arg(&script)
+        .flag("-e", &ext)
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .succeeds();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.lines().filter(|l| l.contains("installing upstream's extension packages")).count() <= 1, "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Hello, pi!"), "{stdout}");
+    assert!(agent.join("js/node_modules/@mariozechner/pi-tui/package.json").is_file());
+    // Installed now: a second run says nothing about installing.
+    let again = pi()
+        .args(["-p", "greet", "--no-session", "--faux-script"])
+        .arg(&script)
+        .flag("-e", &ext)
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .succeeds();
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("installing"), "installed once");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Offline (a registry nobody answers): the extension fails to load, naming the one command that
+/// installs upstream's packages.
+#[test]
+fn without_the_registry_an_extension_needing_upstreams_packages_names_the_install_command() {
+    let d = scratch("js-upstream-offline");
+    let ext = d.join("schema.ts");
+    std::fs::write(
+        &ext,
+        "import { Type } from \"@sinclair/typebox\";\nexport default function (pi: any) { Type.Object({}); }\n",
+    )
+    .unwrap();
+    let out = pi()
+        .args(["-p", "hi", "--no-session", "--tools", "none"])
+        .flag("-e", &ext)
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .env("npm_config_registry", "http://127.0.0.1:9/")
+        .env("npm_config_fetch_retries", "0")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let error = stderr.lines().last().unwrap_or("");
+    assert!(error.contains("schema.ts") && error.contains("install them with: npm install --prefix"), "{stderr}");
+    assert!(out.stdout.is_empty(), "the model was not asked");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Upstream's `terminate: true`: a turn whose every tool says so ends the run on the results; a
+/// turn where only some do asks the model again.
+#[test]
+fn a_tool_result_that_terminates_ends_the_run_when_every_tool_of_the_turn_says_so() {
+    let d = scratch("js-terminate");
+    let ext = d.join("final.mjs");
+    std::fs::write(
+        &ext,
+        r#"export default function (pi) {
+  pi.registerTool({ name: "final", description: "Ends the run", parameters: { type: "object", properties: {} },
+    async execute() { return { content: [{ type: "text", text: "saved" }], terminate: true }; } });
+}
+"#,
+    )
+    .unwrap();
+    let run = |steps: serde_json::Value| {
+        let script = d.join("script.json");
+        std::fs::write(&script, steps.to_string()).unwrap();
+        pi().args(["-p", "go", "--no-session", "--mode", "json", "--faux-script"])
+            .arg(&script)
+            .flag("--cwd", &d)
+            .flag("-e", &ext)
+            .env("PI_CODING_AGENT_DIR", d.join("agent"))
+            .output()
+            .unwrap()
+    };
+    // One step only: a second model call would find none and fail the run.
+    let out = run(json!([{"text": "Finishing.", "tools": [{"name": "final", "arguments": {}}]}]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(json!([
+        {"text": "Both.", "tools": [{"name": "final", "arguments": {}}, {"name": "ls", "arguments": {}}]},
+        {"text": "Asked again.", "expect": ["saved"]}
+    ]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Asked again."));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// The agent folder (kept in `target/`) with upstream's npm packages installed, as pi installs
+/// them the first time an extension imports one (under pi's own lock, so concurrent tests wait).
+fn upstream_agent() -> PathBuf {
+    let agent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("upstream-agent");
+    let probe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("upstream-probe.ts");
+    std::fs::write(
+        &probe,
+        "import { Type } from \"@sinclair/typebox\";\nexport default function () { Type.Object({}); }\n",
+    )
+    .unwrap();
+    pi().args(["-p", "hi", "--no-session", "--tools", "none"])
+        .flag("-e", &probe)
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .succeeds();
+    agent
+}
+
+/// Upstream's own `RpcClient` (from its npm package) drives `pi --mode rpc` and answers an
+/// extension's `ctx.ui.confirm` — an `extension_ui_request` — with an `extension_ui_response`.
+#[test]
+#[ignore = "needs upstream's npm packages: run by scripts/test"]
+fn upstreams_rpc_client_answers_an_extension_ui_request() {
+    let agent = upstream_agent();
+    let d = scratch("js-rpc-client");
+    std::fs::write(
+        d.join("ask.mjs"),
+        r#"export default function (pi) {
+  pi.on("tool_call", async (event, ctx) => {
+    const ok = await ctx.ui.confirm("Allow bash?", event.input.command);
+    return ok ? undefined : { block: true, reason: "refused" };
+  });
+}
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("script.json"),
+        json!([{"text": "Running.", "tools": [{"name": "bash", "arguments": {"command": "echo via-rpc-client"}}]},
+               {"text": "Done.", "expect": ["via-rpc-client"]}])
+        .to_string(),
+    )
+    .unwrap();
+    // RpcClient runs `node CLI_PATH --mode rpc …`: the shim hands that to pi.
+    std::fs::write(
+        d.join("shim.mjs"),
+        r#"import { spawn } from "node:child_process";
+const child = spawn(process.env.PI_BIN, process.argv.slice(2), { stdio: "inherit" });
+process.on("SIGTERM", () => child.kill("SIGTERM"));
+child.on("exit", (code) => process.exit(code ?? 1));
+"#,
+    )
+    .unwrap();
+    // Next to upstream's packages, so `@mariozechner/pi-coding-agent` resolves.
+    let client = agent.join("js").join(format!("rpc-client-{}.mjs", std::process::id()));
+    std::fs::write(
+        &client,
+        r#"import { RpcClient } from "@mariozechner/pi-coding-agent";
+const [dir] = process.argv.slice(2);
+const client = new RpcClient({ cliPath: `${dir}/shim.mjs`, cwd: dir,
+  args: ["--no-session", "--faux-script", `${dir}/script.json`, "-e", `${dir}/ask.mjs`] });
+await client.start();
+const asked = [];
+client.onEvent((event) => {
+  if (event.type === "extension_ui_request" && event.method === "confirm") {
+    asked.push(`${event.title} ${event.message}`);
+    client.process.stdin.write(JSON.stringify({ type: "extension_ui_response", id: event.id, confirmed: true }) + "\n");
+  }
+});
+const events = await client.promptAndWait("go", undefined, 30000);
+const ended = events.find((e) => e.type === "tool_execution_end");
+console.log(JSON.stringify({ asked, output: ended?.result?.content?.[0]?.text, error: ended?.isError }));
+await client.stop();
+"#,
+    )
+    .unwrap();
+    let out = std::process::Command::new("node")
+        .arg(&client)
+        .arg(&d)
+        .env("PI_BIN", env!("CARGO_BIN_EXE_pi"))
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&client);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(out.stdout.trim_ascii()).unwrap();
+    assert_eq!(report["asked"], json!(["Allow bash? echo via-rpc-client"]), "{report}");
+    assert_eq!(report["output"], "via-rpc-client\n", "the answer let the tool run: {report}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `pi.appendEntry` keeps data in the session as a `custom` entry, written at pi's next write.
+#[test]
+fn append_entry_writes_a_custom_session_entry() {
+    let d = scratch("js-append-entry");
+    let ext = d.join("keep.mjs");
+    std::fs::write(
+        &ext,
+        r#"export default function (pi) {
+  pi.on("tool_call", async (event) => { pi.appendEntry("audit-note", { tool: event.toolName }); });
+}
+"#,
+    )
+    .unwrap();
+    let script = d.join("script.json");
+    std::fs::write(
+        &script,
+        json!([{"text": "Listing.", "tools": [{"name": "ls", "arguments": {}}]}, {"text": "Done."}]).to_string(),
+    )
+    .unwrap();
+    let session = d.join("s.jsonl");
+    pi().args(["-p", "go", "--faux-script"])
+        .arg(&script)
+        .flag("--cwd", &d)
+        .flag("--session", &session)
+        .flag("-e", &ext)
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .succeeds();
+    let entries: Vec<serde_json::Value> =
+        std::fs::read_to_string(&session).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let kept: Vec<_> = entries.iter().filter(|e| e["type"] == "custom" && e["customType"] == "audit-note").collect();
+    assert_eq!(kept.len(), 1, "{entries:?}");
+    assert_eq!(kept[0]["data"], json!({"tool": "ls"}));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `pi.setSessionName` and `pi.setLabel` are session entries (`session_info`, `label`) written
+/// by pi; the name is known to the extension at once.
+#[test]
+fn session_names_and_labels_are_written_to_the_session() {
+    let d = scratch("js-session-name");
+    let ext = d.join("name.mjs");
+    std::fs::write(
+        &ext,
+        r#"export default function (pi) {
+  pi.registerCommand("name", { handler: async (args, ctx) => {
+    pi.setSessionName(args);
+    const leaf = ctx.sessionManager.getLeafId();
+    if (leaf) pi.setLabel(leaf, "named-here");
+    return `named: ${pi.getSessionName()}`;
+  } });
+}
+"#,
+    )
+    .unwrap();
+    let session = d.join("s.jsonl");
+    let run = |prompt: &str| {
+        pi().args(["-p", prompt, "--tools", "none"])
+            .flag("--session", &session)
+            .flag("-e", &ext)
+            .env("PI_CODING_AGENT_DIR", d.join("agent"))
+            .succeeds()
+    };
+    run("hello");
+    let out = run("/name Feature X");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "named: Feature X");
+    let entries: Vec<serde_json::Value> =
+        std::fs::read_to_string(&session).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(entries.iter().any(|e| e["type"] == "session_info" && e["name"] == "Feature X"), "{entries:?}");
+    assert!(entries.iter().any(|e| e["type"] == "label" && e["label"] == "named-here"), "{entries:?}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
