@@ -143,9 +143,20 @@ const pi = {
   setLabel(entryId, label) {
     send({ type: "session_entry", entry: { type: "label", targetId: String(entryId), ...(label === undefined ? {} : { label: String(label) }) } });
   },
-  getActiveTools: unsupported("getActiveTools"),
-  getAllTools: unsupported("getAllTools"),
-  setActiveTools: unsupported("setActiveTools"),
+  // Known from the ctx of session_start, before_agent_start, agent_start and turn_start.
+  getActiveTools() {
+    if (!knownTools) throw new Error("pi.getActiveTools: the tools are known from session_start on");
+    return [...activeTools];
+  },
+  getAllTools() {
+    if (!knownTools) throw new Error("pi.getAllTools: the tools are known from session_start on");
+    return knownTools.map((t) => ({ ...t }));
+  },
+  // Offered and run from pi's next write on (a prompt's start, a turn's end); known here at once.
+  setActiveTools(names) {
+    activeTools = [...names].map(String);
+    send({ type: "set_active_tools", names: activeTools });
+  },
   getCommands: unsupported("getCommands"),
   setModel: unsupported("setModel"),
   getThinkingLevel: unsupported("getThinkingLevel"),
@@ -154,6 +165,8 @@ const pi = {
 let pendingPrompt;
 let sessionName; // set by this extension this run
 let lastWire; // the latest ctx pi sent (its session file, for `pi.getSessionName`)
+let knownTools; // every tool ({ name, description }), from the latest ctx that carried them
+let activeTools = [];
 
 /** A theme that styles nothing (no terminal to style for): `fg("accent", text)` is `text`. */
 const plainTheme = new Proxy(
@@ -346,6 +359,10 @@ const protocolUI = {
 /** The `ctx` handlers get: print mode has no UI, so questions resolve to "no answer". */
 function context(wire) {
   if (wire?.sessionFile) lastWire = wire;
+  if (Array.isArray(wire?.tools)) {
+    knownTools = wire.tools;
+    activeTools = wire.activeTools ?? wire.tools.map((t) => t.name);
+  }
   return {
     hasUI: Boolean(wire?.hasUI),
     cwd: wire?.cwd,

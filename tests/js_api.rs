@@ -296,3 +296,44 @@ fn session_names_and_labels_are_written_to_the_session() {
     assert!(entries.iter().any(|e| e["type"] == "label" && e["label"] == "named-here"), "{entries:?}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `pi.getAllTools` / `getActiveTools` from session_start on; `setActiveTools` narrows what the
+/// model is offered from pi's next write (here: the prompt's start).
+#[test]
+fn extensions_read_the_tools_and_narrow_the_active_ones() {
+    let d = scratch("js-active-tools");
+    let ext = d.join("narrow.mjs");
+    std::fs::write(
+        &ext,
+        r#"export default function (pi) {
+  pi.on("session_start", async () => {
+    const all = pi.getAllTools().map((t) => t.name);
+    if (!all.includes("bash") || !pi.getActiveTools().includes("ls")) throw new Error(`tools: ${all}`);
+    pi.setActiveTools(["read", "ls"]);
+  });
+  pi.on("before_agent_start", async () => ({ message: { customType: "tools", content: `active: ${pi.getActiveTools().join(",")}` } }));
+}
+"#,
+    )
+    .unwrap();
+    let script = d.join("script.json");
+    // The request must carry the note and offer only read and ls: a call to bash is refused.
+    std::fs::write(
+        &script,
+        json!([{"text": "Trying.", "expect": ["active: read,ls"], "tools": [{"name": "bash", "arguments": {"command": "echo no"}}]},
+               {"text": "Done.", "expect": ["unknown tool"]}])
+        .to_string(),
+    )
+    .unwrap();
+    let out = pi()
+        .args(["-p", "go", "--no-session", "--mode", "json", "--faux-script"])
+        .arg(&script)
+        .flag("--cwd", &d)
+        .flag("-e", &ext)
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -245,6 +245,7 @@ impl Agent {
             cwd: self.cwd.clone(),
             session: SessionFacade(self.session.clone()),
             model: self.model.clone(),
+            tools: Arc::new((self.tools.all(), self.tools.active_names())),
         }
     }
 
@@ -453,12 +454,17 @@ impl Agent {
         }
     }
 
-    /// Writes the entries extensions asked for (`pi.appendEntry`, `setSessionName`, `setLabel`)
-    /// since the last write,
-    /// in their order: at a prompt's start, a turn's end and the session's end.
-    pub(super) fn append_extension_entries(&self) -> Result<(), SessionError> {
-        for entry in self.hooks.take_custom_entries() {
-            self.append(entry)?;
+    /// Applies what extensions asked since the last write, in their order — entries
+    /// (`pi.appendEntry`, `setSessionName`, `setLabel`) written, `setActiveTools` taken — at a
+    /// prompt's start, a turn's end and the session's end.
+    pub(super) fn append_extension_entries(&mut self) -> Result<(), SessionError> {
+        for request in self.hooks.take_requests() {
+            match request {
+                crate::extensions::ExtensionRequest::Entry(entry) => self.append(*entry)?,
+                crate::extensions::ExtensionRequest::ActiveTools(names) => {
+                    self.tools = std::mem::take(&mut self.tools).with_active(&names);
+                }
+            }
         }
         Ok(())
     }

@@ -24,6 +24,9 @@ impl Agent {
         cancel: &CancellationToken,
         on_event: AgentSink<'_>,
     ) -> Result<PromptResult, AgentError> {
+        // What extensions asked since the last write (e.g. `setActiveTools` in `session_start`)
+        // holds for this prompt from its first hook on.
+        self.append_extension_entries()?;
         let session_id = self.exported_session_id();
         let (model, source) = (&self.model, self.config.source);
         let (provider_name, model_id, catalogued) = (model.provider.clone(), model.id.clone(), model.catalogued);

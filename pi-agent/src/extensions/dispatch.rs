@@ -24,9 +24,18 @@ pub struct Hooks {
     pub(super) entry_sources: Vec<EntrySource>,
 }
 
-/// Session entries an extension asked to append (`custom`, `session_info`, `label`), taken
-/// once each.
-pub type EntrySource = Arc<dyn Fn() -> Vec<crate::session::EntryKind> + Send + Sync>;
+/// What extensions asked of the agent outside their handlers' replies, taken once each.
+pub type EntrySource = Arc<dyn Fn() -> Vec<ExtensionRequest> + Send + Sync>;
+
+/// A request of an extension, applied at the agent's next write (a prompt's start, a turn's
+/// end, the session's end).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExtensionRequest {
+    /// A session entry: `custom` (`appendEntry`), `session_info` (`setSessionName`), `label`.
+    Entry(Box<crate::session::EntryKind>),
+    /// Only these tools are offered and run from now on (`setActiveTools`).
+    ActiveTools(Vec<String>),
+}
 
 impl fmt::Debug for Hooks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -66,8 +75,8 @@ impl Hooks {
         Self::default()
     }
 
-    /// The entries extensions asked to append since the last call, in their order.
-    pub fn take_custom_entries(&self) -> Vec<crate::session::EntryKind> {
+    /// What extensions asked since the last call, in their order.
+    pub fn take_requests(&self) -> Vec<ExtensionRequest> {
         self.entry_sources.iter().flat_map(|source| source()).collect()
     }
 

@@ -48,7 +48,7 @@ use crate::message::Message;
 use crate::model::ModelInfo;
 use crate::session::{Entry, SessionWriter};
 
-pub use dispatch::{EntrySource, Hooks};
+pub use dispatch::{EntrySource, ExtensionRequest, Hooks};
 pub(crate) use dispatch::{injected_as_user, injected_entry};
 pub use events::*;
 
@@ -187,7 +187,13 @@ pub struct HookContext {
     pub session: SessionFacade,
     /// The active model.
     pub model: ModelInfo,
+    /// The agent's tools: every `(name, description)` and the active names (upstream's
+    /// `getAllTools` / `getActiveTools`).
+    pub tools: Arc<ToolsView>,
 }
+
+/// Every tool's `(name, description)`, and the active tools' names.
+pub type ToolsView = (Vec<(String, String)>, Vec<String>);
 
 impl HookContext {
     /// A context outside any session: no user interface, nothing to cancel, the temporary
@@ -199,6 +205,7 @@ impl HookContext {
             cwd: std::env::temp_dir(),
             session: SessionFacade::default(),
             model,
+            tools: Arc::default(),
         }
     }
 }

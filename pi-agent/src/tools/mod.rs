@@ -198,6 +198,8 @@ pub const BUILTIN_TOOLS: [&str; 7] = ["read", "write", "edit", "bash", "ls", "gr
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
+    /// The tools offered and run (upstream's `setActiveTools`); `None`: all of them.
+    active: Option<Arc<std::collections::BTreeSet<String>>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -250,15 +252,36 @@ impl ToolRegistry {
         self
     }
 
-    /// The tool with this name.
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.iter().find(|t| t.name() == name)
+    /// Only the tools named are offered and run from now on (unknown names are ignored).
+    pub fn with_active(mut self, names: &[String]) -> Self {
+        self.active = Some(Arc::new(names.iter().cloned().collect()));
+        self
     }
 
-    /// Specs for the provider.
+    fn is_active(&self, tool: &Arc<dyn Tool>) -> bool {
+        self.active.as_ref().is_none_or(|active| active.contains(tool.name()))
+    }
+
+    /// Every tool's name and description, active or not (upstream's `getAllTools`).
+    pub fn all(&self) -> Vec<(String, String)> {
+        self.tools.iter().map(|t| (t.name().to_owned(), t.description().to_owned())).collect()
+    }
+
+    /// The active tools' names (upstream's `getActiveTools`).
+    pub fn active_names(&self) -> Vec<String> {
+        self.tools.iter().filter(|t| self.is_active(t)).map(|t| t.name().to_owned()).collect()
+    }
+
+    /// The active tool with this name.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name && self.is_active(t))
+    }
+
+    /// Specs of the active tools, for the provider.
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools
             .iter()
+            .filter(|t| self.is_active(t))
             .map(|t| ToolSpec {
                 name: t.name().to_owned(),
                 description: t.description().to_owned(),

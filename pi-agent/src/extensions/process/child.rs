@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 
 use super::ProcessSpec;
 use super::protocol::{Message, PROTOCOL_VERSION, Register, Request};
+use crate::extensions::ExtensionRequest;
 
 /// A reply: the handler's result, or the error it sent.
 type Reply = Result<Value, String>;
@@ -212,7 +213,7 @@ struct Peer {
 }
 
 /// Session entries an extension asked to append, kept across restarts.
-pub(super) type Entries = Arc<Mutex<Vec<crate::session::EntryKind>>>;
+pub(super) type Entries = Arc<Mutex<Vec<ExtensionRequest>>>;
 
 /// Hands each reply to the request waiting for its id, and each UI call to the UI (a dialog's
 /// answer goes back as `{"type":"ui_result","id":…,"result":…}`), until the output ends (exit,
@@ -245,7 +246,7 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
                         }
                     }
                 }
-                Ok(Line::Entry(entry)) => lock(&peer.entries).push(entry),
+                Ok(Line::Request(request)) => lock(&peer.entries).push(request),
                 Ok(Line::Log) => {}
                 Err(why) => break why,
             },
@@ -291,7 +292,7 @@ enum Line {
     Ui(Value),
     /// A session entry to append: `pi.appendEntry` (`{"type":"append_entry","customType":…,
     /// "data":…}`), `setSessionName` and `setLabel` (`{"type":"session_entry","entry":{…}}`).
-    Entry(crate::session::EntryKind),
+    Request(crate::extensions::ExtensionRequest),
     /// A message that needs no answer (`log`).
     Log,
 }
@@ -305,14 +306,23 @@ fn reply(line: &str) -> Result<Line, String> {
         Some("append_entry") => {
             let custom_type = value.get("customType").and_then(Value::as_str).unwrap_or_default().to_owned();
             let data = value.get("data").cloned().unwrap_or(Value::Null);
-            return Ok(Line::Entry(crate::session::EntryKind::Custom { custom_type, data }));
+            return Ok(Line::Request(ExtensionRequest::Entry(Box::new(crate::session::EntryKind::Custom {
+                custom_type,
+                data,
+            }))));
+        }
+        Some("set_active_tools") => {
+            let names = value.get("names").and_then(|n| serde_json::from_value(n.clone()).ok()).unwrap_or_default();
+            return Ok(Line::Request(ExtensionRequest::ActiveTools(names)));
         }
         Some("session_entry") => {
             use crate::session::EntryKind;
             // Only what upstream lets an extension write: a name and labels (never messages).
             let entry = value.get("entry").cloned().and_then(|e| serde_json::from_value::<EntryKind>(e).ok());
             return match entry {
-                Some(entry @ (EntryKind::SessionInfo { .. } | EntryKind::Label { .. })) => Ok(Line::Entry(entry)),
+                Some(entry @ (EntryKind::SessionInfo { .. } | EntryKind::Label { .. })) => {
+                    Ok(Line::Request(ExtensionRequest::Entry(Box::new(entry))))
+                }
                 _ => Err(format!("wrote a session entry pi does not let extensions write: {shown:?}")),
             };
         }

@@ -352,13 +352,21 @@ impl ProcessExtension {
 
     /// Calls the handler for `event`.
     async fn call(&self, event: &str, payload: Value, ctx: &HookContext) -> Result<Value, HookError> {
-        let ctx = json!({
+        let mut wire = json!({
             "hasUI": ctx.has_ui || self.has_ui(),
             "cwd": ctx.cwd,
             "sessionId": ctx.session.id(),
             "sessionFile": ctx.session.file(),
             "model": {"provider": ctx.model.provider, "id": ctx.model.id},
         });
+        // The tools where extensions look them up (not on every streamed event).
+        if matches!(event, "session_start" | "before_agent_start" | "agent_start" | "turn_start") {
+            let (all, active) = &*ctx.tools;
+            wire["tools"] =
+                all.iter().map(|(name, description)| json!({"name": name, "description": description})).collect();
+            wire["activeTools"] = json!(active);
+        }
+        let ctx = wire;
         self.request(Request::Event { event, payload, ctx }.to_json()).await
     }
 }
