@@ -126,7 +126,12 @@ const pi = {
   sendUserMessage(text) {
     pendingPrompt = typeof text === "string" ? text : JSON.stringify(text);
   },
-  sendMessage: unsupported("sendMessage"),
+  // Written by pi as a `custom_message` and in the model's context from its next write (a
+  // prompt's start, a turn's end). `triggerTurn` is not carried out: said in the log.
+  sendMessage(message, options = {}) {
+    if (options.triggerTurn) log(`[warn] pi.sendMessage: triggerTurn is not carried out by pi yet; the message waits for the next turn`);
+    send({ type: "send_message", customType: String(message?.customType ?? ""), content: message?.content ?? "", display: message?.display !== false });
+  },
   // Kept by pi and written as a `custom` session entry at its next write (a prompt's start, a
   // turn's end, the session's end).
   appendEntry(customType, data) {

@@ -337,3 +337,30 @@ fn extensions_read_the_tools_and_narrow_the_active_ones() {
     assert!(out.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&out.stderr));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `pi.sendMessage`: a `custom_message` entry that the model gets in its context.
+#[test]
+fn send_message_reaches_the_model_as_a_custom_message() {
+    let d = scratch("js-send-message");
+    let ext = d.join("send.mjs");
+    std::fs::write(
+        &ext,
+        r#"export default function (pi) {
+  pi.on("session_start", async () => { pi.sendMessage({ customType: "hint", content: "remember the hint-token", display: true }); });
+}
+"#,
+    )
+    .unwrap();
+    let script = d.join("script.json");
+    std::fs::write(&script, json!([{"text": "Seen.", "expect": ["remember the hint-token"]}]).to_string()).unwrap();
+    let session = d.join("s.jsonl");
+    pi().args(["-p", "go", "--tools", "none", "--faux-script"])
+        .arg(&script)
+        .flag("--session", &session)
+        .flag("-e", &ext)
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .succeeds();
+    let written = std::fs::read_to_string(&session).unwrap();
+    assert!(written.contains(r#""type":"custom_message""#) && written.contains("hint-token"), "{written}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -464,6 +464,10 @@ impl Agent {
                 crate::extensions::ExtensionRequest::ActiveTools(names) => {
                     self.tools = std::mem::take(&mut self.tools).with_active(&names);
                 }
+                crate::extensions::ExtensionRequest::Message(message) => {
+                    self.append(crate::extensions::injected_entry(&message))?;
+                    self.messages.push(crate::extensions::injected_as_user(&message));
+                }
             }
         }
         Ok(())

@@ -35,6 +35,9 @@ pub enum ExtensionRequest {
     Entry(Box<crate::session::EntryKind>),
     /// Only these tools are offered and run from now on (`setActiveTools`).
     ActiveTools(Vec<String>),
+    /// A message for the model (`sendMessage`): a `custom_message` entry, in the context from
+    /// then on.
+    Message(InjectedMessage),
 }
 
 impl fmt::Debug for Hooks {

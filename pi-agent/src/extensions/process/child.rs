@@ -311,6 +311,24 @@ fn reply(line: &str) -> Result<Line, String> {
                 data,
             }))));
         }
+        Some("send_message") => {
+            let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+            let content = match value.get("content") {
+                Some(Value::String(text)) => text.clone(),
+                Some(blocks @ Value::Array(_)) => {
+                    serde_json::from_value::<Vec<crate::message::ContentBlock>>(blocks.clone())
+                        .map(|b| crate::message::joined_text(&b))
+                        .unwrap_or_default()
+                }
+                _ => String::new(),
+            };
+            let message = crate::extensions::InjectedMessage {
+                custom_type: text("customType").unwrap_or_default(),
+                content,
+                display: value.get("display").and_then(Value::as_bool).unwrap_or(true),
+            };
+            return Ok(Line::Request(ExtensionRequest::Message(message)));
+        }
         Some("set_active_tools") => {
             let names = value.get("names").and_then(|n| serde_json::from_value(n.clone()).ok()).unwrap_or_default();
             return Ok(Line::Request(ExtensionRequest::ActiveTools(names)));
