@@ -375,9 +375,11 @@ fn scan_file(file: &Path, scanned: bool, query: &Query, read: &AtomicU64, thread
         if !query.covers(&row.day) {
             return;
         }
-        for key in row.attribution.keys().filter(|_| by_key) {
-            if !keys.contains(key) {
-                keys.insert(key.clone());
+        if by_key {
+            for key in row.attribution.keys() {
+                if !keys.contains(key) {
+                    keys.insert(key.clone());
+                }
             }
         }
         let key = query.dims.iter().map(|dim| dim.value_of(&row)).collect();

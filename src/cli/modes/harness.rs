@@ -76,24 +76,7 @@ impl Harness {
     pub async fn build(args: &AgentArgs, observe: &ObserveArgs, wants: Wants, cfg: &Config) -> Result<Self, CliError> {
         let cwd = setup::cwd(args.cwd.as_deref())?;
         let dialog = wants.dialog;
-        // A project nobody trusted yet: the extensions that do not come with it start now and may
-        // answer upstream's `project_trust` before anything of the project is read.
-        let (early, reloaded) = if cfg.trust.reason == crate::cli::settings::trust::TrustReason::Untrusted {
-            let (outside, _) = extensions::discover(&args.extensions, cfg, &cwd)?;
-            let (started, failures) = extensions::start(outside, cfg, &cwd).await;
-            // Said (or refused) now; what is left is for the dialog.
-            let failures = match extensions::on_load_failures(cfg, failures, dialog) {
-                Ok(left) => left,
-                Err(error) => {
-                    stop_all(&started).await;
-                    return Err(error);
-                }
-            };
-            let reloaded = extensions::ask_project_trust(&started, cfg).await?;
-            (Some((started, failures)), reloaded)
-        } else {
-            (None, None)
-        };
+        let (early, reloaded) = trust_question(args, cfg, &cwd, dialog).await?;
         let cfg = reloaded.as_ref().unwrap_or(cfg);
         cfg.announce_trust();
         let sink_setup = SinkSetup::resolve(&observe.sinks, observe.events_jsonl.as_deref(), cfg)?;
@@ -134,10 +117,9 @@ impl Harness {
         let extensions::Assembled { extensions: started, tools, resources, mut failures } =
             extensions::assemble(args, cfg, &cwd, (outside, project), early, parts.tools, "startup").await;
         failures.splice(0..0, early_failures.into_iter().flatten());
-        let load_failures = match extensions::on_load_failures(cfg, failures, dialog) {
+        let load_failures = match loaded(cfg, &started, failures, dialog).await {
             Ok(shown) => shown,
             Err(error) => {
-                stop_all(&started).await;
                 sinks.close();
                 return Err(error);
             }
@@ -213,9 +195,42 @@ fn incoming_traceparent() -> Option<String> {
     Some(traceparent)
 }
 
-/// Stops extensions already started when the run does not go ahead.
-async fn stop_all(extensions: &[ProcessExtension]) {
-    for extension in extensions {
-        extension.shutdown().await;
+/// Extensions started early with what failed to load, and the configuration a trust answer
+/// reloaded.
+type Early = (Option<(Vec<ProcessExtension>, Vec<String>)>, Option<Config>);
+
+/// A project nobody trusted yet: the extensions that do not come with it start now and may
+/// answer upstream's `project_trust` before anything of the project is read.
+async fn trust_question(
+    args: &AgentArgs,
+    cfg: &Config,
+    cwd: &std::path::Path,
+    dialog: bool,
+) -> Result<Early, CliError> {
+    if cfg.trust.reason != crate::cli::settings::trust::TrustReason::Untrusted {
+        return Ok((None, None));
     }
+    let (outside, _) = extensions::discover(&args.extensions, cfg, cwd)?;
+    let (started, failures) = extensions::start(outside, cfg, cwd).await;
+    // Said (or refused) now; what is left is for the dialog.
+    let failures = loaded(cfg, &started, failures, dialog).await?;
+    let reloaded = extensions::ask_project_trust(&started, cfg).await?;
+    Ok((Some((started, failures)), reloaded))
+}
+
+/// [`extensions::on_load_failures`]; when the run does not go ahead, the extensions already
+/// started are stopped.
+async fn loaded(
+    cfg: &Config,
+    started: &[ProcessExtension],
+    failures: Vec<String>,
+    dialog: bool,
+) -> Result<Vec<String>, CliError> {
+    let outcome = extensions::on_load_failures(cfg, failures, dialog);
+    if outcome.is_err() {
+        for extension in started {
+            extension.shutdown().await;
+        }
+    }
+    outcome
 }

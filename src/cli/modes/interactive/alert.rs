@@ -30,13 +30,21 @@ impl Alert {
         let mut text: Vec<Line<'_>> = self.lines.iter().map(|l| Line::raw(l.as_str())).collect();
         text.push(Line::raw(""));
         text.push(Line::styled("Enter or Esc to dismiss", Style::default().fg(Color::DarkGray)));
-        // Wrapped lines need more rows than lines: a generous estimate, capped by the screen.
-        let rows: usize = text.iter().map(|l| l.width().max(1).div_ceil(width.saturating_sub(2).max(1) as usize)).sum();
-        let height = (rows as u16 + 2).min(area.height);
-        let [row] = Layout::vertical([Constraint::Length(height)]).flex(Flex::Center).areas(area);
-        let [dialog] = Layout::horizontal([Constraint::Length(width)]).flex(Flex::Center).areas(row);
-        frame.render_widget(Clear, dialog);
         let block = Block::bordered().title(self.title.as_str()).border_style(Style::default().fg(Color::Red));
-        frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }).block(block), dialog);
+        boxed(frame, width, text, block);
     }
+}
+
+/// Draws `lines` (wrapped) in `block`, `width` columns wide and as high as they need (capped by
+/// the screen), centred over whatever is on the screen.
+pub fn boxed(frame: &mut ratatui::Frame<'_>, width: u16, lines: Vec<Line<'_>>, block: Block<'_>) {
+    let area = frame.area();
+    // Wrapped lines need more rows than lines: a generous estimate.
+    let inner = width.saturating_sub(2).max(1) as usize;
+    let rows: usize = lines.iter().map(|l| l.width().max(1).div_ceil(inner)).sum();
+    let height = (rows as u16 + 2).min(area.height);
+    let [row] = Layout::vertical([Constraint::Length(height)]).flex(Flex::Center).areas(area);
+    let [place] = Layout::horizontal([Constraint::Length(width)]).flex(Flex::Center).areas(row);
+    frame.render_widget(Clear, place);
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(block), place);
 }

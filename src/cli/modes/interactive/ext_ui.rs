@@ -6,12 +6,12 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::alert::boxed;
 use pi_agent::extensions::process::{ExtensionUi, UiAnswer};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::layout::{Constraint, Flex, Layout};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
+use ratatui::widgets::Block;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
@@ -315,12 +315,7 @@ impl ExtScreen {
                 let _ = component.input.send(json!({"width": width - 2}));
             }
             let lines: Vec<Line<'_>> = component.lines.iter().map(|l| Line::raw(plain(l))).collect();
-            let height = (lines.len() as u16 + 2).min(area.height);
-            let [row] = Layout::vertical([Constraint::Length(height)]).flex(Flex::Center).areas(area);
-            let [place] = Layout::horizontal([Constraint::Length(width)]).flex(Flex::Center).areas(row);
-            frame.render_widget(Clear, place);
-            frame.render_widget(Paragraph::new(lines).block(Block::bordered()), place);
-            return;
+            return boxed(frame, width, lines, Block::bordered());
         }
         let Some(dialog) = &self.open else { return };
         let highlight = Style::default().fg(Color::Black).bg(Color::Cyan).add_modifier(Modifier::BOLD);
@@ -352,14 +347,9 @@ impl ExtScreen {
         };
         lines.push(Line::raw(""));
         lines.push(Line::styled(hint, Style::default().fg(Color::DarkGray)));
-        let width = area.width.saturating_sub(4).min(90);
-        let height = (lines.len() as u16 + 2).min(area.height);
-        let [row] = Layout::vertical([Constraint::Length(height)]).flex(Flex::Center).areas(area);
-        let [dialog_area] = Layout::horizontal([Constraint::Length(width)]).flex(Flex::Center).areas(row);
-        frame.render_widget(Clear, dialog_area);
         let block =
             Block::bordered().title(format!(" {} ", dialog.title)).border_style(Style::default().fg(Color::Cyan));
-        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(block), dialog_area);
+        boxed(frame, area.width.saturating_sub(4).min(90), lines, block);
     }
 }
 
