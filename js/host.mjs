@@ -122,9 +122,12 @@ const pi = {
   },
   events: eventBus(),
   exec,
-  // During a command: the prompt pi runs after it (upstream's sendUserMessage).
-  sendUserMessage(text) {
-    pendingPrompt = typeof text === "string" ? text : JSON.stringify(text);
+  // During a command: the prompt pi runs after it; otherwise a prompt pi runs after its
+  // running job (RPC, interactive), as upstream's `deliverAs: "followUp"`.
+  sendUserMessage(content) {
+    const text = typeof content === "string" ? content : (content ?? []).filter((c) => c?.type === "text").map((c) => c.text).join("\n");
+    if (inCommand > 0) pendingPrompt = text;
+    else send({ type: "action", action: "prompt", text });
   },
   // Written by pi as a `custom_message` and in the model's context from its next write (a
   // prompt's start, a turn's end). `triggerTurn` is not carried out: said in the log.
@@ -162,13 +165,20 @@ const pi = {
     activeTools = [...names].map(String);
     send({ type: "set_active_tools", names: activeTools });
   },
-  getCommands: unsupported("getCommands"),
+  // Every slash command (extension commands, prompt templates, skills), as pi sent them with
+  // the latest command.
+  getCommands() {
+    return (lastCommands ?? []).map((c) => ({ ...c, sourceInfo: { ...c.sourceInfo } }));
+  },
   setModel: unsupported("setModel"),
   getThinkingLevel: unsupported("getThinkingLevel"),
   setThinkingLevel: unsupported("setThinkingLevel"),
 };
 let pendingPrompt;
+let inCommand = 0; // commands running now (their sendUserMessage is their follow-up prompt)
 let sessionName; // set by this extension this run
+let lastSystemPrompt; // from the latest agent_start / turn_start ctx
+let lastCommands; // upstream's SlashCommandInfo list, from the latest command's ctx
 let lastWire; // the latest ctx pi sent (its session file, for `pi.getSessionName`)
 let knownTools; // every tool ({ name, description }), from the latest ctx that carried them
 let activeTools = [];
@@ -364,6 +374,8 @@ const protocolUI = {
 /** The `ctx` handlers get: print mode has no UI, so questions resolve to "no answer". */
 function context(wire) {
   if (wire?.sessionFile) lastWire = wire;
+  if (Array.isArray(wire?.commands)) lastCommands = wire.commands;
+  if (typeof wire?.systemPrompt === "string") lastSystemPrompt = wire.systemPrompt;
   if (Array.isArray(wire?.tools)) {
     knownTools = wire.tools;
     activeTools = wire.activeTools ?? wire.tools.map((t) => t.name);
@@ -384,10 +396,15 @@ function context(wire) {
     isIdle: () => wire?.idle === true,
     hasPendingMessages: unsupported("ctx.hasPendingMessages"),
     abort: unsupported("ctx.abort"),
-    shutdown: unsupported("ctx.shutdown"),
+    // Asks pi (RPC, interactive) to end once the running job is done; print mode ends anyway.
+    shutdown: () => send({ type: "action", action: "shutdown" }),
+    // Asks pi to reload (extensions, skills, prompts, settings) after the running job.
+    reload: async () => send({ type: "action", action: "reload" }),
     getContextUsage: () => undefined,
-    compact: unsupported("ctx.compact"),
-    getSystemPrompt: unsupported("ctx.getSystemPrompt"),
+    // Asks pi to compact after the running job; onComplete/onError are not called back.
+    compact: (options = {}) => send({ type: "action", action: "compact", instructions: options.customInstructions }),
+    // The running prompt's system prompt, as pi sent it at the prompt's start and each turn.
+    getSystemPrompt: () => lastSystemPrompt ?? "",
   };
 }
 
@@ -535,10 +552,13 @@ for await (const line of lines) {
     const { id, name, args, ctx } = message;
     const command = commands.get(name);
     pendingPrompt = undefined;
-    Promise.resolve(command ? command.handler(args ?? "", context({ ...ctx, idle: true })) : Promise.reject(new Error(`no command ${name}`))).then(
-      (result) => send({ type: "result", id, result: { text: typeof result === "string" ? result : result?.text, prompt: result?.prompt ?? pendingPrompt } }),
-      (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
-    );
+    inCommand++;
+    Promise.resolve(command ? command.handler(args ?? "", context({ ...ctx, idle: true })) : Promise.reject(new Error(`no command ${name}`)))
+      .finally(() => inCommand--)
+      .then(
+        (result) => send({ type: "result", id, result: { text: typeof result === "string" ? result : result?.text, prompt: result?.prompt ?? pendingPrompt } }),
+        (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
+      );
   } else if (message.type === "ui_input") {
     customs.get(message.customId)?.(message);
   } else if (message.type === "ui_result") {

@@ -555,3 +555,64 @@ fn extension_dialogs_are_extension_ui_requests_the_client_answers() {
         "no reply to an answer"
     );
 }
+
+/// What an extension asks of pi in RPC mode: `ctx.getSystemPrompt()` (the prompt
+/// `before_agent_start` settled), `model_select` on `set_model`, `pi.getCommands()`,
+/// `pi.sendUserMessage` from a tool (a follow-up prompt after the running one), and
+/// `ctx.shutdown()` from a command (pi ends with stdin still open; a queued command is refused).
+#[test]
+fn extensions_read_the_system_prompt_and_commands_queue_prompts_and_end_pi() {
+    let dir = scratch("rpc-ext-actions");
+    let extension = dir.join("act.mjs");
+    std::fs::write(
+        &extension,
+        r#"export default function (pi) {
+  pi.on("before_agent_start", async () => ({ systemPrompt: "custom-sp-token" }));
+  pi.on("agent_start", async (_event, ctx) => ctx.ui.notify(`sp=${ctx.getSystemPrompt()}`));
+  pi.on("model_select", async (event, ctx) => ctx.ui.notify(`model=${event.model.id} source=${event.source}`));
+  pi.registerTool({
+    name: "later", description: "Queues a follow-up", parameters: { type: "object", properties: {} },
+    async execute() { pi.sendUserMessage("follow-up-token"); return { content: [{ type: "text", text: "queued" }] }; },
+  });
+  pi.registerCommand("cmds", { description: "Lists commands", handler: async (_a, ctx) =>
+    ctx.ui.notify(pi.getCommands().map((c) => `${c.source}:${c.name}`).join(",")) });
+  pi.registerCommand("bye", { description: "Ends pi", handler: async (_a, ctx) => ctx.shutdown() });
+}
+"#,
+    )
+    .unwrap();
+    let script = json!([
+        {"text": "Queueing.", "tools": [{"name": "later", "arguments": {}}]},
+        {"text": "Queued."},
+        {"text": "Followed.", "expect": ["follow-up-token"]}
+    ]);
+    let mut rpc = Rpc::start(&dir, &script, &["-e", extension.to_str().unwrap()]);
+    // The message of a notify request (read already or next) that starts with `prefix`.
+    let notified = |rpc: &mut Rpc, prefix: &str| {
+        let line = rpc.seen_or_wait(prefix, |l| {
+            l["method"] == "notify" && l["message"].as_str().is_some_and(|m| m.starts_with(prefix))
+        });
+        line["message"].as_str().unwrap().to_owned()
+    };
+    rpc.call(json!({"type": "prompt", "message": "go"}));
+    assert_eq!(notified(&mut rpc, "sp="), "sp=custom-sp-token");
+    rpc.event("agent_end");
+    // The tool's follow-up runs as the next prompt.
+    rpc.wait_for("the follow-up's answer", |l| l["type"] == "message_end" && l.to_string().contains("Followed."));
+    rpc.call(json!({"type": "set_model", "provider": "faux", "modelId": "faux-1"}));
+    assert_eq!(notified(&mut rpc, "model="), "model=faux-1 source=set");
+    rpc.call(json!({"type": "prompt", "message": "/cmds"}));
+    assert_eq!(notified(&mut rpc, "extension:"), "extension:cmds,extension:bye");
+    rpc.send(json!({"type": "prompt", "message": "/bye"}));
+    let refused = rpc.send(json!({"type": "set_session_name", "name": "too late"}));
+    let refused = rpc.response(&refused);
+    assert_eq!(refused["success"], false, "{refused}");
+    // pi ended by itself: stdout closed while stdin is still open.
+    let deadline = Instant::now() + PATIENCE;
+    while let Ok(line) = rpc.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        rpc.seen.push(line);
+    }
+    let status = rpc.child.wait().unwrap();
+    assert!(status.success(), "{}", lines(&rpc.seen));
+    assert!(rpc.seen.iter().any(|l| l["type"] == "session_shutdown"), "{}", lines(&rpc.seen));
+}

@@ -161,6 +161,24 @@ pub enum AgentEvent {
         /// Follow-up messages still queued.
         follow_up: Vec<String>,
     },
+    /// The model changed (upstream's `model_select`).
+    #[serde(rename_all = "camelCase")]
+    ModelSelect {
+        /// The model now in use.
+        model: Box<crate::model::ModelInfo>,
+        /// The one before.
+        previous_model: Option<Box<crate::model::ModelInfo>>,
+        /// `set` (chosen), `cycle` (cycled to) or `restore` (from a resumed session).
+        source: &'static str,
+    },
+    /// The thinking level changed (upstream's `thinking_level_select`).
+    #[serde(rename_all = "camelCase")]
+    ThinkingLevelSelect {
+        /// `off`, `minimal`, `low`, `medium`, `high` or `xhigh`.
+        level: String,
+        /// The level before.
+        previous_level: String,
+    },
     /// The agent is shutting down.
     SessionShutdown,
     /// An extension handler failed; the agent went on.

@@ -8,8 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use pi_agent::extensions::process::{ProcessExtension, ProcessSpec};
-use serde_json::Value;
+use pi_agent::extensions::process::{ActionSink, ExtensionAction, ProcessExtension, ProcessSpec};
+use pi_agent::resources::Resources;
+use serde_json::{Value, json};
 
 use super::config::Config;
 use super::{CliError, output};
@@ -136,6 +137,18 @@ pub fn attach_ui(ui: pi_agent::extensions::process::UiHandle) {
     let _ = UI.set(ui);
 }
 
+/// Where the extensions' [`ExtensionAction`]s go in this process (see [`attach_actions`]).
+static ACTIONS: std::sync::OnceLock<ActionSink> = std::sync::OnceLock::new();
+
+/// Makes this process's long-lived mode (RPC, interactive) receive what every extension it
+/// starts from now on asks it to do (`ctx.compact`, `ctx.shutdown`, `ctx.reload`,
+/// `pi.sendUserMessage` outside a command); see [`Driver::run`](super::modes::driver::Driver::run).
+pub fn attach_actions() -> tokio::sync::mpsc::UnboundedReceiver<ExtensionAction> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let _ = ACTIONS.set(tx);
+    rx
+}
+
 /// How to run `candidate`, or why it cannot be run.
 pub fn spec(candidate: &Candidate, cwd: &Path, cfg: &Config) -> Result<ProcessSpec, String> {
     let path = &candidate.path;
@@ -190,6 +203,7 @@ pub fn spec(candidate: &Candidate, cwd: &Path, cfg: &Config) -> Result<ProcessSp
     };
     spec.stderr_log = log;
     spec.ui = UI.get().cloned();
+    spec.actions = ACTIONS.get().cloned();
     spec.origin = if candidate.origin == "-e" { "flag" } else { candidate.origin };
     Ok(spec)
 }
@@ -282,20 +296,38 @@ pub fn names_a_command(extensions: &[ProcessExtension], prompt: &str) -> bool {
 
 /// `/name args` when an extension registered command `name`: its outcome (text to print, prompt
 /// to run instead); `None` when the prompt is not such a command. `at`: the working directory and
-/// the session file the command's `ctx.sessionManager` reads.
+/// the session file the command's `ctx.sessionManager` reads; `resources`: the skills and
+/// templates `pi.getCommands()` lists with the extensions' commands.
 pub async fn run_command(
     extensions: &[ProcessExtension],
+    resources: &Resources,
     prompt: &str,
-    at: (&Path, Option<&str>),
+    (cwd, session_file): (&Path, Option<&str>),
 ) -> Option<Result<(Option<String>, Option<String>), String>> {
     let rest = prompt.trim_start().strip_prefix('/')?;
     let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let commands = slash_commands(extensions, resources);
     for extension in extensions {
-        if let Some(outcome) = extension.command(name, args.trim(), at).await {
+        if let Some(outcome) = extension.command(name, args.trim(), (cwd, session_file, &commands)).await {
             return Some(outcome.map_err(|e| e.to_string()));
         }
     }
     None
+}
+
+/// Upstream's `SlashCommandInfo` list (`pi.getCommands()`): extension commands, prompt
+/// templates, skills (`skill:name`), each with its source file.
+pub fn slash_commands(extensions: &[ProcessExtension], resources: &Resources) -> Value {
+    let info = |name: &str, description: &str, source: &str, path: &Path| {
+        json!({"name": name, "description": description, "source": source,
+               "sourceInfo": {"path": path, "source": source, "scope": "user", "origin": "top-level"}})
+    };
+    let commands = extensions
+        .iter()
+        .flat_map(|e| e.registration().commands.iter().map(|c| info(&c.name, &c.description, "extension", e.source())));
+    let templates = resources.templates.iter().map(|t| info(&t.name, &t.description, "prompt", &t.path));
+    let skills = resources.skills.iter().map(|s| info(&format!("skill:{}", s.name), &s.description, "skill", &s.path));
+    Value::Array(commands.chain(templates).chain(skills).collect())
 }
 
 /// The JavaScript host shipped with pi (`js/host.mjs`) and its module loader (`js/loader.mjs`).

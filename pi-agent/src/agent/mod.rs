@@ -246,6 +246,7 @@ impl Agent {
             session: SessionFacade(self.session.clone()),
             model: self.model.clone(),
             tools: Arc::new((self.tools.all(), self.tools.active_names())),
+            system_prompt: None,
         }
     }
 
@@ -345,6 +346,39 @@ impl Agent {
         self.provider = provider;
         self.model = model;
         self.model_recorded = false;
+    }
+
+    /// [`Agent::set_model`], then upstream's `model_select` to the extensions and `on_event`
+    /// (`source`: `set`, `cycle` or `restore`).
+    pub async fn select_model(
+        &mut self,
+        provider: Arc<dyn Provider>,
+        model: ModelInfo,
+        source: &'static str,
+        on_event: AgentSink<'_>,
+    ) {
+        let previous = self.model.clone();
+        self.set_model(provider, model);
+        let event = AgentEvent::ModelSelect {
+            model: Box::new(self.model.clone()),
+            previous_model: Some(Box::new(previous)),
+            source,
+        };
+        let ctx = self.hook_context(&CancellationToken::new());
+        self.emit(event, &ctx, on_event).await;
+    }
+
+    /// Sets the thinking level (`None`: off), then upstream's `thinking_level_select` when it
+    /// changed.
+    pub async fn select_thinking_level(&mut self, level: Option<String>, on_event: AgentSink<'_>) {
+        let name = |level: &Option<String>| level.clone().unwrap_or_else(|| "off".into());
+        let previous_level = name(&self.config.reasoning);
+        self.config.reasoning = level;
+        let level = name(&self.config.reasoning);
+        if level != previous_level {
+            let ctx = self.hook_context(&CancellationToken::new());
+            self.emit(AgentEvent::ThinkingLevelSelect { level, previous_level }, &ctx, on_event).await;
+        }
     }
 
     /// The harness settings in force.

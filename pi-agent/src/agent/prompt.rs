@@ -1,6 +1,8 @@
 //! One prompt: input hooks, expansion, `before_agent_start`, then turns until the model stops
 //! (`pi.agent.prompt`).
 
+use std::sync::Arc;
+
 use pi_observe_core::{ContentKind, Outcome, Payload, Span, names, trace_operation, trace_operation_with};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -101,6 +103,7 @@ impl Agent {
             return Ok(result);
         }
         let (text, injected, system_prompt) = self.before_start(text, &ctx, on_event).await;
+        let ctx = HookContext { system_prompt: system_prompt.as_deref().map(Arc::from), ..ctx };
         self.emit(AgentEvent::AgentStart, &ctx, on_event).await;
         self.record_start(text, &injected, &ctx, on_event).await?;
         self.run_turns(&mut result, system_prompt, cancel, &ctx, on_event).await?;

@@ -104,6 +104,10 @@ pub enum Notify {
     SessionTree,
     /// `session_shutdown`.
     SessionShutdown,
+    /// `model_select`.
+    ModelSelect,
+    /// `thinking_level_select`.
+    ThinkingLevelSelect,
 }
 
 impl Hook for Notify {
@@ -126,6 +130,8 @@ impl Hook for Notify {
             Notify::SessionCompactFailed => "session_compact_failed",
             Notify::SessionTree => "session_tree",
             Notify::SessionShutdown => "session_shutdown",
+            Notify::ModelSelect => "model_select",
+            Notify::ThinkingLevelSelect => "thinking_level_select",
         }
     }
 }
@@ -150,6 +156,8 @@ impl Notify {
             AgentEvent::SessionCompact { .. } => Notify::SessionCompact,
             AgentEvent::SessionCompactFailed { .. } => Notify::SessionCompactFailed,
             AgentEvent::SessionTree { .. } => Notify::SessionTree,
+            AgentEvent::ModelSelect { .. } => Notify::ModelSelect,
+            AgentEvent::ThinkingLevelSelect { .. } => Notify::ThinkingLevelSelect,
             AgentEvent::MessageEnd { .. } | AgentEvent::ExtensionError { .. } | AgentEvent::QueueUpdate { .. } => {
                 return None;
             }

@@ -190,6 +190,9 @@ pub struct HookContext {
     /// The agent's tools: every `(name, description)` and the active names (upstream's
     /// `getAllTools` / `getActiveTools`).
     pub tools: Arc<ToolsView>,
+    /// The system prompt of the running prompt, once `before_agent_start` has settled it
+    /// (upstream's `ctx.getSystemPrompt()`); `None` outside a prompt or when there is none.
+    pub system_prompt: Option<Arc<str>>,
 }
 
 /// Every tool's `(name, description)`, and the active tools' names.
@@ -206,6 +209,7 @@ impl HookContext {
             session: SessionFacade::default(),
             model,
             tools: Arc::default(),
+            system_prompt: None,
         }
     }
 }

@@ -35,7 +35,13 @@ pub async fn run(
     }
     // `/name args` of a command an extension registered runs it; it may hand back a prompt.
     let session_file = harness.agent.session_file();
-    let command = extensions::run_command(&harness.extensions, prompt, (&harness.cwd, session_file.as_deref())).await;
+    let command = extensions::run_command(
+        &harness.extensions,
+        harness.agent.resources(),
+        prompt,
+        (&harness.cwd, session_file.as_deref()),
+    )
+    .await;
     let prompt = match &command {
         Some(Ok((_, Some(next)))) => {
             // Sent by an extension: upstream's `input.source` says so.

@@ -84,6 +84,7 @@ impl Connection {
             closed: closed.clone(),
             stdin: stdin.clone(),
             ui: spec.ui.clone(),
+            actions: spec.actions.clone(),
             dialogs: dialogs.clone(),
             entries,
         };
@@ -208,6 +209,7 @@ struct Peer {
     closed: Arc<AtomicBool>,
     stdin: Stdin,
     ui: Option<super::UiHandle>,
+    actions: Option<super::ActionSink>,
     dialogs: Arc<std::sync::atomic::AtomicUsize>,
     entries: Entries,
 }
@@ -247,6 +249,11 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
                     }
                 }
                 Ok(Line::Request(request)) => lock(&peer.entries).push(request),
+                Ok(Line::Action(action)) => {
+                    if let Some(actions) = &peer.actions {
+                        let _ = actions.send(action);
+                    }
+                }
                 Ok(Line::Log) => {}
                 Err(why) => break why,
             },
@@ -293,6 +300,8 @@ enum Line {
     /// A session entry to append: `pi.appendEntry` (`{"type":"append_entry","customType":…,
     /// "data":…}`), `setSessionName` and `setLabel` (`{"type":"session_entry","entry":{…}}`).
     Request(crate::extensions::ExtensionRequest),
+    /// Something for the running mode to do (`{"type":"action","action":…}`).
+    Action(super::ExtensionAction),
     /// A message that needs no answer (`log`).
     Log,
 }
@@ -303,6 +312,11 @@ fn reply(line: &str) -> Result<Line, String> {
     let value: Value = serde_json::from_str(line).map_err(|_| format!("wrote a line that is not JSON: {shown:?}"))?;
     match value.get("type").and_then(Value::as_str) {
         Some("ui") => return Ok(Line::Ui(value)),
+        Some("action") => {
+            return super::ExtensionAction::parse(&value)
+                .map(Line::Action)
+                .ok_or_else(|| format!("asked for an action pi does not know: {shown:?}"));
+        }
         Some("append_entry") => {
             let custom_type = value.get("customType").and_then(Value::as_str).unwrap_or_default().to_owned();
             let data = value.get("data").cloned().unwrap_or(Value::Null);

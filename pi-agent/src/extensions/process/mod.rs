@@ -63,6 +63,8 @@ pub const EVENTS: &[&str] = &[
     "session_compact_failed",
     "session_tree",
     "session_shutdown",
+    "model_select",
+    "thinking_level_select",
 ];
 
 const NOTIFICATIONS: &[Notify] = &[
@@ -80,6 +82,8 @@ const NOTIFICATIONS: &[Notify] = &[
     Notify::SessionCompact,
     Notify::SessionCompactFailed,
     Notify::SessionTree,
+    Notify::ModelSelect,
+    Notify::ThinkingLevelSelect,
 ];
 
 /// How to run one extension.
@@ -109,6 +113,9 @@ pub struct ProcessSpec {
     /// Where its `ctx.ui` calls go (RPC's `extension_ui_request`, the interactive mode's
     /// dialogs); with one, `ctx.hasUI` is true.
     pub ui: Option<UiHandle>,
+    /// Where what it asks the running mode to do goes ([`ExtensionAction`]); without it
+    /// (print mode) such asks are dropped.
+    pub actions: Option<ActionSink>,
     /// Where it was found, for telemetry: `global`, `project`, `settings`, `managed` or `flag`.
     pub origin: &'static str,
 }
@@ -135,10 +142,48 @@ impl ProcessSpec {
             stderr_log: None,
             has_ui: false,
             ui: None,
+            actions: None,
             origin: "flag",
         }
     }
 }
+
+/// What an extension asks the mode pi runs in to do, between jobs (upstream's `ctx.compact`,
+/// `ctx.shutdown`, `ctx.reload`, and `pi.sendUserMessage` outside a command).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExtensionAction {
+    /// Compact the session now, with these instructions.
+    Compact {
+        /// What the summary should focus on.
+        instructions: Option<String>,
+    },
+    /// Finish the running job and end pi.
+    Shutdown,
+    /// Reload extensions, skills, prompts and settings.
+    Reload,
+    /// Run this as a user prompt after the running job.
+    Prompt {
+        /// The text.
+        text: String,
+    },
+}
+
+impl ExtensionAction {
+    /// Reads `{"type":"action","action":"compact"|"shutdown"|"reload"|"prompt",…}`.
+    pub fn parse(value: &Value) -> Option<ExtensionAction> {
+        let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+        Some(match value.get("action")?.as_str()? {
+            "compact" => ExtensionAction::Compact { instructions: text("instructions") },
+            "shutdown" => ExtensionAction::Shutdown,
+            "reload" => ExtensionAction::Reload,
+            "prompt" => ExtensionAction::Prompt { text: text("text")? },
+            _ => return None,
+        })
+    }
+}
+
+/// Where extensions' [`ExtensionAction`]s go.
+pub type ActionSink = tokio::sync::mpsc::UnboundedSender<ExtensionAction>;
 
 /// Why an extension could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -294,17 +339,18 @@ impl ProcessExtension {
     }
 
     /// Runs its command `/name args`: `(text to show, prompt to run instead)`, each optional.
-    /// `None` when it registered no such command.
+    /// `None` when it registered no such command. `commands`: every slash command
+    /// (`pi.getCommands()`).
     pub async fn command(
         &self,
         name: &str,
         args: &str,
-        (cwd, session_file): (&Path, Option<&str>),
+        (cwd, session_file, commands): (&Path, Option<&str>, &Value),
     ) -> Option<Result<(Option<String>, Option<String>), HookError>> {
         if !self.inner.register.commands.iter().any(|c| c.name == name) {
             return None;
         }
-        let ctx = json!({"hasUI": self.has_ui(), "cwd": cwd, "sessionFile": session_file});
+        let ctx = json!({"hasUI": self.has_ui(), "cwd": cwd, "sessionFile": session_file, "commands": commands});
         let message = Request::Command { name, args, ctx }.to_json();
         Some(self.request_within(message, tool::TOOL_TIMEOUT).await.map(|reply| {
             let reply: CommandReply = serde_json::from_value(reply).unwrap_or_default();
@@ -365,6 +411,10 @@ impl ProcessExtension {
             wire["tools"] =
                 all.iter().map(|(name, description)| json!({"name": name, "description": description})).collect();
             wire["activeTools"] = json!(active);
+        }
+        // The system prompt where a prompt starts and each turn (the host keeps the latest).
+        if matches!(event, "agent_start" | "turn_start") {
+            wire["systemPrompt"] = json!(ctx.system_prompt.as_deref().unwrap_or_default());
         }
         let ctx = wire;
         self.request(Request::Event { event, payload, ctx }.to_json()).await

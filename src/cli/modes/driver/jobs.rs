@@ -28,7 +28,7 @@ pub(super) async fn extension_command(
 ) -> JobResult {
     let session_file = harness.agent.session_file();
     let at = (harness.cwd.as_path(), session_file.as_deref());
-    let outcome = crate::cli::extensions::run_command(&harness.extensions, line, at).await;
+    let outcome = crate::cli::extensions::run_command(&harness.extensions, harness.agent.resources(), line, at).await;
     match outcome {
         None => Err(format!("{}: no such command", line.split_whitespace().next().unwrap_or("")).into()),
         Some(Err(e)) => Err(e.into()),
@@ -150,12 +150,12 @@ pub(super) async fn reload(
 }
 
 /// RPC `set_model` / `/model`: the model and its provider (faux keeps its script).
-pub(super) fn set_model(
+pub(super) async fn set_model(
     harness: &mut Harness,
-    args: &AgentArgs,
-    cfg: &Config,
+    (args, cfg): (&AgentArgs, &Config),
     provider: String,
     model: String,
+    sink: Sink<'_>,
 ) -> JobResult {
     let current = harness.agent.model().clone();
     let selected = setup::select_named(args, cfg, Some(provider), Some(model)).map_err(|e| e.to_string())?;
@@ -165,12 +165,13 @@ pub(super) fn set_model(
     } else {
         selected.provider
     };
-    harness.agent.set_model(provider, selected.model.clone());
+    let scope = harness.scope();
+    harness.hub.enter(scope, harness.agent.select_model(provider, selected.model.clone(), "set", sink)).await;
     Ok(JobOutput::Model(model_json(&selected.model)))
 }
 
 /// RPC `cycle_model`: the next model of the same provider (`null` when it has one).
-pub(super) fn cycle_model(harness: &mut Harness, args: &AgentArgs, cfg: &Config) -> JobResult {
+pub(super) async fn cycle_model(harness: &mut Harness, args: &AgentArgs, cfg: &Config, sink: Sink<'_>) -> JobResult {
     let current = harness.agent.model().clone();
     let registry = setup::registry(args, cfg).map_err(|e| e.to_string())?;
     let same: Vec<_> = registry.models().iter().filter(|m| m.provider == current.provider).collect();
@@ -186,7 +187,8 @@ pub(super) fn cycle_model(harness: &mut Harness, args: &AgentArgs, cfg: &Config)
     } else {
         selected.provider
     };
-    harness.agent.set_model(provider, selected.model.clone());
+    let scope = harness.scope();
+    harness.hub.enter(scope, harness.agent.select_model(provider, selected.model.clone(), "cycle", sink)).await;
     let level = harness.agent.config().reasoning.clone().unwrap_or_else(|| "off".into());
     Ok(JobOutput::CycledModel { model: model_json(&selected.model), thinking_level: level, is_scoped: false })
 }
@@ -247,23 +249,27 @@ pub(super) async fn navigate(
 }
 
 /// RPC `cycle_thinking_level`: the next level (`null` for a model that does not reason).
-pub(super) fn cycle_thinking_level(harness: &mut Harness) -> JobOutput {
+pub(super) async fn cycle_thinking_level(harness: &mut Harness, sink: Sink<'_>) -> JobOutput {
     if !harness.agent.model().reasoning {
         return JobOutput::Nothing;
     }
     let current = harness.agent.config().reasoning.clone().unwrap_or_else(|| "off".into());
     let at = THINKING_LEVELS.iter().position(|l| *l == current).map_or(0, |i| i + 1);
     let next = THINKING_LEVELS[at % THINKING_LEVELS.len()];
-    harness.agent.config_mut().reasoning = (next != "off").then(|| next.to_owned());
+    let scope = harness.scope();
+    let level = (next != "off").then(|| next.to_owned());
+    harness.hub.enter(scope, harness.agent.select_thinking_level(level, sink)).await;
     JobOutput::ThinkingLevel { level: next }
 }
 
 /// RPC `set_thinking_level`: one of [`THINKING_LEVELS`] (sent only to models that reason).
-pub(super) fn set_thinking_level(harness: &mut Harness, level: String) -> JobResult {
+pub(super) async fn set_thinking_level(harness: &mut Harness, level: String, sink: Sink<'_>) -> JobResult {
     if !THINKING_LEVELS.contains(&level.as_str()) {
         return Err(format!("unknown thinking level {level:?} (give {})", THINKING_LEVELS.join(", ")).into());
     }
     let reasons = harness.agent.model().reasoning;
-    harness.agent.config_mut().reasoning = (level != "off" && reasons).then_some(level);
+    let scope = harness.scope();
+    let level = (level != "off" && reasons).then_some(level);
+    harness.hub.enter(scope, harness.agent.select_thinking_level(level, sink)).await;
     Ok(JobOutput::Nothing)
 }

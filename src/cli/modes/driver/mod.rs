@@ -26,7 +26,7 @@ use super::harness::Harness;
 use crate::cli::args::AgentArgs;
 use crate::cli::config::Config;
 use crate::cli::setup;
-use pi_agent::extensions::process::ProcessExtension;
+use pi_agent::extensions::process::{ExtensionAction, ProcessExtension};
 
 /// Thinking levels upstream accepts.
 pub use pi_agent::model::THINKING_LEVELS;
@@ -212,13 +212,33 @@ impl<'a> Driver<'a> {
         (driver, shared)
     }
 
-    /// Starts the session (`session_start`, reason `startup`), runs jobs until `jobs` closes,
-    /// then shuts down.
-    pub async fn run(mut self, mut jobs: mpsc::UnboundedReceiver<(Job, Reply)>) -> Harness {
+    /// Starts the session (`session_start`, reason `startup`), runs jobs until `jobs` closes
+    /// or an extension asks for the end (`ctx.shutdown()`), then shuts down. What extensions
+    /// ask for (`actions`, from [`attach_actions`](crate::cli::extensions::attach_actions)) runs
+    /// as jobs of its own between the others.
+    pub async fn run(
+        mut self,
+        mut jobs: mpsc::UnboundedReceiver<(Job, Reply)>,
+        mut actions: Option<mpsc::UnboundedReceiver<ExtensionAction>>,
+    ) -> Harness {
         let scope = self.harness.scope();
         let (agent, sink) = (&mut self.harness.agent, &mut self.events);
         self.harness.hub.enter(scope, agent.start_session(&mut |e| sink(e))).await;
-        while let Some((job, reply)) = jobs.recv().await {
+        loop {
+            let (job, reply) = tokio::select! {
+                next = jobs.recv() => match next {
+                    Some(next) => next,
+                    None => break,
+                },
+                Some(action) = async { actions.as_mut()?.recv().await } => match job_of_action(action) {
+                    Some(job) => (job, Box::new(|_| {}) as Reply),
+                    // `ctx.shutdown()`: the running job has finished; queued ones are refused.
+                    None => {
+                        self.shared.stopping.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                },
+            };
             if self.shared.stopping.load(Ordering::SeqCst) {
                 reply(Err("pi is shutting down".into()));
                 continue;
@@ -230,6 +250,11 @@ impl<'a> Driver<'a> {
             self.shared.compacting.store(false, Ordering::SeqCst);
             *lock(&self.shared.state) = state_of(&self.harness);
             reply(outcome);
+        }
+        // Asked to end by an extension: what was queued is answered, not run.
+        jobs.close();
+        while let Ok((_, reply)) = jobs.try_recv() {
+            reply(Err("pi is shutting down".into()));
         }
         let scope = self.harness.scope();
         let (agent, sink) = (&mut self.harness.agent, &mut self.events);
@@ -275,10 +300,12 @@ impl<'a> Driver<'a> {
                 let rows = harness.agent.with_session(tree_rows).ok_or("no session file (--no-session)")?;
                 Ok(JobOutput::Tree(rows))
             }
-            Job::SetModel { provider, model } => jobs::set_model(harness, self.args, cfg, provider, model),
-            Job::CycleModel => jobs::cycle_model(harness, self.args, cfg),
-            Job::CycleThinkingLevel => Ok(jobs::cycle_thinking_level(harness)),
-            Job::SetThinkingLevel { level } => jobs::set_thinking_level(harness, level),
+            Job::SetModel { provider, model } => {
+                jobs::set_model(harness, (self.args, cfg), provider, model, &mut sink).await
+            }
+            Job::CycleModel => jobs::cycle_model(harness, self.args, cfg, &mut sink).await,
+            Job::CycleThinkingLevel => Ok(jobs::cycle_thinking_level(harness, &mut sink).await),
+            Job::SetThinkingLevel { level } => jobs::set_thinking_level(harness, level, &mut sink).await,
             Job::SetAutoCompaction(enabled) => {
                 harness.agent.config_mut().compaction.enabled = enabled;
                 Ok(JobOutput::Nothing)
@@ -306,6 +333,16 @@ fn commands_of(extensions: &[ProcessExtension]) -> Vec<(String, String, String)>
             e.registration().commands.iter().map(move |c| (c.name.clone(), c.description.clone(), source.clone()))
         })
         .collect()
+}
+
+/// The job an extension's action runs as; `None` for `Shutdown`.
+fn job_of_action(action: ExtensionAction) -> Option<Job> {
+    Some(match action {
+        ExtensionAction::Compact { instructions } => Job::Compact { instructions },
+        ExtensionAction::Reload => Job::Reload,
+        ExtensionAction::Prompt { text } => Job::Prompt { text },
+        ExtensionAction::Shutdown => return None,
+    })
 }
 
 /// Runs one prompt in its own trace.

@@ -74,6 +74,7 @@ pub async fn run(
     // Extensions' `ctx.ui` calls come to the screen's loop.
     let (ui_tx, ui_calls) = mpsc::unbounded_channel();
     crate::cli::extensions::attach_ui(pi_agent::extensions::process::UiHandle(Arc::new(ext_ui::TerminalUi(ui_tx))));
+    let actions = crate::cli::extensions::attach_actions();
     let (stop, interrupted, mut harness) = Harness::long_lived(args, observe, PromptSource::Interactive, cfg).await?;
     let reloaded = harness.reloaded.take();
     let cfg = reloaded.as_ref().unwrap_or(cfg);
@@ -114,8 +115,15 @@ pub async fn run(
         alert,
         ext: ext_ui::ExtScreen::default(),
     };
+    // The driver ends when the screen does, or when an extension asks for the end (then the
+    // screen ends too).
+    let driven = async {
+        let harness = driver.run(queued, Some(actions)).await;
+        stop.cancel();
+        harness
+    };
     let (harness, ui_outcome) =
-        tokio::join!(driver.run(queued), ui.run(terminal, (events, ui_calls), errors, stop.clone(), first_prompt));
+        tokio::join!(driven, ui.run(terminal, (events, ui_calls), errors, stop.clone(), first_prompt));
     let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::event::DisableBracketedPaste);
     let _ = ratatui::try_restore();
     output::divert_errors(None);

@@ -39,6 +39,7 @@ pub async fn run(args: &AgentArgs, observe: &ObserveArgs, cfg: &Config) -> Resul
     let (out, lines) = mpsc::unbounded_channel::<String>();
     let ui = ui::RpcUi::new(out.clone());
     crate::cli::extensions::attach_ui(pi_agent::extensions::process::UiHandle(ui.clone()));
+    let actions = crate::cli::extensions::attach_actions();
     let (stop, interrupted, mut harness) = Harness::long_lived(args, observe, PromptSource::Rpc, cfg).await?;
     let reloaded = harness.reloaded.take();
     let cfg = reloaded.as_ref().unwrap_or(cfg);
@@ -52,8 +53,15 @@ pub async fn run(args: &AgentArgs, observe: &ObserveArgs, cfg: &Config) -> Resul
         }
     });
     let (jobs, queued) = mpsc::unbounded_channel();
-    let front = read_commands(Front { shared, jobs, out, models, ui }, stop);
-    let (harness, ()) = tokio::join!(driver.run(queued), front);
+    let front = read_commands(Front { shared, jobs, out, models, ui }, stop.clone());
+    // The driver ends when stdin closes, or when an extension asks for the end (then reading
+    // commands ends too).
+    let driven = async {
+        let harness = driver.run(queued, Some(actions)).await;
+        stop.cancel();
+        harness
+    };
+    let (harness, ()) = tokio::join!(driven, front);
     harness.finish("rpc").await;
     let broken = writer.await.ok().flatten();
     Ok(match (interrupted.get(), broken) {
@@ -196,7 +204,7 @@ fn dispatch(command: Command, kind: &str, id: Option<Value>, front: &Front, now:
         }
         Command::SetSteeringMode { mode } => set_mode(shared, QueueKind::Steer, kind, &mode, now),
         Command::SetFollowUpMode { mode } => set_mode(shared, QueueKind::FollowUp, kind, &mode, now),
-        // Answers to extension UI requests: this pi sends none (extensions run without a UI here).
+        // Answers to extension UI requests are handed to the dialog before parsing (`handle`).
         Command::ExtensionUiResponse => {}
         other => match job_of(other, kind) {
             Ok(job) => {
