@@ -490,8 +490,9 @@ impl Agent {
 
     /// Applies what extensions asked since the last write, in their order — entries
     /// (`pi.appendEntry`, `setSessionName`, `setLabel`) written, `setActiveTools` taken — at a
-    /// prompt's start, a turn's end and the session's end.
-    pub(super) fn append_extension_entries(&mut self) -> Result<(), SessionError> {
+    /// prompt's start, a turn's end and the session's end; long-lived modes also after each of
+    /// their jobs (an extension command's entries are in the session when it returns).
+    pub fn append_extension_entries(&mut self) -> Result<(), SessionError> {
         for request in self.hooks.take_requests() {
             match request {
                 crate::extensions::ExtensionRequest::Entry(entry) => self.append(*entry)?,

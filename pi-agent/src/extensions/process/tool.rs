@@ -43,7 +43,7 @@ impl Tool for ProcessTool {
             let attribution: serde_json::Map<String, Value> =
                 current.attribution().iter().map(|(k, v)| (k.to_owned(), Value::from(v))).collect();
             let traceparent = ctx.env.expose.then(|| current.traceparent().map(|tp| tp.to_string())).flatten();
-            let ctx_json = json!({"cwd": ctx.cwd, "sessionId": ctx.env.session_id, "sessionFile": ctx.env.session_file, "traceparent": traceparent,
+            let ctx_json = json!({"hasUI": self.extension.has_ui(), "cwd": ctx.cwd, "sessionId": ctx.env.session_id, "sessionFile": ctx.env.session_file, "traceparent": traceparent,
                                   "attribution": attribution, "piExecutable": std::env::current_exe().ok()});
             let message = Request::Tool { name: &self.spec.name, params: args, ctx: ctx_json }.to_json();
             let reply = tokio::select! {

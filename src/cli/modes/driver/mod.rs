@@ -245,7 +245,10 @@ impl<'a> Driver<'a> {
             }
             let cancel = CancellationToken::new();
             *lock(&self.shared.current) = (cancel.clone(), job.is_bash());
-            let outcome = self.run_job(job, &cancel).await;
+            let mut outcome = self.run_job(job, &cancel).await;
+            if let Err(e) = self.harness.agent.append_extension_entries() {
+                outcome = outcome.and(Err(format!("cannot write the session: {e}").into()));
+            }
             self.shared.busy.store(false, Ordering::SeqCst);
             self.shared.compacting.store(false, Ordering::SeqCst);
             *lock(&self.shared.state) = state_of(&self.harness);
