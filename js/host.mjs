@@ -366,6 +366,9 @@ const protocolUI = {
   setWidget: (widgetKey, content, options) =>
     send({ type: "ui", method: "setWidget", widgetKey, widgetLines: Array.isArray(content) ? content : undefined, widgetPlacement: options?.placement }),
   setTitle: (title) => send({ type: "ui", method: "setTitle", title }),
+  setWorkingMessage: (message) => send({ type: "ui", method: "setWorkingMessage", message }),
+  setWorkingIndicator: (options) => send({ type: "ui", method: "setWorkingIndicator", frames: options?.frames }),
+  setWorkingVisible: (visible) => send({ type: "ui", method: "setWorkingVisible", visible: Boolean(visible) }),
   setEditorText: (text) => send({ type: "ui", method: "set_editor_text", text }),
   pasteToEditor: (text) => send({ type: "ui", method: "set_editor_text", text }),
   custom,

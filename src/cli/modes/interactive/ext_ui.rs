@@ -131,6 +131,12 @@ pub struct ExtScreen {
     pub status: BTreeMap<String, String>,
     /// `setWidget` lines by key.
     pub widgets: BTreeMap<String, Vec<String>>,
+    /// `setWorkingMessage`: the text shown while the agent works (`None`: pi's own).
+    pub working_message: Option<String>,
+    /// `setWorkingIndicator`: the indicator before it (`None`: pi's own; empty: none).
+    pub working_indicator: Option<String>,
+    /// `setWorkingVisible(false)` hides the working line.
+    pub working_hidden: bool,
 }
 
 /// What a `Show` call asks of the rest of the screen.
@@ -202,6 +208,21 @@ impl ExtScreen {
                     Some(lines) => self.widgets.insert(key, lines),
                     None => self.widgets.remove(&key),
                 };
+                Shown::Nothing
+            }
+            "setWorkingMessage" => {
+                self.working_message = text(request, "message").map(|m| plain(&m));
+                Shown::Nothing
+            }
+            "setWorkingIndicator" => {
+                // The first frame, drawn still (styles dropped).
+                let frames: Option<Vec<String>> =
+                    request.get("frames").and_then(|f| serde_json::from_value(f.clone()).ok());
+                self.working_indicator = frames.map(|f| f.first().map(|f| plain(f)).unwrap_or_default());
+                Shown::Nothing
+            }
+            "setWorkingVisible" => {
+                self.working_hidden = request.get("visible").and_then(Value::as_bool) == Some(false);
                 Shown::Nothing
             }
             "setTitle" => Shown::Title(text(request, "title").unwrap_or_default()),

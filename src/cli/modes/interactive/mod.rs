@@ -470,9 +470,16 @@ impl Ui<'_> {
 
         let dim = Style::default().fg(Color::DarkGray);
         let mut status_lines: Vec<Line<'_>> = widget_lines.into_iter().map(Line::raw).collect();
+        let working = |what: &str| {
+            let indicator = self.ext.working_indicator.as_deref().unwrap_or("●");
+            let message = self.ext.working_message.clone().unwrap_or_else(|| format!("{what}… (Esc to abort)"));
+            let line = if indicator.is_empty() { message } else { format!("{indicator} {message}") };
+            Line::styled(line, Style::default().fg(Color::Yellow))
+        };
         status_lines.push(match (&self.running, self.shared.is_busy()) {
-            (Some(what), _) => Line::styled(format!("● {what}… (Esc to abort)"), Style::default().fg(Color::Yellow)),
-            (None, true) => Line::styled("● working… (Esc to abort)", Style::default().fg(Color::Yellow)),
+            (_, _) if self.ext.working_hidden && (self.running.is_some() || self.shared.is_busy()) => Line::raw(""),
+            (Some(what), _) => working(what),
+            (None, true) => working("working"),
             (None, false) => Line::styled("/help for commands · !cmd runs a shell command", dim),
         });
         let queued =

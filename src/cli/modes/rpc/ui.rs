@@ -75,7 +75,12 @@ impl ExtensionUi for RpcUi {
         Box::pin(async move { rx.await.unwrap_or_else(|_| json!({"cancelled": true})) })
     }
 
+    /// Upstream's fire-and-forget methods go to the client; what only a terminal shows (the
+    /// working line, custom components' frames) is dropped.
     fn show(&self, request: Value) {
-        self.write(&self.next_id(), request);
+        const SHOWN: [&str; 5] = ["notify", "setStatus", "setWidget", "setTitle", "set_editor_text"];
+        if request.get("method").and_then(Value::as_str).is_some_and(|m| SHOWN.contains(&m)) {
+            self.write(&self.next_id(), request);
+        }
     }
 }
