@@ -37,6 +37,7 @@ const commands = new Map(); // name -> definition
 const shutdown = new AbortController();
 
 const flags = new Map(); // name -> { type, default, description }
+const givenFlags = JSON.parse(process.env.PI_EXTENSION_FLAGS || "{}"); // name -> value | true
 const shortcuts = new Map(); // key -> { description, handler }
 const renderers = new Map(); // customType -> renderer (drawn only where there is a UI)
 const providers = new Map(); // name -> config
@@ -94,8 +95,10 @@ const pi = {
     if (!handlers.has(event)) handlers.set(event, []);
     handlers.get(event).push(handler);
   },
+  // After start (from a handler or a command), pi offers it from its next write on.
   registerTool(definition) {
     tools.set(definition.name, definition);
+    if (registered) send({ type: "register_tools", tools: [toolSpec(definition)] });
   },
   registerCommand(name, definition) {
     commands.set(name, typeof definition === "function" ? { handler: definition } : definition);
@@ -103,9 +106,15 @@ const pi = {
   registerFlag(name, options = {}) {
     flags.set(name, options);
   },
-  // pi takes no extension flags on its command line yet: a flag has its declared default.
+  // `pi --name [value]` (pi hands the options it does not know to extensions); else the
+  // declared default. A boolean flag given without a value is true.
   getFlag(name) {
-    return flags.get(name)?.default;
+    const declared = flags.get(name);
+    if (!declared) return undefined;
+    if (!(name in givenFlags)) return declared.default;
+    const value = givenFlags[name];
+    if (declared.type === "boolean") return value === true || value === "true";
+    return value === true ? "" : value;
   },
   registerShortcut(shortcut, options) {
     shortcuts.set(shortcut, options);
@@ -411,6 +420,9 @@ function context(wire) {
   };
 }
 
+/** A tool as pi offers it to the model. */
+const toolSpec = (t) => ({ name: t.name, description: t.description ?? "", parameters: t.parameters ?? { type: "object", properties: {} } });
+
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
 /** Runs this extension's handlers of one event in order, with upstream's chaining rules. */
@@ -535,8 +547,9 @@ for await (const line of lines) {
       protocol: PROTOCOL,
       name: basename(file).replace(/\.(m?js|ts)$/, ""),
       events: [...handlers.keys()],
-      tools: [...tools.values()].map((t) => ({ name: t.name, description: t.description ?? "", parameters: t.parameters ?? { type: "object", properties: {} } })),
+      tools: [...tools.values()].map(toolSpec),
       commands: [...commands.entries()].map(([name, c]) => ({ name, description: c.description ?? "" })),
+      flags: [...flags.keys()].map((name) => ({ name })),
     });
   } else if (message.type === "event") {
     const { id, event, payload, ctx } = message;

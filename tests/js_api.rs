@@ -364,3 +364,48 @@ fn send_message_reaches_the_model_as_a_custom_message() {
     assert!(written.contains(r#""type":"custom_message""#) && written.contains("hint-token"), "{written}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Upstream's `pi.registerFlag`: `pi --name value` reaches the extension's `getFlag` (an option
+/// neither pi nor a loaded extension takes is refused by name); a tool registered after start
+/// (here in `session_start`) is offered and runs from the next prompt.
+#[test]
+fn extension_flags_and_tools_registered_after_start() {
+    let d = scratch("js-flags-late-tools");
+    let ext = d.join("late.mjs");
+    std::fs::write(
+        &ext,
+        r#"export default function (pi) {
+  pi.registerFlag("greeting", { type: "string", default: "hello" });
+  pi.registerFlag("loud", { type: "boolean", default: false });
+  pi.on("session_start", async () => {
+    pi.registerTool({ name: "late", description: "Registered late", parameters: { type: "object", properties: {} },
+      async execute() { return { content: [{ type: "text", text: `${pi.getFlag("greeting")} loud=${pi.getFlag("loud")}` }] }; } });
+  });
+}
+"#,
+    )
+    .unwrap();
+    let script = d.join("script.json");
+    std::fs::write(
+        &script,
+        json!([{"tools": [{"name": "late", "arguments": {}}]}, {"text": "Done.", "expect": ["hola loud=true"]}])
+            .to_string(),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        pi().args(["-p", "go", "--no-session", "--faux-script"])
+            .arg(&script)
+            .flag("-e", &ext)
+            .args(extra)
+            .env("PI_CODING_AGENT_DIR", d.join("agent"))
+            .output()
+            .unwrap()
+    };
+    let ok = run(&["--greeting", "hola", "--loud"]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let refused = run(&["--greeting=hola", "--nope"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("'--nope'") && stderr.lines().count() == 1, "{stderr}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -149,6 +149,80 @@ pub fn attach_actions() -> tokio::sync::mpsc::UnboundedReceiver<ExtensionAction>
     rx
 }
 
+/// `--name [value]` options pi does not know, for extensions' `pi.registerFlag` (see
+/// [`split_extension_flags`]).
+static EXTENSION_FLAGS: std::sync::OnceLock<Vec<(String, Option<String>)>> = std::sync::OnceLock::new();
+
+/// Upstream's extension flags: the long options of a run (no subcommand) that `command` does not
+/// know are taken out of `argv` for the extensions — `--name=value`, `--name value` (the next
+/// argument, when it is not an option) or `--name` alone. Whether an extension registered each
+/// is checked once they are loaded ([`check_extension_flags`]).
+pub fn split_extension_flags(
+    command: &clap::Command,
+    argv: Vec<std::ffi::OsString>,
+) -> (Vec<std::ffi::OsString>, Vec<(String, Option<String>)>) {
+    let known = |name: &str| {
+        name == "help"
+            || name == "version"
+            || command
+                .get_arguments()
+                .any(|a| a.get_long() == Some(name) || a.get_all_aliases().is_some_and(|al| al.contains(&name)))
+    };
+    let subcommand = |arg: &str| command.get_subcommands().any(|s| s.get_name() == arg);
+    let (mut kept, mut flags) = (Vec::with_capacity(argv.len()), Vec::new());
+    let mut args = argv.into_iter().peekable();
+    kept.extend(args.next());
+    while let Some(arg) = args.next() {
+        let Some(text) = arg.to_str() else {
+            kept.push(arg);
+            continue;
+        };
+        if text == "--" || subcommand(text) {
+            kept.push(arg);
+            kept.extend(args);
+            break;
+        }
+        let Some(option) = text.strip_prefix("--").filter(|o| !o.is_empty()) else {
+            kept.push(arg);
+            continue;
+        };
+        let (name, value) = match option.split_once('=') {
+            Some((name, value)) => (name, Some(value.to_owned())),
+            None => (option, None),
+        };
+        if known(name) {
+            kept.push(arg);
+            continue;
+        }
+        let value = value.or_else(|| {
+            let next = args.peek()?.to_str()?;
+            (!next.starts_with('-')).then(|| next.to_owned()).inspect(|_| {
+                args.next();
+            })
+        });
+        flags.push((name.to_owned(), value));
+    }
+    (kept, flags)
+}
+
+/// Keeps the extension flags of this run (once).
+pub fn set_extension_flags(flags: Vec<(String, Option<String>)>) {
+    let _ = EXTENSION_FLAGS.set(flags);
+}
+
+/// Every extension flag of the command line is one a loaded extension registered; otherwise
+/// the option is unknown (a usage error naming it).
+pub fn check_extension_flags(started: &[ProcessExtension]) -> Result<(), CliError> {
+    let given = EXTENSION_FLAGS.get().map(Vec::as_slice).unwrap_or_default();
+    let registered = |name: &str| started.iter().any(|e| e.registration().flags.iter().any(|f| f.name == name));
+    match given.iter().find(|(name, _)| !registered(name)) {
+        None => Ok(()),
+        Some((name, _)) => {
+            Err(CliError::Usage(format!("unexpected argument '--{name}' (neither pi nor a loaded extension takes it)")))
+        }
+    }
+}
+
 /// How to run `candidate`, or why it cannot be run.
 pub fn spec(candidate: &Candidate, cwd: &Path, cfg: &Config) -> Result<ProcessSpec, String> {
     let path = &candidate.path;
@@ -204,6 +278,13 @@ pub fn spec(candidate: &Candidate, cwd: &Path, cfg: &Config) -> Result<ProcessSp
     spec.stderr_log = log;
     spec.ui = UI.get().cloned();
     spec.actions = ACTIONS.get().cloned();
+    if let Some(flags) = EXTENSION_FLAGS.get().filter(|f| !f.is_empty()) {
+        let given: serde_json::Map<String, Value> = flags
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone().map_or(Value::Bool(true), Value::String)))
+            .collect();
+        spec.env.push(("PI_EXTENSION_FLAGS".into(), Value::Object(given).to_string()));
+    }
     spec.origin = if candidate.origin == "-e" { "flag" } else { candidate.origin };
     Ok(spec)
 }

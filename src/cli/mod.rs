@@ -99,7 +99,9 @@ enum Command {
 pub fn main() -> ExitCode {
     sinks::declare_settings();
     let command = sinks::with_sink_flags(<Cli as clap::CommandFactory>::command());
-    let parsed = command.try_get_matches().and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let (argv, extension_flags) = extensions::split_extension_flags(&command, std::env::args_os().collect());
+    extensions::set_extension_flags(extension_flags);
+    let parsed = command.try_get_matches_from(argv).and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
     let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {

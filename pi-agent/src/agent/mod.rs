@@ -499,6 +499,13 @@ impl Agent {
                 crate::extensions::ExtensionRequest::ActiveTools(names) => {
                     self.tools = std::mem::take(&mut self.tools).with_active(&names);
                 }
+                crate::extensions::ExtensionRequest::Tools(tools) => {
+                    let names: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
+                    let mut active = self.tools.active_names();
+                    active.extend(names.iter().filter(|n| !active.contains(n)).cloned().collect::<Vec<_>>());
+                    let registry = tools.into_iter().fold(std::mem::take(&mut self.tools), |r, t| r.with_override(t));
+                    self.tools = registry.with_active(&active);
+                }
                 crate::extensions::ExtensionRequest::Message(message) => {
                     self.append(crate::extensions::injected_entry(&message))?;
                     self.messages.push(crate::extensions::injected_as_user(&message));

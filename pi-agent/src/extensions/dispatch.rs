@@ -29,7 +29,7 @@ pub type EntrySource = Arc<dyn Fn() -> Vec<ExtensionRequest> + Send + Sync>;
 
 /// A request of an extension, applied at the agent's next write (a prompt's start, a turn's
 /// end, the session's end).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone)]
 pub enum ExtensionRequest {
     /// A session entry: `custom` (`appendEntry`), `session_info` (`setSessionName`), `label`.
     Entry(Box<crate::session::EntryKind>),
@@ -38,6 +38,22 @@ pub enum ExtensionRequest {
     /// A message for the model (`sendMessage`): a `custom_message` entry, in the context from
     /// then on.
     Message(InjectedMessage),
+    /// Tools registered after start (upstream's `registerTool` at any time): offered and run
+    /// from then on, replacing a tool of the same name.
+    Tools(Vec<Arc<dyn crate::tools::Tool>>),
+}
+
+impl fmt::Debug for ExtensionRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExtensionRequest::Entry(entry) => f.debug_tuple("Entry").field(entry).finish(),
+            ExtensionRequest::ActiveTools(names) => f.debug_tuple("ActiveTools").field(names).finish(),
+            ExtensionRequest::Message(message) => f.debug_tuple("Message").field(message).finish(),
+            ExtensionRequest::Tools(tools) => {
+                f.debug_tuple("Tools").field(&tools.iter().map(|t| t.name()).collect::<Vec<_>>()).finish()
+            }
+        }
+    }
 }
 
 impl fmt::Debug for Hooks {

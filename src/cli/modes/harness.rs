@@ -226,7 +226,8 @@ async fn loaded(
     failures: Vec<String>,
     dialog: bool,
 ) -> Result<Vec<String>, CliError> {
-    let outcome = extensions::on_load_failures(cfg, failures, dialog);
+    let outcome = extensions::on_load_failures(cfg, failures, dialog)
+        .and_then(|f| extensions::check_extension_flags(started).map(|()| f));
     if outcome.is_err() {
         for extension in started {
             extension.shutdown().await;

@@ -214,8 +214,16 @@ struct Peer {
     entries: Entries,
 }
 
-/// Session entries an extension asked to append, kept across restarts.
-pub(super) type Entries = Arc<Mutex<Vec<ExtensionRequest>>>;
+/// What an extension asked of the agent since its last write, kept across restarts.
+pub(super) type Entries = Arc<Mutex<Vec<Asked>>>;
+
+/// One ask of an extension waiting for the agent's next write.
+pub(super) enum Asked {
+    /// An entry, active tools, a message.
+    Request(ExtensionRequest),
+    /// Tools registered after start (made into tools by the extension, which runs them).
+    Tools(Vec<super::ToolSpec>),
+}
 
 /// Hands each reply to the request waiting for its id, and each UI call to the UI (a dialog's
 /// answer goes back as `{"type":"ui_result","id":…,"result":…}`), until the output ends (exit,
@@ -248,7 +256,8 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
                         }
                     }
                 }
-                Ok(Line::Request(request)) => lock(&peer.entries).push(request),
+                Ok(Line::Request(request)) => lock(&peer.entries).push(Asked::Request(request)),
+                Ok(Line::Tools(tools)) => lock(&peer.entries).push(Asked::Tools(tools)),
                 Ok(Line::Action(action)) => {
                     if let Some(actions) = &peer.actions {
                         let _ = actions.send(action);
@@ -300,6 +309,8 @@ enum Line {
     /// A session entry to append: `pi.appendEntry` (`{"type":"append_entry","customType":…,
     /// "data":…}`), `setSessionName` and `setLabel` (`{"type":"session_entry","entry":{…}}`).
     Request(crate::extensions::ExtensionRequest),
+    /// Tools registered after start (`{"type":"register_tools","tools":[…]}`).
+    Tools(Vec<super::ToolSpec>),
     /// Something for the running mode to do (`{"type":"action","action":…}`).
     Action(super::ExtensionAction),
     /// A message that needs no answer (`log`).
@@ -312,6 +323,11 @@ fn reply(line: &str) -> Result<Line, String> {
     let value: Value = serde_json::from_str(line).map_err(|_| format!("wrote a line that is not JSON: {shown:?}"))?;
     match value.get("type").and_then(Value::as_str) {
         Some("ui") => return Ok(Line::Ui(value)),
+        Some("register_tools") => {
+            return serde_json::from_value(value.get("tools").cloned().unwrap_or_default())
+                .map(Line::Tools)
+                .map_err(|e| format!("registered tools pi cannot read ({e}): {shown:?}"));
+        }
         Some("action") => {
             return super::ExtensionAction::parse(&value)
                 .map(Line::Action)

@@ -27,7 +27,7 @@ use super::hooks::{self, Notify};
 use super::{Extension, ExtensionApi, HookContext, HookError};
 use child::Connection;
 use protocol::{CommandReply, Request, ResourcesReply, TrustReply};
-pub use protocol::{CommandSpec, PROTOCOL_VERSION, Register, ToolSpec};
+pub use protocol::{CommandSpec, FlagSpec, PROTOCOL_VERSION, Register, ToolSpec};
 pub use tool::{ProcessTool, TOOL_TIMEOUT};
 pub use ui::{DIALOGS, ExtensionUi, UiAnswer, UiHandle};
 
@@ -452,8 +452,20 @@ impl Extension for ProcessExtension {
     }
 
     fn register(&self, api: &mut ExtensionApi<'_>) {
-        let entries = self.inner.entries.clone();
-        api.custom_entries(Arc::new(move || std::mem::take(&mut *entries.lock().unwrap_or_else(|e| e.into_inner()))));
+        let (entries, this) = (self.inner.entries.clone(), self.clone());
+        api.custom_entries(Arc::new(move || {
+            let pending = std::mem::take(&mut *entries.lock().unwrap_or_else(|e| e.into_inner()));
+            let tool = |spec| Arc::new(ProcessTool { extension: this.clone(), spec }) as Arc<dyn crate::tools::Tool>;
+            pending
+                .into_iter()
+                .map(|p| match p {
+                    child::Asked::Request(request) => request,
+                    child::Asked::Tools(specs) => {
+                        crate::extensions::ExtensionRequest::Tools(specs.into_iter().map(tool).collect())
+                    }
+                })
+                .collect()
+        }));
         let events = &self.inner.register.events;
         let wants = |name: &str| events.iter().any(|e| e == name);
         #[rustfmt::skip]

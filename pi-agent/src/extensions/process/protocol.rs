@@ -131,6 +131,13 @@ pub struct CommandSpec {
     pub description: String,
 }
 
+/// A command-line option an extension takes.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct FlagSpec {
+    /// The option's name (without `--`).
+    pub name: String,
+}
+
 /// The extension's `register` message.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Register {
@@ -147,6 +154,9 @@ pub struct Register {
     /// Commands it registers.
     #[serde(default)]
     pub commands: Vec<CommandSpec>,
+    /// Command-line options it takes (upstream's `pi.registerFlag`): `pi --name [value]`.
+    #[serde(default)]
+    pub flags: Vec<FlagSpec>,
     /// Events it named that this pi does not know (a newer upstream's): left out of `events`,
     /// for one warning; they never reject the extension.
     #[serde(skip)]
