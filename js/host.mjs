@@ -275,6 +275,41 @@ function sessionManager(wire) {
   };
 }
 
+let knownModels = []; // every model pi knows (upstream's `Model` shape), from `hello`
+
+/** Asks pi for a model's credentials (a `query_result` answers). */
+function credentials(model) {
+  const id = nextDialog++;
+  return new Promise((resolve) => {
+    dialogs.set(id, (result) => {
+      dialogs.delete(id);
+      resolve(result ?? { ok: false, error: "pi did not answer" });
+    });
+    send({ type: "credentials", id, provider: String(model?.provider ?? ""), model: String(model?.id ?? "") });
+  });
+}
+
+/** Upstream's `ctx.modelRegistry`: pi's model table, and the credentials pi would send. */
+const modelRegistry = {
+  getAll: () => knownModels.map((m) => ({ ...m })),
+  getAvailable: () => knownModels.map((m) => ({ ...m })),
+  find: (provider, id) => {
+    const found = knownModels.find((m) => m.provider === provider && m.id === id);
+    return found ? { ...found } : undefined;
+  },
+  hasConfiguredAuth: () => true,
+  getError: () => undefined,
+  refresh: () => {},
+  getApiKeyAndHeaders: (model) => credentials(model),
+  getApiKey: async (model) => (await credentials(model)).apiKey,
+  getApiKeyForProvider: async (provider) => {
+    const model = knownModels.find((m) => m.provider === provider);
+    return model ? (await credentials(model)).apiKey : undefined;
+  },
+  getProviderDisplayName: (provider) => provider,
+  isUsingOAuth: () => false,
+};
+
 /** Dialogs waiting for pi's answer (`ui_result`), by id. */
 const dialogs = new Map();
 let nextDialog = 1;
@@ -294,6 +329,17 @@ function dialog(method, fields, opts = {}) {
     dialogs.set(id, done);
     send({ type: "ui", id, method, ...fields, ...(opts.timeout ? { timeout: opts.timeout } : {}) });
   });
+}
+
+/** Upstream's components (pi-coding-agent's `BorderedLoader`, `DynamicBorder`…) style with its
+ *  global theme: initialised once, when a component opens and upstream's package is installed. */
+let themeReady;
+function initUpstreamTheme() {
+  themeReady ??= import("@mariozechner/pi-coding-agent").then(
+    (upstream) => upstream.initTheme?.(undefined, false),
+    () => {}, // not installed: nothing of it can be in use
+  );
+  return themeReady;
 }
 
 /** Open custom components, by id: their keys and width from pi (`ui_input`). */
@@ -340,7 +386,7 @@ function custom(factory) {
     });
     // pi's answer to the opening request comes only when pi closed it (cancelled, quitting).
     dialogs.set(id, () => done(undefined));
-    Promise.resolve(factory(tui, plainTheme, {}, done)).then((made) => {
+    initUpstreamTheme().then(() => factory(tui, plainTheme, {}, done)).then((made) => {
       component = made;
       send({ type: "ui", id, method: "custom", lines: component.render(width).map(String) });
     }, (error) => {
@@ -397,6 +443,7 @@ function context(wire) {
     cwd: wire?.cwd,
     signal: shutdown.signal,
     model: wire?.model,
+    modelRegistry,
     // For tools: the call's W3C trace context, attribution, and the pi binary (a nested `pi`
     // given TRACEPARENT joins this trace).
     traceparent: wire?.traceparent ?? undefined,
@@ -530,6 +577,7 @@ for await (const line of lines) {
     continue;
   }
   if (message.type === "hello" && !registered) {
+    knownModels = Array.isArray(message.models) ? message.models : [];
     try {
       const module = await import(pathToFileURL(file).href);
       const factory = module.default;
@@ -577,7 +625,7 @@ for await (const line of lines) {
       );
   } else if (message.type === "ui_input") {
     customs.get(message.customId)?.(message);
-  } else if (message.type === "ui_result") {
+  } else if (message.type === "ui_result" || message.type === "query_result") {
     dialogs.get(message.id)?.(message.result);
   } else if (message.type === "shutdown") {
     shutdown.abort();

@@ -409,3 +409,46 @@ fn extension_flags_and_tools_registered_after_start() {
     assert!(stderr.contains("'--nope'") && stderr.lines().count() == 1, "{stderr}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Upstream's `ctx.model` and `ctx.modelRegistry`: the model in upstream's `Model` shape, the
+/// table (`find`), and the credentials pi would send it (a `models.json` key, resolved).
+#[test]
+fn extensions_read_the_model_table_and_credentials() {
+    let d = scratch("js-model-registry");
+    let ext = d.join("key.mjs");
+    std::fs::write(
+        &ext,
+        r#"export default function (pi) {
+  pi.registerCommand("key", { description: "Shows the model's credentials", handler: async (_a, ctx) => {
+    const auth = await ctx.modelRegistry.getApiKeyAndHeaders(ctx.model);
+    const found = ctx.modelRegistry.find("loop", "loop-1");
+    const missing = await ctx.modelRegistry.getApiKeyAndHeaders({ provider: "nope", id: "x" });
+    return `${ctx.model.api} ${ctx.model.baseUrl} ${auth.ok} ${auth.apiKey} ${auth.headers["x-team"]} ${found?.contextWindow} ${missing.ok} ${missing.error}`;
+  } });
+}
+"#,
+    )
+    .unwrap();
+    let models = d.join("models.json");
+    std::fs::write(
+        &models,
+        json!({"providers": {"loop": {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
+            "apiKey": "LOOP_TEST_KEY", "headers": {"x-team": "red"},
+            "models": [{"id": "loop-1", "contextWindow": 32000, "maxTokens": 4096}]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let out = pi()
+        .args(["-p", "/key", "--no-session", "--provider", "loop", "--model", "loop-1"])
+        .flag("--models", &models)
+        .flag("-e", &ext)
+        .env("LOOP_TEST_KEY", "sk-from-env")
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .succeeds();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.trim(),
+        "openai-completions http://127.0.0.1:9/v1 true sk-from-env red 32000 false no model nope/x"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -8,7 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use pi_agent::extensions::process::{ActionSink, ExtensionAction, ProcessExtension, ProcessSpec};
+use pi_agent::extensions::process::{
+    ActionSink, ExtensionAction, ModelAccessHandle, ProcessExtension, ProcessSpec, model_wire,
+};
 use pi_agent::resources::Resources;
 use serde_json::{Value, json};
 
@@ -149,6 +151,64 @@ pub fn attach_actions() -> tokio::sync::mpsc::UnboundedReceiver<ExtensionAction>
     rx
 }
 
+/// The models and credentials extensions may read (see [`attach_models`]).
+static MODELS: std::sync::OnceLock<ModelAccessHandle> = std::sync::OnceLock::new();
+
+/// Upstream's `ctx.modelRegistry` for the extensions this process starts: the model table of
+/// this run (built-in, `models.json`, `--models`) and, asked per model, the credentials pi would
+/// send it (`models.json` values resolved, else the provider's key variable).
+/// The table is read when the first extension starts (runs without extensions never read it).
+pub fn attach_models(args: &crate::cli::args::AgentArgs, cfg: &Config) {
+    let files = (cfg.agent_dir.as_ref().map(|d| d.join("models.json")), args.models.clone());
+    let _ = MODELS.set(ModelAccessHandle(std::sync::Arc::new(RegistryAccess { files, table: Default::default() })));
+}
+
+struct RegistryAccess {
+    /// `models.json` of the agent folder, `--models`.
+    files: (Option<PathBuf>, Option<PathBuf>),
+    /// The table and its models in upstream's shape, read once.
+    table: std::sync::OnceLock<(pi_agent::model::Registry, Value)>,
+}
+
+impl RegistryAccess {
+    /// The built-in table with the files over it (what they get wrong pi's own run already said).
+    fn table(&self) -> &(pi_agent::model::Registry, Value) {
+        self.table.get_or_init(|| {
+            let mut registry = pi_agent::model::Registry::builtin();
+            for file in [&self.files.0, &self.files.1].into_iter().flatten().filter(|f| f.exists()) {
+                registry = registry.clone().with_overrides(file).unwrap_or(registry);
+            }
+            let models = Value::Array(registry.models().iter().map(model_wire).collect());
+            (registry, models)
+        })
+    }
+}
+
+impl pi_agent::extensions::process::ModelAccess for RegistryAccess {
+    fn models(&self) -> Value {
+        self.table().1.clone()
+    }
+
+    fn credentials(&self, provider: &str, id: &str) -> Result<(Option<String>, Vec<(String, String)>), String> {
+        let registry = &self.table().0;
+        let model = registry.find(provider, id).ok_or_else(|| format!("no model {provider}/{id}"))?;
+        let resolve = |raw: &str| pi_agent::model::resolve_value(raw);
+        let mut headers = Vec::new();
+        let mut api_key = None;
+        if let Some(auth) = &model.auth {
+            api_key = auth.api_key.as_deref().map(resolve).transpose()?;
+            for (name, raw) in &auth.headers {
+                headers.push((name.clone(), resolve(raw)?));
+            }
+        }
+        if api_key.is_none() {
+            api_key =
+                registry.api_key_var(provider).and_then(|var| std::env::var(var).ok()).filter(|k| !k.trim().is_empty());
+        }
+        Ok((api_key, headers))
+    }
+}
+
 /// `--name [value]` options pi does not know, for extensions' `pi.registerFlag` (see
 /// [`split_extension_flags`]).
 static EXTENSION_FLAGS: std::sync::OnceLock<Vec<(String, Option<String>)>> = std::sync::OnceLock::new();
@@ -278,6 +338,7 @@ pub fn spec(candidate: &Candidate, cwd: &Path, cfg: &Config) -> Result<ProcessSp
     spec.stderr_log = log;
     spec.ui = UI.get().cloned();
     spec.actions = ACTIONS.get().cloned();
+    spec.models = MODELS.get().cloned();
     if let Some(flags) = EXTENSION_FLAGS.get().filter(|f| !f.is_empty()) {
         let given: serde_json::Map<String, Value> = flags
             .iter()
@@ -381,15 +442,15 @@ pub fn names_a_command(extensions: &[ProcessExtension], prompt: &str) -> bool {
 /// templates `pi.getCommands()` lists with the extensions' commands.
 pub async fn run_command(
     extensions: &[ProcessExtension],
-    resources: &Resources,
+    (resources, model): (&Resources, &pi_agent::model::ModelInfo),
     prompt: &str,
     (cwd, session_file): (&Path, Option<&str>),
 ) -> Option<Result<(Option<String>, Option<String>), String>> {
     let rest = prompt.trim_start().strip_prefix('/')?;
     let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    let commands = slash_commands(extensions, resources);
+    let more = json!({"commands": slash_commands(extensions, resources), "model": model_wire(model)});
     for extension in extensions {
-        if let Some(outcome) = extension.command(name, args.trim(), (cwd, session_file, &commands)).await {
+        if let Some(outcome) = extension.command(name, args.trim(), (cwd, session_file, &more)).await {
             return Some(outcome.map_err(|e| e.to_string()));
         }
     }

@@ -75,6 +75,7 @@ impl Harness {
     /// are checked.
     pub async fn build(args: &AgentArgs, observe: &ObserveArgs, wants: Wants, cfg: &Config) -> Result<Self, CliError> {
         let cwd = setup::cwd(args.cwd.as_deref())?;
+        extensions::attach_models(args, cfg);
         let dialog = wants.dialog;
         let (early, reloaded) = trust_question(args, cfg, &cwd, dialog).await?;
         let cfg = reloaded.as_ref().unwrap_or(cfg);

@@ -37,7 +37,7 @@ pub async fn run(
     let session_file = harness.agent.session_file();
     let command = extensions::run_command(
         &harness.extensions,
-        harness.agent.resources(),
+        (harness.agent.resources(), harness.agent.model()),
         prompt,
         (&harness.cwd, session_file.as_deref()),
     )

@@ -53,7 +53,8 @@ impl Connection {
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("no stdin/stdout".into());
         };
-        let hello = Request::Hello { protocol: PROTOCOL_VERSION, cwd: &spec.cwd, has_ui }.to_json();
+        let models = spec.models.as_ref().map(|m| m.0.models());
+        let hello = Request::Hello { protocol: PROTOCOL_VERSION, cwd: &spec.cwd, has_ui, models }.to_json();
         let mut lines = BufReader::new(stdout).lines();
         let handshake = async {
             write_line(&mut stdin, &hello).await?;
@@ -85,6 +86,7 @@ impl Connection {
             stdin: stdin.clone(),
             ui: spec.ui.clone(),
             actions: spec.actions.clone(),
+            models: spec.models.as_ref().map(|m| m.0.clone()),
             dialogs: dialogs.clone(),
             entries,
         };
@@ -210,6 +212,7 @@ struct Peer {
     stdin: Stdin,
     ui: Option<super::UiHandle>,
     actions: Option<super::ActionSink>,
+    models: Option<Arc<dyn super::ModelAccess>>,
     dialogs: Arc<std::sync::atomic::AtomicUsize>,
     entries: Entries,
 }
@@ -258,6 +261,25 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
                 }
                 Ok(Line::Request(request)) => lock(&peer.entries).push(Asked::Request(request)),
                 Ok(Line::Tools(tools)) => lock(&peer.entries).push(Asked::Tools(tools)),
+                Ok(Line::Credentials { id, provider, model }) => {
+                    // Resolving may run a `models.json` command: off the reader, answered when done.
+                    let (stdin, models) = (peer.stdin.clone(), peer.models.clone());
+                    tokio::spawn(async move {
+                        let found = tokio::task::spawn_blocking(move || match models {
+                            Some(models) => models.credentials(&provider, &model),
+                            None => Err("pi gives this extension no model credentials".to_owned()),
+                        })
+                        .await
+                        .unwrap_or_else(|e| Err(e.to_string()));
+                        let result = match found {
+                            Ok((api_key, headers)) => serde_json::json!({"ok": true, "apiKey": api_key,
+                                "headers": headers.into_iter().map(|(k, v)| (k, Value::String(v))).collect::<serde_json::Map<String, Value>>()}),
+                            Err(error) => serde_json::json!({"ok": false, "error": error}),
+                        };
+                        let message = serde_json::json!({"type": "query_result", "id": id, "result": result});
+                        let _ = write_line(&mut *stdin.lock().await, &message).await;
+                    });
+                }
                 Ok(Line::Action(action)) => {
                     if let Some(actions) = &peer.actions {
                         let _ = actions.send(action);
@@ -311,6 +333,9 @@ enum Line {
     Request(crate::extensions::ExtensionRequest),
     /// Tools registered after start (`{"type":"register_tools","tools":[…]}`).
     Tools(Vec<super::ToolSpec>),
+    /// `ctx.modelRegistry.getApiKeyAndHeaders(model)`: `{"type":"credentials","id":…,
+    /// "provider":…,"model":…}`, answered with a `query_result`.
+    Credentials { id: Value, provider: String, model: String },
     /// Something for the running mode to do (`{"type":"action","action":…}`).
     Action(super::ExtensionAction),
     /// A message that needs no answer (`log`).
@@ -323,6 +348,11 @@ fn reply(line: &str) -> Result<Line, String> {
     let value: Value = serde_json::from_str(line).map_err(|_| format!("wrote a line that is not JSON: {shown:?}"))?;
     match value.get("type").and_then(Value::as_str) {
         Some("ui") => return Ok(Line::Ui(value)),
+        Some("credentials") => {
+            let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+            let id = value.get("id").cloned().unwrap_or(Value::Null);
+            return Ok(Line::Credentials { id, provider: text("provider"), model: text("model") });
+        }
         Some("register_tools") => {
             return serde_json::from_value(value.get("tools").cloned().unwrap_or_default())
                 .map(Line::Tools)

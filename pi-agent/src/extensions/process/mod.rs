@@ -116,6 +116,9 @@ pub struct ProcessSpec {
     /// Where what it asks the running mode to do goes ([`ExtensionAction`]); without it
     /// (print mode) such asks are dropped.
     pub actions: Option<ActionSink>,
+    /// The models and credentials it may read (upstream's `ctx.modelRegistry`); without it,
+    /// none.
+    pub models: Option<ModelAccessHandle>,
     /// Where it was found, for telemetry: `global`, `project`, `settings`, `managed` or `flag`.
     pub origin: &'static str,
 }
@@ -143,6 +146,7 @@ impl ProcessSpec {
             has_ui: false,
             ui: None,
             actions: None,
+            models: None,
             origin: "flag",
         }
     }
@@ -179,6 +183,47 @@ impl ExtensionAction {
             "prompt" => ExtensionAction::Prompt { text: text("text")? },
             _ => return None,
         })
+    }
+}
+
+/// A model as extensions get it (`ctx.model`, `ctx.modelRegistry`): upstream's `Model` shape,
+/// with zero prices where none is known (pi's own usage is still billed as unknown).
+pub fn model_wire(model: &crate::model::ModelInfo) -> Value {
+    let mut wire = json!({
+        "id": model.id,
+        "name": model.name.as_deref().unwrap_or(&model.id),
+        "api": model.api.as_str(),
+        "provider": model.provider,
+        "baseUrl": model.base_url,
+        "reasoning": model.reasoning,
+        "input": model.input,
+        "contextWindow": model.context_window,
+        "maxTokens": model.max_tokens,
+        "cost": model.cost.unwrap_or_default(),
+    });
+    if let Some(compat) = &model.compat {
+        wire["compat"] = compat.clone();
+    }
+    wire
+}
+
+/// What extensions may know of the models (upstream's `ctx.modelRegistry`): the table, and the
+/// credentials pi would send to a model's server — the user's own extensions call models with
+/// them (`complete(ctx.model, …)` of upstream's `pi-ai`).
+pub trait ModelAccess: Send + Sync {
+    /// Every model, in upstream's `Model` shape (an array).
+    fn models(&self) -> Value;
+    /// The API key (if any) and headers for `provider`'s `model`; `Err` says why there are none.
+    fn credentials(&self, provider: &str, model: &str) -> Result<(Option<String>, Vec<(String, String)>), String>;
+}
+
+/// A shared [`ModelAccess`] for a [`ProcessSpec`].
+#[derive(Clone)]
+pub struct ModelAccessHandle(pub Arc<dyn ModelAccess>);
+
+impl std::fmt::Debug for ModelAccessHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ModelAccessHandle")
     }
 }
 
@@ -339,18 +384,21 @@ impl ProcessExtension {
     }
 
     /// Runs its command `/name args`: `(text to show, prompt to run instead)`, each optional.
-    /// `None` when it registered no such command. `commands`: every slash command
-    /// (`pi.getCommands()`).
+    /// `None` when it registered no such command. `more`: what else its ctx carries (`commands`:
+    /// every slash command, for `pi.getCommands()`; `model`: see [`model_wire`]).
     pub async fn command(
         &self,
         name: &str,
         args: &str,
-        (cwd, session_file, commands): (&Path, Option<&str>, &Value),
+        (cwd, session_file, more): (&Path, Option<&str>, &Value),
     ) -> Option<Result<(Option<String>, Option<String>), HookError>> {
         if !self.inner.register.commands.iter().any(|c| c.name == name) {
             return None;
         }
-        let ctx = json!({"hasUI": self.has_ui(), "cwd": cwd, "sessionFile": session_file, "commands": commands});
+        let mut ctx = json!({"hasUI": self.has_ui(), "cwd": cwd, "sessionFile": session_file});
+        if let (Some(ctx), Some(more)) = (ctx.as_object_mut(), more.as_object()) {
+            ctx.extend(more.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
         let message = Request::Command { name, args, ctx }.to_json();
         Some(self.request_within(message, tool::TOOL_TIMEOUT).await.map(|reply| {
             let reply: CommandReply = serde_json::from_value(reply).unwrap_or_default();
@@ -403,7 +451,7 @@ impl ProcessExtension {
             "cwd": ctx.cwd,
             "sessionId": ctx.session.id(),
             "sessionFile": ctx.session.file(),
-            "model": {"provider": ctx.model.provider, "id": ctx.model.id},
+            "model": model_wire(&ctx.model),
         });
         // The tools where extensions look them up (not on every streamed event).
         if matches!(event, "session_start" | "before_agent_start" | "agent_start" | "turn_start") {

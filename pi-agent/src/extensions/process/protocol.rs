@@ -20,6 +20,9 @@ pub(crate) enum Request<'a> {
         cwd: &'a Path,
         #[serde(rename = "hasUI")]
         has_ui: bool,
+        /// Every model pi knows, in upstream's `Model` shape (`ctx.modelRegistry`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        models: Option<Value>,
     },
     /// An event for a handler it registered.
     Event { event: &'a str, payload: Value, ctx: Value },

@@ -28,7 +28,13 @@ pub(super) async fn extension_command(
 ) -> JobResult {
     let session_file = harness.agent.session_file();
     let at = (harness.cwd.as_path(), session_file.as_deref());
-    let outcome = crate::cli::extensions::run_command(&harness.extensions, harness.agent.resources(), line, at).await;
+    let outcome = crate::cli::extensions::run_command(
+        &harness.extensions,
+        (harness.agent.resources(), harness.agent.model()),
+        line,
+        at,
+    )
+    .await;
     match outcome {
         None => Err(format!("{}: no such command", line.split_whitespace().next().unwrap_or("")).into()),
         Some(Err(e)) => Err(e.into()),

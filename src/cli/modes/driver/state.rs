@@ -38,18 +38,7 @@ pub struct State {
 
 /// Upstream's `Model` object.
 pub fn model_json(model: &ModelInfo) -> Value {
-    json!({
-        "id": model.id,
-        "name": model.name.as_deref().unwrap_or(&model.id),
-        "api": model.api.as_str(),
-        "provider": model.provider,
-        "baseUrl": model.base_url,
-        "reasoning": model.reasoning,
-        "input": model.input,
-        "contextWindow": model.context_window,
-        "maxTokens": model.max_tokens,
-        "cost": model.cost.unwrap_or_default(),
-    })
+    pi_agent::extensions::process::model_wire(model)
 }
 
 /// The session's entries depth first (children in file order), with what each says.
