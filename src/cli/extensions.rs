@@ -189,7 +189,7 @@ impl pi_agent::extensions::process::ModelAccess for RegistryAccess {
         self.table().1.clone()
     }
 
-    fn credentials(&self, provider: &str, id: &str) -> Result<(Option<String>, Vec<(String, String)>), String> {
+    fn credentials(&self, provider: &str, id: &str) -> Result<pi_agent::extensions::process::Credentials, String> {
         let registry = &self.table().0;
         let model = registry.find(provider, id).ok_or_else(|| format!("no model {provider}/{id}"))?;
         let resolve = |raw: &str| pi_agent::model::resolve_value(raw);

@@ -214,8 +214,11 @@ pub trait ModelAccess: Send + Sync {
     /// Every model, in upstream's `Model` shape (an array).
     fn models(&self) -> Value;
     /// The API key (if any) and headers for `provider`'s `model`; `Err` says why there are none.
-    fn credentials(&self, provider: &str, model: &str) -> Result<(Option<String>, Vec<(String, String)>), String>;
+    fn credentials(&self, provider: &str, model: &str) -> Result<Credentials, String>;
 }
+
+/// An API key (if any) and the headers to send with it.
+pub type Credentials = (Option<String>, Vec<(String, String)>);
 
 /// A shared [`ModelAccess`] for a [`ProcessSpec`].
 #[derive(Clone)]
