@@ -16,7 +16,7 @@ import { pathToFileURL } from "node:url";
 import { basename } from "node:path";
 import { readFileSync } from "node:fs";
 import { register } from "node:module";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 
 const PROTOCOL = 1;
 const file = process.argv[2];
@@ -396,6 +396,52 @@ function custom(factory) {
   });
 }
 
+/** Upstream's `setFooter` / `setHeader` components: rendered here (100 columns; pi crops) and
+ *  sent as lines when they ask to be drawn, after each command, and once a second while one is
+ *  set (what they show — usage, the git branch — changes as pi works); only changes are sent. */
+const panels = new Map(); // "setFooter" | "setHeader" -> component
+const panelLines = new Map(); // the lines last sent
+const panelWidth = 100;
+let panelTimer;
+function renderPanels() {
+  for (const [method, component] of panels) {
+    try {
+      const lines = component.render(panelWidth).map(String);
+      if (same(panelLines.get(method), lines)) continue;
+      panelLines.set(method, lines);
+      send({ type: "ui", method, lines });
+    } catch (error) {
+      log(`pi js host: ${method}: ${error?.stack ?? error}`);
+      panels.delete(method);
+      send({ type: "ui", method, lines: null });
+    }
+  }
+}
+function gitBranch() {
+  try {
+    return execFileSync("git", ["rev-parse", "--abbrev-ref", "HEAD"], { stdio: ["ignore", "pipe", "ignore"] }).toString().trim() || null;
+  } catch {
+    return null;
+  }
+}
+function setPanel(method, factory) {
+  panels.get(method)?.dispose?.();
+  panels.delete(method);
+  panelLines.delete(method);
+  if (!panels.size) panelTimer = clearInterval(panelTimer);
+  if (!factory) return send({ type: "ui", method, lines: null });
+  const tui = { requestRender: () => queueMicrotask(renderPanels), get columns() { return panelWidth; }, terminal: { get columns() { return panelWidth; }, rows: 24 } };
+  const footerData = { getGitBranch: gitBranch, onBranchChange: () => () => {}, getExtensionStatuses: () => new Map(), getAvailableProviderCount: () => 0 };
+  Promise.resolve(initUpstreamTheme())
+    .then(() => factory(tui, plainTheme, footerData))
+    .then((component) => {
+      panels.set(method, component);
+      renderPanels();
+      panelTimer ??= setInterval(renderPanels, 1000);
+      panelTimer.unref?.();
+    }, (error) => log(`pi js host: ${method}: ${error?.stack ?? error}`));
+}
+
 /** `ctx.ui` when pi has a UI for extensions (RPC, interactive): upstream's methods over the
  *  protocol; what a terminal alone can do keeps its headless answer. */
 const protocolUI = {
@@ -421,6 +467,8 @@ const protocolUI = {
   setWidget: (widgetKey, content, options) =>
     send({ type: "ui", method: "setWidget", widgetKey, widgetLines: Array.isArray(content) ? content : undefined, widgetPlacement: options?.placement }),
   setTitle: (title) => send({ type: "ui", method: "setTitle", title }),
+  setFooter: (factory) => setPanel("setFooter", factory),
+  setHeader: (factory) => setPanel("setHeader", factory),
   setWorkingMessage: (message) => send({ type: "ui", method: "setWorkingMessage", message }),
   setWorkingIndicator: (options) => send({ type: "ui", method: "setWorkingIndicator", frames: options?.frames }),
   setWorkingVisible: (visible) => send({ type: "ui", method: "setWorkingVisible", visible: Boolean(visible) }),
@@ -620,7 +668,10 @@ for await (const line of lines) {
     Promise.resolve(command ? command.handler(args ?? "", context({ ...ctx, idle: true })) : Promise.reject(new Error(`no command ${name}`)))
       .finally(() => inCommand--)
       .then(
-        (result) => send({ type: "result", id, result: { text: typeof result === "string" ? result : result?.text, prompt: result?.prompt ?? pendingPrompt } }),
+        (result) => {
+          send({ type: "result", id, result: { text: typeof result === "string" ? result : result?.text, prompt: result?.prompt ?? pendingPrompt } });
+          if (panels.size) renderPanels();
+        },
         (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
       );
   } else if (message.type === "ui_input") {

@@ -137,6 +137,10 @@ pub struct ExtScreen {
     pub working_indicator: Option<String>,
     /// `setWorkingVisible(false)` hides the working line.
     pub working_hidden: bool,
+    /// `setFooter`: the extension's footer lines, in place of pi's model line.
+    pub footer: Option<Vec<String>>,
+    /// `setHeader`: lines above the transcript.
+    pub header: Option<Vec<String>>,
 }
 
 /// What a `Show` call asks of the rest of the screen.
@@ -208,6 +212,16 @@ impl ExtScreen {
                     Some(lines) => self.widgets.insert(key, lines),
                     None => self.widgets.remove(&key),
                 };
+                Shown::Nothing
+            }
+            "setFooter" | "setHeader" => {
+                let lines: Option<Vec<String>> =
+                    request.get("lines").and_then(|l| serde_json::from_value::<Vec<String>>(l.clone()).ok());
+                let lines = lines.map(|l| l.iter().map(|line| plain(line)).collect());
+                match request["method"].as_str() {
+                    Some("setFooter") => self.footer = lines,
+                    _ => self.header = lines,
+                }
                 Shown::Nothing
             }
             "setWorkingMessage" => {

@@ -455,13 +455,19 @@ impl Ui<'_> {
             widget_lines.push(self.ext.status.values().cloned().collect::<Vec<_>>().join(" · "));
         }
         let status_height = 1 + pending.len().min(4) as u16 + widget_lines.len() as u16;
-        let [body, status, editor, footer] = Layout::vertical([
+        let footer_lines = self.footer();
+        let header_height = self.ext.header.as_ref().map_or(0, |h| h.len().min(12) as u16);
+        let [header, body, status, editor, footer] = Layout::vertical([
+            Constraint::Length(header_height),
             Constraint::Min(1),
             Constraint::Length(status_height),
             Constraint::Length(editor_height + 1),
-            Constraint::Length(2),
+            Constraint::Length(footer_lines.len() as u16),
         ])
         .areas(area);
+        if let Some(lines) = &self.ext.header {
+            frame.render_widget(Paragraph::new(lines.iter().cloned().map(Line::raw).collect::<Vec<_>>()), header);
+        }
 
         let visible = body.height as usize;
         let (lines, total) = self.transcript.window(width, visible, self.scroll);
@@ -503,7 +509,7 @@ impl Ui<'_> {
         let cursor_y = editor.y + 1 + (row - first_row) as u16;
         frame.set_cursor_position(Position::new(cursor_x.min(area.width.saturating_sub(1)), cursor_y));
 
-        frame.render_widget(Paragraph::new(self.footer()), footer);
+        frame.render_widget(Paragraph::new(footer_lines), footer);
         self.ext.draw(frame);
         if let Some(alert) = &self.alert {
             alert.draw(frame);
@@ -524,7 +530,8 @@ impl Ui<'_> {
         }
     }
 
-    /// Model, tokens, cost, context; telemetry health.
+    /// Model, tokens, cost, context (or an extension's footer, `ctx.ui.setFooter`); telemetry
+    /// health.
     fn footer(&self) -> Vec<Line<'static>> {
         let (first, file) = self.shared.with_state(|state| {
             let file = state.session_file.as_deref().and_then(|f| std::path::Path::new(f).file_name());
@@ -542,7 +549,12 @@ impl Ui<'_> {
         }
         let style = Style::default().fg(Color::DarkGray);
         let warn = if health.dropped > 0 { style.fg(Color::Yellow) } else { style };
-        vec![Line::styled(first, style.add_modifier(Modifier::BOLD)), Line::styled(second, warn)]
+        let mut lines = match &self.ext.footer {
+            Some(custom) => custom.iter().take(6).map(|l| Line::raw(l.clone())).collect(),
+            None => vec![Line::styled(first, style.add_modifier(Modifier::BOLD))],
+        };
+        lines.push(Line::styled(second, warn));
+        lines
     }
 }
 
