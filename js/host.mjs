@@ -142,7 +142,9 @@ const pi = {
   // prompt's start, a turn's end). `triggerTurn` is not carried out: said in the log.
   sendMessage(message, options = {}) {
     if (options.triggerTurn) log(`[warn] pi.sendMessage: triggerTurn is not carried out by pi yet; the message waits for the next turn`);
-    send({ type: "send_message", customType: String(message?.customType ?? ""), content: message?.content ?? "", display: message?.display !== false });
+    const display = message?.display !== false;
+    send({ type: "send_message", customType: String(message?.customType ?? ""), content: message?.content ?? "", display });
+    if (display && uiPresent) showMessage(message);
   },
   // Kept by pi and written as a `custom` session entry at its next write (a prompt's start, a
   // turn's end, the session's end).
@@ -275,6 +277,7 @@ function sessionManager(wire) {
   };
 }
 
+let uiPresent = false; // pi has a UI for extensions (RPC, interactive), from `hello`
 let knownModels = []; // every model pi knows (upstream's `Model` shape), from `hello`
 
 /** Asks pi for a model's credentials (a `query_result` answers). */
@@ -394,6 +397,22 @@ function custom(factory) {
       done(undefined);
     });
   });
+}
+
+/** A displayed custom message in pi's transcript: drawn by the extension's renderer
+ *  (`registerMessageRenderer`), else as `[customType] text`. */
+function showMessage(message) {
+  const text = typeof message.content === "string" ? message.content : (message.content ?? []).filter((c) => c?.type === "text").map((c) => c.text).join("\n");
+  let lines = [`[${message.customType}] ${text}`];
+  const renderer = renderers.get(message.customType);
+  if (renderer) {
+    try {
+      lines = renderer({ role: "custom", ...message, content: text }, { expanded: false }, plainTheme).render(panelWidth).map(String);
+    } catch (error) {
+      log(`pi js host: message renderer ${message.customType}: ${error?.stack ?? error}`);
+    }
+  }
+  send({ type: "ui", method: "message", lines });
 }
 
 /** Upstream's `setFooter` / `setHeader` components: rendered here (100 columns; pi crops) and
@@ -626,6 +645,7 @@ for await (const line of lines) {
   }
   if (message.type === "hello" && !registered) {
     knownModels = Array.isArray(message.models) ? message.models : [];
+    uiPresent = Boolean(message.hasUI);
     try {
       const module = await import(pathToFileURL(file).href);
       const factory = module.default;

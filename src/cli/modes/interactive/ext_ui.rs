@@ -224,6 +224,12 @@ impl ExtScreen {
                 }
                 Shown::Nothing
             }
+            // A displayed `pi.sendMessage`, as its renderer drew it (or its text).
+            "message" => {
+                let lines: Vec<String> =
+                    request.get("lines").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default();
+                Shown::Notice(lines.iter().map(|l| plain(l)).collect::<Vec<_>>().join("\n"), false)
+            }
             "setWorkingMessage" => {
                 self.working_message = text(request, "message").map(|m| plain(&m));
                 Shown::Nothing
