@@ -488,6 +488,7 @@ const protocolUI = {
   setTitle: (title) => send({ type: "ui", method: "setTitle", title }),
   setFooter: (factory) => setPanel("setFooter", factory),
   setHeader: (factory) => setPanel("setHeader", factory),
+  setHiddenThinkingLabel: (label) => send({ type: "ui", method: "setHiddenThinkingLabel", label }),
   setWorkingMessage: (message) => send({ type: "ui", method: "setWorkingMessage", message }),
   setWorkingIndicator: (options) => send({ type: "ui", method: "setWorkingIndicator", frames: options?.frames }),
   setWorkingVisible: (visible) => send({ type: "ui", method: "setWorkingVisible", visible: Boolean(visible) }),

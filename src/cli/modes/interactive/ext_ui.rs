@@ -151,6 +151,8 @@ pub enum Shown {
     EditorText(String),
     /// The terminal's title.
     Title(String),
+    /// What collapsed thinking is called (`None`: pi's own).
+    ThinkingLabel(Option<String>),
     /// Status and widgets changed (drawn from [`ExtScreen`]).
     Nothing,
 }
@@ -230,6 +232,7 @@ impl ExtScreen {
                     request.get("lines").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default();
                 Shown::Notice(lines.iter().map(|l| plain(l)).collect::<Vec<_>>().join("\n"), false)
             }
+            "setHiddenThinkingLabel" => Shown::ThinkingLabel(text(request, "label").map(|l| plain(&l))),
             "setWorkingMessage" => {
                 self.working_message = text(request, "message").map(|m| plain(&m));
                 Shown::Nothing

@@ -440,7 +440,10 @@ impl Ui<'_> {
             let file = state.session_file.as_deref().unwrap_or("no session file");
             (Transcript::of_messages(&state.messages), format!("{what}{file} ({} messages)", state.messages.len()))
         });
+        // An extension's name for collapsed thinking stays.
+        let label = self.transcript.thinking_label().map(str::to_owned);
         self.transcript = transcript;
+        self.transcript.set_thinking_label(label);
         self.transcript.notice(Tone::Info, said);
     }
 
@@ -526,6 +529,7 @@ impl Ui<'_> {
             ext_ui::Shown::Title(title) => {
                 let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::terminal::SetTitle(title));
             }
+            ext_ui::Shown::ThinkingLabel(label) => self.transcript.set_thinking_label(label),
             ext_ui::Shown::Nothing => {}
         }
     }

@@ -84,9 +84,22 @@ pub struct Transcript {
     /// The rendered lines of the first blocks (all rendered at `width`).
     rendered: Vec<Vec<Line<'static>>>,
     width: usize,
+    /// What collapsed thinking is called (`ctx.ui.setHiddenThinkingLabel`; `None`: `thinking`).
+    thinking_label: Option<String>,
 }
 
 impl Transcript {
+    /// Names collapsed thinking `label` (`None`: pi's own); every block is drawn again.
+    pub fn set_thinking_label(&mut self, label: Option<String>) {
+        self.thinking_label = label;
+        self.rendered.clear();
+    }
+
+    /// What collapsed thinking is called, when an extension named it.
+    pub fn thinking_label(&self) -> Option<&str> {
+        self.thinking_label.as_deref()
+    }
+
     /// Adds a block.
     pub fn push(&mut self, item: Item) {
         self.items.push(item);
@@ -273,7 +286,7 @@ impl Transcript {
             if !self.rendered.is_empty() {
                 out.push(Line::default());
             }
-            render(&self.items[self.rendered.len()], width, &mut out);
+            render(&self.items[self.rendered.len()], (width, self.thinking_label.as_deref()), &mut out);
             self.rendered.push(out);
         }
         let total: usize = self.rendered.iter().map(Vec::len).sum();
@@ -290,7 +303,7 @@ impl Transcript {
     }
 }
 
-fn render(item: &Item, width: usize, out: &mut Vec<Line<'static>>) {
+fn render(item: &Item, (width, thinking_label): (usize, Option<&str>), out: &mut Vec<Line<'static>>) {
     let dim = Style::default().fg(Color::DarkGray);
     match item {
         Item::User(text) => {
@@ -300,7 +313,8 @@ fn render(item: &Item, width: usize, out: &mut Vec<Line<'static>>) {
         Item::Assistant { text, thinking } => {
             if !thinking.is_empty() {
                 let chars = thinking.chars().count();
-                out.push(Line::styled(format!("∴ thinking ({chars} characters)"), dim.add_modifier(Modifier::ITALIC)));
+                let label = thinking_label.unwrap_or("thinking");
+                out.push(Line::styled(format!("∴ {label} ({chars} characters)"), dim.add_modifier(Modifier::ITALIC)));
             }
             wrap_into(out, "", text, width, Style::default());
         }
