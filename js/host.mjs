@@ -27,7 +27,19 @@ register(import.meta.url.replace(/host-([^/]*)\.mjs$/, "loader-$1.mjs"), import.
 // writes to process.stdout directly writes to stderr — pi's extension log — instead.
 const protocolWrite = process.stdout.write.bind(process.stdout);
 const send = (message) => protocolWrite(JSON.stringify(message) + "\n");
-process.stdout.write = (chunk, encoding, callback) => process.stderr.write(chunk, encoding, callback);
+// Terminal notifications and titles (OSC sequences, `ESC ] … BEL|ST`: nothing that moves the
+// cursor) reach the terminal where pi draws one; everything else is the log.
+const OSC_ONLY = /^(?:\x1b\][^\x07\x1b]*(?:\x07|\x1b\\))+$/;
+process.stdout.write = (chunk, encoding, callback) => {
+  const text = typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8");
+  if (uiPresent && OSC_ONLY.test(text)) {
+    send({ type: "ui", method: "terminal_write", data: text });
+    if (typeof encoding === "function") encoding();
+    else callback?.();
+    return true;
+  }
+  return process.stderr.write(chunk, encoding, callback);
+};
 const log = (...args) => process.stderr.write(args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" ") + "\n");
 console.log = console.info = console.debug = console.warn = console.error = log;
 

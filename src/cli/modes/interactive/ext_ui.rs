@@ -57,6 +57,22 @@ struct Component {
     width: u16,
 }
 
+/// True when `text` is one or more OSC sequences (`ESC ] …` ended by BEL or `ESC \\`) and
+/// nothing else.
+fn osc_only(text: &str) -> bool {
+    let mut rest = text;
+    while !rest.is_empty() {
+        let Some(body) = rest.strip_prefix("\x1b]") else { return false };
+        let Some(end) = body.find(['\x07', '\x1b']) else { return false };
+        rest = match &body[end..] {
+            tail if tail.starts_with('\x07') => &tail[1..],
+            tail if tail.starts_with("\x1b\\") => &tail[2..],
+            _ => return false,
+        };
+    }
+    !text.is_empty()
+}
+
 /// `text` without terminal escape sequences (the component's colours and styles).
 fn plain(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -151,6 +167,8 @@ pub enum Shown {
     EditorText(String),
     /// The terminal's title.
     Title(String),
+    /// Terminal sequences (OSC: notifications, titles) to write as they are.
+    TerminalWrite(String),
     /// What collapsed thinking is called (`None`: pi's own).
     ThinkingLabel(Option<String>),
     /// Status and widgets changed (drawn from [`ExtScreen`]).
@@ -232,6 +250,11 @@ impl ExtScreen {
                     request.get("lines").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default();
                 Shown::Notice(lines.iter().map(|l| plain(l)).collect::<Vec<_>>().join("\n"), false)
             }
+            // Only OSC sequences (`ESC ] … BEL|ST`: they move nothing on the screen) are written.
+            "terminal_write" => match text(request, "data").filter(|d| osc_only(d)) {
+                Some(data) => Shown::TerminalWrite(data),
+                None => Shown::Nothing,
+            },
             "setHiddenThinkingLabel" => Shown::ThinkingLabel(text(request, "label").map(|l| plain(&l))),
             "setWorkingMessage" => {
                 self.working_message = text(request, "message").map(|m| plain(&m));
@@ -409,5 +432,14 @@ mod tests {
         assert_eq!(key_bytes(&key(KeyCode::Esc)).as_deref(), Some("\x1b"));
         assert_eq!(key_bytes(&KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)).as_deref(), Some("\x03"));
         assert_eq!(key_bytes(&key(KeyCode::F(5))), None);
+    }
+
+    #[test]
+    fn only_osc_sequences_reach_the_terminal() {
+        assert!(osc_only("\x1b]777;notify;Pi;Ready\x07"));
+        assert!(osc_only("\x1b]99;i=1;t\x1b\\\x1b]99;i=1:p=body;b\x1b\\"));
+        for not in ["", "plain", "\x1b]777;notify;no end", "\x1b]0;t\x07\x1b[2J", "\x1b[H"] {
+            assert!(!osc_only(not), "{not:?}");
+        }
     }
 }

@@ -529,6 +529,11 @@ impl Ui<'_> {
             ext_ui::Shown::Title(title) => {
                 let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::terminal::SetTitle(title));
             }
+            ext_ui::Shown::TerminalWrite(data) => {
+                use std::io::Write as _;
+                let mut stdout = std::io::stdout();
+                let _ = stdout.write_all(data.as_bytes()).and_then(|()| stdout.flush());
+            }
             ext_ui::Shown::ThinkingLabel(label) => self.transcript.set_thinking_label(label),
             ext_ui::Shown::Nothing => {}
         }
