@@ -193,11 +193,26 @@ const pi = {
   getCommands() {
     return (lastCommands ?? []).map((c) => ({ ...c, sourceInfo: { ...c.sourceInfo } }));
   },
-  setModel: unsupported("setModel"),
-  getThinkingLevel: unsupported("getThinkingLevel"),
-  setThinkingLevel: unsupported("setThinkingLevel"),
+  // Taken from pi's next job (RPC, interactive) or before print mode's prompt; false when pi
+  // has no such model or no key for it.
+  async setModel(model) {
+    const known = knownModels.find((m) => m.provider === model?.provider && m.id === model?.id);
+    if (!known) return false;
+    const auth = await credentials(known);
+    if (!auth.ok || (!auth.apiKey && known.api !== "faux")) return false;
+    send({ type: "action", action: "set_model", provider: known.provider, id: known.id });
+    return true;
+  },
+  getThinkingLevel() {
+    return thinkingLevel;
+  },
+  setThinkingLevel(level) {
+    thinkingLevel = String(level);
+    send({ type: "action", action: "set_thinking_level", level: thinkingLevel });
+  },
 };
 let pendingPrompt;
+let thinkingLevel = "off"; // from the latest ctx, or as this extension set it
 let inCommand = 0; // commands running now (their sendUserMessage is their follow-up prompt)
 let sessionName; // set by this extension this run
 let lastSystemPrompt; // from the latest agent_start / turn_start ctx
@@ -514,6 +529,7 @@ function context(wire) {
   if (wire?.sessionFile) lastWire = wire;
   if (Array.isArray(wire?.commands)) lastCommands = wire.commands;
   if (typeof wire?.systemPrompt === "string") lastSystemPrompt = wire.systemPrompt;
+  if (typeof wire?.thinkingLevel === "string") thinkingLevel = wire.thinkingLevel;
   if (Array.isArray(wire?.tools)) {
     knownTools = wire.tools;
     activeTools = wire.activeTools ?? wire.tools.map((t) => t.name);

@@ -452,3 +452,37 @@ fn extensions_read_the_model_table_and_credentials() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `pi.setModel` resolves true for a model pi has (and a key for), false otherwise; print mode
+/// takes what extensions chose at session start before its prompt (`model_select` follows).
+#[test]
+fn set_model_chooses_among_pis_models() {
+    let d = scratch("js-set-model");
+    let ext = d.join("pick.mjs");
+    std::fs::write(
+        &ext,
+        r#"export default function (pi) {
+  pi.on("session_start", async (_e, ctx) => {
+    const ok = await pi.setModel(ctx.modelRegistry.find("faux", "faux-1"));
+    const unknown = await pi.setModel({ provider: "nope", id: "x" });
+    pi.appendEntry("picked", { ok, unknown, level: pi.getThinkingLevel() });
+  });
+  pi.on("model_select", async (event) => pi.appendEntry("selected", { id: event.model.id, source: event.source }));
+}
+"#,
+    )
+    .unwrap();
+    let script = d.join("script.json");
+    std::fs::write(&script, json!([{"text": "Hi."}]).to_string()).unwrap();
+    let session = d.join("s.jsonl");
+    pi().args(["-p", "go", "--faux-script"])
+        .arg(&script)
+        .flag("--session", &session)
+        .flag("-e", &ext)
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .succeeds();
+    let written = std::fs::read_to_string(&session).unwrap();
+    assert!(written.contains(r#""data":{"ok":true,"unknown":false,"level":"off"}"#), "{written}");
+    assert!(written.contains(r#""data":{"id":"faux-1","source":"set"}"#), "{written}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -429,13 +429,6 @@ pub async fn discovered_resources(
     (skills, prompts)
 }
 
-/// True when `prompt` is `/name …` for a command an extension registered.
-pub fn names_a_command(extensions: &[ProcessExtension], prompt: &str) -> bool {
-    let Some(rest) = prompt.trim_start().strip_prefix('/') else { return false };
-    let name = rest.split(char::is_whitespace).next().unwrap_or_default();
-    extensions.iter().any(|e| e.registration().commands.iter().any(|c| c.name == name))
-}
-
 /// `/name args` when an extension registered command `name`: its outcome (text to print, prompt
 /// to run instead); `None` when the prompt is not such a command. `at`: the working directory and
 /// the session file the command's `ctx.sessionManager` reads; `resources`: the skills and

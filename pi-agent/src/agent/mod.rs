@@ -247,6 +247,7 @@ impl Agent {
             model: self.model.clone(),
             tools: Arc::new((self.tools.all(), self.tools.active_names())),
             system_prompt: None,
+            thinking_level: self.config.reasoning.clone(),
         }
     }
 

@@ -193,6 +193,8 @@ pub struct HookContext {
     /// The system prompt of the running prompt, once `before_agent_start` has settled it
     /// (upstream's `ctx.getSystemPrompt()`); `None` outside a prompt or when there is none.
     pub system_prompt: Option<Arc<str>>,
+    /// The thinking level (`None`: off).
+    pub thinking_level: Option<String>,
 }
 
 /// Every tool's `(name, description)`, and the active tools' names.
@@ -210,6 +212,7 @@ impl HookContext {
             model,
             tools: Arc::default(),
             system_prompt: None,
+            thinking_level: None,
         }
     }
 }

@@ -26,12 +26,14 @@ pub async fn run(
     }
     let wants =
         Wants { json_records: mode == Mode::Json, source: PromptSource::Interactive, has_ui: false, dialog: false };
+    let mut actions = extensions::attach_actions();
     let mut harness = Harness::build(agent, observe, wants, cfg).await?;
-    if extensions::names_a_command(&harness.extensions, prompt) {
-        // As upstream: the session has started (`session_start`) before a command runs.
-        let scope = harness.scope();
-        let agent = &mut harness.agent;
-        harness.hub.enter(scope, agent.start_session(&mut |e: AgentEvent| output::extension_failure(&e))).await;
+    if !harness.extensions.is_empty() {
+        // As upstream: the session has started (`session_start`) before a command or the prompt
+        // runs, so what extensions chose there (a model, a thinking level) is in force.
+        let (scope, mut sink) = (harness.prompt_scope(), printed(mode));
+        harness.hub.enter(scope, harness.agent.start_session(&mut sink)).await;
+        take_actions(&mut harness, (agent, cfg), &mut actions).await;
     }
     // `/name args` of a command an extension registered runs it; it may hand back a prompt.
     let session_file = harness.agent.session_file();
@@ -42,6 +44,7 @@ pub async fn run(
         (&harness.cwd, session_file.as_deref()),
     )
     .await;
+    take_actions(&mut harness, (agent, cfg), &mut actions).await;
     let prompt = match &command {
         Some(Ok((_, Some(next)))) => {
             // Sent by an extension: upstream's `input.source` says so.
@@ -75,6 +78,37 @@ pub async fn run(
     Ok(exit(result))
 }
 
+/// What extensions asked for so far that print mode carries out: a model and a thinking level
+/// (`pi.setModel`, `pi.setThinkingLevel`) for its prompt. The rest (compact, reload, follow-up
+/// prompts, shutdown) belongs to the long-lived modes; print mode ends after its prompt.
+async fn take_actions(
+    harness: &mut Harness,
+    (args, cfg): (&AgentArgs, &Config),
+    actions: &mut tokio::sync::mpsc::UnboundedReceiver<pi_agent::extensions::process::ExtensionAction>,
+) {
+    use pi_agent::extensions::process::ExtensionAction;
+    let mut sink = |e: AgentEvent| output::extension_failure(&e);
+    while let Ok(action) = actions.try_recv() {
+        let scope = harness.scope();
+        match action {
+            ExtensionAction::SetModel { provider, id } => {
+                match crate::cli::setup::select_named(args, cfg, Some(provider), Some(id)) {
+                    Ok(selected) => {
+                        let chosen = harness.agent.select_model(selected.provider, selected.model, "set", &mut sink);
+                        harness.hub.enter(scope, chosen).await;
+                    }
+                    Err(e) => output::error(format_args!("pi: an extension's model: {e}")),
+                }
+            }
+            ExtensionAction::SetThinkingLevel { level } => {
+                let level = (level != "off" && harness.agent.model().reasoning).then_some(level);
+                harness.hub.enter(scope, harness.agent.select_thinking_level(level, &mut sink)).await;
+            }
+            _ => {}
+        }
+    }
+}
+
 /// A command that was the whole job: the session still starts and ends for the extensions.
 async fn command_only(harness: &mut Harness) {
     let agent = &mut harness.agent;
@@ -95,13 +129,7 @@ async fn prompt_once(
     mode: Mode,
     cancel: &CancellationToken,
 ) -> Result<PromptResult, pi_agent::AgentError> {
-    let mut sink = move |event: AgentEvent| match mode {
-        Mode::Json => {
-            output::agent_event_line(&event);
-            output::extension_failure(&event);
-        }
-        Mode::Text | Mode::Rpc => output::text_delta(&event),
-    };
+    let mut sink = printed(mode);
     // One scope: this hub, the user's attribution, and the caller's trace as parent.
     let scope = harness.prompt_scope();
     let agent = &mut harness.agent;
@@ -120,6 +148,17 @@ async fn prompt_once(
         output::line("");
     }
     result
+}
+
+/// Where print mode's agent events go: JSON lines, or the answer's text.
+fn printed(mode: Mode) -> impl FnMut(AgentEvent) {
+    move |event: AgentEvent| match mode {
+        Mode::Json => {
+            output::agent_event_line(&event);
+            output::extension_failure(&event);
+        }
+        Mode::Text | Mode::Rpc => output::text_delta(&event),
+    }
 }
 
 /// The exit code of a finished prompt (printing why it did not succeed).

@@ -170,6 +170,18 @@ pub enum ExtensionAction {
         /// The text.
         text: String,
     },
+    /// Use this model from the next request (upstream's `pi.setModel`).
+    SetModel {
+        /// Its provider.
+        provider: String,
+        /// Its id.
+        id: String,
+    },
+    /// Use this thinking level (upstream's `pi.setThinkingLevel`).
+    SetThinkingLevel {
+        /// `off` … `xhigh`.
+        level: String,
+    },
 }
 
 impl ExtensionAction {
@@ -181,6 +193,8 @@ impl ExtensionAction {
             "shutdown" => ExtensionAction::Shutdown,
             "reload" => ExtensionAction::Reload,
             "prompt" => ExtensionAction::Prompt { text: text("text")? },
+            "set_model" => ExtensionAction::SetModel { provider: text("provider")?, id: text("id")? },
+            "set_thinking_level" => ExtensionAction::SetThinkingLevel { level: text("level")? },
             _ => return None,
         })
     }
@@ -455,6 +469,7 @@ impl ProcessExtension {
             "sessionId": ctx.session.id(),
             "sessionFile": ctx.session.file(),
             "model": model_wire(&ctx.model),
+            "thinkingLevel": ctx.thinking_level.as_deref().unwrap_or("off"),
         });
         // The tools where extensions look them up (not on every streamed event).
         if matches!(event, "session_start" | "before_agent_start" | "agent_start" | "turn_start") {

@@ -344,6 +344,8 @@ fn job_of_action(action: ExtensionAction) -> Option<Job> {
         ExtensionAction::Compact { instructions } => Job::Compact { instructions },
         ExtensionAction::Reload => Job::Reload,
         ExtensionAction::Prompt { text } => Job::Prompt { text },
+        ExtensionAction::SetModel { provider, id } => Job::SetModel { provider, model: id },
+        ExtensionAction::SetThinkingLevel { level } => Job::SetThinkingLevel { level },
         ExtensionAction::Shutdown => return None,
     })
 }
