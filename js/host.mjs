@@ -152,11 +152,12 @@ const pi = {
   },
   // Written by pi as a `custom_message` and in the model's context from its next write (a
   // prompt's start, a turn's end). `triggerTurn` is not carried out: said in the log.
+  // `triggerTurn`: pi (RPC, interactive) asks the model again after its running job.
   sendMessage(message, options = {}) {
-    if (options.triggerTurn) log(`[warn] pi.sendMessage: triggerTurn is not carried out by pi yet; the message waits for the next turn`);
     const display = message?.display !== false;
     send({ type: "send_message", customType: String(message?.customType ?? ""), content: message?.content ?? "", display });
     if (display && uiPresent) showMessage(message);
+    if (options.triggerTurn) send({ type: "action", action: "resume" });
   },
   // Kept by pi and written as a `custom` session entry at its next write (a prompt's start, a
   // turn's end, the session's end).
@@ -551,6 +552,17 @@ function context(wire) {
     isIdle: () => wire?.idle === true,
     hasPendingMessages: unsupported("ctx.hasPendingMessages"),
     abort: unsupported("ctx.abort"),
+    // A fresh session after the running command (RPC, interactive): resolved at once (the
+    // command has to end first); `withSession` runs once the new session has started.
+    newSession: async (options = {}) => {
+      const id = nextDialog++;
+      dialogs.set(id, (result) => {
+        dialogs.delete(id);
+        if (!result?.cancelled) Promise.resolve(options.withSession?.(context({ ...wire, idle: true }))).catch((error) => log(`pi js host: withSession: ${error?.stack ?? error}`));
+      });
+      send({ type: "action", action: "new_session", id });
+      return { cancelled: false };
+    },
     // Asks pi (RPC, interactive) to end once the running job is done; print mode ends anyway.
     shutdown: () => send({ type: "action", action: "shutdown" }),
     // Asks pi to reload (extensions, skills, prompts, settings) after the running job.

@@ -616,3 +616,34 @@ fn extensions_read_the_system_prompt_and_commands_queue_prompts_and_end_pi() {
     assert!(status.success(), "{}", lines(&rpc.seen));
     assert!(rpc.seen.iter().any(|l| l["type"] == "session_shutdown"), "{}", lines(&rpc.seen));
 }
+
+/// `pi.sendMessage(…, { triggerTurn: true })` asks the model again with the extension's message
+/// as the latest; `ctx.newSession({ withSession })` starts a fresh session after the command and
+/// then runs `withSession`.
+#[test]
+fn extensions_trigger_turns_and_start_sessions() {
+    let dir = scratch("rpc-ext-turns");
+    let extension = dir.join("nudge.mjs");
+    std::fs::write(
+        &extension,
+        r#"export default function (pi) {
+  pi.registerCommand("nudge", { description: "Nudges the model", handler: async () =>
+    pi.sendMessage({ customType: "nudge", content: "nudge-token", display: true }, { triggerTurn: true }) });
+  pi.registerCommand("fresh", { description: "A new session", handler: async (_a, ctx) => {
+    await ctx.newSession({ withSession: async (next) => next.ui.notify("fresh-session-ready") });
+  } });
+}
+"#,
+    )
+    .unwrap();
+    let script = json!([{"text": "Nudged.", "expect": ["nudge-token"]}]);
+    let mut rpc = Rpc::start(&dir, &script, &["-e", extension.to_str().unwrap()]);
+    rpc.call(json!({"type": "prompt", "message": "/nudge"}));
+    rpc.wait_for("the triggered turn's answer", |l| l["type"] == "message_end" && l.to_string().contains("Nudged."));
+    rpc.event("agent_end");
+    rpc.call(json!({"type": "prompt", "message": "/fresh"}));
+    rpc.wait_for("the new session", |l| l["type"] == "session_start" && l["reason"] == "new");
+    rpc.wait_for("withSession's notice", |l| l["message"] == "fresh-session-ready");
+    let (status, stderr, _) = rpc.close();
+    assert!(status.success(), "{stderr}");
+}

@@ -52,20 +52,77 @@ impl Agent {
                 let exported = pi_observe_core::identifier_or_invalid(extension);
                 span.record(|| Payload::new().safe("handled", true).safe(names::EXTENSION_NAME, exported));
             }
-            if let Ok(result) = &result {
-                span.record(|| {
-                    provider::usage_payload(&result.usage)
-                        .safe(names::STOP_REASON, result.stop_reason.as_str())
-                        .safe(names::ABORTED, result.stop_reason == StopReason::Aborted)
-                        .safe("turns", result.turns)
-                });
-                if let Some(error) = result.error_info() {
-                    span.set_status(pi_observe_core::Status::Error(error));
-                }
-            }
+            record_outcome(&span, &result);
             result
         })
         .await
+    }
+
+    /// Upstream's `sendMessage(…, { triggerTurn: true })` on an idle agent: what extensions
+    /// asked since the last write (their messages) is written, then the model is asked again —
+    /// turns without a new user message — as a `pi.agent.prompt` operation (`resumed`).
+    pub async fn resume(
+        &mut self,
+        cancel: &CancellationToken,
+        on_event: AgentSink<'_>,
+    ) -> Result<PromptResult, AgentError> {
+        self.append_extension_entries()?;
+        let session_id = self.exported_session_id();
+        let (model, source) = (&self.model, self.config.source);
+        let (provider_name, model_id, catalogued) = (model.provider.clone(), model.id.clone(), model.catalogued);
+        let payload = move || {
+            let mut p = provider::model_names(None, &provider_name, &model_id, catalogued)
+                .safe("resumed", true)
+                .safe(names::SOURCE, source.as_str());
+            if let Some(id) = session_id {
+                p = p.safe(names::SESSION_ID, id);
+            }
+            p
+        };
+        trace_operation_with(names::AGENT_PROMPT, payload, move |span: Span| async move {
+            self.queue.attach(Some(span.clone()));
+            let result = self.run_resumed(cancel, on_event).await;
+            self.queue.attach(None);
+            record_outcome(&span, &result);
+            result
+        })
+        .await
+    }
+
+    async fn run_resumed(
+        &mut self,
+        cancel: &CancellationToken,
+        on_event: AgentSink<'_>,
+    ) -> Result<PromptResult, AgentError> {
+        self.start_session(&mut *on_event).await;
+        let mut result = PromptResult {
+            stop_reason: StopReason::Stop,
+            last_message: None,
+            usage: Usage::default(),
+            turns: 0,
+            error: None,
+            handled_by: None,
+        };
+        let system_prompt = self.base_system_prompt();
+        let ctx = HookContext { system_prompt: system_prompt.as_deref().map(Arc::from), ..self.hook_context(cancel) };
+        self.emit(AgentEvent::AgentStart, &ctx, on_event).await;
+        self.run_turns(&mut result, system_prompt, cancel, &ctx, on_event).await?;
+        if cancel.is_cancelled() {
+            result.stop_reason = StopReason::Aborted;
+        }
+        self.emit(AgentEvent::AgentEnd { stop_reason: result.stop_reason, usage: result.usage }, &ctx, on_event).await;
+        self.emit(AgentEvent::AgentSettled, &ctx, on_event).await;
+        Ok(result)
+    }
+
+    /// The configured system prompt with the skills section (before `before_agent_start`).
+    fn base_system_prompt(&self) -> Option<String> {
+        let skills = self.resources.system_prompt_section();
+        match &self.config.system_prompt {
+            Some(prompt) => Some(format!("{prompt}{skills}")),
+            None if !skills.is_empty() => Some(skills.trim_start().to_owned()),
+            None => None,
+        }
     }
 
     pub(super) async fn run_prompt(
@@ -127,12 +184,7 @@ impl Agent {
             Some(expansion) => expansion.text().to_owned(),
             None => text,
         };
-        let skills = self.resources.system_prompt_section();
-        let system_prompt = match &self.config.system_prompt {
-            Some(prompt) => Some(format!("{prompt}{skills}")),
-            None if !skills.is_empty() => Some(skills.trim_start().to_owned()),
-            None => None,
-        };
+        let system_prompt = self.base_system_prompt();
         let system_prompt_options = SystemPromptOptions {
             cwd: self.cwd.display().to_string(),
             selected_tools: self.tools.specs().into_iter().map(|t| t.name).collect(),
@@ -286,4 +338,19 @@ fn manual_compaction(text: &str) -> Option<Option<&str>> {
         return None;
     }
     Some(Some(rest.trim()).filter(|r| !r.is_empty()))
+}
+
+/// A prompt's outcome on its span: usage, stop reason, turns, and the error status.
+fn record_outcome(span: &Span, result: &Result<PromptResult, AgentError>) {
+    if let Ok(result) = result {
+        span.record(|| {
+            provider::usage_payload(&result.usage)
+                .safe(names::STOP_REASON, result.stop_reason.as_str())
+                .safe(names::ABORTED, result.stop_reason == StopReason::Aborted)
+                .safe("turns", result.turns)
+        });
+        if let Some(error) = result.error_info() {
+            span.set_status(pi_observe_core::Status::Error(error));
+        }
+    }
 }

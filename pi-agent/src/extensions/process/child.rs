@@ -280,7 +280,19 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
                         let _ = write_line(&mut *stdin.lock().await, &message).await;
                     });
                 }
-                Ok(Line::Action(action)) => {
+                Ok(Line::Action(mut action, id)) => {
+                    // The extension hears when its new session has started (`withSession`).
+                    if let (super::ExtensionAction::NewSession { done }, Some(id)) = (&mut action, id) {
+                        let (tx, rx) = tokio::sync::oneshot::channel();
+                        *done = Some(tx);
+                        let stdin = peer.stdin.clone();
+                        tokio::spawn(async move {
+                            let switched = rx.await.unwrap_or(false);
+                            let result = serde_json::json!({"cancelled": !switched});
+                            let message = serde_json::json!({"type": "query_result", "id": id, "result": result});
+                            let _ = write_line(&mut *stdin.lock().await, &message).await;
+                        });
+                    }
                     if let Some(actions) = &peer.actions {
                         let _ = actions.send(action);
                     }
@@ -336,8 +348,9 @@ enum Line {
     /// `ctx.modelRegistry.getApiKeyAndHeaders(model)`: `{"type":"credentials","id":…,
     /// "provider":…,"model":…}`, answered with a `query_result`.
     Credentials { id: Value, provider: String, model: String },
-    /// Something for the running mode to do (`{"type":"action","action":…}`).
-    Action(super::ExtensionAction),
+    /// Something for the running mode to do (`{"type":"action","action":…}`), and the `id` its
+    /// outcome is reported with (`new_session`).
+    Action(super::ExtensionAction, Option<Value>),
     /// A message that needs no answer (`log`).
     Log,
 }
@@ -360,7 +373,7 @@ fn reply(line: &str) -> Result<Line, String> {
         }
         Some("action") => {
             return super::ExtensionAction::parse(&value)
-                .map(Line::Action)
+                .map(|action| Line::Action(action, value.get("id").cloned()))
                 .ok_or_else(|| format!("asked for an action pi does not know: {shown:?}"));
         }
         Some("append_entry") => {

@@ -154,7 +154,7 @@ impl ProcessSpec {
 
 /// What an extension asks the mode pi runs in to do, between jobs (upstream's `ctx.compact`,
 /// `ctx.shutdown`, `ctx.reload`, and `pi.sendUserMessage` outside a command).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum ExtensionAction {
     /// Compact the session now, with these instructions.
     Compact {
@@ -169,6 +169,15 @@ pub enum ExtensionAction {
     Prompt {
         /// The text.
         text: String,
+    },
+    /// Ask the model again without a new user message (upstream's `sendMessage` with
+    /// `triggerTurn`: the extension's message is the context's latest).
+    Resume,
+    /// Start a fresh session (upstream's `ctx.newSession`); `done` hears whether it did
+    /// (an extension's `session_before_switch` may cancel).
+    NewSession {
+        /// Told `true` once the new session started, `false` when it did not.
+        done: Option<tokio::sync::oneshot::Sender<bool>>,
     },
     /// Use this model from the next request (upstream's `pi.setModel`).
     SetModel {
@@ -192,6 +201,8 @@ impl ExtensionAction {
             "compact" => ExtensionAction::Compact { instructions: text("instructions") },
             "shutdown" => ExtensionAction::Shutdown,
             "reload" => ExtensionAction::Reload,
+            "resume" => ExtensionAction::Resume,
+            "new_session" => ExtensionAction::NewSession { done: None },
             "prompt" => ExtensionAction::Prompt { text: text("text")? },
             "set_model" => ExtensionAction::SetModel { provider: text("provider")?, id: text("id")? },
             "set_thinking_level" => ExtensionAction::SetThinkingLevel { level: text("level")? },

@@ -46,6 +46,8 @@ pub enum Job {
         /// The whole line.
         line: String,
     },
+    /// Ask the model again without a new user message (an extension's `triggerTurn`).
+    Resume,
     /// Compact now.
     Compact {
         /// What the summary should focus on.
@@ -231,7 +233,7 @@ impl<'a> Driver<'a> {
                     None => break,
                 },
                 Some(action) = async { actions.as_mut()?.recv().await } => match job_of_action(action) {
-                    Some(job) => (job, Box::new(|_| {}) as Reply),
+                    Some(job) => job,
                     // `ctx.shutdown()`: the running job has finished; queued ones are refused.
                     None => {
                         self.shared.stopping.store(true, Ordering::SeqCst);
@@ -284,6 +286,16 @@ impl<'a> Driver<'a> {
         let cfg = self.reloaded.as_ref().unwrap_or(self.cfg);
         match job {
             Job::Prompt { text } => prompt(harness, &text, cancel, &mut sink).await,
+            Job::Resume => {
+                let (scope, mut forward) = (harness.prompt_scope(), |e| sink(e));
+                let work = harness.agent.resume(cancel, &mut forward);
+                let result = harness.hub.enter(scope, work).await.map_err(|e| e.to_string())?;
+                Ok(JobOutput::Prompt {
+                    stop_reason: result.stop_reason,
+                    turns: result.turns,
+                    error: result.error.map(|e| e.to_string()),
+                })
+            }
             Job::ExtensionCommand { line } => {
                 jobs::extension_command(harness, &self.shared, &line, cancel, &mut sink).await
             }
@@ -338,14 +350,25 @@ fn commands_of(extensions: &[ProcessExtension]) -> Vec<(String, String, String)>
         .collect()
 }
 
-/// The job an extension's action runs as; `None` for `Shutdown`.
-fn job_of_action(action: ExtensionAction) -> Option<Job> {
+/// The job an extension's action runs as, and what hears its outcome; `None` for `Shutdown`.
+fn job_of_action(action: ExtensionAction) -> Option<(Job, Reply)> {
+    let quiet: Reply = Box::new(|_| {});
     Some(match action {
-        ExtensionAction::Compact { instructions } => Job::Compact { instructions },
-        ExtensionAction::Reload => Job::Reload,
-        ExtensionAction::Prompt { text } => Job::Prompt { text },
-        ExtensionAction::SetModel { provider, id } => Job::SetModel { provider, model: id },
-        ExtensionAction::SetThinkingLevel { level } => Job::SetThinkingLevel { level },
+        ExtensionAction::NewSession { done } => {
+            let reply: Reply = Box::new(move |outcome| {
+                let switched = matches!(outcome, Ok(JobOutput::Switched { cancelled: false }));
+                if let Some(done) = done {
+                    let _ = done.send(switched);
+                }
+            });
+            return Some((Job::NewSession, reply));
+        }
+        ExtensionAction::Compact { instructions } => (Job::Compact { instructions }, quiet),
+        ExtensionAction::Reload => (Job::Reload, quiet),
+        ExtensionAction::Prompt { text } => (Job::Prompt { text }, quiet),
+        ExtensionAction::Resume => (Job::Resume, quiet),
+        ExtensionAction::SetModel { provider, id } => (Job::SetModel { provider, model: id }, quiet),
+        ExtensionAction::SetThinkingLevel { level } => (Job::SetThinkingLevel { level }, quiet),
         ExtensionAction::Shutdown => return None,
     })
 }

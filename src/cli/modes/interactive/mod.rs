@@ -18,10 +18,11 @@ mod transcript;
 mod whole_lines;
 
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pi_agent::events::AgentEvent;
+use pi_agent::extensions::process::ExtensionAction;
 use pi_agent::{PromptSource, QueueKind};
 use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout, Position};
@@ -52,9 +53,16 @@ enum Done {
     Bash,
     Session(&'static str),
     Fork,
-    Tree { navigate: bool },
+    Tree {
+        navigate: bool,
+    },
     Model,
     Reload,
+    /// Nothing to show.
+    Quiet,
+    /// A new session an extension asked for (`ctx.newSession`): shown as `/new`, then the
+    /// extension hears whether it started.
+    ExtensionSession(Arc<Mutex<Option<tokio::sync::oneshot::Sender<bool>>>>),
 }
 
 /// Runs the interactive mode until the user quits (or a signal arrives).
@@ -112,18 +120,16 @@ pub async fn run(
         running: None,
         last_ctrl_c: None,
         quit: false,
+        quit_when_idle: false,
         alert,
         ext: ext_ui::ExtScreen::default(),
     };
-    // The driver ends when the screen does, or when an extension asks for the end (then the
-    // screen ends too).
-    let driven = async {
-        let harness = driver.run(queued, Some(actions)).await;
-        stop.cancel();
-        harness
-    };
-    let (harness, ui_outcome) =
-        tokio::join!(driven, ui.run(terminal, (events, ui_calls), errors, stop.clone(), first_prompt));
+    // What extensions ask for (`ctx.compact`, `ctx.newSession`, follow-up prompts…) the screen
+    // sends as if typed, so it shows their outcome.
+    let (harness, ui_outcome) = tokio::join!(
+        driver.run(queued, None),
+        ui.run(terminal, (events, ui_calls, actions), errors, stop.clone(), first_prompt)
+    );
     let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::event::DisableBracketedPaste);
     let _ = ratatui::try_restore();
     output::divert_errors(None);
@@ -157,6 +163,8 @@ struct Ui<'a> {
     running: Option<String>,
     last_ctrl_c: Option<Instant>,
     quit: bool,
+    /// An extension asked for the end (`ctx.shutdown()`): once the running job is done.
+    quit_when_idle: bool,
     /// A dialog to dismiss before anything else.
     alert: Option<Alert>,
     /// What extensions show: their dialogs, statuses and widgets.
@@ -178,7 +186,11 @@ impl Ui<'_> {
     async fn run(
         mut self,
         mut terminal: Screen,
-        (mut events, mut ui_calls): (mpsc::UnboundedReceiver<AgentEvent>, mpsc::UnboundedReceiver<ext_ui::UiCall>),
+        (mut events, mut ui_calls, mut actions): (
+            mpsc::UnboundedReceiver<AgentEvent>,
+            mpsc::UnboundedReceiver<ext_ui::UiCall>,
+            mpsc::UnboundedReceiver<ExtensionAction>,
+        ),
         errors: std::sync::mpsc::Receiver<String>,
         stop: CancellationToken,
         first_prompt: Option<String>,
@@ -204,6 +216,7 @@ impl Ui<'_> {
             if let Err(e) = terminal.draw(|frame| self.draw(frame)) {
                 break if terminal_hung_up() { Ok(Ended::HungUp) } else { Err(e) };
             }
+            self.quit |= self.quit_when_idle && !self.shared.is_busy() && self.running.is_none();
             if self.quit {
                 break Ok(Ended::Quit);
             }
@@ -222,6 +235,7 @@ impl Ui<'_> {
                 }
                 Some((done, outcome)) = replies.recv() => self.done(done, outcome),
                 Some(call) = ui_calls.recv() => self.extension_ui(call),
+                Some(action) = actions.recv() => self.extension_action(action, &replies_tx),
                 _ = tick.tick() => {
                     if terminal_hung_up() {
                         break Ok(Ended::HungUp);
@@ -407,6 +421,16 @@ impl Ui<'_> {
                 self.transcript.notice(Tone::Warn, format!("{what}: cancelled by an extension"));
             }
             (Done::Session(what), _) => self.show_conversation(&format!("{what}: ")),
+            (Done::ExtensionSession(done), JobOutput::Switched { cancelled }) => {
+                if cancelled {
+                    self.transcript.notice(Tone::Warn, "new session: cancelled by an extension");
+                } else {
+                    self.show_conversation("new session: ");
+                }
+                if let Some(done) = done.lock().ok().and_then(|mut d| d.take()) {
+                    let _ = done.send(!cancelled);
+                }
+            }
             (Done::Fork, JobOutput::Forked { cancelled: true, .. }) => {
                 self.transcript.notice(Tone::Warn, "fork: cancelled by an extension");
             }
@@ -516,6 +540,33 @@ impl Ui<'_> {
         self.ext.draw(frame);
         if let Some(alert) = &self.alert {
             alert.draw(frame);
+        }
+    }
+
+    /// What an extension asked for, sent as the user would (its outcome shows the same way).
+    fn extension_action(&mut self, action: ExtensionAction, replies: &Replies) {
+        match action {
+            ExtensionAction::Compact { instructions } => {
+                self.running = Some("compacting".into());
+                self.send(Job::Compact { instructions }, Done::Compact, replies);
+            }
+            ExtensionAction::Reload => self.send(Job::Reload, Done::Reload, replies),
+            ExtensionAction::NewSession { done } => {
+                self.send(Job::NewSession, Done::ExtensionSession(Arc::new(Mutex::new(done))), replies)
+            }
+            // A follow-up (after the running prompt), or a command line as typed.
+            ExtensionAction::Prompt { text } => self.submit(text, QueueKind::FollowUp, replies),
+            ExtensionAction::Resume => {
+                self.shared.mark_busy();
+                self.send(Job::Resume, Done::Prompt, replies);
+            }
+            ExtensionAction::SetModel { provider, id } => {
+                self.send(Job::SetModel { provider, model: id }, Done::Model, replies)
+            }
+            ExtensionAction::SetThinkingLevel { level } => {
+                self.send(Job::SetThinkingLevel { level }, Done::Quiet, replies)
+            }
+            ExtensionAction::Shutdown => self.quit_when_idle = true,
         }
     }
 
