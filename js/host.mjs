@@ -711,6 +711,8 @@ for await (const line of lines) {
   } else if (message.type === "event") {
     const { id, event, payload, ctx } = message;
     const idle = event === "session_start" || event === "session_shutdown";
+    // Upstream's compaction event carries an AbortSignal for the extension's own model call.
+    if (event === "session_before_compact") payload.signal = shutdown.signal;
     dispatch(event, payload, context({ ...ctx, idle })).then(
       (result) => send({ type: "result", id, result: result ?? null }),
       (error) => send({ type: "error", id, message: String(error?.message ?? error) }),

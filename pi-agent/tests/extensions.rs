@@ -555,6 +555,8 @@ fn session_before_hooks_the_first_cancel_wins_else_the_last_result() {
         messages_to_summarize: vec![Message::user("old")],
         kept_messages: 2,
         will_retry: false,
+        previous_summary: None,
+        custom_instructions: None,
     };
     runtime.block_on(async {
         let manual = hooks.session_before(hooks::SessionBeforeCompact, compact("manual"), &ctx).await;

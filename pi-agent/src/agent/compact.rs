@@ -58,6 +58,8 @@ impl Agent {
                 messages_to_summarize: to_summarize.clone(),
                 kept_messages: kept.len(),
                 will_retry,
+                previous_summary: previous.clone(),
+                custom_instructions: instructions.map(str::to_owned),
             };
             let supplied = match self.before_compact(before, ctx, &mut *on_event).await {
                 Ok(supplied) => supplied,

@@ -272,6 +272,10 @@ pub struct BeforeCompactEvent {
     pub kept_messages: usize,
     /// The turn that overflowed the context will be sent again after the compaction.
     pub will_retry: bool,
+    /// The summary the conversation starts with (an earlier compaction's), if any.
+    pub previous_summary: Option<String>,
+    /// What the user asked the summary to focus on (`/compact …`).
+    pub custom_instructions: Option<String>,
 }
 
 /// `session_before_tree` event.

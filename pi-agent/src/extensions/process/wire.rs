@@ -96,9 +96,22 @@ pub fn message_end(e: &MessageEndEvent) -> Value {
     HookEvent::MessageEnd(e).to_value()
 }
 
-/// `session_before_compact`.
+/// `session_before_compact`, with upstream's `preparation` (what to summarize, the previous
+/// summary; pi keeps the recent messages itself, so `firstKeptEntryId` is null and no turn is
+/// split) and `customInstructions`.
 pub fn before_compact(e: &BeforeCompactEvent) -> Value {
-    HookEvent::BeforeCompact(e).to_value()
+    let mut value = HookEvent::BeforeCompact(e).to_value();
+    value["preparation"] = serde_json::json!({
+        "firstKeptEntryId": null,
+        "messagesToSummarize": e.messages_to_summarize,
+        "turnPrefixMessages": [],
+        "isSplitTurn": false,
+        "tokensBefore": e.tokens_before,
+        "previousSummary": e.previous_summary,
+        "fileOps": {"read": [], "written": [], "edited": []},
+    });
+    value["branchEntries"] = Value::Array(Vec::new());
+    value
 }
 
 /// `session_before_tree`.
