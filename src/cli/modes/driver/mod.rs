@@ -227,11 +227,10 @@ impl<'a> Driver<'a> {
         let (agent, sink) = (&mut self.harness.agent, &mut self.events);
         self.harness.hub.enter(scope, agent.start_session(&mut |e| sink(e))).await;
         loop {
+            // What an extension asked for during the last job comes before the jobs queued
+            // behind it (its shutdown refuses them).
             let (job, reply) = tokio::select! {
-                next = jobs.recv() => match next {
-                    Some(next) => next,
-                    None => break,
-                },
+                biased;
                 Some(action) = async { actions.as_mut()?.recv().await } => match job_of_action(action) {
                     Some(job) => job,
                     // `ctx.shutdown()`: the running job has finished; queued ones are refused.
@@ -239,6 +238,10 @@ impl<'a> Driver<'a> {
                         self.shared.stopping.store(true, Ordering::SeqCst);
                         break;
                     }
+                },
+                next = jobs.recv() => match next {
+                    Some(next) => next,
+                    None => break,
                 },
             };
             if self.shared.stopping.load(Ordering::SeqCst) {
