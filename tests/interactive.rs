@@ -566,3 +566,31 @@ fn an_extensions_custom_component_is_drawn_and_driven_by_keys() {
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Upstream's own snake (its npm package's example, unmodified): drawn in pi's screen, driven by
+/// keys; Esc pauses it (it saves its state with `appendEntry`), `/snake` again resumes it paused
+/// from the session, `q` quits.
+#[test]
+#[ignore = "needs upstream's npm packages: run by scripts/test"]
+fn upstreams_snake_is_drawn_driven_and_resumed() {
+    let dir = scratch("tui-upstream-snake");
+    let agent = support::upstream_agent();
+    let snake = agent.join("js/node_modules/@mariozechner/pi-coding-agent/examples/extensions/snake.ts");
+    let copy = dir.join("snake.ts");
+    std::fs::copy(&snake, &copy).unwrap();
+    let agent_env = agent.to_str().unwrap();
+    let mut tui =
+        Tui::start_with_env(&dir, &json!([]), &["-e", copy.to_str().unwrap()], &[("PI_CODING_AGENT_DIR", agent_env)]);
+    tui.enter("/snake");
+    tui.wait_for("the game", |s| s.contains("SNAKE") && s.contains("Score: 0"));
+    tui.keys("\x1b[A");
+    tui.keys("\x1b");
+    tui.wait_for("the game to close", |s| !s.contains("Score: 0"));
+    tui.enter("/snake");
+    tui.shows("PAUSED");
+    tui.keys("q");
+    tui.wait_for("the game to end", |s| !s.contains("SNAKE"));
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::json;
 use support::{Flag, Succeeds, pi, scratch};
@@ -135,29 +135,12 @@ fn a_tool_result_that_terminates_ends_the_run_when_every_tool_of_the_turn_says_s
     std::fs::remove_dir_all(&d).unwrap();
 }
 
-/// The agent folder (kept in `target/`) with upstream's npm packages installed, as pi installs
-/// them the first time an extension imports one (under pi's own lock, so concurrent tests wait).
-fn upstream_agent() -> PathBuf {
-    let agent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("upstream-agent");
-    let probe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("upstream-probe.ts");
-    std::fs::write(
-        &probe,
-        "import { Type } from \"@sinclair/typebox\";\nexport default function () { Type.Object({}); }\n",
-    )
-    .unwrap();
-    pi().args(["-p", "hi", "--no-session", "--tools", "none"])
-        .flag("-e", &probe)
-        .env("PI_CODING_AGENT_DIR", &agent)
-        .succeeds();
-    agent
-}
-
 /// Upstream's own `RpcClient` (from its npm package) drives `pi --mode rpc` and answers an
 /// extension's `ctx.ui.confirm` — an `extension_ui_request` — with an `extension_ui_response`.
 #[test]
 #[ignore = "needs upstream's npm packages: run by scripts/test"]
 fn upstreams_rpc_client_answers_an_extension_ui_request() {
-    let agent = upstream_agent();
+    let agent = support::upstream_agent();
     let d = scratch("js-rpc-client");
     std::fs::write(
         d.join("ask.mjs"),

@@ -208,3 +208,20 @@ pub fn one_shot_server(content_type: &'static str, body: Vec<u8>) -> (String, st
     });
     (base, handle)
 }
+
+/// The agent folder (kept in `target/`) with upstream's npm packages installed, as pi installs
+/// them the first time an extension imports one (under pi's own lock, so concurrent tests wait).
+pub fn upstream_agent() -> PathBuf {
+    let agent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("upstream-agent");
+    let probe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("upstream-probe.ts");
+    std::fs::write(
+        &probe,
+        "import { Type } from \"@sinclair/typebox\";\nexport default function () { Type.Object({}); }\n",
+    )
+    .unwrap();
+    pi().args(["-p", "hi", "--no-session", "--tools", "none"])
+        .flag("-e", &probe)
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .succeeds();
+    agent
+}

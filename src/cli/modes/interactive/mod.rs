@@ -74,6 +74,8 @@ pub async fn run(
 ) -> Result<ExitCode, CliError> {
     use std::io::IsTerminal;
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        // No extension loads here, so an option only an extension could take is the culprit.
+        crate::cli::extensions::check_extension_flags(&[])?;
         return Err(CliError::Usage(
             "the interactive mode needs a terminal: give -p PROMPT (print mode) or --mode rpc (for programs)".into(),
         ));
