@@ -128,8 +128,12 @@ const pi = {
     if (declared.type === "boolean") return value === true || value === "true";
     return value === true ? "" : value;
   },
+  // Keys in pi-tui's id form, modifiers in its order (`alt+ctrl+P` → `ctrl+alt+p`).
   registerShortcut(shortcut, options) {
-    shortcuts.set(shortcut, options);
+    const parts = String(shortcut).toLowerCase().split("+");
+    const key = parts.pop();
+    const order = ["ctrl", "shift", "alt", "super"];
+    shortcuts.set([...order.filter((m) => parts.includes(m)), key].join("+"), options);
   },
   registerMessageRenderer(customType, renderer) {
     renderers.set(customType, renderer);
@@ -707,6 +711,7 @@ for await (const line of lines) {
       tools: [...tools.values()].map(toolSpec),
       commands: [...commands.entries()].map(([name, c]) => ({ name, description: c.description ?? "" })),
       flags: [...flags.keys()].map((name) => ({ name })),
+      shortcuts: [...shortcuts.entries()].map(([key, s]) => ({ key, description: s?.description ?? "" })),
     });
   } else if (message.type === "event") {
     const { id, event, payload, ctx } = message;
@@ -737,6 +742,13 @@ for await (const line of lines) {
         },
         (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
       );
+  } else if (message.type === "shortcut") {
+    const { id, key, ctx } = message;
+    const shortcut = shortcuts.get(key);
+    Promise.resolve(shortcut ? shortcut.handler(context({ ...ctx, idle: true })) : Promise.reject(new Error(`no shortcut ${key}`))).then(
+      () => send({ type: "result", id, result: null }),
+      (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
+    );
   } else if (message.type === "ui_input") {
     customs.get(message.customId)?.(message);
   } else if (message.type === "ui_result" || message.type === "query_result") {

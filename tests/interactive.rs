@@ -594,3 +594,35 @@ fn upstreams_snake_is_drawn_driven_and_resumed() {
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `pi.registerShortcut`: the key (Ctrl+Alt+K, written as upstream's id in any modifier order)
+/// runs the extension's handler with a ctx whose UI is the screen's; other keys still type.
+#[test]
+fn an_extensions_shortcut_runs_its_handler() {
+    let dir = scratch("tui-shortcut");
+    let extension = dir.join("keys.mjs");
+    std::fs::write(
+        &extension,
+        r#"export default function (pi) {
+  let presses = 0;
+  pi.registerShortcut("alt+ctrl+k", { description: "Counts", handler: async (ctx) => {
+    presses += 1;
+    ctx.ui.notify(`shortcut pressed ${presses}`);
+  } });
+}
+"#,
+    )
+    .unwrap();
+    let mut tui = Tui::start(&dir, &json!([]), &["-e", extension.to_str().unwrap()]);
+    tui.shows("/help for commands");
+    tui.keys("\x1b\x0b");
+    tui.shows("shortcut pressed 1");
+    tui.keys("\x1b\x0b");
+    tui.shows("shortcut pressed 2");
+    tui.keys("k");
+    tui.wait_for("the typed key in the editor", |s| s.lines().any(|l| l.starts_with("> k")));
+    tui.keys("\x7f");
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -450,6 +450,22 @@ pub async fn run_command(
     None
 }
 
+/// Runs the handler an extension registered for `key` (upstream's key id); `None` when none did.
+pub async fn run_shortcut(
+    extensions: &[ProcessExtension],
+    (resources, model): (&Resources, &pi_agent::model::ModelInfo),
+    key: &str,
+    (cwd, session_file): (&Path, Option<&str>),
+) -> Option<Result<(), String>> {
+    let more = json!({"commands": slash_commands(extensions, resources), "model": model_wire(model)});
+    for extension in extensions {
+        if let Some(outcome) = extension.shortcut(key, (cwd, session_file, &more)).await {
+            return Some(outcome.map_err(|e| e.to_string()));
+        }
+    }
+    None
+}
+
 /// Upstream's `SlashCommandInfo` list (`pi.getCommands()`): extension commands, prompt
 /// templates, skills (`skill:name`), each with its source file.
 pub fn slash_commands(extensions: &[ProcessExtension], resources: &Resources) -> Value {

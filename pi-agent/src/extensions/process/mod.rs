@@ -27,7 +27,7 @@ use super::hooks::{self, Notify};
 use super::{Extension, ExtensionApi, HookContext, HookError};
 use child::Connection;
 use protocol::{CommandReply, Request, ResourcesReply, TrustReply};
-pub use protocol::{CommandSpec, FlagSpec, PROTOCOL_VERSION, Register, ToolSpec};
+pub use protocol::{CommandSpec, FlagSpec, PROTOCOL_VERSION, Register, ShortcutSpec, ToolSpec};
 pub use tool::{ProcessTool, TOOL_TIMEOUT};
 pub use ui::{DIALOGS, ExtensionUi, UiAnswer, UiHandle};
 
@@ -423,15 +423,35 @@ impl ProcessExtension {
         if !self.inner.register.commands.iter().any(|c| c.name == name) {
             return None;
         }
-        let mut ctx = json!({"hasUI": self.has_ui(), "cwd": cwd, "sessionFile": session_file});
-        if let (Some(ctx), Some(more)) = (ctx.as_object_mut(), more.as_object()) {
-            ctx.extend(more.iter().map(|(k, v)| (k.clone(), v.clone())));
-        }
+        let ctx = self.user_ctx(cwd, session_file, more);
         let message = Request::Command { name, args, ctx }.to_json();
         Some(self.request_within(message, tool::TOOL_TIMEOUT).await.map(|reply| {
             let reply: CommandReply = serde_json::from_value(reply).unwrap_or_default();
             (reply.text, reply.prompt)
         }))
+    }
+
+    /// The ctx of what the user started (a command, a shortcut): `more` merged in.
+    fn user_ctx(&self, cwd: &Path, session_file: Option<&str>, more: &Value) -> Value {
+        let mut ctx = json!({"hasUI": self.has_ui(), "cwd": cwd, "sessionFile": session_file});
+        if let (Some(ctx), Some(more)) = (ctx.as_object_mut(), more.as_object()) {
+            ctx.extend(more.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        ctx
+    }
+
+    /// Runs its handler of shortcut `key`; `None` when it registered none for that key.
+    pub async fn shortcut(
+        &self,
+        key: &str,
+        (cwd, session_file, more): (&Path, Option<&str>, &Value),
+    ) -> Option<Result<(), HookError>> {
+        if !self.inner.register.shortcuts.iter().any(|s| s.key == key) {
+            return None;
+        }
+        let ctx = self.user_ctx(cwd, session_file, more);
+        let message = Request::Shortcut { key, ctx }.to_json();
+        Some(self.request_within(message, tool::TOOL_TIMEOUT).await.map(|_| ()))
     }
 
     /// True when it registered for `event`.

@@ -28,6 +28,8 @@ pub(crate) enum Request<'a> {
     Event { event: &'a str, payload: Value, ctx: Value },
     /// A `/command` it registered.
     Command { name: &'a str, args: &'a str, ctx: Value },
+    /// A key shortcut it registered was pressed (`key`: upstream's key id, `ctrl+alt+p`).
+    Shortcut { key: &'a str, ctx: Value },
     /// A call of a tool it registered.
     Tool { name: &'a str, params: &'a Value, ctx: Value },
     /// Stop now.
@@ -134,6 +136,16 @@ pub struct CommandSpec {
     pub description: String,
 }
 
+/// A key an extension handles: upstream's key id (`ctrl+alt+p`, `ctrl+shift+u`, `alt+m`, `f5`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ShortcutSpec {
+    /// The key id.
+    pub key: String,
+    /// What it does.
+    #[serde(default)]
+    pub description: String,
+}
+
 /// A command-line option an extension takes.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct FlagSpec {
@@ -160,6 +172,9 @@ pub struct Register {
     /// Command-line options it takes (upstream's `pi.registerFlag`): `pi --name [value]`.
     #[serde(default)]
     pub flags: Vec<FlagSpec>,
+    /// Keys it handles in the interactive mode (upstream's `pi.registerShortcut`).
+    #[serde(default)]
+    pub shortcuts: Vec<ShortcutSpec>,
     /// Events it named that this pi does not know (a newer upstream's): left out of `events`,
     /// for one warning; they never reject the extension.
     #[serde(skip)]

@@ -12,7 +12,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::outcome::{JobError, JobOutput, JobResult};
-use super::{Shared, THINKING_LEVELS, commands_of, lock, model_json, prompt, switch};
+use super::{Shared, THINKING_LEVELS, commands_of, lock, model_json, prompt, shortcuts_of, switch};
 use crate::cli::args::AgentArgs;
 use crate::cli::config::Config;
 use crate::cli::modes::harness::Harness;
@@ -49,6 +49,17 @@ pub(super) async fn extension_command(
             }
             Ok(JobOutput::Command { output })
         }
+    }
+}
+
+/// An extension's key shortcut.
+pub(super) async fn extension_shortcut(harness: &mut Harness, key: &str) -> JobResult {
+    let session_file = harness.agent.session_file();
+    let at = (harness.cwd.as_path(), session_file.as_deref());
+    let context = (harness.agent.resources(), harness.agent.model());
+    match crate::cli::extensions::run_shortcut(&harness.extensions, context, key, at).await {
+        None => Err(format!("{key}: no extension handles it").into()),
+        Some(outcome) => outcome.map(|()| JobOutput::Nothing).map_err(Into::into),
     }
 }
 
@@ -150,6 +161,7 @@ pub(super) async fn reload(
         started.iter().map(|e| e as &dyn pi_agent::extensions::Extension).collect();
     harness.agent.replace_extensions(&refs);
     *lock(&shared.extension_commands) = commands_of(&started);
+    *lock(&shared.extension_shortcuts) = shortcuts_of(&started);
     harness.extensions = started;
     harness.hub.enter(scope, harness.agent.restart_session("reload", sink)).await;
     Ok((loaded, fresh))

@@ -46,6 +46,11 @@ pub enum Job {
         /// The whole line.
         line: String,
     },
+    /// An extension's key shortcut was pressed (upstream's key id).
+    Shortcut {
+        /// The key id.
+        key: String,
+    },
     /// Ask the model again without a new user message (an extension's `triggerTurn`).
     Resume,
     /// Compact now.
@@ -125,6 +130,8 @@ pub struct Shared {
     pub queue: MessageQueue,
     /// The commands extensions registered: name, description, source file.
     extension_commands: Mutex<Vec<(String, String, String)>>,
+    /// The keys extensions registered shortcuts for.
+    extension_shortcuts: Mutex<Vec<String>>,
 }
 
 impl Shared {
@@ -178,6 +185,11 @@ impl Shared {
     pub fn extension_commands(&self) -> Vec<(String, String, String)> {
         lock(&self.extension_commands).clone()
     }
+
+    /// An extension registered a shortcut for `key` (upstream's key id).
+    pub fn is_extension_shortcut(&self, key: &str) -> bool {
+        lock(&self.extension_shortcuts).iter().any(|k| k == key)
+    }
 }
 
 /// Runs jobs on the harness until the job channel closes, then shuts the agent down
@@ -201,6 +213,7 @@ impl<'a> Driver<'a> {
         events: impl FnMut(AgentEvent) + Send + 'a,
     ) -> (Self, Arc<Shared>) {
         let extension_commands = Mutex::new(commands_of(&harness.extensions));
+        let extension_shortcuts = Mutex::new(shortcuts_of(&harness.extensions));
         let shared = Arc::new(Shared {
             busy: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
@@ -209,6 +222,7 @@ impl<'a> Driver<'a> {
             state: Mutex::new(state_of(&harness)),
             queue: harness.agent.queue(),
             extension_commands,
+            extension_shortcuts,
         });
         let driver = Driver { harness, args, cfg, reloaded: None, shared: shared.clone(), events: Box::new(events) };
         (driver, shared)
@@ -289,6 +303,7 @@ impl<'a> Driver<'a> {
         let cfg = self.reloaded.as_ref().unwrap_or(self.cfg);
         match job {
             Job::Prompt { text } => prompt(harness, &text, cancel, &mut sink).await,
+            Job::Shortcut { key } => jobs::extension_shortcut(harness, &key).await,
             Job::Resume => {
                 let (scope, mut forward) = (harness.prompt_scope(), |e| sink(e));
                 let work = harness.agent.resume(cancel, &mut forward);
@@ -351,6 +366,11 @@ fn commands_of(extensions: &[ProcessExtension]) -> Vec<(String, String, String)>
             e.registration().commands.iter().map(move |c| (c.name.clone(), c.description.clone(), source.clone()))
         })
         .collect()
+}
+
+/// The keys extensions registered shortcuts for.
+fn shortcuts_of(extensions: &[ProcessExtension]) -> Vec<String> {
+    extensions.iter().flat_map(|e| e.registration().shortcuts.iter().map(|s| s.key.clone())).collect()
 }
 
 /// The job an extension's action runs as, and what hears its outcome; `None` for `Shutdown`.

@@ -57,6 +57,40 @@ struct Component {
     width: u16,
 }
 
+/// Upstream's key id of `key` for extension shortcuts (`ctrl+alt+p`, `ctrl+shift+u`, `alt+m`,
+/// `f5`: modifiers in pi-tui's order ctrl, shift, alt, super), for keys with Ctrl, Alt or Super
+/// and function keys; `None` for what types text or drives the editor and for Ctrl+C / Ctrl+D.
+pub fn key_id(key: &KeyEvent) -> Option<String> {
+    let m = key.modifiers;
+    let (ctrl, alt, sup) =
+        (m.contains(KeyModifiers::CONTROL), m.contains(KeyModifiers::ALT), m.contains(KeyModifiers::SUPER));
+    let mut shift = m.contains(KeyModifiers::SHIFT);
+    let base = match key.code {
+        KeyCode::Char(c) if ctrl && !alt && !sup && matches!(c.to_ascii_lowercase(), 'c' | 'd') => return None,
+        KeyCode::Char(c) => {
+            shift |= c.is_ascii_uppercase();
+            c.to_ascii_lowercase().to_string()
+        }
+        KeyCode::F(n) => format!("f{n}"),
+        KeyCode::Up => "up".into(),
+        KeyCode::Down => "down".into(),
+        KeyCode::Left => "left".into(),
+        KeyCode::Right => "right".into(),
+        KeyCode::Enter => "enter".into(),
+        KeyCode::Tab => "tab".into(),
+        KeyCode::Backspace => "backspace".into(),
+        KeyCode::Delete => "delete".into(),
+        _ => return None,
+    };
+    if !(ctrl || alt || sup || matches!(key.code, KeyCode::F(_))) {
+        return None;
+    }
+    let mods = [(ctrl, "ctrl"), (shift, "shift"), (alt, "alt"), (sup, "super")];
+    let mut id: Vec<&str> = mods.iter().filter(|(on, _)| *on).map(|(_, name)| *name).collect();
+    id.push(&base);
+    Some(id.join("+"))
+}
+
 /// True when `text` is one or more OSC sequences (`ESC ] …` ended by BEL or `ESC \\`) and
 /// nothing else.
 fn osc_only(text: &str) -> bool {
@@ -432,6 +466,18 @@ mod tests {
         assert_eq!(key_bytes(&key(KeyCode::Esc)).as_deref(), Some("\x1b"));
         assert_eq!(key_bytes(&KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)).as_deref(), Some("\x03"));
         assert_eq!(key_bytes(&key(KeyCode::F(5))), None);
+    }
+
+    #[test]
+    fn shortcut_keys_get_upstreams_ids() {
+        let id = |code, modifiers| key_id(&KeyEvent::new(code, modifiers));
+        let (ctrl, alt, shift) = (KeyModifiers::CONTROL, KeyModifiers::ALT, KeyModifiers::SHIFT);
+        assert_eq!(id(KeyCode::Char('p'), ctrl | alt).as_deref(), Some("ctrl+alt+p"));
+        assert_eq!(id(KeyCode::Char('U'), ctrl | shift).as_deref(), Some("ctrl+shift+u"));
+        assert_eq!(id(KeyCode::Char('m'), alt).as_deref(), Some("alt+m"));
+        assert_eq!(id(KeyCode::F(5), KeyModifiers::NONE).as_deref(), Some("f5"));
+        assert_eq!(id(KeyCode::Char('x'), KeyModifiers::NONE), None, "typing");
+        assert_eq!(id(KeyCode::Char('c'), ctrl), None, "pi's own");
     }
 
     #[test]

@@ -274,6 +274,10 @@ impl Ui<'_> {
         if self.ext.is_open() && !(ctrl && matches!(key.code, KeyCode::Char('c' | 'd'))) {
             return self.ext.key(key);
         }
+        if let Some(id) = ext_ui::key_id(&key).filter(|id| self.shared.is_extension_shortcut(id)) {
+            self.send(Job::Shortcut { key: id }, Done::Quiet, replies);
+            return;
+        }
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         if !(ctrl && key.code == KeyCode::Char('c')) {
             self.last_ctrl_c = None;
