@@ -10,7 +10,7 @@ use super::alert::boxed;
 use pi_agent::extensions::process::{ExtensionUi, UiAnswer};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::Block;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -105,6 +105,17 @@ fn osc_only(text: &str) -> bool {
         };
     }
     !text.is_empty()
+}
+
+/// One line an extension drew, its ANSI colours and styles kept (SGR codes, as pi-tui writes
+/// them); anything else that escapes is dropped.
+pub fn styled(line: &str) -> Line<'static> {
+    use ansi_to_tui::IntoText as _;
+    line.into_text()
+        .ok()
+        .and_then(|text| text.lines.into_iter().next())
+        .map(|l| Line::from(l.spans.into_iter().map(|s| Span::styled(plain(&s.content), s.style)).collect::<Vec<_>>()))
+        .unwrap_or_else(|| Line::raw(plain(line)))
 }
 
 /// `text` without terminal escape sequences (the component's colours and styles).
@@ -271,7 +282,6 @@ impl ExtScreen {
             "setFooter" | "setHeader" => {
                 let lines: Option<Vec<String>> =
                     request.get("lines").and_then(|l| serde_json::from_value::<Vec<String>>(l.clone()).ok());
-                let lines = lines.map(|l| l.iter().map(|line| plain(line)).collect());
                 match request["method"].as_str() {
                     Some("setFooter") => self.footer = lines,
                     _ => self.header = lines,
@@ -415,7 +425,7 @@ impl ExtScreen {
                 component.width = width;
                 let _ = component.input.send(json!({"width": width - 2}));
             }
-            let lines: Vec<Line<'_>> = component.lines.iter().map(|l| Line::raw(plain(l))).collect();
+            let lines: Vec<Line<'_>> = component.lines.iter().map(|l| styled(l)).collect();
             return boxed(frame, width, lines, Block::bordered());
         }
         let Some(dialog) = &self.open else { return };
@@ -466,6 +476,17 @@ mod tests {
         assert_eq!(key_bytes(&key(KeyCode::Esc)).as_deref(), Some("\x1b"));
         assert_eq!(key_bytes(&KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)).as_deref(), Some("\x03"));
         assert_eq!(key_bytes(&key(KeyCode::F(5))), None);
+    }
+
+    #[test]
+    fn extension_lines_keep_their_colours() {
+        let line = styled("\x1b[38;2;255;0;0mred\x1b[39m and \x1b[1mbold\x1b[22m\x1b]0;t\x07");
+        let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+        assert_eq!(text, "red and bold");
+        let red = line.spans.iter().find(|s| s.content == "red").unwrap();
+        assert_eq!(red.style.fg, Some(Color::Rgb(255, 0, 0)));
+        let bold = line.spans.iter().find(|s| s.content == "bold").unwrap();
+        assert!(bold.style.add_modifier.contains(Modifier::BOLD));
     }
 
     #[test]

@@ -499,7 +499,7 @@ impl Ui<'_> {
         ])
         .areas(area);
         if let Some(lines) = &self.ext.header {
-            frame.render_widget(Paragraph::new(lines.iter().cloned().map(Line::raw).collect::<Vec<_>>()), header);
+            frame.render_widget(Paragraph::new(lines.iter().map(|l| ext_ui::styled(l)).collect::<Vec<_>>()), header);
         }
 
         let visible = body.height as usize;
@@ -508,7 +508,7 @@ impl Ui<'_> {
         frame.render_widget(Paragraph::new(lines), body);
 
         let dim = Style::default().fg(Color::DarkGray);
-        let mut status_lines: Vec<Line<'_>> = widget_lines.into_iter().map(Line::raw).collect();
+        let mut status_lines: Vec<Line<'_>> = widget_lines.iter().map(|l| ext_ui::styled(l)).collect();
         let working = |what: &str| {
             let indicator = self.ext.working_indicator.as_deref().unwrap_or("●");
             let message = self.ext.working_message.clone().unwrap_or_else(|| format!("{what}… (Esc to abort)"));
@@ -616,7 +616,7 @@ impl Ui<'_> {
         let style = Style::default().fg(Color::DarkGray);
         let warn = if health.dropped > 0 { style.fg(Color::Yellow) } else { style };
         let mut lines = match &self.ext.footer {
-            Some(custom) => custom.iter().take(6).map(|l| Line::raw(l.clone())).collect(),
+            Some(custom) => custom.iter().take(6).map(|l| ext_ui::styled(l)).collect(),
             None => vec![Line::styled(first, style.add_modifier(Modifier::BOLD))],
         };
         lines.push(Line::styled(second, warn));
