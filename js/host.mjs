@@ -138,9 +138,10 @@ const pi = {
   registerMessageRenderer(customType, renderer) {
     renderers.set(customType, renderer);
   },
+  // Served by this host: pi sends the provider's requests (`--provider NAME`); the config's
+  // `streamSimple`, else pi-ai's own for its `api` (with its `baseUrl`), makes them.
   registerProvider(name, config) {
     providers.set(name, config);
-    log(`[warn] provider ${name} registered; pi does not run providers of JavaScript extensions yet`);
   },
   unregisterProvider(name) {
     providers.delete(name);
@@ -225,6 +226,49 @@ let lastCommands; // upstream's SlashCommandInfo list, from the latest command's
 let lastWire; // the latest ctx pi sent (its session file, for `pi.getSessionName`)
 let knownTools; // every tool ({ name, description }), from the latest ctx that carried them
 let activeTools = [];
+
+/** One model request of a provider this extension registered: upstream's `streamSimple(model,
+ *  context, options)` (the config's own, else pi-ai's for the config's `api`); each event goes
+ *  to pi as a `stream` line, the final message is the reply. */
+async function serveProvider(id, { provider, model, context, options }) {
+  const config = providers.get(provider);
+  if (!config) throw new Error(`no provider ${provider}`);
+  const full = { ...model, provider, api: model.api ?? config.api, baseUrl: model.baseUrl ?? config.baseUrl };
+  const stream = config.streamSimple ?? (await import("@mariozechner/pi-ai")).streamSimple;
+  const key = config.apiKey ? process.env[config.apiKey] ?? config.apiKey : undefined;
+  const events = stream(full, context, { apiKey: key, headers: config.headers, signal: shutdown.signal, reasoning: options?.reasoning ?? undefined });
+  const out = (event) => send({ type: "stream", id, event });
+  const calls = new Map(); // content index -> position among the tool calls
+  let final;
+  for await (const event of events) {
+    const block = event.partial?.content?.[event.contentIndex];
+    switch (event.type) {
+      case "text_delta":
+        out({ kind: "text", delta: event.delta });
+        break;
+      case "thinking_delta":
+        out({ kind: "thinking", delta: event.delta });
+        break;
+      case "toolcall_start":
+        calls.set(event.contentIndex, calls.size);
+        out({ kind: "toolcall_start", index: calls.get(event.contentIndex), id: block?.id ?? "", name: block?.name ?? "" });
+        break;
+      case "toolcall_delta":
+        out({ kind: "toolcall_delta", index: calls.get(event.contentIndex) ?? 0, delta: event.delta });
+        break;
+      case "toolcall_end":
+        out({ kind: "toolcall_end", index: calls.get(event.contentIndex) ?? 0 });
+        break;
+      case "done":
+        final = event.message;
+        break;
+      case "error":
+        final = event.error;
+        break;
+    }
+  }
+  return { message: final ?? (await events.result?.()) };
+}
 
 /** A theme that styles nothing (no terminal to style for): `fg("accent", text)` is `text`. */
 const plainTheme = new Proxy(
@@ -712,6 +756,7 @@ for await (const line of lines) {
       commands: [...commands.entries()].map(([name, c]) => ({ name, description: c.description ?? "" })),
       flags: [...flags.keys()].map((name) => ({ name })),
       shortcuts: [...shortcuts.entries()].map(([key, s]) => ({ key, description: s?.description ?? "" })),
+      providers: [...providers.entries()].map(([name, c]) => ({ name, models: (c?.models ?? []).map((m) => ({ ...m })) })),
     });
   } else if (message.type === "event") {
     const { id, event, payload, ctx } = message;
@@ -742,6 +787,11 @@ for await (const line of lines) {
         },
         (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
       );
+  } else if (message.type === "provider") {
+    serveProvider(message.id, message).then(
+      (result) => send({ type: "result", id: message.id, result }),
+      (error) => send({ type: "error", id: message.id, message: String(error?.message ?? error) }),
+    );
   } else if (message.type === "shortcut") {
     const { id, key, ctx } = message;
     const shortcut = shortcuts.get(key);

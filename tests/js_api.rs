@@ -469,3 +469,57 @@ fn set_model_chooses_among_pis_models() {
     assert!(written.contains(r#""data":{"id":"faux-1","source":"set"}"#), "{written}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Upstream's `pi.registerProvider` with its own `streamSimple`: `--provider NAME` runs the
+/// extension's provider (its models, its key from the environment variable it names), streamed
+/// into pi and priced from the registered costs; a provider nobody serves is still refused.
+#[test]
+fn a_provider_an_extension_registers_answers_prompts() {
+    let d = scratch("js-provider");
+    let ext = d.join("echo.mjs");
+    std::fs::write(
+        &ext,
+        r#"export default function (pi) {
+  pi.registerProvider("echo-llm", {
+    api: "echo-api", baseUrl: "http://127.0.0.1:9", apiKey: "ECHO_KEY",
+    models: [{ id: "echo-1", name: "Echo", reasoning: false, input: ["text"],
+               cost: { input: 1, output: 2, cacheRead: 0, cacheWrite: 0 }, contextWindow: 1000, maxTokens: 100 }],
+    streamSimple(model, context, options) {
+      const last = context.messages.at(-1);
+      const said = typeof last.content === "string" ? last.content : last.content.map((c) => c.text).join("");
+      const text = `echo(${model.id},${options.apiKey}): ${said}`;
+      const message = { role: "assistant", content: [{ type: "text", text }], api: model.api, provider: model.provider,
+        model: model.id, usage: { input: 7, output: 3, cacheRead: 0, cacheWrite: 0, totalTokens: 10 }, stopReason: "stop" };
+      return (async function* () {
+        yield { type: "start", partial: message };
+        yield { type: "text_delta", contentIndex: 0, delta: text, partial: message };
+        yield { type: "done", reason: "stop", message };
+      })();
+    },
+  });
+}
+"#,
+    )
+    .unwrap();
+    let session = d.join("s.jsonl");
+    let out = pi()
+        .args(["-p", "hello there", "--provider", "echo-llm"])
+        .flag("--session", &session)
+        .flag("-e", &ext)
+        .env("ECHO_KEY", "sk-echo")
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .succeeds();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "echo(echo-1,sk-echo): hello there");
+    let written = std::fs::read_to_string(&session).unwrap();
+    assert!(written.contains(r#""provider":"echo-llm","model":"echo-1""#), "{written}");
+    assert!(written.contains(r#""input":7,"output":3"#) && written.contains(r#""total":0.000013"#), "{written}");
+    let refused = pi()
+        .args(["-p", "hi", "--no-session", "--provider", "nobody-serves"])
+        .flag("-e", &ext)
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("nobody-serves"));
+    std::fs::remove_dir_all(&d).unwrap();
+}

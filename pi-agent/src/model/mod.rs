@@ -62,6 +62,10 @@ pub enum Api {
     /// The scripted offline provider.
     #[serde(rename = "faux")]
     Faux,
+    /// A provider an extension registered (upstream's `pi.registerProvider` with its own
+    /// `streamSimple`): the extension makes the request.
+    #[serde(rename = "extension")]
+    Extension,
 }
 
 impl Api {
@@ -94,6 +98,7 @@ impl Api {
             Api::GoogleVertex => "google-vertex",
             Api::MistralConversations => "mistral-conversations",
             Api::Faux => "faux",
+            Api::Extension => "extension",
         }
     }
 

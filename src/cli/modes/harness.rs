@@ -88,7 +88,17 @@ impl Harness {
         // With the configuration decided: what comes with the project (and, when no trust
         // question started them early, the others).
         let (outside, project) = extensions::discover(&args.extensions, cfg, &cwd)?;
-        let parts = setup::agent_parts(args, cfg)?;
+        // `--provider NAME` that pi does not know may be one an extension serves: known once
+        // they started (the faux provider holds the place until then).
+        let (mut parts, unknown_provider) = match setup::agent_parts(args, cfg) {
+            Ok(parts) => (parts, None),
+            Err(error) if args.provider.is_some() && !(outside.is_empty() && project.is_empty() && early.is_none()) => {
+                let held = setup::select_named(args, cfg, Some("faux".into()), None)?;
+                let tools = setup::tools(args.tools.as_deref())?;
+                (setup::AgentParts { provider: held.provider, model: held.model, tools }, Some(error))
+            }
+            Err(error) => return Err(error),
+        };
 
         // The sinks are attached before the session is opened, so its `pi.session.read` reaches them.
         let hub = sink_setup.hub();
@@ -125,6 +135,18 @@ impl Harness {
                 return Err(error);
             }
         };
+        if let Some(error) = unknown_provider {
+            match extension_provider(&started, args) {
+                Some((provider, model)) => (parts.provider, parts.model) = (provider, model),
+                None => {
+                    for extension in &started {
+                        extension.shutdown().await;
+                    }
+                    sinks.close();
+                    return Err(error);
+                }
+            }
+        }
         let mut agent = Agent::new(parts.provider, parts.model, tools, session, config, cwd.clone());
         agent.set_resources(resources);
         for extension in &started {
@@ -217,6 +239,21 @@ async fn trust_question(
     let failures = loaded(cfg, &started, failures, dialog).await?;
     let reloaded = extensions::ask_project_trust(&started, cfg).await?;
     Ok((Some((started, failures)), reloaded))
+}
+
+/// The provider `--provider` names when an extension serves it (upstream's `registerProvider`),
+/// with `--model` among its models (else its first).
+fn extension_provider(
+    started: &[ProcessExtension],
+    args: &AgentArgs,
+) -> Option<(Arc<dyn pi_agent::provider::Provider>, pi_agent::model::ModelInfo)> {
+    let name = args.provider.as_deref()?;
+    let (models, provider) = started.iter().find_map(|e| e.provider(name))?;
+    let model = match args.model.as_deref() {
+        Some(id) => models.into_iter().find(|m| m.id == id)?,
+        None => models.into_iter().next()?,
+    };
+    Some((provider, model))
 }
 
 /// [`extensions::on_load_failures`]; when the run does not go ahead, the extensions already

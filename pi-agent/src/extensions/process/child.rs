@@ -22,6 +22,9 @@ type Reply = Result<Value, String>;
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Reply>>>>;
 
+/// Where the `stream` lines of a request in flight go, by its id (a provider's events).
+type Streams = Arc<Mutex<HashMap<u64, tokio::sync::mpsc::UnboundedSender<Value>>>>;
+
 /// Its stdin, shared by requests and the answers to its UI dialogs.
 type Stdin = Arc<tokio::sync::Mutex<ChildStdin>>;
 
@@ -29,6 +32,7 @@ type Stdin = Arc<tokio::sync::Mutex<ChildStdin>>;
 pub(super) struct Connection {
     stdin: Stdin,
     pending: Pending,
+    streams: Streams,
     next_id: AtomicU64,
     child: Mutex<Child>,
     /// The process group it leads (its pid at start: `Child::id` is gone once it is reaped).
@@ -77,11 +81,13 @@ impl Connection {
             }
         };
         let pending: Pending = Arc::default();
+        let streams: Streams = Arc::default();
         let closed = Arc::new(AtomicBool::new(false));
         let stdin: Stdin = Arc::new(tokio::sync::Mutex::new(stdin));
         let dialogs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let peer = Peer {
             pending: pending.clone(),
+            streams: streams.clone(),
             closed: closed.clone(),
             stdin: stdin.clone(),
             ui: spec.ui.clone(),
@@ -94,6 +100,7 @@ impl Connection {
         Ok(Connection {
             stdin,
             pending,
+            streams,
             next_id: AtomicU64::new(1),
             child: Mutex::new(child),
             group,
@@ -108,13 +115,29 @@ impl Connection {
         self.closed.load(Ordering::SeqCst)
     }
 
-    /// Sends `message` (an object; its `id` is added) and waits at most `timeout` for the reply.
-    pub async fn request(&self, mut message: Value, timeout: Duration) -> Result<Value, String> {
+    /// Sends `message` (an object; its `id` is added) and waits at most `timeout` for the reply,
+    /// handing the `stream` lines of this request to `events` as they come (a provider's events
+    /// before its result).
+    pub async fn request_streaming(
+        &self,
+        mut message: Value,
+        timeout: Duration,
+        events: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
+    ) -> Result<Value, String> {
         if self.is_closed() {
             return Err("exited".into());
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         message["id"] = Value::from(id);
+        if let Some(events) = events {
+            lock(&self.streams).insert(id, events);
+        }
+        let result = self.exchange(id, message, timeout).await;
+        lock(&self.streams).remove(&id);
+        result
+    }
+
+    async fn exchange(&self, id: u64, message: Value, timeout: Duration) -> Result<Value, String> {
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id, tx);
         let exchange = async {
@@ -208,6 +231,7 @@ fn spawn(spec: &ProcessSpec) -> Result<Child, String> {
 /// (for the answers to its UI dialogs) and the UI.
 struct Peer {
     pending: Pending,
+    streams: Streams,
     closed: Arc<AtomicBool>,
     stdin: Stdin,
     ui: Option<super::UiHandle>,
@@ -237,6 +261,11 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
         match lines.next_line().await {
             Ok(Some(line)) if line.trim().is_empty() => continue,
             Ok(Some(line)) => match reply(&line) {
+                Ok(Line::Stream(id, event)) => {
+                    if let Some(events) = lock(&peer.streams).get(&id) {
+                        let _ = events.send(event);
+                    }
+                }
                 Ok(Line::Reply(id, result)) => {
                     if let Some(tx) = lock(&peer.pending).remove(&id) {
                         let _ = tx.send(result);
@@ -338,6 +367,8 @@ async fn write_line(stdin: &mut ChildStdin, message: &Value) -> Result<(), Strin
 enum Line {
     /// The reply to request `id`.
     Reply(u64, Reply),
+    /// An event of request `id` in flight (`{"type":"stream","id":…,"event":{…}}`).
+    Stream(u64, Value),
     /// A `ctx.ui` call (`{"type":"ui","method":…}`; dialogs carry an `id`).
     Ui(Value),
     /// A session entry to append: `pi.appendEntry` (`{"type":"append_entry","customType":…,
@@ -361,6 +392,13 @@ fn reply(line: &str) -> Result<Line, String> {
     let value: Value = serde_json::from_str(line).map_err(|_| format!("wrote a line that is not JSON: {shown:?}"))?;
     match value.get("type").and_then(Value::as_str) {
         Some("ui") => return Ok(Line::Ui(value)),
+        Some("stream") => {
+            let id = value
+                .get("id")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| format!("a stream event without an id: {shown:?}"))?;
+            return Ok(Line::Stream(id, value.get("event").cloned().unwrap_or(Value::Null)));
+        }
         Some("credentials") => {
             let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
             let id = value.get("id").cloned().unwrap_or(Value::Null);

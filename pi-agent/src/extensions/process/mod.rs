@@ -12,6 +12,7 @@
 
 mod child;
 pub mod protocol;
+mod provider;
 mod tool;
 mod ui;
 pub mod wire;
@@ -27,7 +28,7 @@ use super::hooks::{self, Notify};
 use super::{Extension, ExtensionApi, HookContext, HookError};
 use child::Connection;
 use protocol::{CommandReply, Request, ResourcesReply, TrustReply};
-pub use protocol::{CommandSpec, FlagSpec, PROTOCOL_VERSION, Register, ShortcutSpec, ToolSpec};
+pub use protocol::{CommandSpec, FlagSpec, PROTOCOL_VERSION, ProviderSpec, Register, ShortcutSpec, ToolSpec};
 pub use tool::{ProcessTool, TOOL_TIMEOUT};
 pub use ui::{DIALOGS, ExtensionUi, UiAnswer, UiHandle};
 
@@ -367,6 +368,16 @@ impl ProcessExtension {
 
     /// [`ProcessExtension::request`] with its own deadline.
     pub(crate) async fn request_within(&self, message: Value, timeout: Duration) -> Result<Value, HookError> {
+        self.request_streaming(message, timeout, None).await
+    }
+
+    /// [`ProcessExtension::request_within`], its `stream` lines handed to `events`.
+    pub(crate) async fn request_streaming(
+        &self,
+        message: Value,
+        timeout: Duration,
+        events: Option<tokio::sync::mpsc::UnboundedSender<Value>>,
+    ) -> Result<Value, HookError> {
         let inner = &self.inner;
         let fail = |why: String| -> HookError {
             inner.failures.fetch_add(1, Ordering::Relaxed);
@@ -399,7 +410,7 @@ impl ProcessExtension {
                 }
             }
         };
-        match connection.request(message, timeout).await {
+        match connection.request_streaming(message, timeout, events).await {
             Ok(value) => Ok(value),
             Err(why) => {
                 if why.starts_with("no reply") {

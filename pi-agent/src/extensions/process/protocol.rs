@@ -28,6 +28,10 @@ pub(crate) enum Request<'a> {
     Event { event: &'a str, payload: Value, ctx: Value },
     /// A `/command` it registered.
     Command { name: &'a str, args: &'a str, ctx: Value },
+    /// A model request for a provider it registered (upstream's `streamSimple`): `model` in
+    /// upstream's shape, `context` (`systemPrompt`, `messages`, `tools`), `options`
+    /// (`reasoning`). Stream events come as `stream` lines before the result.
+    Provider { provider: &'a str, model: Value, context: Value, options: Value },
     /// A key shortcut it registered was pressed (`key`: upstream's key id, `ctrl+alt+p`).
     Shortcut { key: &'a str, ctx: Value },
     /// A call of a tool it registered.
@@ -136,6 +140,17 @@ pub struct CommandSpec {
     pub description: String,
 }
 
+/// A provider an extension serves: its name and models (upstream's model fields: `id`, `name`,
+/// `reasoning`, `input`, `cost`, `contextWindow`, `maxTokens`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ProviderSpec {
+    /// The provider's name (`--provider NAME`).
+    pub name: String,
+    /// Its models.
+    #[serde(default)]
+    pub models: Vec<Value>,
+}
+
 /// A key an extension handles: upstream's key id (`ctrl+alt+p`, `ctrl+shift+u`, `alt+m`, `f5`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ShortcutSpec {
@@ -175,6 +190,9 @@ pub struct Register {
     /// Keys it handles in the interactive mode (upstream's `pi.registerShortcut`).
     #[serde(default)]
     pub shortcuts: Vec<ShortcutSpec>,
+    /// Providers it serves (upstream's `pi.registerProvider` with a `streamSimple`).
+    #[serde(default)]
+    pub providers: Vec<ProviderSpec>,
     /// Events it named that this pi does not know (a newer upstream's): left out of `events`,
     /// for one warning; they never reject the extension.
     #[serde(skip)]
