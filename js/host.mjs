@@ -428,7 +428,7 @@ const customs = new Map();
  *  `handleInput(data)`, `invalidate()`) is drawn by pi from the lines sent here; pi sends the keys
  *  (terminal bytes) and the width back; `done(result)` closes it and resolves the call. Where pi
  *  has no component UI (RPC), pi cancels it and the call resolves to `undefined`. */
-function custom(factory) {
+function custom(factory, options) {
   const id = nextDialog++;
   let width = 80;
   let component;
@@ -467,7 +467,9 @@ function custom(factory) {
     dialogs.set(id, () => done(undefined));
     initUpstreamTheme().then(() => factory(tui, plainTheme, {}, done)).then((made) => {
       component = made;
-      send({ type: "ui", id, method: "custom", lines: component.render(width).map(String) });
+      // Overlay options are plain data (pi-tui's `visible` callback stays here, unused).
+      const { visible: _visible, ...overlayOptions } = options?.overlayOptions ?? {};
+      send({ type: "ui", id, method: "custom", lines: component.render(width).map(String), overlay: Boolean(options?.overlay), overlayOptions });
     }, (error) => {
       log(`pi js host: ctx.ui.custom: ${error?.stack ?? error}`);
       done(undefined);

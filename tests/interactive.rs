@@ -626,3 +626,46 @@ fn an_extensions_shortcut_runs_its_handler() {
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Overlays (`ctx.ui.custom(…, { overlay: true, overlayOptions })`) go where pi-tui puts them
+/// (here the top-left and bottom-right corners) and stack: both are drawn, the last opened gets
+/// the keys and closes first.
+#[test]
+fn overlays_are_placed_and_stacked() {
+    let dir = scratch("tui-overlays");
+    let extension = dir.join("overlays.mjs");
+    std::fs::write(
+        &extension,
+        r#"export default function (pi) {
+  const panel = (label) => (_tui, _theme, _kb, done) => ({
+    render: (width) => [`[${label} ${width}]`],
+    handleInput: (data) => { if (data === "\r") done(label); },
+  });
+  pi.registerCommand("two", { description: "Two overlays", handler: async (_a, ctx) => {
+    const first = ctx.ui.custom(panel("corner-a"), { overlay: true, overlayOptions: { anchor: "top-left", width: 20 } });
+    const second = ctx.ui.custom(panel("corner-b"), { overlay: true, overlayOptions: { anchor: "bottom-right", width: "25%" } });
+    const closed = [];
+    await Promise.all([first.then((r) => closed.push(r)), second.then((r) => closed.push(r))]);
+    ctx.ui.notify(`closed ${closed.join(" then ")}`);
+  } });
+}
+"#,
+    )
+    .unwrap();
+    let mut tui = Tui::start(&dir, &json!([]), &["-e", extension.to_str().unwrap()]);
+    tui.enter("/two");
+    let screen = tui.wait_for("both overlays", |s| s.contains("[corner-a 20]") && s.contains("[corner-b"));
+    let lines: Vec<&str> = screen.lines().collect();
+    assert!(lines[0].starts_with("[corner-a 20]"), "top-left: {screen}");
+    let width_b = usize::from(COLS) / 4;
+    let last = lines.iter().rev().find(|l| l.contains("[corner-b")).unwrap();
+    let column = last.find("[corner-b").map(|at| last[..at].chars().count());
+    assert_eq!(column, Some(usize::from(COLS) - width_b), "bottom-right: {screen}");
+    tui.keys("\r");
+    tui.wait_for("the top one closed", |s| !s.contains("[corner-b") && s.contains("[corner-a"));
+    tui.keys("\r");
+    tui.shows("closed corner-b then corner-a");
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

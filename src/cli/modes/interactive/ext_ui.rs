@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::alert::boxed;
+use super::overlay::Placement;
 use pi_agent::extensions::process::{ExtensionUi, UiAnswer};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::style::{Color, Modifier, Style};
@@ -47,7 +48,7 @@ impl ExtensionUi for TerminalUi {
     }
 }
 
-/// An open custom component: the lines it rendered last, drawn as they are (styles dropped).
+/// An open custom component: the lines it rendered last.
 struct Component {
     id: Value,
     lines: Vec<String>,
@@ -55,6 +56,19 @@ struct Component {
     reply: oneshot::Sender<Value>,
     /// The width it was last told.
     width: u16,
+    /// Drawn as an overlay (`ctx.ui.custom(…, { overlay: true, overlayOptions })`), else boxed
+    /// in the middle of the screen.
+    overlay: Option<Placement>,
+}
+
+impl Component {
+    /// Tells the component the width it renders for, when it changed.
+    fn tell_width(&mut self, width: u16) {
+        if self.width != width {
+            self.width = width;
+            let _ = self.input.send(json!({"width": width}));
+        }
+    }
 }
 
 /// Upstream's key id of `key` for extension shortcuts (`ctrl+alt+p`, `ctrl+shift+u`, `alt+m`,
@@ -186,7 +200,8 @@ struct Dialog {
 #[derive(Default)]
 pub struct ExtScreen {
     open: Option<Dialog>,
-    component: Option<Component>,
+    /// Open components, the last on top (it gets the keys).
+    components: Vec<Component>,
     queued: VecDeque<(Value, oneshot::Sender<Value>)>,
     /// `setStatus` entries by key.
     pub status: BTreeMap<String, String>,
@@ -227,7 +242,7 @@ fn text(request: &Value, key: &str) -> Option<String> {
 impl ExtScreen {
     /// True while a dialog or a component takes the keys.
     pub fn is_open(&self) -> bool {
-        self.open.is_some() || self.component.is_some()
+        self.open.is_some() || !self.components.is_empty()
     }
 
     /// Takes one call: dialogs are queued (one shows at a time); the rest is applied here or
@@ -241,15 +256,12 @@ impl ExtScreen {
             }
             UiCall::Show(request) => self.show(&request),
             UiCall::Custom(request, input, reply) => {
-                if self.component.is_some() {
-                    // One component at a time: a second one is cancelled.
-                    let _ = reply.send(json!({"cancelled": true}));
-                } else {
-                    let lines =
-                        request.get("lines").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default();
-                    let id = request.get("customId").cloned().unwrap_or(Value::Null);
-                    self.component = Some(Component { id, lines, input, reply, width: 0 });
-                }
+                let lines =
+                    request.get("lines").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default();
+                let id = request.get("customId").cloned().unwrap_or(Value::Null);
+                let overlay = (request.get("overlay") == Some(&Value::Bool(true)))
+                    .then(|| Placement::parse(request.get("overlayOptions").unwrap_or(&Value::Null)));
+                self.components.push(Component { id, lines, input, reply, width: 0, overlay });
                 Shown::Nothing
             }
         }
@@ -318,13 +330,13 @@ impl ExtScreen {
             "setTitle" => Shown::Title(text(request, "title").unwrap_or_default()),
             "set_editor_text" => Shown::EditorText(text(request, "text").unwrap_or_default()),
             "custom_render" | "custom_close" => {
-                let ours = self.component.as_ref().is_some_and(|c| request.get("customId") == Some(&c.id));
-                if ours && request["method"] == "custom_close" {
-                    if let Some(component) = self.component.take() {
-                        let _ = component.reply.send(json!({"closed": true}));
-                    }
-                } else if let (true, Some(component)) = (ours, self.component.as_mut()) {
-                    component.lines =
+                let Some(at) = self.components.iter().position(|c| request.get("customId") == Some(&c.id)) else {
+                    return Shown::Nothing;
+                };
+                if request["method"] == "custom_close" {
+                    let _ = self.components.remove(at).reply.send(json!({"closed": true}));
+                } else {
+                    self.components[at].lines =
                         request.get("lines").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default();
                 }
                 Shown::Nothing
@@ -364,7 +376,7 @@ impl ExtScreen {
     /// One key for the open dialog: Esc cancels; arrows and Enter choose; typing fills an
     /// input. Does nothing without an open dialog.
     pub fn key(&mut self, key: KeyEvent) {
-        if let Some(component) = &self.component {
+        if let Some(component) = self.components.last() {
             if let Some(data) = key_bytes(&key) {
                 let _ = component.input.send(json!({"data": data}));
             }
@@ -413,20 +425,27 @@ impl ExtScreen {
     /// dialog.
     pub fn draw(&mut self, frame: &mut ratatui::Frame<'_>) {
         let area = frame.area();
-        if self.component.as_ref().is_some_and(|c| c.input.is_closed()) {
-            // Its extension is gone: nothing will close it but us.
-            if let Some(component) = self.component.take() {
-                let _ = component.reply.send(json!({"cancelled": true}));
+        // A component whose extension is gone: nothing will close it but us.
+        for gone in self.components.extract_if(.., |c| c.input.is_closed()) {
+            let _ = gone.reply.send(json!({"cancelled": true}));
+        }
+        for component in &mut self.components {
+            // An overlay goes where its options put it, drawn as it rendered itself; any other
+            // component is boxed in the middle, in place of a dialog.
+            let placed = component.overlay.as_ref().map(|o| (o.width(area), o.rect(area, component.lines.len())));
+            let boxed_width = area.width.saturating_sub(4).max(10);
+            component.tell_width(placed.map_or(boxed_width - 2, |(width, _)| width));
+            let lines: Vec<Line<'_>> = component.lines.iter().map(|l| styled(l)).collect();
+            match placed {
+                Some((_, place)) => {
+                    frame.render_widget(ratatui::widgets::Clear, place);
+                    frame.render_widget(ratatui::widgets::Paragraph::new(lines), place);
+                }
+                None => boxed(frame, boxed_width, lines, Block::bordered()),
             }
         }
-        if let Some(component) = &mut self.component {
-            let width = area.width.saturating_sub(4).max(10);
-            if component.width != width {
-                component.width = width;
-                let _ = component.input.send(json!({"width": width - 2}));
-            }
-            let lines: Vec<Line<'_>> = component.lines.iter().map(|l| styled(l)).collect();
-            return boxed(frame, width, lines, Block::bordered());
+        if !self.components.is_empty() {
+            return;
         }
         let Some(dialog) = &self.open else { return };
         let highlight = Style::default().fg(Color::Black).bg(Color::Cyan).add_modifier(Modifier::BOLD);

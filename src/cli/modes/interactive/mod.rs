@@ -13,6 +13,7 @@ mod alert;
 mod commands;
 mod editor;
 mod ext_ui;
+mod overlay;
 mod terminal;
 mod transcript;
 mod whole_lines;
