@@ -686,6 +686,23 @@ async function dispatch(event, payload, ctx) {
       }
       return replaced ? { messages: payload.messages } : null;
     }
+    case "user_bash": {
+      // Upstream's `{ result }` is the command's outcome; `{ operations }` runs it here with the
+      // extension's own `exec` (over SSH, in a sandbox…), its output collected.
+      for (const handler of list) {
+        const result = await handler(payload, ctx);
+        if (result?.result) return { result: result.result };
+        if (result?.operations?.exec) {
+          let output = "";
+          const { exitCode } = await result.operations.exec(payload.command, payload.cwd, {
+            onData: (data) => (output += data.toString()),
+            signal: shutdown.signal,
+          });
+          return { result: { output, exitCode, cancelled: exitCode === null, truncated: false } };
+        }
+      }
+      return null;
+    }
     case "session_before_compact":
     case "session_before_tree":
     case "session_before_switch":

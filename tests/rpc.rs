@@ -647,3 +647,37 @@ fn extensions_trigger_turns_and_start_sessions() {
     let (status, stderr, _) = rpc.close();
     assert!(status.success(), "{stderr}");
 }
+
+/// Upstream's `user_bash`: an extension runs the user's shell command in pi's place, with its
+/// own operations (here an `exec` that answers itself) or a whole result; RPC `bash` returns
+/// what it produced.
+#[test]
+fn extensions_run_the_users_shell_commands_in_pis_place() {
+    let dir = scratch("rpc-user-bash");
+    let extension = dir.join("bash.mjs");
+    std::fs::write(
+        &extension,
+        r#"export default function (pi) {
+  pi.on("user_bash", async (event) => {
+    if (event.command.startsWith("remote ")) {
+      return { operations: { exec: async (command, cwd, { onData }) => {
+        onData(Buffer.from(`ran ${command} in ${cwd.length > 0 ? "cwd" : "?"}`));
+        return { exitCode: 3 };
+      } } };
+    }
+    if (event.command === "canned") return { result: { output: "canned output", exitCode: 0, cancelled: false, truncated: false } };
+  });
+}
+"#,
+    )
+    .unwrap();
+    let mut rpc = Rpc::start(&dir, &json!([]), &["-e", extension.to_str().unwrap()]);
+    let remote = rpc.call(json!({"type": "bash", "command": "remote uptime"}));
+    assert_eq!((&remote["output"], &remote["exitCode"]), (&json!("ran remote uptime in cwd"), &json!(3)));
+    let canned = rpc.call(json!({"type": "bash", "command": "canned"}));
+    assert_eq!(canned["output"], "canned output");
+    let local = rpc.call(json!({"type": "bash", "command": "echo local-run"}));
+    assert_eq!(local["output"].as_str().map(str::trim), Some("local-run"));
+    let (status, stderr, _) = rpc.close();
+    assert!(status.success(), "{stderr}");
+}

@@ -431,11 +431,21 @@ impl Agent {
         command: &str,
         cancel: &CancellationToken,
     ) -> Result<crate::message::BashExecutionMessage, AgentError> {
+        // An extension may run it in pi's place (upstream's `user_bash`: over SSH, sandboxed…).
+        let event = crate::extensions::UserBashEvent {
+            command: command.to_owned(),
+            exclude_from_context: false,
+            cwd: self.cwd.display().to_string(),
+        };
+        let ran = self.hooks.user_bash(event, &self.hook_context(cancel)).await;
         let ctx = self.tool_context(cancel);
-        let (output, exit_code, cancelled, truncated) = match crate::tools::bash::run(command, &ctx, None).await {
-            Ok(done) => (done.output, done.code.map(i64::from), false, done.truncated),
-            Err(crate::tools::ToolError::Aborted) => (String::new(), None, true, false),
-            Err(e) => (e.to_string(), None, false, false),
+        let (output, exit_code, cancelled, truncated) = match ran {
+            Some(r) => (r.output, r.exit_code, r.cancelled, r.truncated),
+            None => match crate::tools::bash::run(command, &ctx, None).await {
+                Ok(done) => (done.output, done.code.map(i64::from), false, done.truncated),
+                Err(crate::tools::ToolError::Aborted) => (String::new(), None, true, false),
+                Err(e) => (e.to_string(), None, false, false),
+            },
         };
         let execution = crate::message::BashExecutionMessage {
             command: command.to_owned(),

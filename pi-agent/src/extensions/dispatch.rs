@@ -417,6 +417,23 @@ impl Hooks {
         last
     }
 
+    /// `user_bash`: the first handler that ran the command in pi's place gives its result
+    /// (`None`: pi runs it).
+    pub async fn user_bash(&self, event: UserBashEvent, ctx: &HookContext) -> Option<UserBashResult> {
+        let mut ran = None;
+        self.chain(
+            hooks::UserBash,
+            ctx,
+            || event.clone(),
+            |_extension, result| {
+                ran = Some(result);
+                (Outcome::Transformed, true)
+            },
+        )
+        .await;
+        ran
+    }
+
     /// Delivers a notification to its handlers.
     pub async fn notify(&self, event: &AgentEvent, ctx: &HookContext) {
         let Some(kind) = hooks::Notify::of(event) else { return };

@@ -308,6 +308,31 @@ pub struct BeforeForkEvent {
     pub entry_id: String,
 }
 
+/// `user_bash` event: the user runs a shell command (`!cmd` in the terminal, RPC `bash`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserBashEvent {
+    /// The command as typed.
+    pub command: String,
+    /// `!!cmd`: its output stays out of the model's context.
+    pub exclude_from_context: bool,
+    /// Where it runs.
+    pub cwd: String,
+}
+
+/// What a `user_bash` handler ran in pi's place (upstream's `BashResult`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UserBashResult {
+    /// Its output.
+    pub output: String,
+    /// Its exit code.
+    pub exit_code: Option<i64>,
+    /// It was cancelled.
+    pub cancelled: bool,
+    /// Its output was cut.
+    pub truncated: bool,
+}
+
 /// Result of a `session_before_*` handler.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BeforeResult {

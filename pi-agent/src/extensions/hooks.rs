@@ -70,6 +70,10 @@ hook!(
     /// `session_before_fork`: cancel a fork.
     SessionBeforeFork, "session_before_fork", BeforeForkEvent, BeforeResult
 );
+hook!(
+    /// `user_bash`: run the user's shell command in pi's place.
+    UserBash, "user_bash", UserBashEvent, UserBashResult
+);
 
 /// Notifications: handlers observe, their results are ignored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

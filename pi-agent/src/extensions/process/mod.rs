@@ -66,6 +66,7 @@ pub const EVENTS: &[&str] = &[
     "session_shutdown",
     "model_select",
     "thinking_level_select",
+    "user_bash",
 ];
 
 const NOTIFICATIONS: &[Notify] = &[
@@ -591,6 +592,7 @@ impl Extension for ProcessExtension {
             (hooks::SessionBeforeTree, "session_before_tree", wire::before_tree, wire::before_result),
             (hooks::SessionBeforeSwitch, "session_before_switch", wire::before_switch, wire::before_result),
             (hooks::SessionBeforeFork, "session_before_fork", wire::before_fork, wire::before_result),
+            (hooks::UserBash, "user_bash", wire::user_bash, wire::user_bash_result),
         ]);
         for notify in NOTIFICATIONS.iter().copied().filter(|n| wants(super::Hook::name(*n))) {
             let this = self.clone();

@@ -11,7 +11,7 @@ use crate::extensions::{
     BeforeAgentStartEvent, BeforeAgentStartResult, BeforeCompactEvent, BeforeForkEvent, BeforeResult,
     BeforeSwitchEvent, BeforeTreeEvent, ContextEvent, HeaderPatch, InjectedMessage, InputAction, InputEvent,
     MessageEndEvent, ProviderHeadersEvent, ProviderRequestEvent, ProviderResponseEvent, ToolCallEvent, ToolCallResult,
-    ToolResultEvent, ToolResultPatch,
+    ToolResultEvent, ToolResultPatch, UserBashEvent, UserBashResult,
 };
 use crate::message::{ContentBlock, Message};
 
@@ -42,6 +42,7 @@ enum HookEvent<'a> {
     BeforeSwitch(&'a BeforeSwitchEvent),
     #[serde(rename = "session_before_fork")]
     BeforeFork(&'a BeforeForkEvent),
+    UserBash(&'a UserBashEvent),
 }
 
 impl HookEvent<'_> {
@@ -122,6 +123,24 @@ pub fn before_tree(e: &BeforeTreeEvent) -> Value {
 /// `session_before_switch`.
 pub fn before_switch(e: &BeforeSwitchEvent) -> Value {
     HookEvent::BeforeSwitch(e).to_value()
+}
+
+/// `user_bash`.
+pub fn user_bash(e: &UserBashEvent) -> Value {
+    HookEvent::UserBash(e).to_value()
+}
+
+/// A `user_bash` reply: `{"result": {"output", "exitCode", "cancelled", "truncated"}}` when the
+/// extension ran the command itself, else nothing.
+pub fn user_bash_result(reply: &Value) -> Result<Option<UserBashResult>, WireError> {
+    let Some(result) = reply.get("result").filter(|r| !r.is_null()) else { return Ok(None) };
+    let o = object(result, "as the command's result")?;
+    Ok(Some(UserBashResult {
+        output: text_field(o, "output")?.unwrap_or_default(),
+        exit_code: o.get("exitCode").and_then(Value::as_i64),
+        cancelled: o.get("cancelled").and_then(Value::as_bool).unwrap_or(false),
+        truncated: o.get("truncated").and_then(Value::as_bool).unwrap_or(false),
+    }))
 }
 
 /// `session_before_fork`.
