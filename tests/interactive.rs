@@ -669,3 +669,39 @@ fn overlays_are_placed_and_stacked() {
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `!!cmd` runs like `!cmd` but its output stays out of the model's context (upstream's `!!`):
+/// recorded with `excludeFromContext`, not in the next request.
+#[test]
+fn double_bang_commands_stay_out_of_the_context() {
+    let dir = scratch("tui-double-bang");
+    let script = json!([{"text": "Seen.", "expect": ["shown-out"]}]);
+    let mut tui = Tui::start(&dir, &script, &[]);
+    tui.enter("!!echo hidden-out");
+    tui.shows("hidden-out");
+    tui.enter("!echo shown-out");
+    tui.shows("shown-out");
+    tui.enter("go");
+    tui.shows("Seen.");
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    let sessions: Vec<_> = walk(&dir.join("sessions"));
+    let written = std::fs::read_to_string(sessions.first().expect("a session file")).unwrap();
+    let hidden = written.lines().find(|l| l.contains("hidden-out")).unwrap();
+    assert!(hidden.contains(r#""excludeFromContext":true"#), "{hidden}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every `.jsonl` file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else if path.extension().is_some_and(|e| e == "jsonl") {
+            found.push(path);
+        }
+    }
+    found
+}

@@ -425,16 +425,17 @@ impl Agent {
 
     /// Runs a shell command the user typed (`!cmd`, RPC `bash`) in the working directory with
     /// the session environment, and records it as upstream's `bashExecution` message: persisted,
-    /// and part of the context of the next request. `cancel` kills its process group.
+    /// and part of the context of the next request — unless `exclude_from_context` (`!!cmd`).
+    /// `cancel` kills its process group.
     pub async fn run_bash(
         &mut self,
-        command: &str,
+        (command, exclude_from_context): (&str, bool),
         cancel: &CancellationToken,
     ) -> Result<crate::message::BashExecutionMessage, AgentError> {
         // An extension may run it in pi's place (upstream's `user_bash`: over SSH, sandboxed…).
         let event = crate::extensions::UserBashEvent {
             command: command.to_owned(),
-            exclude_from_context: false,
+            exclude_from_context,
             cwd: self.cwd.display().to_string(),
         };
         let ran = self.hooks.user_bash(event, &self.hook_context(cancel)).await;
@@ -454,7 +455,7 @@ impl Agent {
             cancelled,
             truncated,
             full_output_path: None,
-            exclude_from_context: None,
+            exclude_from_context: exclude_from_context.then_some(true),
             timestamp: crate::time::now_millis(),
         };
         let message = Message::BashExecution(execution.clone());

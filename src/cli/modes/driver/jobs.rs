@@ -212,7 +212,7 @@ pub(super) async fn cycle_model(harness: &mut Harness, args: &AgentArgs, cfg: &C
 }
 
 /// `!cmd` / RPC `bash`: a shell command whose output joins the next request's context.
-pub(super) async fn bash(harness: &mut Harness, command: &str, cancel: &CancellationToken) -> JobResult {
+pub(super) async fn bash(harness: &mut Harness, command: (&str, bool), cancel: &CancellationToken) -> JobResult {
     let scope = harness.scope();
     let done = harness.hub.enter(scope, harness.agent.run_bash(command, cancel)).await.map_err(|e| e.to_string())?;
     Ok(JobOutput::Bash {

@@ -109,6 +109,8 @@ pub enum Job {
     Bash {
         /// The command line.
         command: String,
+        /// `!!cmd`: recorded, but not sent to the model.
+        exclude_from_context: bool,
     },
 }
 
@@ -352,7 +354,9 @@ impl<'a> Driver<'a> {
                 harness.agent.set_session_name(&name).map_err(|e| e.to_string())?;
                 Ok(JobOutput::Nothing)
             }
-            Job::Bash { command } => jobs::bash(harness, &command, cancel).await,
+            Job::Bash { command, exclude_from_context } => {
+                jobs::bash(harness, (&command, exclude_from_context), cancel).await
+            }
         }
     }
 }

@@ -361,13 +361,17 @@ impl Ui<'_> {
         }
         self.scroll = 0;
         if let Some(command) = trimmed.strip_prefix('!') {
-            let command = command.trim().to_owned();
+            // `!!cmd`: the output stays out of the model's context (upstream's `!!`).
+            let (command, exclude_from_context) = match command.strip_prefix('!') {
+                Some(command) => (command.trim().to_owned(), true),
+                None => (command.trim().to_owned(), false),
+            };
             if command.is_empty() {
                 return;
             }
             self.transcript.push(Item::Shell { command: command.clone(), output: None, code: None });
             self.running = Some(format!("running `{command}`"));
-            self.send(Job::Bash { command }, Done::Bash, replies);
+            self.send(Job::Bash { command, exclude_from_context }, Done::Bash, replies);
             return;
         }
         if trimmed.starts_with('/') && self.builtin(trimmed, replies) {

@@ -247,7 +247,7 @@ fn job_of(command: Command, kind: &str) -> Result<Job, RpcError> {
             return Err(RpcError::invalid(kind, "the name is empty"));
         }
         Command::SetSessionName { name } => Job::SetSessionName(name.trim().to_owned()),
-        Command::Bash { command } => Job::Bash { command },
+        Command::Bash { command } => Job::Bash { command, exclude_from_context: false },
         _ => return Err(RpcError::Unknown(kind.to_owned())),
     })
 }
