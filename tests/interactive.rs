@@ -705,3 +705,19 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+/// An unknown `/word` is said as such and costs no model call; a path is still a prompt.
+#[test]
+fn unknown_slash_commands_are_not_sent_to_the_model() {
+    let dir = scratch("tui-unknown-command");
+    let script = json!([{"text": "A path prompt.", "expect": ["/usr/bin/env is"]}]);
+    let mut tui = Tui::start(&dir, &script, &[]);
+    tui.enter("/frobnicate now");
+    tui.shows("unknown command: /frobnicate (see /help)");
+    tui.enter("/usr/bin/env is what?");
+    tui.shows("A path prompt.");
+    assert!(!tui.contents().contains("faux provider:"), "{}", tui.contents());
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

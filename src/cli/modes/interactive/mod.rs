@@ -377,6 +377,11 @@ impl Ui<'_> {
         if trimmed.starts_with('/') && self.builtin(trimmed, replies) {
             return;
         }
+        if let Some(unknown) = self.unknown_command(trimmed) {
+            // As upstream: an unknown `/word` is said, never sent to the model.
+            self.transcript.notice(Tone::Warn, format!("unknown command: /{unknown} (see /help)"));
+            return;
+        }
         if self.shared.is_extension_command(trimmed) {
             self.running = Some(trimmed.split_whitespace().next().unwrap_or("").to_owned());
             self.send(Job::ExtensionCommand { line: trimmed.to_owned() }, Done::Command(trimmed.to_owned()), replies);
@@ -388,6 +393,17 @@ impl Ui<'_> {
         }
         self.shared.mark_busy();
         self.send(Job::Prompt { text }, Done::Prompt, replies);
+    }
+
+    /// The name of `/word …` when no built-in, extension command, prompt template or skill has
+    /// it (a path such as `/usr/bin/env …` is not a command).
+    fn unknown_command<'t>(&self, line: &'t str) -> Option<&'t str> {
+        let word = line.strip_prefix('/')?.split_whitespace().next()?;
+        let commandish = word.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && word.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.'));
+        let known = self.shared.is_extension_command(line)
+            || self.shared.with_state(|state| state.resources.iter().any(|(name, ..)| name == word));
+        (commandish && !known).then_some(word)
     }
 
     fn send(&mut self, job: Job, done: Done, replies: &Replies) {
