@@ -89,19 +89,27 @@ pub struct LsTool;
 impl Tool for LsTool {
     describe!(
         "ls",
-        "List the entries of a directory (default: the working directory); directories end with `/`.",
+        "List the entries of a directory (default: the working directory) that ignore files (`.gitignore`, `.ignore`) do not hide; directories end with `/`.",
         {"type": "object", "properties": {"path": {"type": "string"}}}
     );
     fn execute<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let path = ctx.resolve(args.get("path").and_then(Value::as_str).unwrap_or("."));
-            let mut dir = tokio::fs::read_dir(&path).await.map_err(|e| ToolError::io(&path, e))?;
-            let mut names = Vec::new();
-            while let Some(entry) = dir.next_entry().await.map_err(|e| ToolError::io(&path, e))? {
-                let is_dir = entry.file_type().await.map(|t| t.is_dir()).unwrap_or(false);
-                let name = entry.file_name().to_string_lossy().into_owned();
-                names.push(if is_dir { format!("{name}/") } else { name });
-            }
+            // A path that is not a readable directory is said as such.
+            drop(tokio::fs::read_dir(&path).await.map_err(|e| ToolError::io(&path, e))?);
+            let listed = path.clone();
+            let mut names = tokio::task::spawn_blocking(move || {
+                let entries = super::search::walker(&listed).max_depth(Some(1)).build().flatten();
+                entries
+                    .filter(|entry| entry.depth() == 1)
+                    .map(|entry| {
+                        let name = entry.file_name().to_string_lossy().into_owned();
+                        if entry.file_type().is_some_and(|t| t.is_dir()) { format!("{name}/") } else { name }
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await
+            .map_err(|e| ToolError::Other(e.to_string()))?;
             names.sort();
             let content = if names.is_empty() { "(empty directory)".to_owned() } else { names.join("\n") };
             Ok(ToolOutput {

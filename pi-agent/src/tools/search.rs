@@ -1,4 +1,6 @@
-//! grep and find: recursive search of the working tree (skips `.git`, `target`, `node_modules`).
+//! grep and find: recursive search of the working tree, as ripgrep and fd walk it: what
+//! `.gitignore`, `.ignore` and `.git/info/exclude` ignore is skipped (in a repository or not),
+//! and so are `.git`, `target` and `node_modules`; other hidden files are searched.
 
 use std::path::{Path, PathBuf};
 
@@ -10,26 +12,28 @@ use super::{Tool, ToolContext, ToolError, ToolFuture, ToolOutput, cap_head, desc
 const SKIP_DIRS: [&str; 3] = [".git", "target", "node_modules"];
 const MAX_RESULTS: usize = 200;
 
-/// All files under `root`, sorted, skipping the usual build and VCS directories.
+/// All files under `root` that are not ignored, sorted.
 fn walk(root: &Path) -> Result<Vec<PathBuf>, ToolError> {
-    let mut files = Vec::new();
-    let mut stack = vec![root.to_owned()];
-    while let Some(dir) = stack.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(|e| ToolError::io(&dir, e))?;
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(kind) = entry.file_type() else { continue };
-            if kind.is_dir() {
-                if !SKIP_DIRS.contains(&entry.file_name().to_string_lossy().as_ref()) {
-                    stack.push(path);
-                }
-            } else if kind.is_file() {
-                files.push(path);
-            }
-        }
-    }
+    std::fs::read_dir(root).map_err(|e| ToolError::io(root, e))?;
+    let mut files: Vec<PathBuf> = walker(root)
+        .build()
+        .flatten()
+        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+        .map(ignore::DirEntry::into_path)
+        .collect();
     files.sort();
     Ok(files)
+}
+
+/// A walk of `root` that honours ignore files as ripgrep does (also outside a git repository)
+/// and skips the usual VCS and build directories; hidden files are included.
+pub(super) fn walker(root: &Path) -> ignore::WalkBuilder {
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
+        .hidden(false)
+        .require_git(false)
+        .filter_entry(|entry| !SKIP_DIRS.contains(&entry.file_name().to_string_lossy().as_ref()));
+    builder
 }
 
 fn relative(root: &Path, path: &Path) -> String {
@@ -161,5 +165,42 @@ mod tests {
         assert!(!re.is_match("src/lib.rsx"));
         let re = glob_regex("src/?.txt").unwrap();
         assert!(re.is_match("src/a.txt") && !re.is_match("src/ab.txt") && !re.is_match("src/x/a.txt"));
+    }
+
+    /// A repository whose `.gitignore` hides `build/` and `*.log` (and `.ignore` hides `tmp/`):
+    /// grep, find and ls never return what it hides.
+    #[tokio::test]
+    async fn ignored_paths_are_never_returned() {
+        let root = std::env::temp_dir().join(format!("pi-ignore-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let write = |rel: &str, text: &str| {
+            let path = root.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(".gitignore", "build/\n*.log\n");
+        write(".ignore", "tmp/\n");
+        for i in 0..200 {
+            write(&format!("build/gen/out{i}.txt"), "needle\n");
+        }
+        write("debug.log", "needle\n");
+        write("tmp/scratch.txt", "needle\n");
+        write("src/real.txt", "the needle\n");
+        write(".config/visible.txt", "needle too\n");
+        let ctx = ToolContext {
+            cwd: root.clone(),
+            cancel: tokio_util::sync::CancellationToken::new(),
+            env: Default::default(),
+            updates: None,
+        };
+        let grep_args = json!({"pattern": "needle"});
+        let grep = GrepTool.execute(&grep_args, &ctx).await.unwrap().content;
+        assert_eq!(grep.lines().collect::<Vec<_>>(), [".config/visible.txt:1:needle too", "src/real.txt:1:the needle"]);
+        let find_args = json!({"pattern": "**/*.txt"});
+        let find = FindTool.execute(&find_args, &ctx).await.unwrap().content;
+        assert_eq!(find.lines().collect::<Vec<_>>(), [".config/visible.txt", "src/real.txt"]);
+        let ls = super::super::fs::LsTool.execute(&json!({}), &ctx).await.unwrap().content;
+        assert_eq!(ls.lines().collect::<Vec<_>>(), [".config/", ".gitignore", ".ignore", "src/"]);
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }
