@@ -281,8 +281,38 @@ fn markdown_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// Splits `---` frontmatter (simple `key: value` lines) from the body.
+/// Splits `---` frontmatter from the body: YAML (block scalars such as `description: >-` on
+/// several lines, quoting, comments) whose top-level scalar values are kept as text; frontmatter
+/// that is not valid YAML but reads as `key: value` lines (`description: d: with colon`) is
+/// taken line by line, as pi always has.
 fn frontmatter(text: &str) -> Result<(BTreeMap<String, String>, String), String> {
+    let (fields, body) = frontmatter_lines(text)?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some(yaml) = text.strip_prefix("---").and_then(|rest| {
+        let rest = rest.strip_prefix("\r\n").or_else(|| rest.strip_prefix('\n'))?;
+        let end = rest.lines().position(|l| l.trim_end() == "---")?;
+        Some(rest.lines().take(end).map(|l| format!("{l}\n")).collect::<String>())
+    }) else {
+        return Ok((fields, body));
+    };
+    use serde_yaml_ng::Value as Yaml;
+    match serde_yaml_ng::from_str::<Yaml>(&yaml) {
+        Ok(Yaml::Mapping(map)) => {
+            let text_of = |value: &Yaml| match value {
+                Yaml::String(s) => Some(s.clone()),
+                Yaml::Number(n) => Some(n.to_string()),
+                Yaml::Bool(b) => Some(b.to_string()),
+                _ => None,
+            };
+            let fields = map.iter().filter_map(|(k, v)| Some((text_of(k)?, text_of(v)?))).collect();
+            Ok((fields, body))
+        }
+        _ => Ok((fields, body)),
+    }
+}
+
+/// Splits `---` frontmatter (simple `key: value` lines) from the body.
+fn frontmatter_lines(text: &str) -> Result<(BTreeMap<String, String>, String), String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let Some(rest) = text.strip_prefix("---").filter(|r| r.starts_with('\n') || r.starts_with("\r\n")) else {
         return Ok((BTreeMap::new(), text.to_owned()));
@@ -488,5 +518,18 @@ mod tests {
         assert_eq!(fields["description"], "d: with colon");
         assert_eq!(body, "line 1\nline 2");
         assert_eq!(frontmatter("no frontmatter").unwrap().1, "no frontmatter");
+    }
+
+    #[test]
+    fn frontmatter_is_yaml() {
+        let skill = "---\nname: deploy # the skill's name\ndescription: >-\n  Deploys the service\n  to staging.\nallowed-tools: [bash]\nversion: 2\n---\nSteps";
+        let (fields, body) = frontmatter(skill).unwrap();
+        assert_eq!(fields["name"], "deploy");
+        assert_eq!(fields["description"], "Deploys the service to staging.");
+        assert_eq!(fields["version"], "2");
+        assert!(!fields.contains_key("allowed-tools"), "lists are not text");
+        assert_eq!(body, "Steps");
+        let literal = frontmatter("---\ndescription: |\n  line one\n  line two\n---\n").unwrap().0;
+        assert_eq!(literal["description"], "line one\nline two\n");
     }
 }
