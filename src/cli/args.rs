@@ -64,6 +64,35 @@ pub struct AgentArgs {
     /// a trusted project and `~/.pi/agent/prompts`).
     #[arg(long = "prompt-templates", value_name = "DIR")]
     pub prompt_templates: Vec<PathBuf>,
+    /// No tools at all unless `--tools` names some (built-in and extensions' tools).
+    #[arg(long)]
+    pub no_tools: bool,
+    /// No built-in tools unless `--tools` names some; extensions' tools stay.
+    #[arg(long)]
+    pub no_builtin_tools: bool,
+    /// Thinking level for models that reason (overrides the settings' `defaultThinkingLevel`).
+    #[arg(long, value_name = "LEVEL", value_parser = ["off", "minimal", "low", "medium", "high", "xhigh"])]
+    pub thinking: Option<String>,
+    /// API key for the provider of this run (overrides its environment variable and
+    /// `models.json`); sent only to that provider's server.
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+    /// Replace the default system prompt: the text, or the contents of the file it names (skills
+    /// are still added).
+    #[arg(long, value_name = "TEXT")]
+    pub system_prompt: Option<String>,
+    /// Append to the system prompt: the text, or the contents of the file it names (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    pub append_system_prompt: Vec<String>,
+    /// Load no extensions but those given with `-e`.
+    #[arg(long)]
+    pub no_extensions: bool,
+    /// Discover no skills (those given with `--skills` still load).
+    #[arg(long)]
+    pub no_skills: bool,
+    /// Discover no prompt templates (those given with `--prompt-templates` still load).
+    #[arg(long)]
+    pub no_prompt_templates: bool,
 }
 
 #[derive(Debug, Args)]

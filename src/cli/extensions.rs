@@ -34,8 +34,15 @@ pub struct Candidate {
 /// project (they answer `project_trust`) and the project's own (`.pi/extensions/` and the
 /// project settings' list). Missing `-e` paths are usage errors; a policy that forbids
 /// non-managed extensions drops the others (said once).
-pub fn discover(flags: &[PathBuf], cfg: &Config, cwd: &Path) -> Result<(Vec<Candidate>, Vec<Candidate>), CliError> {
-    Ok(discover_all(flags, cfg, cwd)?.into_iter().partition(|c| c.origin != "project"))
+/// `(flags, only_flags)`: the `-e` paths, and `--no-extensions` (nothing else is looked for).
+pub fn discover(
+    (flags, only_flags): (&[PathBuf], bool),
+    cfg: &Config,
+    cwd: &Path,
+) -> Result<(Vec<Candidate>, Vec<Candidate>), CliError> {
+    let found = discover_all(flags, cfg, cwd)?;
+    let found = found.into_iter().filter(|c| !only_flags || c.origin == "-e");
+    Ok(found.partition(|c| c.origin != "project"))
 }
 
 fn discover_all(flags: &[PathBuf], cfg: &Config, cwd: &Path) -> Result<Vec<Candidate>, CliError> {
@@ -410,6 +417,8 @@ pub async fn assemble(
     started.extend(more);
     failures.extend(more_failures);
     let tools = started.iter().flat_map(|e| e.tools()).fold(tools, |tools, tool| tools.with_override(tool));
+    // `--no-tools`: extensions' tools are off too (unless `--tools` named some).
+    let tools = if args.no_tools && args.tools.is_none() { tools.with_active(&[]) } else { tools };
     let (skills, prompts) = discovered_resources(&started, cwd, reason).await;
     let resources = crate::cli::setup::resources(args, cwd, cfg, (&skills, &prompts));
     Assembled { extensions: started, tools, resources, failures }

@@ -171,8 +171,9 @@ fn provider_of(args: &AgentArgs, model: &ModelInfo, key_var: Option<&str>) -> Re
         });
     }
     let provider_name = &model.provider;
-    let mut http = HttpConfig { base_url: args.base_url.clone(), ..HttpConfig::default() };
-    if let Some(auth) = &model.auth {
+    let mut http =
+        HttpConfig { base_url: args.base_url.clone(), api_key: args.api_key.clone(), ..HttpConfig::default() };
+    if let (Some(auth), None) = (&model.auth, &args.api_key) {
         let resolve = |what: &str, raw: &str| {
             pi_agent::model::resolve_value(raw)
                 .map_err(|why| CliError::Usage(format!("models.json: providers.{provider_name}.{what}: {why}")))
@@ -224,7 +225,10 @@ pub struct AgentParts {
 /// `--prompt-templates`, checked.
 pub fn agent_parts(args: &AgentArgs, cfg: &Config) -> Result<AgentParts, CliError> {
     let Selected { model, provider } = select(args, cfg)?;
-    let tools = tools(args.tools.as_deref())?;
+    let tools = match args.tools.as_deref() {
+        None if args.no_tools || args.no_builtin_tools => ToolRegistry::empty(),
+        list => tools(list)?,
+    };
     check_dirs("--skills", &args.skills)?;
     check_dirs("--prompt-templates", &args.prompt_templates)?;
     Ok(AgentParts { provider, model, tools })
@@ -411,8 +415,11 @@ pub fn resources(
     let dirs = |extra: &[PathBuf],
                 from_extensions: &[PathBuf],
                 listed: fn(&SettingsDoc) -> Option<Vec<String>>,
-                leaf: &str| {
+                (leaf, discover): (&str, bool)| {
         let mut dirs = extra.to_vec();
+        if !discover {
+            return dirs;
+        }
         dirs.extend_from_slice(from_extensions);
         if let Some((listed, file)) = cfg.settings.typed(listed) {
             dirs.extend(listed.iter().map(|raw| Config::path_of(file, raw)));
@@ -426,8 +433,8 @@ pub fn resources(
         dirs
     };
     let resources = pi_observe::agent::resources::Resources::load(
-        &dirs(&agent.skills, ext_skills, |s| s.skills.clone(), "skills"),
-        &dirs(&agent.prompt_templates, ext_prompts, |s| s.prompts.clone(), "prompts"),
+        &dirs(&agent.skills, ext_skills, |s| s.skills.clone(), ("skills", !agent.no_skills)),
+        &dirs(&agent.prompt_templates, ext_prompts, |s| s.prompts.clone(), ("prompts", !agent.no_prompt_templates)),
     );
     for error in &resources.errors {
         super::output::error(format_args!("pi: skipped {error}"));
@@ -437,12 +444,33 @@ pub fn resources(
 
 /// The harness settings from the files (managed first): thinking level, compaction, retry, and
 /// whether child processes see `PI_*` (`--no-session-env` turns that off whatever they say).
+/// `--system-prompt` / `--append-system-prompt`: the contents of the file it names, else the
+/// text itself (as upstream).
+fn text_or_file(value: &str) -> String {
+    let path = Path::new(value);
+    match path.is_file().then(|| std::fs::read_to_string(path)) {
+        Some(Ok(text)) => text,
+        _ => value.to_owned(),
+    }
+}
+
 pub fn agent_config(agent: &AgentArgs, cfg: &Config) -> pi_agent::AgentConfig {
     let mut config = pi_agent::AgentConfig::default();
     let exposed = cfg.typed(|s| s.expose_session_environment);
     config.expose_session_environment = !agent.no_session_env && exposed != Some(false);
     config.reasoning =
         cfg.typed(|s| s.default_thinking_level).filter(|l| l.as_str() != "off").map(|l| l.as_str().to_owned());
+    if let Some(level) = &agent.thinking {
+        config.reasoning = (level != "off").then(|| level.clone());
+    }
+    if let Some(prompt) = &agent.system_prompt {
+        config.system_prompt = Some(text_or_file(prompt));
+    }
+    for more in &agent.append_system_prompt {
+        let base = config.system_prompt.take().unwrap_or_default();
+        let sep = if base.is_empty() { "" } else { "\n\n" };
+        config.system_prompt = Some(format!("{base}{sep}{}", text_or_file(more)));
+    }
     let compaction = |read: fn(&Compaction) -> Option<Count>| cfg.typed(|s| s.compaction.as_ref().and_then(read));
     if let Some(enabled) = cfg.typed(|s| s.compaction.as_ref()?.enabled) {
         config.compaction.enabled = enabled;

@@ -87,7 +87,7 @@ impl Harness {
         let attribution = attribution::attribution(observe, cfg, &cwd)?;
         // With the configuration decided: what comes with the project (and, when no trust
         // question started them early, the others).
-        let (outside, project) = extensions::discover(&args.extensions, cfg, &cwd)?;
+        let (outside, project) = extensions::discover((&args.extensions, args.no_extensions), cfg, &cwd)?;
         // `--provider NAME` that pi does not know may be one an extension serves: known once
         // they started (the faux provider holds the place until then).
         let (mut parts, unknown_provider) = match setup::agent_parts(args, cfg) {
@@ -233,7 +233,7 @@ async fn trust_question(
     if cfg.trust.reason != crate::cli::settings::trust::TrustReason::Untrusted {
         return Ok((None, None));
     }
-    let (outside, _) = extensions::discover(&args.extensions, cfg, cwd)?;
+    let (outside, _) = extensions::discover((&args.extensions, args.no_extensions), cfg, cwd)?;
     let (started, failures) = extensions::start(outside, cfg, cwd).await;
     // Said (or refused) now; what is left is for the dialog.
     let failures = loaded(cfg, &started, failures, dialog).await?;

@@ -142,7 +142,7 @@ pub(super) async fn reload(
     let fresh = Config::load(&harness.cwd).map_err(|e| e.to_string())?;
     let cfg = &fresh;
     let cwd = harness.cwd.clone();
-    let found = extensions::discover(&args.extensions, cfg, &cwd).map_err(|e| e.to_string())?;
+    let found = extensions::discover((&args.extensions, args.no_extensions), cfg, &cwd).map_err(|e| e.to_string())?;
     let tools = setup::tools(args.tools.as_deref()).map_err(|e| e.to_string())?;
     let extensions::Assembled { extensions: started, tools, resources, failures } =
         extensions::assemble(args, cfg, &cwd, found, None, tools, "reload").await;

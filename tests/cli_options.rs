@@ -1,0 +1,131 @@
+//! Upstream's command-line options, each run as a user would: the option, a faux (or loopback)
+//! model that checks what it was sent, and what must hold after.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{Flag, pi, scratch};
+
+/// One row: the options, the faux script, and a check of the run's stdout and stderr.
+struct Row {
+    name: &'static str,
+    args: Vec<String>,
+    script: Value,
+    check: fn(&std::path::Path, &str, &str),
+}
+
+#[test]
+fn upstreams_options_do_what_upstream_says() {
+    let d = scratch("cli-options");
+    std::fs::write(d.join("append.txt"), "APPENDED-FROM-FILE").unwrap();
+    let gate = d.join("gate.mjs");
+    std::fs::write(
+        &gate,
+        r#"export default function (pi) {
+  pi.registerTool({ name: "ext_tool", description: "An extension's tool", parameters: { type: "object", properties: {} },
+    async execute() { return { content: [{ type: "text", text: "ext-tool-ran" }] }; } });
+}
+"#,
+    )
+    .unwrap();
+    // A global extension that --no-extensions must not load: it would block every tool.
+    let agent = d.join("agent");
+    std::fs::create_dir_all(agent.join("extensions")).unwrap();
+    std::fs::write(
+        agent.join("extensions/blocker.mjs"),
+        r#"export default function (pi) { pi.on("tool_call", async () => ({ block: true, reason: "blocked-by-global" })); }"#,
+    )
+    .unwrap();
+    let bash_writes =
+        |file: &str| json!({"tools": [{"name": "bash", "arguments": {"command": format!("echo x > {file}")}}]});
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_owned();
+    let rows = vec![
+        Row {
+            name: "--system-prompt replaces the default",
+            args: vec!["--system-prompt".into(), "SYS-TOKEN".into()],
+            script: json!([{"text": "ok", "expect": ["SYS-TOKEN"]}]),
+            check: |_, _, _| {},
+        },
+        Row {
+            name: "--append-system-prompt reads a file",
+            args: vec!["--append-system-prompt".into(), "append.txt".into()],
+            script: json!([{"text": "ok", "expect": ["APPENDED-FROM-FILE"]}]),
+            check: |_, _, _| {},
+        },
+        Row {
+            name: "--no-tools offers no tool, built-in or extension's",
+            args: vec!["--no-tools".into(), "-e".into(), path(&gate)],
+            script: json!([bash_writes("no-tools.txt"), {"text": "done", "expect": ["bash"]}]),
+            check: |d, _, _| assert!(!d.join("no-tools.txt").exists(), "bash ran"),
+        },
+        Row {
+            name: "--no-builtin-tools keeps extensions' tools",
+            args: vec!["--no-builtin-tools".into(), "--no-extensions".into(), "-e".into(), path(&gate)],
+            script: json!([{"tools": [{"name": "ext_tool", "arguments": {}}]}, bash_writes("builtin.txt"),
+                           {"text": "done", "expect": ["ext-tool-ran"]}]),
+            check: |d, _, _| assert!(!d.join("builtin.txt").exists(), "bash ran"),
+        },
+        Row {
+            name: "--no-extensions loads only -e",
+            args: vec!["--no-extensions".into()],
+            script: json!([bash_writes("ran.txt"), {"text": "done"}]),
+            check: |d, _, _| assert!(d.join("ran.txt").exists(), "the global extension blocked bash"),
+        },
+    ];
+    for row in rows {
+        let script = d.join("script.json");
+        std::fs::write(&script, row.script.to_string()).unwrap();
+        let out = pi()
+            .args(["-p", "go", "--no-session", "--cwd"])
+            .arg(&d)
+            .flag("--faux-script", &script)
+            .args(&row.args)
+            .current_dir(&d)
+            .env("PI_CODING_AGENT_DIR", &agent)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{}: {stderr}", row.name);
+        assert!(!stdout.contains("faux script:"), "{}: {stdout}", row.name);
+        (row.check)(&d, &stdout, &stderr);
+    }
+    // Without --no-extensions the global extension is there (the row above is not vacuous).
+    std::fs::write(
+        d.join("script.json"),
+        json!([bash_writes("blocked.txt"), {"text": "done", "expect": ["blocked-by-global"]}]).to_string(),
+    )
+    .unwrap();
+    pi().args(["-p", "go", "--no-session", "--cwd"])
+        .arg(&d)
+        .flag("--faux-script", &d.join("script.json"))
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .output()
+        .unwrap();
+    assert!(!d.join("blocked.txt").exists());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `--api-key` goes to the provider of the run (its server sees it), over its variable.
+#[test]
+fn api_key_reaches_the_providers_server() {
+    let (base, request) = support::one_shot_openai_server();
+    let out = pi()
+        .args(["-p", "hi", "--no-session", "--model", "llama-local", "--tools", "none", "--api-key", "sk-from-flag"])
+        .flag("--base-url", &base)
+        .env("OPENAI_API_KEY", "sk-from-env")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let request = request.join().unwrap().to_lowercase();
+    assert!(request.contains("authorization: bearer sk-from-flag"), "{request}");
+}
+
+/// `--thinking` takes upstream's levels only.
+#[test]
+fn thinking_levels_are_checked() {
+    let out = pi().args(["-p", "hi", "--no-session", "--thinking", "loud"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--thinking"));
+}
