@@ -99,7 +99,7 @@ fn upstreams_options_do_what_upstream_says() {
     .unwrap();
     pi().args(["-p", "go", "--no-session", "--cwd"])
         .arg(&d)
-        .flag("--faux-script", &d.join("script.json"))
+        .flag("--faux-script", d.join("script.json"))
         .env("PI_CODING_AGENT_DIR", &agent)
         .output()
         .unwrap();
