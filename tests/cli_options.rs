@@ -129,3 +129,32 @@ fn thinking_levels_are_checked() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--thinking"));
 }
+
+/// `--session-dir` keeps the sessions there; `-c` continues the most recent one of this folder.
+#[test]
+fn continue_takes_up_the_latest_session_of_the_folder() {
+    let d = scratch("cli-continue");
+    let sessions = d.join("sessions");
+    let run = |prompt: &str, script: Value, extra: &[&str]| {
+        std::fs::write(d.join("script.json"), script.to_string()).unwrap();
+        let out = pi()
+            .args(["-p", prompt, "--cwd"])
+            .arg(&d)
+            .flag("--session-dir", &sessions)
+            .flag("--faux-script", d.join("script.json"))
+            .args(extra)
+            .env("PI_CODING_AGENT_DIR", d.join("agent"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    run("first-token", json!([{"text": "one"}]), &[]);
+    run("second", json!([{"text": "two", "expect": ["first-token"]}]), &["-c"]);
+    let files: Vec<_> = std::fs::read_dir(&sessions)
+        .unwrap()
+        .flatten()
+        .flat_map(|folder| std::fs::read_dir(folder.path()).unwrap().flatten())
+        .collect();
+    assert_eq!(files.len(), 1, "continued, not a second session");
+    std::fs::remove_dir_all(&d).unwrap();
+}

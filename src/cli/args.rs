@@ -34,6 +34,12 @@ pub struct AgentArgs {
     /// Do not write a session file.
     #[arg(long)]
     pub no_session: bool,
+    /// Continue the most recent session of this working directory (a new one if there is none).
+    #[arg(short = 'c', long = "continue", conflicts_with_all = ["session", "no_session"])]
+    pub continue_session: bool,
+    /// Where sessions are kept (over `PI_CODING_AGENT_SESSION_DIR` and the `sessionDir` setting).
+    #[arg(long, value_name = "DIR")]
+    pub session_dir: Option<PathBuf>,
     /// Comma-separated tools to enable (`read,write,edit,bash,ls,grep,find`), or `none`.
     #[arg(long, value_name = "LIST")]
     pub tools: Option<String>,
@@ -58,11 +64,11 @@ pub struct AgentArgs {
     pub extensions: Vec<PathBuf>,
     /// Extra skills directory (repeatable; also the settings' `skills`, `.pi/skills` of a trusted
     /// project and `~/.pi/agent/skills`).
-    #[arg(long = "skills", value_name = "DIR")]
+    #[arg(long = "skills", visible_alias = "skill", value_name = "DIR")]
     pub skills: Vec<PathBuf>,
     /// Extra prompt-templates directory (repeatable; also the settings' `prompts`, `.pi/prompts` of
     /// a trusted project and `~/.pi/agent/prompts`).
-    #[arg(long = "prompt-templates", value_name = "DIR")]
+    #[arg(long = "prompt-templates", visible_alias = "prompt-template", value_name = "DIR")]
     pub prompt_templates: Vec<PathBuf>,
     /// No tools at all unless `--tools` names some (built-in and extensions' tools).
     #[arg(long)]

@@ -27,7 +27,28 @@ pub struct Selected {
 /// models come from the built-in table, `~/.pi/agent/models.json` and `--models`; the managed
 /// policy may restrict them.
 pub fn select(args: &AgentArgs, cfg: &Config) -> Result<Selected, CliError> {
-    select_named(args, cfg, args.provider.clone(), args.model.clone())
+    // The table is read here only for a `PROVIDER/ID` pattern (`select_named` reads it anyway).
+    let slashed = args.provider.is_none() && args.model.as_deref().is_some_and(|m| m.contains('/'));
+    let registry = if slashed { Some(registry(args, cfg)?) } else { None };
+    let known = |name: &str| registry.as_ref().is_some_and(|r| r.default_for(name).is_some());
+    let (provider, model, _) = model_spec(args, known);
+    select_named(args, cfg, provider, model)
+}
+
+/// `--model` as upstream reads it: `ID`, `PROVIDER/ID` (when PROVIDER is one `known` says is a
+/// provider: ids such as OpenRouter's `anthropic/claude-…` keep their slash) and an optional
+/// `:LEVEL` thinking suffix; `--provider` and `--thinking` win over what the pattern says.
+pub fn model_spec(args: &AgentArgs, known: impl Fn(&str) -> bool) -> (Option<String>, Option<String>, Option<String>) {
+    let Some(pattern) = args.model.as_deref() else { return (args.provider.clone(), None, args.thinking.clone()) };
+    let (pattern, level) = match pattern.rsplit_once(':') {
+        Some((id, level)) if pi_agent::model::THINKING_LEVELS.contains(&level) => (id, Some(level.to_owned())),
+        _ => (pattern, None),
+    };
+    let (provider, id) = match pattern.split_once('/') {
+        Some((provider, id)) if args.provider.is_none() && known(provider) => (Some(provider.to_owned()), id),
+        _ => (args.provider.clone(), pattern),
+    };
+    (provider, Some(id.to_owned()), args.thinking.clone().or(level))
 }
 
 /// The models: the built-in table, `~/.pi/agent/models.json`, then `--models`.
@@ -270,9 +291,14 @@ pub fn session_path(args: &AgentArgs, cwd: &Path, cfg: &Config) -> Result<Option
     if args.no_session {
         return Ok(None);
     }
-    let path = match &args.session {
-        Some(path) => session_argument(path, cfg)?,
-        None => {
+    if let Some(dir) = &args.session_dir {
+        let _ = SESSION_DIR_FLAG.set(dir.clone());
+    }
+    let latest = args.continue_session.then(|| latest_session(cwd, cfg)).flatten();
+    let path = match (&args.session, latest) {
+        (Some(path), _) => session_argument(path, cfg)?,
+        (None, Some(latest)) => latest,
+        (None, None) => {
             let (sessions, culprit) = sessions_dir(cfg);
             super::paths::check_dir(&culprit, &sessions).map_err(CliError::Usage)?;
             new_session_path(cwd, cfg)
@@ -284,6 +310,17 @@ pub fn session_path(args: &AgentArgs, cwd: &Path, cfg: &Config) -> Result<Option
         }
         _ => Ok(Some(path)),
     }
+}
+
+/// `--session-dir`, once a run's arguments were read (every session path of the run uses it).
+static SESSION_DIR_FLAG: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// `-c`: the most recently written session file of `cwd`'s folder in the sessions folder.
+fn latest_session(cwd: &Path, cfg: &Config) -> Option<PathBuf> {
+    let folder = new_session_path(cwd, cfg).parent()?.to_owned();
+    let files = std::fs::read_dir(folder).ok()?.flatten().map(|e| e.path());
+    let sessions = files.filter(|p| p.extension().is_some_and(|e| e == "jsonl"));
+    sessions.max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
 }
 
 /// A new session file's path:
@@ -307,6 +344,9 @@ pub fn new_session_path(cwd: &Path, cfg: &Config) -> PathBuf {
 /// The folder of new sessions and what set it, for errors: `PI_CODING_AGENT_SESSION_DIR`, else
 /// the `sessionDir` setting (naming its file), else `<agent dir>/sessions`.
 pub fn sessions_dir(cfg: &Config) -> (PathBuf, String) {
+    if let Some(dir) = SESSION_DIR_FLAG.get() {
+        return (dir.clone(), "--session-dir".to_owned());
+    }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let managed = cfg.managed_sets(&keys::SESSION_DIR).is_some();
     match std::env::var_os(SESSION_DIR_VAR).filter(|v| !v.is_empty() && !managed) {
@@ -460,8 +500,10 @@ pub fn agent_config(agent: &AgentArgs, cfg: &Config) -> pi_agent::AgentConfig {
     config.expose_session_environment = !agent.no_session_env && exposed != Some(false);
     config.reasoning =
         cfg.typed(|s| s.default_thinking_level).filter(|l| l.as_str() != "off").map(|l| l.as_str().to_owned());
-    if let Some(level) = &agent.thinking {
-        config.reasoning = (level != "off").then(|| level.clone());
+    // `--thinking`, else a `--model …:LEVEL` suffix.
+    let level = agent.thinking.clone().or_else(|| model_spec(agent, |_| false).2);
+    if let Some(level) = level {
+        config.reasoning = (level != "off").then_some(level);
     }
     if let Some(prompt) = &agent.system_prompt {
         config.system_prompt = Some(text_or_file(prompt));
@@ -498,4 +540,34 @@ pub fn agent_config(agent: &AgentArgs, cfg: &Config) -> pi_agent::AgentConfig {
         None => {}
     }
     config
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{Args, FromArgMatches};
+
+    use super::*;
+
+    fn spec(argv: &[&str]) -> (Option<String>, Option<String>, Option<String>) {
+        let command = AgentArgs::augment_args(clap::Command::new("pi"));
+        let args = AgentArgs::from_arg_matches(&command.get_matches_from([&["pi"], argv].concat())).unwrap();
+        model_spec(&args, |name| ["anthropic", "openai"].contains(&name))
+    }
+
+    #[test]
+    fn model_patterns_read_as_upstream_reads_them() {
+        let s = |v: Option<&str>| v.map(str::to_owned);
+        assert_eq!(spec(&["--model", "claude-sonnet-4-5"]), (None, s(Some("claude-sonnet-4-5")), None));
+        assert_eq!(
+            spec(&["--model", "anthropic/claude-sonnet-4-5:high"]),
+            (s(Some("anthropic")), s(Some("claude-sonnet-4-5")), s(Some("high")))
+        );
+        // Not a provider: the slash is part of the id (OpenRouter's ids).
+        assert_eq!(spec(&["--model", "meta-llama/llama-3:free"]), (None, s(Some("meta-llama/llama-3:free")), None));
+        // --provider and --thinking win.
+        assert_eq!(
+            spec(&["--provider", "openrouter", "--model", "openai/gpt-4o:low", "--thinking", "high"]),
+            (s(Some("openrouter")), s(Some("openai/gpt-4o")), s(Some("high")))
+        );
+    }
 }
