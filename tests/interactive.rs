@@ -721,3 +721,35 @@ fn unknown_slash_commands_are_not_sent_to_the_model() {
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Upstream's everyday slash commands, each as typed: what each shows (and `/copy` writes the last
+/// answer to the terminal's clipboard as OSC 52; `/name` names the session).
+#[test]
+fn everyday_slash_commands_do_what_upstream_does() {
+    use base64::Engine as _;
+    let dir = scratch("tui-slash");
+    let mut tui = Tui::start(&dir, &json!([{"text": "Answer to copy."}]), &[]);
+    tui.enter("hello");
+    tui.shows("Answer to copy.");
+    let rows = [
+        ("/hotkeys", "!!cmd shell command kept out of the context"),
+        ("/changelog", "## Unreleased"),
+        ("/login", "pi offers no subscription logins"),
+        ("/logout", "pi offers no subscription logins"),
+        ("/share", "pi does not upload sessions"),
+        ("/name release prep", "session name: release prep"),
+        ("/copy", "copied 15 characters"),
+    ];
+    for (typed, shown) in rows {
+        tui.enter(typed);
+        tui.shows(shown);
+    }
+    let clip = base64::engine::general_purpose::STANDARD.encode("Answer to copy.");
+    let osc = format!("\x1b]52;c;{clip}\x07");
+    assert!(String::from_utf8_lossy(&tui.raw).contains(&osc), "no OSC 52 with the answer");
+    tui.enter("/name");
+    tui.shows("session name: release prep");
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -188,6 +188,16 @@ impl Shared {
         lock(&self.extension_commands).clone()
     }
 
+    /// The text of the latest assistant message, if any (RPC `get_last_assistant_text`, `/copy`).
+    pub fn last_assistant_text(&self) -> Option<String> {
+        self.with_state(|state| {
+            state.messages.iter().rev().find_map(|m| match m {
+                pi_agent::message::Message::Assistant(a) => Some(a.text()),
+                _ => None,
+            })
+        })
+    }
+
     /// An extension registered a shortcut for `key` (upstream's key id).
     pub fn is_extension_shortcut(&self, key: &str) -> bool {
         lock(&self.extension_shortcuts).iter().any(|k| k == key)

@@ -18,10 +18,23 @@ commands:
   /trust                trust this project (its .pi/ loads at the next start or /reload)
   /reload               settings, extensions, skills and prompt templates read again
   /observe              the telemetry pipeline: sinks, delivered, dropped, traces
+  /name [NAME]          name this session (or show its name)
+  /copy                 copy the last answer (terminal clipboard, OSC 52; and a clipboard tool)
+  /hotkeys              the keys
+  /changelog            what changed in pi
+  /login, /logout, /share  what pi offers instead of upstream's
   /quit                 exit (also Ctrl+D on an empty editor, Ctrl+C twice)
   /skill:NAME, /TEMPLATE and extension commands run as prompts
+";
+
+/// `/hotkeys` (and the end of `/help`).
+const HOTKEYS: &str = "\
 keys: Enter send (queues a steering message while working) · Alt+Enter queue a follow-up ·
-  Ctrl+J newline · Esc abort · Up/Down history · PageUp/PageDown scroll · !cmd shell command";
+  Ctrl+J newline · Esc abort · Up/Down history · PageUp/PageDown scroll · Ctrl+C abort/clear/exit ·
+  Ctrl+D exit on an empty editor · !cmd shell command · !!cmd shell command kept out of the context";
+
+/// What changed in pi (`/changelog`).
+const CHANGELOG: &str = include_str!("../../../../CHANGELOG.md");
 
 impl Ui<'_> {
     /// Runs `line` when it is a built-in command (true), else leaves it to the agent (false).
@@ -29,7 +42,26 @@ impl Ui<'_> {
         let (name, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
         let rest = rest.trim();
         match name {
-            "/help" => self.transcript.notice(Tone::Info, HELP),
+            "/help" => self.transcript.notice(Tone::Info, format!("{HELP}{HOTKEYS}")),
+            "/hotkeys" => self.transcript.notice(Tone::Info, HOTKEYS),
+            "/changelog" => self.transcript.notice(Tone::Info, CHANGELOG.trim()),
+            "/name" if rest.is_empty() => {
+                let name = self.shared.with_state(|s| s.session_name.clone());
+                self.transcript.notice(Tone::Info, name.map_or("this session has no name".into(), |n| format!("session name: {n}")));
+            }
+            "/name" => {
+                self.send(Job::SetSessionName(rest.to_owned()), Done::Quiet, replies);
+                self.transcript.notice(Tone::Info, format!("session name: {rest}"));
+            }
+            "/copy" => self.copy(),
+            "/login" | "/logout" => self.transcript.notice(
+                Tone::Info,
+                "pi offers no subscription logins (OAuth): set the provider's API key variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, …) or `apiKey` in ~/.pi/agent/models.json",
+            ),
+            "/share" => {
+                let file = self.shared.with_state(|s| s.session_file.clone()).unwrap_or_else(|| "none (--no-session)".into());
+                self.transcript.notice(Tone::Info, format!("pi does not upload sessions (upstream's /share makes a GitHub gist); the session file is {file}"));
+            }
             "/quit" | "/exit" => self.quit = true,
             "/session" => self.session(),
             "/observe" => self.observe(),
@@ -66,6 +98,39 @@ impl Ui<'_> {
             _ => return false,
         }
         true
+    }
+
+    /// `/copy`: the last answer to the terminal's clipboard (OSC 52, which works over SSH in
+    /// terminals that allow it) and to a clipboard tool when one is installed.
+    fn copy(&mut self) {
+        use base64::Engine as _;
+        use std::io::Write as _;
+        let Some(text) = self.shared.last_assistant_text().filter(|t| !t.is_empty()) else {
+            return self.transcript.notice(Tone::Warn, "nothing to copy yet");
+        };
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&text);
+        let mut stdout = std::io::stdout();
+        let _ = write!(stdout, "\x1b]52;c;{encoded}\x07").and_then(|()| stdout.flush());
+        let tools: [(&str, &[&str]); 4] = [
+            ("wl-copy", &[]),
+            ("xclip", &["-selection", "clipboard"]),
+            ("xsel", &["--clipboard", "--input"]),
+            ("pbcopy", &[]),
+        ];
+        let tool = tools.iter().find_map(|(name, args)| {
+            let mut child = std::process::Command::new(name)
+                .args(*args)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .ok()?;
+            child.stdin.take()?.write_all(text.as_bytes()).ok()?;
+            child.wait().ok().filter(|s| s.success()).map(|_| *name)
+        });
+        let chars = text.chars().count();
+        let via = tool.map_or(String::new(), |t| format!(" and {t}"));
+        self.transcript.notice(Tone::Info, format!("copied {chars} characters (terminal clipboard{via})"));
     }
 
     fn session(&mut self) {

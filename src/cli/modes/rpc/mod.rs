@@ -265,15 +265,7 @@ fn query(command: &Command, shared: &Shared, models: &[Value]) -> Option<Value> 
             });
             Ok(json!({ "messages": messages }))
         }
-        Command::GetLastAssistantText => {
-            let text = shared.with_state(|state| {
-                state.messages.iter().rev().find_map(|m| match m {
-                    Message::Assistant(a) => Some(a.text()),
-                    _ => None,
-                })
-            });
-            Ok(json!({ "text": text }))
-        }
+        Command::GetLastAssistantText => Ok(json!({ "text": shared.last_assistant_text() })),
         Command::GetCommands => serde_json::to_value(commands(shared)).map(|c| json!({ "commands": c })),
         _ => return None,
     };
