@@ -158,3 +158,14 @@ fn continue_takes_up_the_latest_session_of_the_folder() {
     assert_eq!(files.len(), 1, "continued, not a second session");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `--verbose` says at start what the run uses.
+#[test]
+fn verbose_says_what_the_run_uses() {
+    let out = pi().args(["-p", "hi", "--no-session", "--tools", "read,ls", "--verbose"]).output().unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for line in ["pi: model: faux/faux-1", "pi: tools: read, ls", "pi: session: none (--no-session)"] {
+        assert!(stderr.contains(line), "{line}: {stderr}");
+    }
+}

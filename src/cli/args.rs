@@ -99,6 +99,9 @@ pub struct AgentArgs {
     /// Discover no prompt templates (those given with `--prompt-templates` still load).
     #[arg(long)]
     pub no_prompt_templates: bool,
+    /// Say at start what this run uses: model, tools, extensions, skills, prompt templates, session.
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Args)]

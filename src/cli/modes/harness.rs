@@ -147,6 +147,9 @@ impl Harness {
                 }
             }
         }
+        if args.verbose {
+            say_start(&parts.model, &tools, &started, &resources, session.as_ref().map(|s| s.path()));
+        }
         let mut agent = Agent::new(parts.provider, parts.model, tools, session, config, cwd.clone());
         agent.set_resources(resources);
         for extension in &started {
@@ -239,6 +242,25 @@ async fn trust_question(
     let failures = loaded(cfg, &started, failures, dialog).await?;
     let reloaded = extensions::ask_project_trust(&started, cfg).await?;
     Ok((Some((started, failures)), reloaded))
+}
+
+/// `--verbose`: one stderr line each for the model, the tools, the extensions, the skills and
+/// prompt templates, and the session file of this run.
+fn say_start(
+    model: &pi_agent::model::ModelInfo,
+    tools: &pi_agent::tools::ToolRegistry,
+    extensions: &[ProcessExtension],
+    resources: &pi_agent::resources::Resources,
+    session: Option<&std::path::Path>,
+) {
+    let names = |list: Vec<String>| if list.is_empty() { "none".to_owned() } else { list.join(", ") };
+    let say = |what: &str, list: String| crate::cli::output::error(format_args!("pi: {what}: {list}"));
+    say("model", format!("{}/{}", model.provider, model.id));
+    say("tools", names(tools.active_names()));
+    say("extensions", names(extensions.iter().map(|e| e.source().display().to_string()).collect()));
+    say("skills", names(resources.skills.iter().map(|s| s.name.clone()).collect()));
+    say("prompt templates", names(resources.templates.iter().map(|t| t.name.clone()).collect()));
+    say("session", session.map_or("none (--no-session)".to_owned(), |p| p.display().to_string()));
 }
 
 /// The provider `--provider` names when an extension serves it (upstream's `registerProvider`),
