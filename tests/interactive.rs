@@ -753,3 +753,34 @@ fn everyday_slash_commands_do_what_upstream_does() {
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Upstream's editing keys in a real terminal: Ctrl+W and Alt+Backspace cut a word, Ctrl+Y
+/// yanks it back, Alt+B / Ctrl+Left move by words, Ctrl+K cuts to the end, Ctrl+_ undoes; a
+/// Ctrl letter nothing is bound to types nothing.
+#[test]
+fn editing_keys_move_cut_yank_and_undo() {
+    let dir = scratch("tui-editing-keys");
+    let mut tui = Tui::start(&dir, &json!([]), &[]);
+    let editor = |tui: &mut Tui, want: &str| {
+        let line = format!("> {want}");
+        tui.wait_for(&line, |s| s.lines().any(|l| l.trim_end() == line.trim_end()));
+    };
+    tui.keys("alpha beta gamma");
+    editor(&mut tui, "alpha beta gamma");
+    tui.keys("\x17"); // Ctrl+W
+    editor(&mut tui, "alpha beta");
+    tui.keys("\x1b\x7f"); // Alt+Backspace
+    editor(&mut tui, "alpha");
+    tui.keys("\x19"); // Ctrl+Y: the last cut
+    editor(&mut tui, "alpha beta");
+    tui.keys("\x1bb\x0b"); // Alt+B, Ctrl+K
+    editor(&mut tui, "alpha");
+    tui.keys("\x1f"); // Ctrl+_ (undo)
+    editor(&mut tui, "alpha beta");
+    tui.keys("\x07"); // Ctrl+G: nothing bound here, nothing typed
+    tui.keys("\x1b[1;5D"); // Ctrl+Left
+    tui.keys("X");
+    editor(&mut tui, "Xalpha beta");
+    tui.keys("\x15\x04");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

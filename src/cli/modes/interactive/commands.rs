@@ -31,6 +31,8 @@ commands:
 const HOTKEYS: &str = "\
 keys: Enter send (queues a steering message while working) · Alt+Enter queue a follow-up ·
   Ctrl+J newline · Esc abort · Up/Down history · PageUp/PageDown scroll · Ctrl+C abort/clear/exit ·
+  Alt+B/Alt+F, Ctrl+Left/Right word moves · Ctrl+W, Alt+Backspace, Alt+D cut a word · Ctrl+K cut
+  to the end, Ctrl+U to the start · Ctrl+Y yank, Alt+Y the cut before · Ctrl+- undo ·
   Ctrl+D exit on an empty editor · !cmd shell command · !!cmd shell command kept out of the context";
 
 /// What changed in pi (`/changelog`).

@@ -13,6 +13,15 @@ pub struct Editor {
     history: Vec<String>,
     /// Index into `history` while browsing it, and the draft it replaced.
     browsing: Option<(usize, String)>,
+    /// What Ctrl+W, Alt+Backspace, Alt+D, Ctrl+K and Ctrl+U cut, newest last (Ctrl+Y yanks it).
+    kill_ring: Vec<String>,
+    /// The text the last yank put in (`Alt+Y` replaces it with the ring's previous entry), and
+    /// which ring entry it was.
+    yanked: Option<(String, usize)>,
+    /// Earlier states for Ctrl+- (undo): text and cursor.
+    undo: Vec<(Vec<String>, usize, usize)>,
+    /// The last edit was typing (consecutive typing is undone at once).
+    typing: bool,
 }
 
 impl Editor {
@@ -63,6 +72,11 @@ impl Editor {
 
     /// Types a character.
     pub fn insert(&mut self, c: char) {
+        if !self.typing {
+            self.remember();
+            self.typing = true;
+        }
+        self.yanked = None;
         let at = self.byte_at(self.col);
         self.lines[self.row].insert(at, c);
         self.col += 1;
@@ -81,6 +95,7 @@ impl Editor {
 
     /// Breaks the line at the cursor.
     pub fn newline(&mut self) {
+        self.remember();
         let at = self.byte_at(self.col);
         let rest = self.lines[self.row].split_off(at);
         self.row += 1;
@@ -90,6 +105,7 @@ impl Editor {
 
     /// Deletes before the cursor (joining lines at a line start).
     pub fn backspace(&mut self) {
+        self.remember();
         if self.col > 0 {
             self.col -= 1;
             let at = self.byte_at(self.col);
@@ -104,6 +120,7 @@ impl Editor {
 
     /// Deletes at the cursor.
     pub fn delete(&mut self) {
+        self.remember();
         if self.col < self.lines[self.row].chars().count() {
             let at = self.byte_at(self.col);
             self.lines[self.row].remove(at);
@@ -143,11 +160,149 @@ impl Editor {
         self.col = self.lines[self.row].chars().count();
     }
 
-    /// Deletes from the line start to the cursor (Ctrl+U).
+    /// Deletes from the line start to the cursor (Ctrl+U), into the kill ring.
     pub fn kill_to_start(&mut self) {
-        let at = self.byte_at(self.col);
-        self.lines[self.row].drain(..at);
+        let start = self.col;
         self.col = 0;
+        self.cut(0, start);
+    }
+
+    /// Deletes from the cursor to the line end (Ctrl+K), into the kill ring; at the end of a
+    /// line, joins the next one.
+    pub fn kill_to_end(&mut self) {
+        let len = self.lines[self.row].chars().count();
+        if self.col == len {
+            self.remember();
+            self.delete();
+        } else {
+            self.cut(self.col, len);
+        }
+    }
+
+    /// Where the word before the cursor starts (readline's: letters and digits; what is not one
+    /// before it is skipped first).
+    fn word_start(&self) -> usize {
+        let chars: Vec<char> = self.lines[self.row].chars().collect();
+        let mut at = self.col;
+        while at > 0 && !chars[at - 1].is_alphanumeric() {
+            at -= 1;
+        }
+        while at > 0 && chars[at - 1].is_alphanumeric() {
+            at -= 1;
+        }
+        at
+    }
+
+    /// Where the word after the cursor ends.
+    fn word_end(&self) -> usize {
+        let chars: Vec<char> = self.lines[self.row].chars().collect();
+        let mut at = self.col;
+        while at < chars.len() && !chars[at].is_alphanumeric() {
+            at += 1;
+        }
+        while at < chars.len() && chars[at].is_alphanumeric() {
+            at += 1;
+        }
+        at
+    }
+
+    /// A word left (Alt+B, Ctrl+Left); at a line start, the end of the line before.
+    pub fn word_left(&mut self) {
+        if self.col == 0 {
+            return self.left();
+        }
+        self.col = self.word_start();
+    }
+
+    /// A word right (Alt+F, Ctrl+Right); at a line end, the start of the next.
+    pub fn word_right(&mut self) {
+        if self.col == self.lines[self.row].chars().count() {
+            return self.right();
+        }
+        self.col = self.word_end();
+    }
+
+    /// Deletes the word before the cursor (Ctrl+W, Alt+Backspace), into the kill ring.
+    pub fn kill_word_before(&mut self) {
+        if self.col == 0 {
+            self.remember();
+            return self.backspace();
+        }
+        let (start, end) = (self.word_start(), self.col);
+        self.col = start;
+        self.cut(start, end);
+    }
+
+    /// Deletes the word after the cursor (Alt+D), into the kill ring.
+    pub fn kill_word_after(&mut self) {
+        let end = self.word_end();
+        self.cut(self.col, end);
+    }
+
+    /// Characters `from..to` of the row cut into the kill ring (the cursor is at `from`).
+    fn cut(&mut self, from: usize, to: usize) {
+        if from == to {
+            return;
+        }
+        self.remember();
+        let (a, b) = (self.byte_at(from), self.byte_at(to));
+        let cut: String = self.lines[self.row].drain(a..b).collect();
+        self.col = from;
+        self.kill_ring.push(cut);
+        if self.kill_ring.len() > 32 {
+            self.kill_ring.remove(0);
+        }
+    }
+
+    /// Puts the last cut back at the cursor (Ctrl+Y).
+    pub fn yank(&mut self) {
+        let Some(text) = self.kill_ring.last().cloned() else { return };
+        self.remember();
+        self.insert_plain(&text);
+        self.yanked = Some((text, self.kill_ring.len() - 1));
+    }
+
+    /// Right after a yank, replaces what it put in with the ring's entry before it (Alt+Y).
+    pub fn yank_pop(&mut self) {
+        let Some((text, index)) = self.yanked.take() else { return };
+        let previous = if index == 0 { self.kill_ring.len() - 1 } else { index - 1 };
+        let width = text.chars().count();
+        let start = self.col.saturating_sub(width);
+        let (a, b) = (self.byte_at(start), self.byte_at(self.col));
+        self.lines[self.row].drain(a..b);
+        self.col = start;
+        let next = self.kill_ring[previous].clone();
+        self.insert_plain(&next);
+        self.yanked = Some((next, previous));
+    }
+
+    /// Text typed at the cursor without touching the undo state (yanked text has no newlines:
+    /// cuts stay within a line).
+    fn insert_plain(&mut self, text: &str) {
+        let at = self.byte_at(self.col);
+        self.lines[self.row].insert_str(at, text);
+        self.col += text.chars().count();
+    }
+
+    /// Remembers the text and cursor for undo (and ends a run of typing).
+    fn remember(&mut self) {
+        self.typing = false;
+        if self.undo.last().is_some_and(|(lines, ..)| *lines == self.lines) {
+            return;
+        }
+        self.undo.push((self.lines.clone(), self.row, self.col));
+        if self.undo.len() > 100 {
+            self.undo.remove(0);
+        }
+    }
+
+    /// Back to the state before the last edit (Ctrl+-).
+    pub fn undo(&mut self) {
+        self.typing = false;
+        self.yanked = None;
+        if let Some((lines, row, col)) = self.undo.pop() {
+            (self.lines, self.row, self.col) = (lines, row, col);
+        }
     }
 
     /// Up a line, or back in the history from the first line.
@@ -198,6 +353,39 @@ impl Editor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_move_and_cut_into_a_kill_ring_that_yanks_back_and_undoes() {
+        let mut e = Editor::new();
+        e.insert_str("one two-three four");
+        e.word_left();
+        assert_eq!(e.cursor(), (0, 14), "to `four`");
+        e.word_left();
+        assert_eq!(e.cursor(), (0, 8), "over `-` to `three`");
+        e.kill_word_before();
+        assert_eq!(e.text(), "one three four", "`two-` cut");
+        e.kill_word_after();
+        assert_eq!(e.text(), "one  four", "`three` cut");
+        e.kill_to_end();
+        assert_eq!(e.text(), "one ", "` four` cut");
+        e.yank();
+        assert_eq!(e.text(), "one  four", "the last cut back");
+        e.yank_pop();
+        assert_eq!(e.text(), "one three", "replaced by the one before");
+        e.undo();
+        assert_eq!(e.text(), "one ", "before the yank");
+        e.undo();
+        e.undo();
+        e.undo();
+        assert_eq!(e.text(), "one two-three four");
+        e.end();
+        e.insert_str("!!");
+        e.undo();
+        assert_eq!(e.text(), "one two-three four", "typing is undone at once");
+        e.home();
+        e.word_right();
+        assert_eq!(e.cursor(), (0, 3));
+    }
 
     #[test]
     fn edits_lines_and_walks_the_history() {

@@ -315,9 +315,22 @@ impl Ui<'_> {
                 self.submit(text, QueueKind::Steer, replies);
             }
             KeyCode::Char('u') if ctrl => self.editor.kill_to_start(),
+            KeyCode::Char('k') if ctrl => self.editor.kill_to_end(),
+            KeyCode::Char('w') if ctrl => self.editor.kill_word_before(),
+            KeyCode::Backspace if alt => self.editor.kill_word_before(),
+            KeyCode::Char('d') if alt => self.editor.kill_word_after(),
+            KeyCode::Char('b') if alt => self.editor.word_left(),
+            KeyCode::Char('f') if alt => self.editor.word_right(),
+            KeyCode::Left if ctrl || alt => self.editor.word_left(),
+            KeyCode::Right if ctrl || alt => self.editor.word_right(),
+            KeyCode::Char('y') if ctrl => self.editor.yank(),
+            KeyCode::Char('y') if alt => self.editor.yank_pop(),
+            // Ctrl+- arrives as Ctrl+_ (0x1f) on most terminals.
+            KeyCode::Char('-' | '_' | '7') if ctrl => self.editor.undo(),
             KeyCode::Char('a') if ctrl => self.editor.home(),
             KeyCode::Char('e') if ctrl => self.editor.end(),
-            KeyCode::Char(c) => self.editor.insert(c),
+            // A Ctrl or Alt letter no binding took types nothing.
+            KeyCode::Char(c) if !ctrl && !alt => self.editor.insert(c),
             KeyCode::Backspace => self.editor.backspace(),
             KeyCode::Delete => self.editor.delete(),
             KeyCode::Left => self.editor.left(),
