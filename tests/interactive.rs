@@ -784,3 +784,21 @@ fn editing_keys_move_cut_yank_and_undo() {
     tui.keys("\x15\x04");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// What was sent is in the editor's history in the next run: `pi -c` continues the latest
+/// session and Up brings back its prompts (as upstream fills the history from the session).
+#[test]
+fn history_carries_over_to_the_next_run() {
+    let dir = scratch("tui-history");
+    let mut first = Tui::start(&dir, &json!([{"text": "One."}]), &[]);
+    first.enter("first prompt from run one");
+    first.shows("One.");
+    first.keys("\x04");
+    assert_eq!(first.exit_code(), 0);
+    let mut second = Tui::start(&dir, &json!([]), &["-c"]);
+    second.shows("resumed ");
+    second.keys("\x1b[A");
+    second.wait_for("the earlier prompt", |s| s.lines().any(|l| l.trim_end() == "> first prompt from run one"));
+    second.keys("\x15\x04");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -53,6 +53,18 @@ impl Editor {
         self.browsing = None;
     }
 
+    /// Adds what was sent earlier (a resumed session's user messages) to the history, oldest
+    /// first; the newest 100 are kept, as upstream's editor keeps them.
+    pub fn add_history(&mut self, sent: impl IntoIterator<Item = String>) {
+        for text in sent {
+            if !text.trim().is_empty() && self.history.last() != Some(&text) {
+                self.history.push(text);
+            }
+        }
+        let extra = self.history.len().saturating_sub(100);
+        self.history.drain(..extra);
+    }
+
     /// Takes the text (into the history when not empty) and clears the editor.
     pub fn take(&mut self) -> String {
         let text = self.text();

@@ -500,10 +500,21 @@ impl Ui<'_> {
 
     /// Shows the session's conversation (after a resume, a switch or a fork), then what happened.
     fn show_conversation(&mut self, what: &str) {
-        let (transcript, said) = self.shared.with_state(|state| {
+        let (transcript, said, sent) = self.shared.with_state(|state| {
             let file = state.session_file.as_deref().unwrap_or("no session file");
-            (Transcript::of_messages(&state.messages), format!("{what}{file} ({} messages)", state.messages.len()))
+            let sent: Vec<String> = state
+                .messages
+                .iter()
+                .filter_map(|m| match m {
+                    pi_agent::message::Message::User(user) => Some(user.content.text()),
+                    _ => None,
+                })
+                .collect();
+            let said = format!("{what}{file} ({} messages)", state.messages.len());
+            (Transcript::of_messages(&state.messages), said, sent)
         });
+        // As upstream: what was sent in the session is in the editor's history (Up).
+        self.editor.add_history(sent);
         // An extension's name for collapsed thinking stays.
         let label = self.transcript.thinking_label().map(str::to_owned);
         self.transcript = transcript;
