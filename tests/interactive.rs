@@ -733,7 +733,7 @@ fn everyday_slash_commands_do_what_upstream_does() {
     tui.shows("Answer to copy.");
     let rows = [
         ("/hotkeys", "!!cmd shell command kept out of the context"),
-        ("/changelog", "## Unreleased"),
+        ("/changelog", "### Still different from upstream"),
         ("/login", "pi offers no subscription logins"),
         ("/logout", "pi offers no subscription logins"),
         ("/share", "pi does not upload sessions"),
