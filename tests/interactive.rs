@@ -802,3 +802,36 @@ fn history_carries_over_to_the_next_run() {
     second.keys("\x15\x04");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Ctrl+Z hands the terminal back (main screen, cooked) and stops pi as job control expects;
+/// the shell's `fg` continues it, back on its screen, taking keys again.
+#[test]
+fn ctrl_z_suspends_and_fg_resumes() {
+    let dir = scratch("tui-suspend");
+    std::fs::write(dir.join("script.json"), "[]").unwrap();
+    let mut cmd = Command::new("bash");
+    cmd.args(["--norc", "--noprofile", "-i"])
+        .current_dir(&dir)
+        .env("PI_CODING_AGENT_DIR", dir.join("agent"))
+        .env("PI_CODING_AGENT_SESSION_DIR", dir.join("sessions"))
+        .env("TERM", "xterm-256color")
+        .env("PS1", "$ ");
+    let mut session = expectrl::session::Session::spawn(cmd).unwrap();
+    session.get_process_mut().set_window_size(COLS, ROWS).unwrap();
+    let mut tui = Tui { session, screen: vt100::Parser::new(ROWS, COLS, 0), raw: Vec::new() };
+    tui.shows("$ ");
+    tui.keys(&format!("{} --no-session --faux-script script.json\r", env!("CARGO_BIN_EXE_pi")));
+    tui.shows("/help for commands");
+    tui.keys("before");
+    tui.wait_for("the typed text", |s| s.lines().any(|l| l.trim_end() == "> before"));
+    tui.keys("\x1a");
+    tui.shows("Stopped");
+    // This bash does not echo what is typed at its prompt: the keys go without waiting for it.
+    tui.keys("fg\r");
+    tui.shows("/help for commands");
+    tui.keys(" after");
+    tui.wait_for("the editor again", |s| s.lines().any(|l| l.trim_end() == "> before after"));
+    tui.keys("\x15\x04");
+    tui.keys("exit\r");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -33,6 +33,7 @@ keys: Enter send (queues a steering message while working) · Alt+Enter queue a 
   Ctrl+J newline · Esc abort · Up/Down history · PageUp/PageDown scroll · Ctrl+C abort/clear/exit ·
   Alt+B/Alt+F, Ctrl+Left/Right word moves · Ctrl+W, Alt+Backspace, Alt+D cut a word · Ctrl+K cut
   to the end, Ctrl+U to the start · Ctrl+Y yank, Alt+Y the cut before · Ctrl+- undo ·
+  Ctrl+Z suspend (the shell's fg resumes) ·
   Ctrl+D exit on an empty editor · !cmd shell command · !!cmd shell command kept out of the context";
 
 /// What changed in pi (`/changelog`).

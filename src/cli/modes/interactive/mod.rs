@@ -124,6 +124,7 @@ pub async fn run(
         last_ctrl_c: None,
         quit: false,
         quit_when_idle: false,
+        suspend: false,
         alert,
         ext: ext_ui::ExtScreen::default(),
     };
@@ -168,6 +169,8 @@ struct Ui<'a> {
     quit: bool,
     /// An extension asked for the end (`ctx.shutdown()`): once the running job is done.
     quit_when_idle: bool,
+    /// Ctrl+Z: hand the terminal back and stop until the shell continues pi.
+    suspend: bool,
     /// A dialog to dismiss before anything else.
     alert: Option<Alert>,
     /// What extensions show: their dialogs, statuses and widgets.
@@ -222,6 +225,9 @@ impl Ui<'_> {
             self.quit |= self.quit_when_idle && !self.shared.is_busy() && self.running.is_none();
             if self.quit {
                 break Ok(Ended::Quit);
+            }
+            if std::mem::take(&mut self.suspend) {
+                terminal::suspend(&mut terminal)?;
             }
             tokio::select! {
                 key = keys.recv() => match key {
@@ -296,6 +302,8 @@ impl Ui<'_> {
                     self.transcript.notice(Tone::Info, "press Ctrl+C again to exit");
                 }
             }
+            // Ctrl+Z: the shell's job control takes over until `fg` (the agent keeps working).
+            KeyCode::Char('z') if ctrl => self.suspend = true,
             KeyCode::Char('d') if ctrl => {
                 if self.editor.is_empty() {
                     self.quit = true;

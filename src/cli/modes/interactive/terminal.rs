@@ -54,3 +54,20 @@ pub(super) fn read_input(keys: &mpsc::UnboundedSender<Event>, reading: &std::syn
         }
     }
 }
+
+/// Ctrl+Z: the terminal as it was before pi (cooked, main screen), then `SIGTSTP` to pi itself,
+/// as a shell's job control expects; when the shell continues it (`fg`, `SIGCONT`), raw mode,
+/// the alternate screen and bracketed paste come back and the whole screen is drawn again.
+pub(super) fn suspend(terminal: &mut Screen) -> std::io::Result<()> {
+    use ratatui::crossterm::{event::EnableBracketedPaste, execute, terminal as term};
+    ratatui::restore();
+    rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::TSTP)?;
+    // Stopped here until continued.
+    term::enable_raw_mode()?;
+    let clear = term::Clear(term::ClearType::All);
+    execute!(std::io::stdout(), term::EnterAlternateScreen, EnableBracketedPaste, clear)?;
+    // The next frame is drawn whole against a blank screen (`Terminal::clear` would ask the
+    // terminal where its cursor is, and not every terminal answers).
+    terminal.swap_buffers();
+    Ok(())
+}
