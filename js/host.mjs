@@ -600,7 +600,8 @@ function context(wire) {
     ui: wire?.hasUI ? protocolUI : headlessUI,
     // Idle between prompts (commands, session start and end); working during a prompt's events.
     isIdle: () => wire?.idle === true,
-    hasPendingMessages: unsupported("ctx.hasPendingMessages"),
+    // As pi sent them with this event: queued user messages, and the context's size.
+    hasPendingMessages: () => wire?.pendingMessages === true,
     abort: unsupported("ctx.abort"),
     // A fresh session after the running command (RPC, interactive): resolved at once (the
     // command has to end first); `withSession` runs once the new session has started.
@@ -617,7 +618,11 @@ function context(wire) {
     shutdown: () => send({ type: "action", action: "shutdown" }),
     // Asks pi to reload (extensions, skills, prompts, settings) after the running job.
     reload: async () => send({ type: "action", action: "reload" }),
-    getContextUsage: () => undefined,
+    getContextUsage: () => {
+      if (typeof wire?.contextTokens !== "number" || !wire?.model?.contextWindow) return undefined;
+      const contextWindow = wire.model.contextWindow;
+      return { tokens: wire.contextTokens, contextWindow, percent: (wire.contextTokens / contextWindow) * 100 };
+    },
     // Asks pi to compact after the running job; onComplete/onError are not called back.
     compact: (options = {}) => send({ type: "action", action: "compact", instructions: options.customInstructions }),
     // The running prompt's system prompt, as pi sent it at the prompt's start and each turn.

@@ -523,3 +523,39 @@ fn a_provider_an_extension_registers_answers_prompts() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("nobody-serves"));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `ctx.getContextUsage()` (tokens of the context as the next request sends them, the model's
+/// window, the percentage) and `ctx.hasPendingMessages()`, as pi sent them with the event.
+#[test]
+fn extensions_read_the_context_usage() {
+    let d = scratch("js-context-usage");
+    let ext = d.join("usage.mjs");
+    std::fs::write(
+        &ext,
+        r#"export default function (pi) {
+  pi.on("turn_end", async (_e, ctx) => {
+    const u = ctx.getContextUsage();
+    pi.appendEntry("usage", { positive: u.tokens > 0, window: u.contextWindow, percentOk: u.percent > 0 && u.percent < 100, pending: ctx.hasPendingMessages() });
+  });
+}
+"#,
+    )
+    .unwrap();
+    let script = d.join("script.json");
+    std::fs::write(&script, json!([{"text": "One."}, {"text": "Two."}]).to_string()).unwrap();
+    let session = d.join("s.jsonl");
+    for prompt in ["first", "second"] {
+        pi().args(["-p", prompt, "--faux-script"])
+            .arg(&script)
+            .flag("--session", &session)
+            .flag("-e", &ext)
+            .env("PI_CODING_AGENT_DIR", d.join("agent"))
+            .succeeds();
+    }
+    let written = std::fs::read_to_string(&session).unwrap();
+    assert!(
+        written.contains(r#""data":{"positive":true,"window":128000,"percentOk":true,"pending":false}"#),
+        "{written}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}

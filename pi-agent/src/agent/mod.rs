@@ -248,6 +248,8 @@ impl Agent {
             tools: Arc::new((self.tools.all(), self.tools.active_names())),
             system_prompt: None,
             thinking_level: self.config.reasoning.clone(),
+            context_tokens: self.context_tokens(),
+            pending_messages: self.has_pending_messages(),
         }
     }
 
@@ -415,6 +417,12 @@ impl Agent {
             }
         }
         total
+    }
+
+    /// Messages the user queued (steering, follow-ups) are waiting.
+    pub(super) fn has_pending_messages(&self) -> bool {
+        let pending = self.queue.pending();
+        !pending.steering.is_empty() || !pending.follow_up.is_empty()
     }
 
     /// Context tokens of the conversation as the next request would send it (the last

@@ -256,6 +256,13 @@ impl Agent {
         // Messages typed while the agent was starting go in before the first request.
         let mut queued = self.queue.take(QueueKind::Steer);
         for turn_index in 0..self.config.max_turns {
+            // What extensions read of the context (its size, queued messages) as this turn starts.
+            let turn_ctx = HookContext {
+                context_tokens: self.context_tokens(),
+                pending_messages: self.has_pending_messages(),
+                ..ctx.clone()
+            };
+            let ctx = &turn_ctx;
             if !queued.is_empty() {
                 self.deliver_queued(std::mem::take(&mut queued), ctx, on_event).await?;
             }

@@ -195,6 +195,10 @@ pub struct HookContext {
     pub system_prompt: Option<Arc<str>>,
     /// The thinking level (`None`: off).
     pub thinking_level: Option<String>,
+    /// Context tokens as the next request would send them (upstream's `getContextUsage`).
+    pub context_tokens: u64,
+    /// Messages the user queued are waiting (upstream's `hasPendingMessages`).
+    pub pending_messages: bool,
 }
 
 /// Every tool's `(name, description)`, and the active tools' names.
@@ -213,6 +217,8 @@ impl HookContext {
             tools: Arc::default(),
             system_prompt: None,
             thinking_level: None,
+            context_tokens: 0,
+            pending_messages: false,
         }
     }
 }

@@ -513,6 +513,8 @@ impl ProcessExtension {
             "sessionFile": ctx.session.file(),
             "model": model_wire(&ctx.model),
             "thinkingLevel": ctx.thinking_level.as_deref().unwrap_or("off"),
+            "contextTokens": ctx.context_tokens,
+            "pendingMessages": ctx.pending_messages,
         });
         // The tools where extensions look them up (not on every streamed event).
         if matches!(event, "session_start" | "before_agent_start" | "agent_start" | "turn_start") {
