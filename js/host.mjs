@@ -602,7 +602,8 @@ function context(wire) {
     isIdle: () => wire?.idle === true,
     // As pi sent them with this event: queued user messages, and the context's size.
     hasPendingMessages: () => wire?.pendingMessages === true,
-    abort: unsupported("ctx.abort"),
+    // Aborts the running prompt at once (RPC, interactive).
+    abort: () => send({ type: "action", action: "abort" }),
     // A fresh session after the running command (RPC, interactive): resolved at once (the
     // command has to end first); `withSession` runs once the new session has started.
     newSession: async (options = {}) => {

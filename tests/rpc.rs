@@ -681,3 +681,34 @@ fn extensions_run_the_users_shell_commands_in_pis_place() {
     let (status, stderr, _) = rpc.close();
     assert!(status.success(), "{stderr}");
 }
+
+/// `ctx.abort()` aborts the running prompt at once (here from the extension's own tool).
+#[test]
+fn an_extension_aborts_the_running_prompt() {
+    let dir = scratch("rpc-ext-abort");
+    let extension = dir.join("abort.mjs");
+    std::fs::write(
+        &extension,
+        r#"export default function (pi) {
+  pi.registerTool({ name: "stopper", description: "Stops the run", parameters: { type: "object", properties: {} },
+    async execute(_id, _params, signal, _update, ctx) {
+      ctx.abort();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      return { content: [{ type: "text", text: "stopped" }] };
+    } });
+}
+"#,
+    )
+    .unwrap();
+    let script = json!([
+        {"text": "Stopping.", "tools": [{"name": "stopper", "arguments": {}}]},
+        {"text": "never-reached"}
+    ]);
+    let mut rpc = Rpc::start(&dir, &script, &["-e", extension.to_str().unwrap()]);
+    rpc.call(json!({"type": "prompt", "message": "go"}));
+    let end = rpc.event("agent_end");
+    assert_eq!(end["stopReason"], "aborted", "{end}");
+    let (status, stderr, seen) = rpc.close();
+    assert!(status.success(), "{stderr}");
+    assert!(!seen.iter().any(|l| l.to_string().contains("never-reached")), "the model was asked again");
+}

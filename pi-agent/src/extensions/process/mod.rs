@@ -175,6 +175,8 @@ pub enum ExtensionAction {
     /// Ask the model again without a new user message (upstream's `sendMessage` with
     /// `triggerTurn`: the extension's message is the context's latest).
     Resume,
+    /// Abort the running prompt now (upstream's `ctx.abort()`), not after it.
+    Abort,
     /// Start a fresh session (upstream's `ctx.newSession`); `done` hears whether it did
     /// (an extension's `session_before_switch` may cancel).
     NewSession {
@@ -204,6 +206,7 @@ impl ExtensionAction {
             "shutdown" => ExtensionAction::Shutdown,
             "reload" => ExtensionAction::Reload,
             "resume" => ExtensionAction::Resume,
+            "abort" => ExtensionAction::Abort,
             "new_session" => ExtensionAction::NewSession { done: None },
             "prompt" => ExtensionAction::Prompt { text: text("text")? },
             "set_model" => ExtensionAction::SetModel { provider: text("provider")?, id: text("id")? },

@@ -258,9 +258,11 @@ impl<'a> Driver<'a> {
             let (job, reply) = tokio::select! {
                 biased;
                 Some(action) = async { actions.as_mut()?.recv().await } => match job_of_action(action) {
-                    Some(job) => job,
+                    ActionJob::Run(job, reply) => (job, reply),
+                    // An abort between jobs: nothing runs (the front end aborts at once).
+                    ActionJob::Nothing => continue,
                     // `ctx.shutdown()`: the running job has finished; queued ones are refused.
-                    None => {
+                    ActionJob::Stop => {
                         self.shared.stopping.store(true, Ordering::SeqCst);
                         break;
                     }
@@ -387,10 +389,20 @@ fn shortcuts_of(extensions: &[ProcessExtension]) -> Vec<String> {
     extensions.iter().flat_map(|e| e.registration().shortcuts.iter().map(|s| s.key.clone())).collect()
 }
 
-/// The job an extension's action runs as, and what hears its outcome; `None` for `Shutdown`.
-fn job_of_action(action: ExtensionAction) -> Option<(Job, Reply)> {
+/// What the driver does with an extension's action.
+enum ActionJob {
+    /// Runs this job; the reply hears its outcome.
+    Run(Job, Reply),
+    /// Ends the run (`ctx.shutdown()`).
+    Stop,
+    /// Nothing (an abort is carried out by the front end as it arrives).
+    Nothing,
+}
+
+/// The job an extension's action runs as.
+fn job_of_action(action: ExtensionAction) -> ActionJob {
     let quiet: Reply = Box::new(|_| {});
-    Some(match action {
+    let (job, reply) = match action {
         ExtensionAction::NewSession { done } => {
             let reply: Reply = Box::new(move |outcome| {
                 let switched = matches!(outcome, Ok(JobOutput::Switched { cancelled: false }));
@@ -398,7 +410,7 @@ fn job_of_action(action: ExtensionAction) -> Option<(Job, Reply)> {
                     let _ = done.send(switched);
                 }
             });
-            return Some((Job::NewSession, reply));
+            (Job::NewSession, reply)
         }
         ExtensionAction::Compact { instructions } => (Job::Compact { instructions }, quiet),
         ExtensionAction::Reload => (Job::Reload, quiet),
@@ -406,8 +418,10 @@ fn job_of_action(action: ExtensionAction) -> Option<(Job, Reply)> {
         ExtensionAction::Resume => (Job::Resume, quiet),
         ExtensionAction::SetModel { provider, id } => (Job::SetModel { provider, model: id }, quiet),
         ExtensionAction::SetThinkingLevel { level } => (Job::SetThinkingLevel { level }, quiet),
-        ExtensionAction::Shutdown => return None,
-    })
+        ExtensionAction::Abort => return ActionJob::Nothing,
+        ExtensionAction::Shutdown => return ActionJob::Stop,
+    };
+    ActionJob::Run(job, reply)
 }
 
 /// Runs one prompt in its own trace.

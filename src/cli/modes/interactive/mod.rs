@@ -626,6 +626,7 @@ impl Ui<'_> {
                 self.send(Job::SetThinkingLevel { level }, Done::Quiet, replies)
             }
             ExtensionAction::Shutdown => self.quit_when_idle = true,
+            ExtensionAction::Abort => self.abort(),
         }
     }
 
