@@ -54,9 +54,20 @@ const shortcuts = new Map(); // key -> { description, handler }
 const renderers = new Map(); // customType -> renderer (drawn only where there is a UI)
 const providers = new Map(); // name -> config
 
-/** Upstream's event bus between extensions; here between the handlers of this extension. */
+/** Upstream's event bus between extensions: what this one emits reaches its own listeners and,
+ *  through pi, every other extension's (`{"type":"bus"}` lines; the data must be JSON). */
+const busListeners = new Map();
+function deliver(channel, data) {
+  for (const listener of busListeners.get(channel) ?? []) {
+    try {
+      listener(data);
+    } catch (error) {
+      log(`pi js host: event bus ${channel}: ${error?.stack ?? error}`);
+    }
+  }
+}
 function eventBus() {
-  const listeners = new Map();
+  const listeners = busListeners;
   return {
     on(channel, listener) {
       if (!listeners.has(channel)) listeners.set(channel, new Set());
@@ -64,13 +75,8 @@ function eventBus() {
       return () => listeners.get(channel)?.delete(listener);
     },
     emit(channel, data) {
-      for (const listener of listeners.get(channel) ?? []) {
-        try {
-          listener(data);
-        } catch (error) {
-          log(`pi js host: event bus ${channel}: ${error?.stack ?? error}`);
-        }
-      }
+      send({ type: "bus", channel: String(channel), data: data ?? null });
+      deliver(channel, data);
     },
   };
 }
@@ -812,6 +818,8 @@ for await (const line of lines) {
         },
         (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
       );
+  } else if (message.type === "bus") {
+    deliver(message.channel, message.data);
   } else if (message.type === "provider") {
     serveProvider(message.id, message).then(
       (result) => send({ type: "result", id: message.id, result }),

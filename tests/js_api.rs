@@ -559,3 +559,55 @@ fn extensions_read_the_context_usage() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Upstream's `pi.events` is one bus for all extensions: what one emits, another hears.
+#[test]
+fn the_event_bus_is_shared_between_extensions() {
+    let d = scratch("js-event-bus");
+    let heard = d.join("heard.json");
+    std::fs::write(
+        d.join("speaker.mjs"),
+        r#"export default function (pi) {
+  pi.registerCommand("ping", { description: "Emits", handler: async () => pi.events.emit("greeting", { from: "speaker", n: 1 }) });
+}
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("listener.mjs"),
+        format!(
+            r#"import {{ writeFileSync }} from "node:fs";
+export default function (pi) {{
+  pi.events.on("greeting", (data) => writeFileSync({:?}, JSON.stringify(data)));
+}}
+"#,
+            heard.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let mut rpc = std::process::Command::new(env!("CARGO_BIN_EXE_pi"));
+    rpc.args(["--mode", "rpc", "--no-session", "-e"])
+        .arg(d.join("speaker.mjs"))
+        .arg("-e")
+        .arg(d.join("listener.mjs"))
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = rpc.spawn().unwrap();
+    {
+        use std::io::Write as _;
+        let stdin = child.stdin.as_mut().unwrap();
+        stdin.write_all(br#"{"type":"prompt","message":"/ping","id":"1"}"#).unwrap();
+        stdin.write_all(b"\n").unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !heard.exists() {
+        assert!(std::time::Instant::now() < deadline, "the listener never heard the greeting");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+    assert_eq!(std::fs::read_to_string(&heard).unwrap(), r#"{"from":"speaker","n":1}"#);
+    std::fs::remove_dir_all(&d).unwrap();
+}

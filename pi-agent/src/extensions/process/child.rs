@@ -28,6 +28,26 @@ type Streams = Arc<Mutex<HashMap<u64, tokio::sync::mpsc::UnboundedSender<Value>>
 /// Its stdin, shared by requests and the answers to its UI dialogs.
 type Stdin = Arc<tokio::sync::Mutex<ChildStdin>>;
 
+/// Every running extension's stdin, for upstream's `pi.events` bus between extensions: what one
+/// emits (`{"type":"bus","channel":…,"data":…}`) goes to all the others (one process runs one
+/// pi, so the bus is the process's).
+static BUS: Mutex<Vec<std::sync::Weak<tokio::sync::Mutex<ChildStdin>>>> = Mutex::new(Vec::new());
+
+/// Hands a bus message from `from` to every other extension still running.
+fn broadcast(from: &Stdin, message: Value) {
+    let others: Vec<Stdin> = {
+        let mut bus = lock(&BUS);
+        bus.retain(|peer| peer.strong_count() > 0);
+        bus.iter().filter_map(std::sync::Weak::upgrade).filter(|peer| !Arc::ptr_eq(peer, from)).collect()
+    };
+    for peer in others {
+        let message = message.clone();
+        tokio::spawn(async move {
+            let _ = write_line(&mut *peer.lock().await, &message).await;
+        });
+    }
+}
+
 /// A started, registered extension process.
 pub(super) struct Connection {
     stdin: Stdin,
@@ -84,6 +104,7 @@ impl Connection {
         let streams: Streams = Arc::default();
         let closed = Arc::new(AtomicBool::new(false));
         let stdin: Stdin = Arc::new(tokio::sync::Mutex::new(stdin));
+        lock(&BUS).push(Arc::downgrade(&stdin));
         let dialogs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let peer = Peer {
             pending: pending.clone(),
@@ -261,6 +282,7 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
         match lines.next_line().await {
             Ok(Some(line)) if line.trim().is_empty() => continue,
             Ok(Some(line)) => match reply(&line) {
+                Ok(Line::Bus(message)) => broadcast(&peer.stdin, message),
                 Ok(Line::Stream(id, event)) => {
                     if let Some(events) = lock(&peer.streams).get(&id) {
                         let _ = events.send(event);
@@ -367,6 +389,8 @@ async fn write_line(stdin: &mut ChildStdin, message: &Value) -> Result<(), Strin
 enum Line {
     /// The reply to request `id`.
     Reply(u64, Reply),
+    /// A message on upstream's `pi.events` bus, for the other extensions.
+    Bus(Value),
     /// An event of request `id` in flight (`{"type":"stream","id":…,"event":{…}}`).
     Stream(u64, Value),
     /// A `ctx.ui` call (`{"type":"ui","method":…}`; dialogs carry an `id`).
@@ -392,6 +416,7 @@ fn reply(line: &str) -> Result<Line, String> {
     let value: Value = serde_json::from_str(line).map_err(|_| format!("wrote a line that is not JSON: {shown:?}"))?;
     match value.get("type").and_then(Value::as_str) {
         Some("ui") => return Ok(Line::Ui(value)),
+        Some("bus") => return Ok(Line::Bus(value)),
         Some("stream") => {
             let id = value
                 .get("id")
