@@ -344,8 +344,13 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
                             let _ = write_line(&mut *stdin.lock().await, &message).await;
                         });
                     }
-                    if let Some(actions) = &peer.actions {
-                        let _ = actions.send(action);
+                    match (&action, super::ABORT.get()) {
+                        (super::ExtensionAction::Abort, Some(abort)) => abort(),
+                        _ => {
+                            if let Some(actions) = &peer.actions {
+                                let _ = actions.send(action);
+                            }
+                        }
                     }
                 }
                 Ok(Line::Log) => {}

@@ -260,6 +260,16 @@ impl std::fmt::Debug for ModelAccessHandle {
     }
 }
 
+/// What carries out `ctx.abort()` the moment it comes, when the mode has set it
+/// ([`on_abort`]); without it, aborts go with the other actions.
+static ABORT: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>> = std::sync::OnceLock::new();
+
+/// Makes `abort` carry out every extension's `ctx.abort()` at once (a mode whose actions wait
+/// for the running job, such as RPC's driver, sets it).
+pub fn on_abort(abort: impl Fn() + Send + Sync + 'static) {
+    let _ = ABORT.set(Box::new(abort));
+}
+
 /// Where extensions' [`ExtensionAction`]s go.
 pub type ActionSink = tokio::sync::mpsc::UnboundedSender<ExtensionAction>;
 

@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use pi_agent::events::AgentEvent;
-use pi_agent::extensions::process::ExtensionAction;
 use pi_agent::message::Message;
 use pi_agent::{PromptSource, QueueKind, QueueMode};
 use serde_json::{Value, json};
@@ -54,7 +53,9 @@ pub async fn run(args: &AgentArgs, observe: &ObserveArgs, cfg: &Config) -> Resul
         }
     });
     let (jobs, queued) = mpsc::unbounded_channel();
-    let actions = forward_actions(actions, shared.clone());
+    // `ctx.abort()` aborts the running job at once (the driver takes actions between jobs).
+    let aborts = shared.clone();
+    pi_agent::extensions::process::on_abort(move || aborts.abort());
     let front = read_commands(Front { shared, jobs, out, models, ui }, stop.clone());
     // The driver ends when stdin closes, or when an extension asks for the end (then reading
     // commands ends too).
@@ -74,28 +75,6 @@ pub async fn run(args: &AgentArgs, observe: &ObserveArgs, cfg: &Config) -> Resul
         }
         (None, None) => ExitCode::SUCCESS,
     })
-}
-
-/// Extensions' actions for the driver, but `ctx.abort()` carried out the moment it comes (the
-/// driver runs the job it would abort).
-fn forward_actions(
-    mut actions: mpsc::UnboundedReceiver<ExtensionAction>,
-    shared: Arc<Shared>,
-) -> mpsc::UnboundedReceiver<ExtensionAction> {
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Some(action) = actions.recv().await {
-            match action {
-                ExtensionAction::Abort => shared.abort(),
-                other => {
-                    if tx.send(other).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-    });
-    rx
 }
 
 /// Writes each line and flushes (a client waits for whole lines). A client that closed stdout
