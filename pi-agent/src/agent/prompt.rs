@@ -29,20 +29,13 @@ impl Agent {
         // What extensions asked since the last write (e.g. `setActiveTools` in `session_start`)
         // holds for this prompt from its first hook on.
         self.append_extension_entries()?;
-        let session_id = self.exported_session_id();
-        let (model, source) = (&self.model, self.config.source);
-        let (provider_name, model_id, catalogued) = (model.provider.clone(), model.id.clone(), model.catalogued);
-        let payload = move || {
-            let mut p = provider::model_names(None, &provider_name, &model_id, catalogued)
-                .safe(names::PROMPT_LENGTH, text.chars().count())
+        let source = self.config.source;
+        let payload = self.prompt_payload(move |p| {
+            p.safe(names::PROMPT_LENGTH, text.chars().count())
                 .safe(names::IMAGE_COUNT, 0)
                 .safe(names::SOURCE, source.as_str())
-                .content(ContentKind::Prompt, names::PROMPT_TEXT, text.to_owned());
-            if let Some(id) = session_id {
-                p = p.safe(names::SESSION_ID, id);
-            }
-            p
-        };
+                .content(ContentKind::Prompt, names::PROMPT_TEXT, text.to_owned())
+        });
         let text = text.to_owned();
         trace_operation_with(names::AGENT_PROMPT, payload, move |span: Span| async move {
             self.queue.attach(Some(span.clone()));
@@ -67,18 +60,8 @@ impl Agent {
         on_event: AgentSink<'_>,
     ) -> Result<PromptResult, AgentError> {
         self.append_extension_entries()?;
-        let session_id = self.exported_session_id();
-        let (model, source) = (&self.model, self.config.source);
-        let (provider_name, model_id, catalogued) = (model.provider.clone(), model.id.clone(), model.catalogued);
-        let payload = move || {
-            let mut p = provider::model_names(None, &provider_name, &model_id, catalogued)
-                .safe("resumed", true)
-                .safe(names::SOURCE, source.as_str());
-            if let Some(id) = session_id {
-                p = p.safe(names::SESSION_ID, id);
-            }
-            p
-        };
+        let source = self.config.source;
+        let payload = self.prompt_payload(move |p| p.safe("resumed", true).safe(names::SOURCE, source.as_str()));
         trace_operation_with(names::AGENT_PROMPT, payload, move |span: Span| async move {
             self.queue.attach(Some(span.clone()));
             let result = self.run_resumed(cancel, on_event).await;
@@ -113,6 +96,24 @@ impl Agent {
         self.emit(AgentEvent::AgentEnd { stop_reason: result.stop_reason, usage: result.usage }, &ctx, on_event).await;
         self.emit(AgentEvent::AgentSettled, &ctx, on_event).await;
         Ok(result)
+    }
+
+    /// What a `pi.agent.prompt` span carries: the model's names, `fields`, then the session id
+    /// (built only when a sink asks for the payload).
+    fn prompt_payload<'a, F>(&self, fields: F) -> impl FnOnce() -> Payload + Send + 'a
+    where
+        F: FnOnce(Payload) -> Payload + Send + 'a,
+    {
+        let session_id = self.exported_session_id();
+        let model = &self.model;
+        let (provider_name, model_id, catalogued) = (model.provider.clone(), model.id.clone(), model.catalogued);
+        move || {
+            let p = fields(provider::model_names(None, &provider_name, &model_id, catalogued));
+            match session_id {
+                Some(id) => p.safe(names::SESSION_ID, id),
+                None => p,
+            }
+        }
     }
 
     /// The configured system prompt with the skills section (before `before_agent_start`).
