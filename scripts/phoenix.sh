@@ -11,8 +11,17 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${PHOENIX_VENV:-$root/.venv/phoenix}"
 if [ ! -x "$venv/bin/phoenix" ]; then
   echo "== installing arize-phoenix into $venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "arize-phoenix>=12,<30"
+  # A Python without ensurepip (Debian's, without python3-venv) still makes a bare venv; the
+  # host's pip then installs into it.
+  if python3 -m venv "$venv"; then
+    pip=("$venv/bin/pip")
+  else
+    echo "== no ensurepip here: a venv without pip, filled by the host's pip ($(df -h . | tail -n 1))"
+    rm -rf "$venv"
+    python3 -m venv --without-pip "$venv"
+    pip=(python3 -m pip --python "$venv/bin/python3")
+  fi
+  "${pip[@]}" install --quiet --disable-pip-version-check "arize-phoenix>=12,<30"
 fi
 read -r phoenix_port phoenix_grpc_port < <(python3 - <<'PY'
 import socket

@@ -20,6 +20,9 @@ struct Row {
 fn upstreams_options_do_what_upstream_says() {
     let d = scratch("cli-options");
     std::fs::write(d.join("append.txt"), "APPENDED-FROM-FILE").unwrap();
+    std::fs::write(d.join("notes.md"), "NOTES-TOKEN").unwrap();
+    // A context file in the working directory (found walking up from it).
+    std::fs::write(d.join("AGENTS.md"), "AGENTS-TOKEN").unwrap();
     let gate = d.join("gate.mjs");
     std::fs::write(
         &gate,
@@ -66,6 +69,37 @@ fn upstreams_options_do_what_upstream_says() {
             script: json!([{"tools": [{"name": "ext_tool", "arguments": {}}]}, bash_writes("builtin.txt"),
                            {"text": "done", "expect": ["ext-tool-ran"]}]),
             check: |d, _, _| assert!(!d.join("builtin.txt").exists(), "bash ran"),
+        },
+        Row {
+            name: "-nt is --no-tools",
+            args: vec!["-nt".into()],
+            script: json!([bash_writes("nt.txt"), {"text": "done", "expect": ["bash"]}]),
+            check: |d, _, _| assert!(!d.join("nt.txt").exists(), "bash ran"),
+        },
+        Row {
+            name: "-t is --tools",
+            args: vec!["-t".into(), "read".into()],
+            script: json!([bash_writes("t.txt"), {"text": "done", "expect": ["bash"]}]),
+            check: |d, _, _| assert!(!d.join("t.txt").exists(), "bash ran"),
+        },
+        Row {
+            name: "context files, the date and the working directory are in the system prompt",
+            args: vec![],
+            script: json!([{"text": "ok", "expect": ["# Project Context", "AGENTS-TOKEN", "Current date: ", "Current working directory: "]}]),
+            check: |_, _, _| {},
+        },
+        Row {
+            name: "-nc loads no context file",
+            args: vec!["-nc".into()],
+            script: json!([{"text": "ok", "expect": ["Current working directory: "], "reject": ["AGENTS-TOKEN"]}]),
+            check: |_, _, _| {},
+        },
+        Row {
+            name: "@file arguments go before the message; more messages follow in turn",
+            args: vec!["@notes.md".into(), "second-message".into()],
+            script: json!([{"text": "one", "expect": ["<file name=", "NOTES-TOKEN\n</file>\ngo"], "reject": ["second-message"]},
+                           {"text": "two", "expect": ["second-message"]}]),
+            check: |_, stdout, _| assert!(stdout.contains("one") && stdout.contains("two"), "{stdout}"),
         },
         Row {
             name: "--no-extensions loads only -e",
@@ -168,4 +202,44 @@ fn verbose_says_what_the_run_uses() {
     for line in ["pi: model: faux/faux-1", "pi: tools: read, ls", "pi: session: none (--no-session)"] {
         assert!(stderr.contains(line), "{line}: {stderr}");
     }
+}
+
+/// Upstream's modes: `-p` is a switch, a piped stdin means print mode and goes before the
+/// first message; `--mode json` prints without `-p`; `-v` is the version.
+#[test]
+fn print_mode_is_a_switch_and_reads_piped_stdin() {
+    use std::io::Write;
+    let d = scratch("cli-stdin");
+    std::fs::write(
+        d.join("script.json"),
+        json!([{"text": "answered", "expect": ["PIPED-TOKENsummarize"]}]).to_string(),
+    )
+    .unwrap();
+    let mut child = pi()
+        .args(["summarize", "--no-session"])
+        .flag("--faux-script", d.join("script.json"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"PIPED-TOKEN\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("answered"));
+    // --mode json alone is print mode.
+    let out = pi().args(["--mode", "json", "hi", "--no-session"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).lines().any(|l| l.contains(r#""type":"agent_end""#)));
+    // Nothing to send: a one-line usage error.
+    let out = pi().args(["-p", "--no-session"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    // A missing @file names itself.
+    let out = pi().args(["-p", "@no-such-file.md", "hi", "--no-session"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("@no-such-file.md: no such file"));
+    let out = pi().arg("-v").output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("pi "));
+    std::fs::remove_dir_all(&d).unwrap();
 }

@@ -134,7 +134,10 @@ fn pi_in(dir: &Path) -> Command {
 
 #[test]
 fn the_outputs_users_see_stay_what_they_are() {
-    let d = scratch("golden");
+    // Under /tmp wherever the temporary folder is: the working directory is in the system
+    // prompt, whose length the faux provider counts in its tokens.
+    let d = Path::new("/tmp").join(format!("pi-golden-{}", pi_observe::core::SpanId::random()));
+    std::fs::create_dir_all(&d).unwrap();
     // The offline demo: replies, span trees, the cost table, where it wrote. Its folder's path
     // has the same length wherever the temporary folder is (tool output quotes it, and the faux
     // provider counts its tokens).

@@ -69,8 +69,49 @@ pub struct Resources {
     pub skills: Vec<Skill>,
     /// Templates, first found wins on a name collision.
     pub templates: Vec<PromptTemplate>,
+    /// Context files (`AGENTS.md` / `CLAUDE.md`), global first, then from the root down to the
+    /// working directory; they go in the system prompt under "Project Context".
+    pub context_files: Vec<ContextFile>,
     /// Files that were skipped.
     pub errors: Vec<LoadError>,
+}
+
+/// One context file's path and text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextFile {
+    /// Where it was read.
+    pub path: PathBuf,
+    /// Its contents.
+    pub content: String,
+}
+
+/// The names a context file may have in a folder, the first present wins (upstream's order).
+const CONTEXT_FILE_NAMES: [&str; 4] = ["AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD"];
+
+/// Upstream's context files: `AGENTS.md` (or `CLAUDE.md`) of `agent_dir` (global
+/// instructions), then of each folder from the file-system root down to `cwd`, each file once.
+/// A file that cannot be read is skipped and reported in the errors.
+pub fn context_files(cwd: &Path, agent_dir: Option<&Path>) -> (Vec<ContextFile>, Vec<LoadError>) {
+    let mut errors = Vec::new();
+    let mut read = |dir: &Path| {
+        let path = CONTEXT_FILE_NAMES.iter().map(|name| dir.join(name)).find(|p| p.is_file())?;
+        match std::fs::read_to_string(&path) {
+            Ok(content) => Some(ContextFile { path, content }),
+            Err(e) => {
+                errors.push(LoadError { path, message: e.to_string() });
+                None
+            }
+        }
+    };
+    let global = agent_dir.and_then(&mut read);
+    let mut ancestors: Vec<ContextFile> = Vec::new();
+    for dir in cwd.ancestors() {
+        if let Some(file) = read(dir).filter(|f| global.as_ref().is_none_or(|g| g.path != f.path)) {
+            ancestors.push(file);
+        }
+    }
+    let files = global.into_iter().chain(ancestors.into_iter().rev()).collect();
+    (files, errors)
 }
 
 /// What an input expanded to.
@@ -153,6 +194,19 @@ impl Resources {
             substitute(template.body.trim(), &split_args(args))
         });
         Some(Expansion::Template { name: template.name.clone(), text })
+    }
+
+    /// The "Project Context" block of the system prompt: each context file under its path;
+    /// empty without context files.
+    pub fn context_section(&self) -> String {
+        if self.context_files.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from("\n\n# Project Context\n\nProject-specific instructions and guidelines:\n\n");
+        for file in &self.context_files {
+            out.push_str(&format!("## {}\n\n{}\n\n", file.path.display(), file.content));
+        }
+        out
     }
 
     /// The skills block for the system prompt (names, descriptions, locations), so the model

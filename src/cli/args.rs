@@ -41,7 +41,7 @@ pub struct AgentArgs {
     #[arg(long, value_name = "DIR")]
     pub session_dir: Option<PathBuf>,
     /// Comma-separated tools to enable (`read,write,edit,bash,ls,grep,find`), or `none`.
-    #[arg(long, value_name = "LIST")]
+    #[arg(short = 't', long, value_name = "LIST")]
     pub tools: Option<String>,
     /// Working directory for tools (default: the current directory).
     #[arg(long, value_name = "DIR")]
@@ -70,10 +70,10 @@ pub struct AgentArgs {
     /// a trusted project and `~/.pi/agent/prompts`).
     #[arg(long = "prompt-templates", visible_alias = "prompt-template", value_name = "DIR")]
     pub prompt_templates: Vec<PathBuf>,
-    /// No tools at all unless `--tools` names some (built-in and extensions' tools).
+    /// No tools at all unless `--tools` names some (built-in and extensions' tools; `-nt`).
     #[arg(long)]
     pub no_tools: bool,
-    /// No built-in tools unless `--tools` names some; extensions' tools stay.
+    /// No built-in tools unless `--tools` names some; extensions' tools stay (`-nbt`).
     #[arg(long)]
     pub no_builtin_tools: bool,
     /// Thinking level for models that reason (overrides the settings' `defaultThinkingLevel`).
@@ -90,15 +90,19 @@ pub struct AgentArgs {
     /// Append to the system prompt: the text, or the contents of the file it names (repeatable).
     #[arg(long, value_name = "TEXT")]
     pub append_system_prompt: Vec<String>,
-    /// Load no extensions but those given with `-e`.
+    /// Load no extensions but those given with `-e` (`-ne`).
     #[arg(long)]
     pub no_extensions: bool,
-    /// Discover no skills (those given with `--skills` still load).
+    /// Discover no skills (those given with `--skills` still load; `-ns`).
     #[arg(long)]
     pub no_skills: bool,
-    /// Discover no prompt templates (those given with `--prompt-templates` still load).
+    /// Discover no prompt templates (those given with `--prompt-templates` still load; `-np`).
     #[arg(long)]
     pub no_prompt_templates: bool,
+    /// Load no `AGENTS.md` / `CLAUDE.md` context files (`-nc`; upstream's discovery: the agent
+    /// folder's, then each folder's from the root down to the working directory).
+    #[arg(long)]
+    pub no_context_files: bool,
     /// Say at start what this run uses: model, tools, extensions, skills, prompt templates, session.
     #[arg(long)]
     pub verbose: bool,
@@ -120,4 +124,25 @@ pub struct ObserveArgs {
     pub events_jsonl: Option<PathBuf>,
     #[command(flatten)]
     pub sinks: crate::cli::sinks::SinkArgs,
+}
+
+/// Upstream's multi-letter short options (`-nt`, `-nbt`, …) as the long options they stand for;
+/// clap reads `-nt` as `-n -t`. Only whole arguments before `--` are rewritten.
+pub fn expand_upstream_shorts(argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    const SHORTS: [(&str, &str); 6] = [
+        ("-nt", "--no-tools"),
+        ("-nbt", "--no-builtin-tools"),
+        ("-ne", "--no-extensions"),
+        ("-ns", "--no-skills"),
+        ("-np", "--no-prompt-templates"),
+        ("-nc", "--no-context-files"),
+    ];
+    let mut ended = false;
+    argv.into_iter()
+        .map(|arg| {
+            ended |= arg == "--";
+            let long = (!ended).then(|| SHORTS.iter().find(|(short, _)| arg == *short)).flatten();
+            long.map_or(arg, |(_, long)| (*long).into())
+        })
+        .collect()
 }

@@ -30,6 +30,9 @@ struct Step {
     /// Text the request this step answers must contain (checks what the model was sent).
     #[serde(default)]
     expect: Vec<String>,
+    /// Text the request must not contain.
+    #[serde(default)]
+    reject: Vec<String>,
     /// Milliseconds before each streamed chunk of this step (a slow model, e.g. to abort).
     #[serde(default)]
     chunk_delay_ms: Option<u64>,
@@ -83,6 +86,7 @@ fn response(step: Step) -> FauxResponse {
         error,
         fail_after_chunks: 0,
         expect: step.expect,
+        reject: step.reject,
         chunk_delay: step.chunk_delay_ms.map(Duration::from_millis),
     }
 }

@@ -12,6 +12,7 @@ mod export;
 mod extensions;
 mod faux_script;
 mod files;
+mod initial;
 mod js_packages;
 mod models_cmd;
 mod modes;
@@ -40,25 +41,31 @@ pub use error::CliError;
 
 /// pi: a coding agent whose every prompt is a trace, attributed to the user and org that ran it.
 #[derive(Debug, Parser)]
-#[command(name = "pi", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+#[command(name = "pi", version, about, long_about = None, args_conflicts_with_subcommands = true,
+          disable_version_flag = true)]
 pub struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Run one prompt and print the answer (print mode).
-    #[arg(short = 'p', long = "print", value_name = "PROMPT")]
-    print: Option<String>,
-    /// `text` (print the answer), `json` (one JSON line per agent event and per contract event)
-    /// or `rpc` (upstream pi's RPC protocol on stdin/stdout; see docs/rpc.md).
-    #[arg(long, value_enum, default_value_t = Mode::Text)]
-    mode: Mode,
-    /// Start the interactive mode with this prompt (`pi "fix the tests"`).
-    #[arg(value_name = "PROMPT", conflicts_with = "print")]
-    prompt: Option<String>,
+    /// Print mode: send the messages in turn, print the answers and exit (also the mode when
+    /// stdin is piped; its text goes before the first message).
+    #[arg(short = 'p', long = "print")]
+    print: bool,
+    /// `text` (print the answer), `json` (print mode: one JSON line per agent event and per
+    /// contract event) or `rpc` (upstream pi's RPC protocol on stdin/stdout; see docs/rpc.md).
+    #[arg(long, value_enum)]
+    mode: Option<Mode>,
+    /// Messages, each a prompt in turn (`pi "fix the tests"`); `@FILE` arguments put the file's
+    /// contents before the first message, as `<file name="…">` blocks.
+    #[arg(value_name = "MESSAGES")]
+    messages: Vec<String>,
+    /// Print the version.
+    #[arg(short = 'v', long = "version", action = clap::ArgAction::Version)]
+    version: Option<bool>,
     /// List the models pi knows (upstream's catalogue, `models.json`, `--models`) with context,
     /// limits, prices per million tokens and whether they can run here; SEARCH filters by
     /// provider and id (each word's letters in order).
     #[arg(long = "list-models", value_name = "SEARCH", num_args = 0..=1, default_missing_value = "",
-          conflicts_with_all = ["print", "prompt"])]
+          conflicts_with_all = ["print", "messages"])]
     list_models: Option<String>,
     #[command(flatten)]
     agent: AgentArgs,
@@ -99,7 +106,8 @@ enum Command {
 pub fn main() -> ExitCode {
     sinks::declare_settings();
     let command = sinks::with_sink_flags(<Cli as clap::CommandFactory>::command());
-    let (argv, extension_flags) = extensions::split_extension_flags(&command, std::env::args_os().collect());
+    let argv = args::expand_upstream_shorts(std::env::args_os().collect());
+    let (argv, extension_flags) = extensions::split_extension_flags(&command, argv);
     extensions::set_extension_flags(extension_flags);
     let parsed = command.try_get_matches_from(argv).and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
     let cli = match parsed {
@@ -149,16 +157,7 @@ pub fn main() -> ExitCode {
             None if cli.list_models.is_some() => {
                 models_cmd::run(cli.list_models.as_deref().unwrap_or_default(), &cli.agent, &cfg)
             }
-            None => match (cli.print.as_deref(), cli.mode) {
-                (Some(_), Mode::Rpc) => Err(CliError::Usage("--mode rpc reads its prompts from stdin: drop -p".into())),
-                (None, Mode::Rpc) if cli.prompt.is_some() => {
-                    Err(CliError::Usage("--mode rpc reads its prompts from stdin: drop the PROMPT argument".into()))
-                }
-                (None, Mode::Rpc) => modes::rpc::run(&cli.agent, &cli.observe, &cfg).await,
-                (Some(prompt), mode) => modes::print::run(&cli.agent, &cli.observe, mode, prompt, &cfg).await,
-                (None, Mode::Json) => Err(CliError::Usage("--mode json is for print mode: give -p PROMPT".into())),
-                (None, Mode::Text) => modes::interactive::run(&cli.agent, &cli.observe, cli.prompt, &cfg).await,
-            },
+            None => run_agent(cli, &cfg).await,
         }
     });
     // Everything was written and flushed inside; a blocking read still waiting on stdin (RPC
@@ -170,5 +169,43 @@ pub fn main() -> ExitCode {
             output::error(format_args!("pi: {e}"));
             e.exit_code()
         }
+    }
+}
+
+/// The agent in the mode upstream picks: `--mode rpc`; print mode for `-p`, `--mode json` or a
+/// piped stdin; the interactive mode otherwise.
+async fn run_agent(cli: Cli, cfg: &config::Config) -> Result<ExitCode, CliError> {
+    use std::io::IsTerminal;
+    let mode = cli.mode.unwrap_or(Mode::Text);
+    if mode == Mode::Rpc {
+        if cli.print {
+            return Err(CliError::Usage("--mode rpc reads its prompts from stdin: drop -p".into()));
+        }
+        if !cli.messages.is_empty() {
+            return Err(CliError::Usage("--mode rpc reads its prompts from stdin: drop the messages".into()));
+        }
+        return modes::rpc::run(&cli.agent, &cli.observe, cfg).await;
+    }
+    let piped = !std::io::stdin().is_terminal();
+    let print = cli.print || mode == Mode::Json || piped;
+    let stdin = if piped { initial::read_stdin()? } else { None };
+    let messages = initial::messages(cli.messages, stdin, &setup::cwd(cli.agent.cwd.as_deref())?)?;
+    if print && messages.iter().all(|m| m.trim().is_empty()) {
+        // Nothing runs, so no extension loads: an option only one could take is the culprit.
+        extensions::check_extension_flags(&[])?;
+        let how = match (mode, cli.print) {
+            (Mode::Json, _) => "--mode json",
+            (_, true) => "-p",
+            _ => "print mode (stdin is not a terminal)",
+        };
+        return Err(CliError::Usage(format!(
+            "{how}: no message to send: give one (pi -p \"…\"), an @file, or pipe one on stdin (the \
+             interactive mode needs a terminal; programs use --mode rpc)"
+        )));
+    }
+    if print {
+        modes::print::run(&cli.agent, &cli.observe, mode, &messages, cfg).await
+    } else {
+        modes::interactive::run(&cli.agent, &cli.observe, messages, cfg).await
     }
 }

@@ -443,8 +443,9 @@ pub fn check_dirs(flag: &str, dirs: &[PathBuf]) -> Result<(), CliError> {
 /// Skills and prompt templates: the `--skills` / `--prompt-templates` directories, the folders
 /// extensions added (`resources_discover`), the settings files' `skills` / `prompts` lists
 /// (relative to the file's folder), then — for a trusted project only — the project's
-/// `.pi/skills` and `.pi/prompts`, then the user's `~/.pi/agent/` ones. Skipped files are
-/// reported on stderr.
+/// `.pi/skills` and `.pi/prompts`, then the user's `~/.pi/agent/` ones; and the context files
+/// (`AGENTS.md` / `CLAUDE.md` of `~/.pi/agent/` and of each folder down to `cwd`) unless
+/// `--no-context-files`. Skipped files are reported on stderr.
 pub fn resources(
     agent: &AgentArgs,
     cwd: &Path,
@@ -472,10 +473,15 @@ pub fn resources(
         }
         dirs
     };
-    let resources = pi_observe::agent::resources::Resources::load(
+    let mut resources = pi_observe::agent::resources::Resources::load(
         &dirs(&agent.skills, ext_skills, |s| s.skills.clone(), ("skills", !agent.no_skills)),
         &dirs(&agent.prompt_templates, ext_prompts, |s| s.prompts.clone(), ("prompts", !agent.no_prompt_templates)),
     );
+    if !agent.no_context_files {
+        let (files, errors) = pi_observe::agent::resources::context_files(cwd, agent_dir.as_deref());
+        resources.context_files = files;
+        resources.errors.extend(errors);
+    }
     for error in &resources.errors {
         super::output::error(format_args!("pi: skipped {error}"));
     }

@@ -17,6 +17,9 @@ use pi_observe::core::ObsEvent;
 pub fn pi() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi"));
     let agent = std::env::temp_dir().join(format!("pi-test-agent-{}", pi_observe::core::SpanId::random()));
+    // A piped stdin means print mode (upstream's rule) and is read to its end: tests give one
+    // explicitly when they mean to.
+    cmd.stdin(std::process::Stdio::null());
     cmd.env("PI_CODING_AGENT_DIR", agent)
         .env_remove("PI_SPOOL_DIR")
         .env_remove("PI_MANAGED_SETTINGS")

@@ -116,14 +116,18 @@ impl Agent {
         }
     }
 
-    /// The configured system prompt with the skills section (before `before_agent_start`).
+    /// The system prompt before `before_agent_start`, in upstream's order: the configured
+    /// prompt, the project's context files, the skills, then today's date and the working
+    /// directory. `None` when there is no configured prompt and nothing to add.
     fn base_system_prompt(&self) -> Option<String> {
-        let skills = self.resources.system_prompt_section();
-        match &self.config.system_prompt {
-            Some(prompt) => Some(format!("{prompt}{skills}")),
-            None if !skills.is_empty() => Some(skills.trim_start().to_owned()),
-            None => None,
-        }
+        let added = format!("{}{}", self.resources.context_section(), self.resources.system_prompt_section());
+        let prompt = match &self.config.system_prompt {
+            Some(prompt) => format!("{prompt}{added}"),
+            None if !added.is_empty() => added.trim_start().to_owned(),
+            None => return None,
+        };
+        let date = crate::time::date(crate::time::now_millis());
+        Some(format!("{prompt}\nCurrent date: {date}\nCurrent working directory: {}", self.cwd.display()))
     }
 
     pub(super) async fn run_prompt(

@@ -40,6 +40,9 @@ pub struct FauxResponse {
     /// when it does not, the response is a provider error naming the missing text — a script's
     /// way to check what the model was actually sent.
     pub expect: Vec<String>,
+    /// Text the request must **not** contain: when it does, the response is a provider error
+    /// naming it.
+    pub reject: Vec<String>,
     /// Wait this long before each chunk of this response (instead of the provider's delay).
     pub chunk_delay: Option<Duration>,
 }
@@ -261,21 +264,8 @@ impl Provider for FauxProvider {
                 (None, Some(answer)) => answer(request),
                 (None, None) => return Err(ProviderError::NoMoreResponses),
             };
-            if !response.expect.is_empty() {
-                let sent = format!(
-                    "{}\n{}",
-                    request.system_prompt.as_deref().unwrap_or_default(),
-                    serde_json::to_string(&request.messages).unwrap_or_default()
-                );
-                // Compare the JSON-escaped form too, so expected text may contain newlines.
-                if let Some(missing) = response.expect.iter().find(|e| {
-                    let escaped = serde_json::to_string(e).unwrap_or_default();
-                    !sent.contains(e.as_str()) && !sent.contains(escaped.trim_matches('"'))
-                }) {
-                    return Err(ProviderError::Provider(format!(
-                        "faux script: the request does not contain {missing:?}"
-                    )));
-                }
+            if let Some(why) = check_sent(request, &response) {
+                return Err(ProviderError::Provider(format!("faux script: the request {why}")));
             }
             let call_number = self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let fail_now = |streamed: usize| match &response.error {
@@ -310,4 +300,25 @@ impl Provider for FauxProvider {
             Ok(AttemptOutcome { message, status: None })
         })
     }
+}
+
+/// Why `request` does not match what `response` expects it to contain (and not contain);
+/// `None` when it does. Texts match as sent or JSON-escaped, so they may contain newlines.
+fn check_sent(request: &ProviderRequest, response: &FauxResponse) -> Option<String> {
+    if response.expect.is_empty() && response.reject.is_empty() {
+        return None;
+    }
+    let sent = format!(
+        "{}\n{}",
+        request.system_prompt.as_deref().unwrap_or_default(),
+        serde_json::to_string(&request.messages).unwrap_or_default()
+    );
+    let contains = |text: &String| {
+        let escaped = serde_json::to_string(text).unwrap_or_default();
+        sent.contains(text.as_str()) || sent.contains(escaped.trim_matches('"'))
+    };
+    if let Some(missing) = response.expect.iter().find(|e| !contains(e)) {
+        return Some(format!("does not contain {missing:?}"));
+    }
+    response.reject.iter().find(|r| contains(r)).map(|found| format!("contains {found:?}"))
 }

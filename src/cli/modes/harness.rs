@@ -260,6 +260,7 @@ fn say_start(
     say("extensions", names(extensions.iter().map(|e| e.source().display().to_string()).collect()));
     say("skills", names(resources.skills.iter().map(|s| s.name.clone()).collect()));
     say("prompt templates", names(resources.templates.iter().map(|t| t.name.clone()).collect()));
+    say("context files", names(resources.context_files.iter().map(|f| f.path.display().to_string()).collect()));
     say("session", session.map_or("none (--no-session)".to_owned(), |p| p.display().to_string()));
 }
 

@@ -1,11 +1,10 @@
-//! `pi -p PROMPT`: one prompt in print mode.
+//! `pi -p MESSAGE…`: print mode — each message in turn, the answers printed, then exit.
 
 use std::process::ExitCode;
 
 use pi_agent::events::AgentEvent;
 use pi_agent::message::StopReason;
 use pi_agent::{PromptResult, PromptSource};
-use pi_observe::core::Scope;
 use tokio_util::sync::CancellationToken;
 
 use super::harness::{Harness, Wants};
@@ -17,65 +16,87 @@ pub async fn run(
     agent: &AgentArgs,
     observe: &ObserveArgs,
     mode: Mode,
-    prompt: &str,
+    messages: &[String],
     cfg: &Config,
 ) -> Result<ExitCode, CliError> {
-    use crate::cli::extensions;
-    if prompt.trim().is_empty() {
-        return Err(CliError::Usage("-p: the prompt is empty".into()));
-    }
     let wants =
         Wants { json_records: mode == Mode::Json, source: PromptSource::Interactive, has_ui: false, dialog: false };
-    let mut actions = extensions::attach_actions();
+    let mut actions = crate::cli::extensions::attach_actions();
     let mut harness = Harness::build(agent, observe, wants, cfg).await?;
+    let mut started = false;
     if !harness.extensions.is_empty() {
         // As upstream: the session has started (`session_start`) before a command or the prompt
         // runs, so what extensions chose there (a model, a thinking level) is in force.
-        let (scope, mut sink) = (harness.prompt_scope(), printed(mode));
+        let (scope, mut sink) = (harness.scope(), printed(mode));
         harness.hub.enter(scope, harness.agent.start_session(&mut sink)).await;
         take_actions(&mut harness, (agent, cfg), &mut actions).await;
-    }
-    // `/name args` of a command an extension registered runs it; it may hand back a prompt.
-    let session_file = harness.agent.session_file();
-    let command = extensions::run_command(
-        &harness.extensions,
-        (harness.agent.resources(), harness.agent.model()),
-        prompt,
-        (&harness.cwd, session_file.as_deref()),
-    )
-    .await;
-    take_actions(&mut harness, (agent, cfg), &mut actions).await;
-    let prompt = match &command {
-        Some(Ok((_, Some(next)))) => {
-            // Sent by an extension: upstream's `input.source` says so.
-            harness.agent.config_mut().source = PromptSource::Extension;
-            next.as_str()
-        }
-        _ => prompt,
-    };
-    if let Some(outcome) = &command {
-        match outcome {
-            Ok((Some(text), _)) => output::line(text),
-            Ok((None, _)) => {}
-            Err(e) => {
-                output::error(format_args!("pi: command {}: {e}", prompt.split_whitespace().next().unwrap_or("")))
-            }
-        }
-        if !matches!(outcome, Ok((_, Some(_)))) {
-            command_only(&mut harness).await;
-            harness.finish("print").await;
-            return Ok(if outcome.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE });
-        }
+        started = true;
     }
     let cancel = CancellationToken::new();
     let interrupted = signals::abort_on(&cancel)?;
-    let result = prompt_once(&mut harness, prompt, mode, &cancel).await;
-    harness.finish("print").await;
-    let result = result.map_err(|e| CliError::Failure(format!("session: {e}")))?;
-    if let Some(signal) = interrupted.get() {
-        return Ok(signals::exit(*signal));
+    // Upstream's order: each message in turn, on one session; the first that does not succeed
+    // ends the run.
+    let mut code = ExitCode::SUCCESS;
+    for message in messages.iter().filter(|m| !m.trim().is_empty()) {
+        let Some(prompt) = command(&mut harness, message).await else {
+            take_actions(&mut harness, (agent, cfg), &mut actions).await;
+            continue;
+        };
+        take_actions(&mut harness, (agent, cfg), &mut actions).await;
+        let result = prompt_once(&mut harness, &prompt, mode, (&cancel, &mut started)).await;
+        let result = match result {
+            Ok(result) => result,
+            Err(e) => {
+                shutdown(&mut harness, mode, started).await;
+                harness.finish("print").await;
+                return Err(CliError::Failure(format!("session: {e}")));
+            }
+        };
+        if let Some(signal) = interrupted.get() {
+            shutdown(&mut harness, mode, started).await;
+            harness.finish("print").await;
+            return Ok(signals::exit(*signal));
+        }
+        code = exit(result);
+        if code != ExitCode::SUCCESS {
+            break;
+        }
     }
-    Ok(exit(result))
+    shutdown(&mut harness, mode, started).await;
+    harness.finish("print").await;
+    Ok(code)
+}
+
+/// `/name args` of a command an extension registered runs it, printing what it returns; the
+/// prompt to send — the message itself, or what the command handed back — or `None` when the
+/// command was the whole job.
+async fn command(harness: &mut Harness, message: &str) -> Option<String> {
+    let session_file = harness.agent.session_file();
+    let outcome = crate::cli::extensions::run_command(
+        &harness.extensions,
+        (harness.agent.resources(), harness.agent.model()),
+        message,
+        (&harness.cwd, session_file.as_deref()),
+    )
+    .await;
+    match outcome {
+        None => Some(message.to_owned()),
+        Some(Ok((text, next))) => {
+            if let Some(text) = text {
+                output::line(&text);
+            }
+            // Sent by an extension: upstream's `input.source` says so.
+            if next.is_some() {
+                harness.agent.config_mut().source = PromptSource::Extension;
+            }
+            next
+        }
+        Some(Err(e)) => {
+            let name = message.split_whitespace().next().unwrap_or("");
+            output::error(format_args!("pi: command {name}: {e}"));
+            None
+        }
+    }
 }
 
 /// What extensions asked for so far that print mode carries out: a model and a thinking level
@@ -109,41 +130,41 @@ async fn take_actions(
     }
 }
 
-/// A command that was the whole job: the session still starts and ends for the extensions.
-async fn command_only(harness: &mut Harness) {
+/// Ends the session (`session_shutdown`); one that never started (only commands ran) starts
+/// first, so extensions still see both.
+async fn shutdown(harness: &mut Harness, mode: Mode, started: bool) {
+    let (scope, mut sink) = (harness.scope(), printed(mode));
     let agent = &mut harness.agent;
     harness
         .hub
-        .enter(Scope::new(), async {
-            agent.start_session(&mut |e: AgentEvent| output::extension_failure(&e)).await;
-            agent.shutdown(&mut |e: AgentEvent| output::extension_failure(&e)).await;
+        .enter(scope, async {
+            if !started {
+                agent.start_session(&mut sink).await;
+            }
+            agent.shutdown(&mut sink).await;
         })
         .await;
 }
 
-/// Runs the prompt under the attribution and incoming trace parent, printing as `mode` says,
-/// then shuts the agent down (`session_shutdown`).
+/// Runs one prompt under the attribution (and, for the first, the incoming trace parent),
+/// printing as `mode` says; the session starts first if it has not.
 async fn prompt_once(
     harness: &mut Harness,
     prompt: &str,
     mode: Mode,
-    cancel: &CancellationToken,
+    (cancel, started): (&CancellationToken, &mut bool),
 ) -> Result<PromptResult, pi_agent::AgentError> {
     let mut sink = printed(mode);
+    if !*started {
+        // The session starts before the prompt, as in the interactive and RPC modes (its
+        // extension handlers are not part of the prompt's trace).
+        let scope = harness.scope();
+        harness.hub.enter(scope, harness.agent.start_session(&mut sink)).await;
+        *started = true;
+    }
     // One scope: this hub, the user's attribution, and the caller's trace as parent.
     let scope = harness.prompt_scope();
-    let agent = &mut harness.agent;
-    let result = harness
-        .hub
-        .enter(scope, async {
-            // The session starts before the prompt, as in the interactive and RPC modes (its
-            // extension handlers are not part of the prompt's trace).
-            agent.start_session(&mut sink).await;
-            let result = agent.prompt(prompt, cancel, &mut sink).await;
-            agent.shutdown(&mut sink).await;
-            result
-        })
-        .await;
+    let result = harness.hub.enter(scope, harness.agent.prompt(prompt, cancel, &mut sink)).await;
     if mode == Mode::Text {
         output::line("");
     }

@@ -70,7 +70,7 @@ enum Done {
 pub async fn run(
     args: &AgentArgs,
     observe: &ObserveArgs,
-    first_prompt: Option<String>,
+    messages: Vec<String>,
     cfg: &Config,
 ) -> Result<ExitCode, CliError> {
     use std::io::IsTerminal;
@@ -78,7 +78,7 @@ pub async fn run(
         // No extension loads here, so an option only an extension could take is the culprit.
         crate::cli::extensions::check_extension_flags(&[])?;
         return Err(CliError::Usage(
-            "the interactive mode needs a terminal: give -p PROMPT (print mode) or --mode rpc (for programs)".into(),
+            "the interactive mode needs a terminal: give -p (print mode) or --mode rpc (for programs)".into(),
         ));
     }
     let registry = setup::registry(args, cfg)?;
@@ -132,7 +132,7 @@ pub async fn run(
     // sends as if typed, so it shows their outcome.
     let (harness, ui_outcome) = tokio::join!(
         driver.run(queued, None),
-        ui.run(terminal, (events, ui_calls, actions), errors, stop.clone(), first_prompt)
+        ui.run(terminal, (events, ui_calls, actions), errors, stop.clone(), messages)
     );
     let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::event::DisableBracketedPaste);
     let _ = ratatui::try_restore();
@@ -199,7 +199,7 @@ impl Ui<'_> {
         ),
         errors: std::sync::mpsc::Receiver<String>,
         stop: CancellationToken,
-        first_prompt: Option<String>,
+        messages: Vec<String>,
     ) -> std::io::Result<Ended> {
         let (keys_tx, mut keys) = mpsc::unbounded_channel();
         let reading = Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -211,8 +211,10 @@ impl Ui<'_> {
         if self.shared.with_state(|state| !state.messages.is_empty()) {
             self.show_conversation("resumed ");
         }
-        if let Some(prompt) = first_prompt {
-            self.submit(prompt, QueueKind::Steer, &replies_tx);
+        // The command line's messages: the first now, the rest each after the one before.
+        for (i, message) in messages.into_iter().enumerate() {
+            let kind = if i == 0 { QueueKind::Steer } else { QueueKind::FollowUp };
+            self.submit(message, kind, &replies_tx);
         }
         let mut tick = tokio::time::interval(Duration::from_millis(250));
         let outcome = loop {

@@ -1,0 +1,119 @@
+//! The messages a run starts with, as upstream builds them from its command line: piped stdin,
+//! then the `@FILE` arguments as `<file name="…">` blocks, then the first message — one prompt —
+//! followed by the other messages, each a prompt of its own.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::cli::CliError;
+
+/// Everything piped to stdin, trimmed; `None` when there was nothing.
+pub fn read_stdin() -> Result<Option<String>, CliError> {
+    let mut bytes = Vec::new();
+    std::io::stdin().read_to_end(&mut bytes).map_err(|e| CliError::Failure(format!("stdin: {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|_| CliError::Usage("stdin: not UTF-8 text".into()))?;
+    let text = text.trim();
+    Ok((!text.is_empty()).then(|| text.to_owned()))
+}
+
+/// The prompts to send in turn: the first carries `stdin` and every `@FILE` of `args` (paths
+/// relative to `cwd`, `~/` for the home folder; empty files skipped), the rest are the other
+/// arguments. Empty when there is nothing at all.
+pub fn messages(args: Vec<String>, stdin: Option<String>, cwd: &Path) -> Result<Vec<String>, CliError> {
+    let mut first = stdin.unwrap_or_default();
+    let mut messages = Vec::new();
+    for arg in args {
+        match arg.strip_prefix('@').filter(|path| !path.is_empty()) {
+            Some(path) => first.push_str(&file_block(path, cwd)?),
+            None => messages.push(arg),
+        }
+    }
+    if messages.is_empty() {
+        if !first.is_empty() {
+            messages.push(first);
+        }
+    } else {
+        messages[0].insert_str(0, &first);
+    }
+    Ok(messages)
+}
+
+/// `<file name="ABSOLUTE">\n…\n</file>\n` for a text file; empty for an empty one.
+fn file_block(arg: &str, cwd: &Path) -> Result<String, CliError> {
+    let path = resolve(arg, cwd);
+    let bytes = std::fs::read(&path).map_err(|e| {
+        let why = if e.kind() == std::io::ErrorKind::NotFound { "no such file".to_owned() } else { e.to_string() };
+        CliError::Usage(format!("@{arg}: {why} ({})", path.display()))
+    })?;
+    if bytes.is_empty() {
+        return Ok(String::new());
+    }
+    if image_type(&bytes).is_some() {
+        return Err(CliError::Usage(format!("@{arg}: images cannot be attached from the command line yet")));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| CliError::Usage(format!("@{arg}: not UTF-8 text ({})", path.display())))?;
+    Ok(format!("<file name=\"{}\">\n{text}\n</file>\n", path.display()))
+}
+
+/// `arg` as an absolute path: `~/…` under the home folder, a relative path under `cwd`.
+fn resolve(arg: &str, cwd: &Path) -> PathBuf {
+    let home = || std::env::var_os("HOME").map(PathBuf::from);
+    let path = match arg.strip_prefix("~/").zip(home()) {
+        Some((rest, home)) => home.join(rest),
+        None if arg == "~" => home().unwrap_or_else(|| cwd.to_owned()),
+        None => cwd.join(arg),
+    };
+    std::path::absolute(&path).unwrap_or(path)
+}
+
+/// The MIME type of an image pi can attach (PNG, JPEG, GIF, WebP), by its first bytes.
+pub fn image_type(bytes: &[u8]) -> Option<&'static str> {
+    match bytes {
+        [0x89, b'P', b'N', b'G', ..] => Some("image/png"),
+        [0xFF, 0xD8, 0xFF, ..] => Some("image/jpeg"),
+        [b'G', b'I', b'F', b'8', ..] => Some("image/gif"),
+        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some("image/webp"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("pi-initial-{}", pi_observe::core::SpanId::random()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn stdin_and_files_go_before_the_first_message_and_the_rest_follow() {
+        let dir = scratch();
+        std::fs::write(dir.as_path().join("a.md"), "alpha").unwrap();
+        std::fs::write(dir.as_path().join("empty.txt"), "").unwrap();
+        let args = ["@a.md", "first", "@empty.txt", "second"].map(String::from).to_vec();
+        let got = messages(args, Some("piped".into()), dir.as_path()).unwrap();
+        let name = dir.as_path().join("a.md");
+        assert_eq!(got, [format!("piped<file name=\"{}\">\nalpha\n</file>\nfirst", name.display()), "second".into()]);
+        // Files alone are the one message; nothing at all is none.
+        let got = messages(vec!["@a.md".into()], None, dir.as_path()).unwrap();
+        assert_eq!(got.len(), 1);
+        assert!(got[0].ends_with("</file>\n"));
+        assert!(messages(Vec::new(), None, dir.as_path()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn missing_binary_and_image_files_are_one_line_errors_naming_the_argument() {
+        let dir = scratch();
+        std::fs::write(dir.as_path().join("bin"), [0xC3, 0x28]).unwrap();
+        std::fs::write(dir.as_path().join("shot.png"), b"\x89PNG\r\n\x1a\n").unwrap();
+        for (arg, says) in
+            [("@nope.md", "@nope.md: no such file"), ("@bin", "@bin: not UTF-8"), ("@shot.png", "@shot.png: images")]
+        {
+            let e = messages(vec![arg.into()], None, dir.as_path()).unwrap_err().to_string();
+            assert!(e.starts_with(says) && !e.contains('\n'), "{e}");
+        }
+    }
+}
