@@ -36,6 +36,7 @@ fn upstreams_options_do_what_upstream_says() {
     // A global extension that --no-extensions must not load: it would block every tool.
     let agent = d.join("agent");
     std::fs::create_dir_all(agent.join("extensions")).unwrap();
+    std::fs::write(agent.join("APPEND_SYSTEM.md"), "GLOBAL-APPEND-TOKEN").unwrap();
     std::fs::write(
         agent.join("extensions/blocker.mjs"),
         r#"export default function (pi) { pi.on("tool_call", async () => ({ block: true, reason: "blocked-by-global" })); }"#,
@@ -54,7 +55,7 @@ fn upstreams_options_do_what_upstream_says() {
         Row {
             name: "--append-system-prompt reads a file",
             args: vec!["--append-system-prompt".into(), "append.txt".into()],
-            script: json!([{"text": "ok", "expect": ["APPENDED-FROM-FILE"]}]),
+            script: json!([{"text": "ok", "expect": ["APPENDED-FROM-FILE"], "reject": ["GLOBAL-APPEND-TOKEN"]}]),
             check: |_, _, _| {},
         },
         Row {
@@ -86,6 +87,12 @@ fn upstreams_options_do_what_upstream_says() {
             name: "context files, the date and the working directory are in the system prompt",
             args: vec![],
             script: json!([{"text": "ok", "expect": ["# Project Context", "AGENTS-TOKEN", "Current date: ", "Current working directory: "]}]),
+            check: |_, _, _| {},
+        },
+        Row {
+            name: "~/.pi/agent/APPEND_SYSTEM.md is appended; --append-system-prompt takes its place",
+            args: vec![],
+            script: json!([{"text": "ok", "expect": ["GLOBAL-APPEND-TOKEN"]}]),
             check: |_, _, _| {},
         },
         Row {
@@ -164,7 +171,8 @@ fn thinking_levels_are_checked() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--thinking"));
 }
 
-/// `--session-dir` keeps the sessions there; `-c` continues the most recent one of this folder.
+/// `--session-dir` keeps the sessions there; `-c` continues the most recent one of this folder;
+/// `--fork` copies one into a new session.
 #[test]
 fn continue_takes_up_the_latest_session_of_the_folder() {
     let d = scratch("cli-continue");
@@ -190,6 +198,28 @@ fn continue_takes_up_the_latest_session_of_the_folder() {
         .flat_map(|folder| std::fs::read_dir(folder.path()).unwrap().flatten())
         .collect();
     assert_eq!(files.len(), 1, "continued, not a second session");
+    // --fork by the start of the session's id: a new file that names the first as its parent
+    // and holds its conversation, the original untouched.
+    let original = files[0].path();
+    let before = std::fs::read_to_string(&original).unwrap();
+    let header: Value = serde_json::from_str(before.lines().next().unwrap()).unwrap();
+    let id = header["id"].as_str().unwrap();
+    run("third", json!([{"text": "three", "expect": ["first-token", "second"]}]), &["--fork", &id[..8]]);
+    assert_eq!(std::fs::read_to_string(&original).unwrap(), before);
+    let fork = std::fs::read_dir(original.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| *p != original)
+        .expect("a forked session file");
+    let forked = std::fs::read_to_string(&fork).unwrap();
+    let fork_header: Value = serde_json::from_str(forked.lines().next().unwrap()).unwrap();
+    assert_eq!(fork_header["parentSession"], original.display().to_string());
+    assert!(forked.contains("first-token") && forked.contains("third"));
+    // A missing one is a one-line error naming --fork.
+    let out = pi().args(["-p", "x", "--fork", "nosuchid"]).flag("--session-dir", &sessions).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--fork: no session"));
     std::fs::remove_dir_all(&d).unwrap();
 }
 

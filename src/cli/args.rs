@@ -37,6 +37,10 @@ pub struct AgentArgs {
     /// Continue the most recent session of this working directory (a new one if there is none).
     #[arg(short = 'c', long = "continue", conflicts_with_all = ["session", "no_session"])]
     pub continue_session: bool,
+    /// Fork this session (a file, or the start of a session id) into a new session file and
+    /// continue there: the same entries, the new file's header naming it as `parentSession`.
+    #[arg(long, value_name = "PATH|ID", conflicts_with_all = ["session", "no_session", "continue_session"])]
+    pub fork: Option<PathBuf>,
     /// Where sessions are kept (over `PI_CODING_AGENT_SESSION_DIR` and the `sessionDir` setting).
     #[arg(long, value_name = "DIR")]
     pub session_dir: Option<PathBuf>,
@@ -84,10 +88,12 @@ pub struct AgentArgs {
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,
     /// Replace the default system prompt: the text, or the contents of the file it names (skills
-    /// are still added).
+    /// and context files are still added). Without it: a trusted project's `.pi/SYSTEM.md`, else
+    /// `~/.pi/agent/SYSTEM.md`.
     #[arg(long, value_name = "TEXT")]
     pub system_prompt: Option<String>,
     /// Append to the system prompt: the text, or the contents of the file it names (repeatable).
+    /// Without it: a trusted project's `.pi/APPEND_SYSTEM.md`, else `~/.pi/agent/APPEND_SYSTEM.md`.
     #[arg(long, value_name = "TEXT")]
     pub append_system_prompt: Vec<String>,
     /// Load no extensions but those given with `-e` (`-ne`).

@@ -296,7 +296,7 @@ pub fn session_path(args: &AgentArgs, cwd: &Path, cfg: &Config) -> Result<Option
     }
     let latest = args.continue_session.then(|| latest_session(cwd, cfg)).flatten();
     let path = match (&args.session, latest) {
-        (Some(path), _) => session_argument(path, cfg)?,
+        (Some(path), _) => session_argument("--session", path, cfg)?,
         (None, Some(latest)) => latest,
         (None, None) => {
             let (sessions, culprit) = sessions_dir(cfg);
@@ -364,14 +364,14 @@ pub fn sessions_dir(cfg: &Config) -> (PathBuf, String) {
 /// What `--session VALUE` names: a path (anything with a `/`, a `.jsonl` name, or an existing
 /// file), else a session id or the start of one, looked up among the session files under the
 /// sessions folder; an id that matches no file, or more than one, is an error saying so.
-fn session_argument(value: &Path, cfg: &Config) -> Result<PathBuf, CliError> {
+fn session_argument(flag: &str, value: &Path, cfg: &Config) -> Result<PathBuf, CliError> {
     let text = value.to_string_lossy();
     let looks_like_path = text.contains('/') || text.ends_with(".jsonl") || value.exists();
     if looks_like_path {
         return Ok(value.to_owned());
     }
     if text.is_empty() || !text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-        return Err(CliError::Usage(format!("--session: {text:?} is neither a session file nor a session id")));
+        return Err(CliError::Usage(format!("{flag}: {text:?} is neither a session file nor a session id")));
     }
     let (sessions, _) = sessions_dir(cfg);
     // A sessions folder that does not exist yet holds no match.
@@ -384,11 +384,11 @@ fn session_argument(value: &Path, cfg: &Config) -> Result<PathBuf, CliError> {
     match matches.as_slice() {
         [one] => Ok(one.clone()),
         [] => Err(CliError::Usage(format!(
-            "--session: no session in {} has an id starting with {text:?} (give a path to start a new session file)",
+            "{flag}: no session in {} has an id starting with {text:?} (give a path to start a new session file)",
             sessions.display()
         ))),
         many => Err(CliError::Usage(format!(
-            "--session: {} sessions in {} have an id starting with {text:?}; give more of it",
+            "{flag}: {} sessions in {} have an id starting with {text:?}; give more of it",
             many.len(),
             sessions.display()
         ))),
@@ -403,6 +403,28 @@ fn header_id(path: &Path) -> Option<String> {
     std::io::BufReader::new(file).take(64 * 1024).read_line(&mut line).ok()?;
     let header: serde_json::Value = serde_json::from_str(&line).ok()?;
     (header.get("type")?.as_str()? == "session").then(|| header.get("id")?.as_str().map(str::to_owned))?
+}
+
+/// `--fork`: the session file to fork (a path, or the start of a session id), which must exist.
+pub fn fork_source(args: &AgentArgs, cfg: &Config) -> Result<Option<PathBuf>, CliError> {
+    let Some(value) = &args.fork else { return Ok(None) };
+    let path = session_argument("--fork", value, cfg)?;
+    if !path.is_file() {
+        return Err(CliError::Usage(format!("--fork: {} is not a session file", path.display())));
+    }
+    Ok(Some(path))
+}
+
+/// The session of a run: `source` forked into a new file at `path` (`--fork`), else the
+/// session at `path` opened or created.
+pub fn session_at(path: &Path, source: Option<&Path>, cwd: &Path) -> Result<SessionWriter, CliError> {
+    let Some(source) = source else { return open_session(path, cwd) };
+    let from =
+        open_session(source, cwd).map_err(|e| CliError::Usage(e.to_string().replacen("--session", "--fork", 1)))?;
+    let Some(leaf) = from.leaf().map(str::to_owned) else {
+        return Err(CliError::Usage(format!("--fork: {} has no entries to fork", source.display())));
+    };
+    from.fork(&leaf, path, cwd).map_err(|e| CliError::Failure(format!("--fork: {e}")))
 }
 
 /// Opens (or creates) the session at `path`; a torn last line is moved aside and named.
@@ -511,13 +533,24 @@ pub fn agent_config(agent: &AgentArgs, cfg: &Config) -> pi_agent::AgentConfig {
     if let Some(level) = level {
         config.reasoning = (level != "off").then_some(level);
     }
-    if let Some(prompt) = &agent.system_prompt {
-        config.system_prompt = Some(text_or_file(prompt));
+    // Upstream's prompt files: the trusted project's `.pi/NAME`, else `~/.pi/agent/NAME`; a flag
+    // wins over its file.
+    let prompt_file = |name: &str| {
+        let project = cfg.trust.trusted.then(|| cfg.trust.project.join(".pi").join(name));
+        let path = project.into_iter().chain(cfg.agent_dir.as_ref().map(|d| d.join(name))).find(|p| p.is_file())?;
+        std::fs::read_to_string(path).ok()
+    };
+    if let Some(prompt) = agent.system_prompt.as_deref().map(text_or_file).or_else(|| prompt_file("SYSTEM.md")) {
+        config.system_prompt = Some(prompt);
     }
-    for more in &agent.append_system_prompt {
+    let appended: Vec<String> = match agent.append_system_prompt.as_slice() {
+        [] => prompt_file("APPEND_SYSTEM.md").into_iter().collect(),
+        given => given.iter().map(|more| text_or_file(more)).collect(),
+    };
+    for more in appended {
         let base = config.system_prompt.take().unwrap_or_default();
         let sep = if base.is_empty() { "" } else { "\n\n" };
-        config.system_prompt = Some(format!("{base}{sep}{}", text_or_file(more)));
+        config.system_prompt = Some(format!("{base}{sep}{more}"));
     }
     let compaction = |read: fn(&Compaction) -> Option<Count>| cfg.typed(|s| s.compaction.as_ref().and_then(read));
     if let Some(enabled) = cfg.typed(|s| s.compaction.as_ref()?.enabled) {

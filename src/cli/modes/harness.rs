@@ -82,6 +82,7 @@ impl Harness {
         cfg.announce_trust();
         let sink_setup = SinkSetup::resolve(&observe.sinks, observe.events_jsonl.as_deref(), cfg)?;
         let session_path = setup::session_path(args, &cwd, cfg)?;
+        let fork_source = setup::fork_source(args, cfg)?;
         let inputs: Vec<(&str, &std::path::Path)> = session_path.iter().map(|p| ("--session", p.as_path())).collect();
         files::check_outputs(&inputs, &sink_setup.output_files())?;
         let attribution = attribution::attribution(observe, cfg, &cwd)?;
@@ -103,7 +104,8 @@ impl Harness {
         // The sinks are attached before the session is opened, so its `pi.session.read` reaches them.
         let hub = sink_setup.hub();
         let mut sinks = sink_setup.attach(&hub, wants.json_records)?;
-        let session = match session_path.map(|path| hub.in_scope(|| setup::open_session(&path, &cwd))).transpose() {
+        let opened = session_path.map(|path| hub.in_scope(|| setup::session_at(&path, fork_source.as_deref(), &cwd)));
+        let session = match opened.transpose() {
             Ok(session) => session,
             Err(error) => {
                 sinks.close();

@@ -18,7 +18,8 @@ use super::file::{SettingsError, parse_object};
 pub const TRUST_FILE: &str = "trusted-projects.json";
 
 /// A project's resources, relative to the project folder, in the order they are checked.
-pub const PROJECT_RESOURCES: &[&str] = &[".pi/settings.json", ".pi/skills", ".pi/prompts", ".pi/extensions"];
+pub const PROJECT_RESOURCES: &[&str] =
+    &[".pi/settings.json", ".pi/skills", ".pi/prompts", ".pi/extensions", ".pi/SYSTEM.md", ".pi/APPEND_SYSTEM.md"];
 
 /// One trusted folder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
