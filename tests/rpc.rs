@@ -245,6 +245,12 @@ fn a_multi_prompt_conversation_with_abort_steering_model_change_compaction_new_s
     let compacted = rpc.call(json!({"type": "compact", "customInstructions": "focus on greetings"}));
     assert_eq!(compacted["summary"], "Summary: the user said hello and steered.");
     assert!(compacted["tokensBefore"].as_u64().unwrap() > 0);
+    // Upstream's compaction events around it.
+    assert_eq!(rpc.seen_or_wait("compaction_start", |l| l["type"] == "compaction_start")["reason"], "manual");
+    let end = rpc.seen_or_wait("compaction_end", |l| l["type"] == "compaction_end");
+    assert_eq!((&end["reason"], &end["aborted"], &end["willRetry"]), (&json!("manual"), &json!(false), &json!(false)));
+    assert_eq!(end["result"]["summary"], compacted["summary"]);
+    assert_eq!(end["result"]["tokensBefore"], compacted["tokensBefore"]);
 
     // 5. Another model and thinking level.
     let models = rpc.call(json!({"type": "get_available_models"}));
@@ -711,4 +717,39 @@ fn an_extension_aborts_the_running_prompt() {
     let (status, stderr, seen) = rpc.close();
     assert!(status.success(), "{stderr}");
     assert!(!seen.iter().any(|l| l.to_string().contains("never-reached")), "the model was asked again");
+}
+
+/// A transient error is retried with upstream's `auto_retry_start` / `auto_retry_end` lines;
+/// `abort_retry` stops a retry that waits, and the prompt ends with the error it had.
+#[test]
+fn retries_are_reported_and_abort_retry_stops_a_waiting_one() {
+    let dir = scratch("rpc-retry");
+    let script = json!([
+        {"error": {"status": 429, "message": "slow down", "retryAfterSecs": 0}},
+        {"text": "answered after a retry"},
+        {"error": {"status": 503, "message": "overloaded", "retryAfterSecs": 25}},
+        {"text": "never sent"}
+    ]);
+    let mut rpc = Rpc::start(&dir, &script, &[]);
+    rpc.call(json!({"type": "prompt", "message": "first"}));
+    let start = rpc.event("auto_retry_start");
+    assert_eq!((&start["attempt"], &start["maxAttempts"]), (&json!(1), &json!(3)), "{start}");
+    assert!(start["errorMessage"].as_str().unwrap().contains("slow down"), "{start}");
+    let end = rpc.event("auto_retry_end");
+    assert_eq!((&end["success"], &end["attempt"]), (&json!(true), &json!(1)), "{end}");
+    assert!(end.get("finalError").is_none(), "{end}");
+    rpc.event("agent_end");
+    // The second prompt's retry would wait 25 s: abort_retry ends it now.
+    rpc.call(json!({"type": "prompt", "message": "second"}));
+    let start = rpc.event("auto_retry_start");
+    assert_eq!(start["delayMs"], 25_000, "{start}");
+    rpc.call(json!({"type": "abort_retry"}));
+    let end = rpc.event("auto_retry_end");
+    assert_eq!(end["success"], false, "{end}");
+    assert!(end["finalError"].as_str().unwrap().contains("overloaded"), "{end}");
+    let agent_end = rpc.event("agent_end");
+    assert_eq!(agent_end["stopReason"], "error", "{agent_end}");
+    let (status, stderr, _) = rpc.close();
+    assert!(status.success(), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

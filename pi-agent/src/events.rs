@@ -123,11 +123,21 @@ pub enum AgentEvent {
     },
     /// Everything the prompt produced is persisted; the agent is idle.
     AgentSettled,
+    /// A compaction begins (manual or automatic); `session_compact` or `session_compact_failed`
+    /// follows.
+    CompactionStart {
+        /// `manual`, `threshold` or `overflow`.
+        reason: String,
+    },
     /// Context was compacted.
     #[serde(rename_all = "camelCase")]
     SessionCompact {
         /// `manual`, `threshold` or `overflow`.
         reason: String,
+        /// The summary that now stands for the older messages.
+        summary: String,
+        /// The prompt that overflowed the context is sent again next.
+        will_retry: bool,
         /// Context tokens before.
         tokens_before: u64,
         /// Context tokens after (estimate).
@@ -142,6 +152,31 @@ pub enum AgentEvent {
         reason: String,
         /// What went wrong.
         error: String,
+    },
+    /// A request failed with a transient error (overloaded, rate limit, 5xx) and is sent again
+    /// after `delay_ms`.
+    #[serde(rename_all = "camelCase")]
+    AutoRetryStart {
+        /// The retry about to happen (1 = the first).
+        attempt: u32,
+        /// Retries allowed.
+        max_attempts: u32,
+        /// Wait before it.
+        delay_ms: u64,
+        /// What failed.
+        error_message: String,
+    },
+    /// The retries of a request are over: it succeeded, or the last one failed (or they were
+    /// stopped: `abort_retry`).
+    #[serde(rename_all = "camelCase")]
+    AutoRetryEnd {
+        /// The request succeeded in the end.
+        success: bool,
+        /// Retries made.
+        attempt: u32,
+        /// The last error, when it failed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        final_error: Option<String>,
     },
     /// The session leaf moved (branch navigation).
     #[serde(rename_all = "camelCase")]

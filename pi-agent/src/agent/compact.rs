@@ -42,6 +42,7 @@ impl Agent {
     ) -> Result<Option<Usage>, AgentError> {
         let payload =
             || Payload::new().safe(names::COMPACTION_REASON, reason.as_str()).safe(names::WILL_RETRY, will_retry);
+        on_event(AgentEvent::CompactionStart { reason: reason.as_str().into() });
         trace_operation_with(names::AGENT_COMPACTION, payload, |span: Span| async move {
             let tokens_before = compaction::context_tokens(&self.messages, self.trust_usage_from);
             let (previous, start, cut) = self.compaction_range();
@@ -104,6 +105,8 @@ impl Agent {
             });
             let event = AgentEvent::SessionCompact {
                 reason: reason.as_str().into(),
+                summary,
+                will_retry,
                 tokens_before,
                 tokens_after,
                 from_extension,

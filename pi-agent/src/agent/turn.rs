@@ -104,6 +104,13 @@ impl Agent {
                 }
                 StreamEvent::ToolCallDelta { index, delta } => Delta::ToolCallArgs { index, text: delta },
                 StreamEvent::Start | StreamEvent::ToolCallEnd { .. } | StreamEvent::Done { .. } => return,
+                StreamEvent::Retry { attempt, max_attempts, delay, error } => {
+                    let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+                    return sink(AgentEvent::AutoRetryStart { attempt, max_attempts, delay_ms, error_message: error });
+                }
+                StreamEvent::RetryEnd { success, attempts, error } => {
+                    return sink(AgentEvent::AutoRetryEnd { success, attempt: attempts, final_error: error });
+                }
             };
             let update = AgentEvent::MessageUpdate { delta };
             if wants_updates {

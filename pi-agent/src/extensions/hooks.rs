@@ -162,9 +162,12 @@ impl Notify {
             AgentEvent::SessionTree { .. } => Notify::SessionTree,
             AgentEvent::ModelSelect { .. } => Notify::ModelSelect,
             AgentEvent::ThinkingLevelSelect { .. } => Notify::ThinkingLevelSelect,
-            AgentEvent::MessageEnd { .. } | AgentEvent::ExtensionError { .. } | AgentEvent::QueueUpdate { .. } => {
-                return None;
-            }
+            AgentEvent::MessageEnd { .. }
+            | AgentEvent::ExtensionError { .. }
+            | AgentEvent::QueueUpdate { .. }
+            | AgentEvent::CompactionStart { .. }
+            | AgentEvent::AutoRetryStart { .. }
+            | AgentEvent::AutoRetryEnd { .. } => return None,
         })
     }
 }

@@ -166,7 +166,35 @@ pub enum StreamEvent {
         /// Why it stopped.
         stop_reason: StopReason,
     },
+    /// Not from the provider: the retry loop sends the request again after `delay`.
+    Retry {
+        /// The retry about to happen (1 = the first).
+        attempt: u32,
+        /// Retries allowed.
+        max_attempts: u32,
+        /// Wait before it.
+        delay: Duration,
+        /// What failed (the provider's text: content).
+        error: String,
+    },
+    /// Not from the provider: the retries of this request are over.
+    RetryEnd {
+        /// The request succeeded in the end.
+        success: bool,
+        /// Retries made.
+        attempts: u32,
+        /// The last error, when it failed.
+        error: Option<String>,
+    },
 }
+
+/// Wakes every retry delay now running (RPC's `abort_retry`): each request stops retrying and
+/// fails with the error it had. A request not waiting to retry is not affected.
+pub fn abort_retry_delays() {
+    RETRY_ABORT.notify_waiters();
+}
+
+static RETRY_ABORT: tokio::sync::Notify = tokio::sync::Notify::const_new();
 
 /// Why a request failed. `is_retryable` says which ones the retry loop repeats.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -373,14 +401,26 @@ pub async fn request(
                     let delay = retry.delay(retries, error.retry_after());
                     retries += 1;
                     record_event(names::PROVIDER_RETRY, || retry_payload(retries, delay, &error));
+                    // Listening before the retry is announced: an `abort_retry` sent on seeing
+                    // it is never missed.
+                    let aborted = RETRY_ABORT.notified();
+                    tokio::pin!(aborted);
+                    aborted.as_mut().enable();
+                    let max_attempts = retry.max_retries;
+                    sink(StreamEvent::Retry { attempt: retries, max_attempts, delay, error: error.to_string() });
                     tokio::select! {
                         () = cancel.cancelled() => break Err(ProviderError::Aborted),
+                        () = aborted => break Err(error),
                         () = tokio::time::sleep(delay) => {}
                     }
                 }
                 other => break other,
             }
         };
+        if retries > 0 {
+            let error = result.as_ref().err().map(ToString::to_string);
+            sink(StreamEvent::RetryEnd { success: result.is_ok(), attempts: retries, error });
+        }
         let first_token = match first_token.load(Ordering::Relaxed) {
             0 => None,
             nanos => Some(Duration::from_nanos(nanos)),

@@ -219,6 +219,17 @@ impl Transcript {
             AgentEvent::ExtensionError { extension, hook, error } => {
                 self.notice(Tone::Warn, format!("extension {extension} failed in {hook}: {error}"));
             }
+            AgentEvent::AutoRetryStart { attempt, max_attempts, delay_ms, error_message } => {
+                let secs = *delay_ms as f64 / 1000.0;
+                self.notice(
+                    Tone::Warn,
+                    format!("retrying ({attempt}/{max_attempts}) in {secs:.1} s (Esc aborts): {error_message}"),
+                );
+            }
+            AgentEvent::AutoRetryEnd { success: false, attempt, final_error } => {
+                let error = final_error.as_deref().unwrap_or("failed");
+                self.notice(Tone::Warn, format!("gave up after {attempt} retries: {error}"));
+            }
             _ => {}
         }
     }

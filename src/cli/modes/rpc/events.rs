@@ -6,7 +6,7 @@ use pi_agent::events::{AgentEvent, Delta};
 use pi_agent::message::Message;
 use serde_json::{Value, json};
 
-use super::protocol::{AssistantMessageEvent, Event, ToolCallStart};
+use super::protocol::{AssistantMessageEvent, CompactionResult, Event, ToolCallStart};
 
 /// Turns agent events into upstream's RPC [`Event`]s: `message_start`/`message_end` carry the
 /// message, `message_update` an `assistantMessageEvent` delta, `tool_execution_end` the result,
@@ -70,6 +70,30 @@ impl Encoder {
             }
             AgentEvent::ExtensionError { extension, hook, error } => {
                 out.push(Event::ExtensionError { extension_path: extension, event: hook, error });
+            }
+            AgentEvent::CompactionStart { reason } => out.push(Event::CompactionStart { reason }),
+            AgentEvent::SessionCompact { reason, summary, will_retry, tokens_before, .. } => {
+                let result = CompactionResult { summary, first_kept_entry_id: None, tokens_before, details: json!({}) };
+                out.push(Event::CompactionEnd {
+                    reason,
+                    result: Some(result),
+                    aborted: false,
+                    will_retry,
+                    error_message: None,
+                });
+            }
+            AgentEvent::SessionCompactFailed { reason, error } => out.push(Event::CompactionEnd {
+                reason,
+                result: None,
+                aborted: error.ends_with("aborted"),
+                will_retry: false,
+                error_message: Some(error),
+            }),
+            AgentEvent::AutoRetryStart { attempt, max_attempts, delay_ms, error_message } => {
+                out.push(Event::AutoRetryStart { attempt, max_attempts, delay_ms, error_message });
+            }
+            AgentEvent::AutoRetryEnd { success, attempt, final_error } => {
+                out.push(Event::AutoRetryEnd { success, attempt, final_error });
             }
             other => out.push(Event::Pi(other)),
         }

@@ -205,6 +205,10 @@ fn dispatch(command: Command, kind: &str, id: Option<Value>, front: &Front, now:
             shared.abort_bash();
             now(Ok(None));
         }
+        Command::AbortRetry => {
+            pi_agent::provider::abort_retry_delays();
+            now(Ok(None));
+        }
         Command::SetSteeringMode { mode } => set_mode(shared, QueueKind::Steer, kind, &mode, now),
         Command::SetFollowUpMode { mode } => set_mode(shared, QueueKind::FollowUp, kind, &mode, now),
         // Answers to extension UI requests are handed to the dialog before parsing (`handle`).

@@ -62,6 +62,8 @@ pub enum Command {
     Bash { command: String },
     /// Abort the running shell command.
     AbortBash,
+    /// Stop a retry that waits (its request fails with the error it had).
+    AbortRetry,
     /// Messages, tool calls, tokens and cost so far ([`SessionStats`]).
     GetSessionStats,
     /// Continue another session file.
@@ -164,6 +166,17 @@ impl<'a> Response<'a> {
     }
 }
 
+/// What a compaction produced (upstream's `CompactionResult`). pi keeps the recent messages
+/// in the compaction entry itself, so `firstKeptEntryId` is null.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionResult {
+    pub summary: String,
+    pub first_kept_entry_id: Option<String>,
+    pub tokens_before: u64,
+    pub details: Value,
+}
+
 /// An event line, as upstream's RPC mode writes the agent session's events. Events upstream
 /// does not have (`session_start`, `queue_update`, `agent_settled`, `session_compact`,
 /// `session_tree`, `session_shutdown`, …) are written in pi's own `--mode json` shape.
@@ -208,6 +221,30 @@ pub enum Event {
         extension_path: String,
         event: String,
         error: String,
+    },
+    CompactionStart {
+        reason: String,
+    },
+    /// `result` is null when the compaction failed (`errorMessage`) or was aborted.
+    CompactionEnd {
+        reason: String,
+        result: Option<CompactionResult>,
+        aborted: bool,
+        will_retry: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error_message: Option<String>,
+    },
+    AutoRetryStart {
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        error_message: String,
+    },
+    AutoRetryEnd {
+        success: bool,
+        attempt: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        final_error: Option<String>,
     },
     /// An event in pi's own shape.
     #[serde(untagged)]
@@ -308,7 +345,8 @@ mod tests {
             read(json!({"type": "prompt", "message": "hi", "streamingBehavior": "steer"})),
             Ok(Command::Prompt { message: "hi".into(), images: vec![], streaming_behavior: Some("steer".into()) })
         );
-        assert_eq!(read(json!({"type": "abort_retry"})), Err(RpcError::Unknown("x".into())));
+        assert_eq!(read(json!({"type": "abort_retry"})), Ok(Command::AbortRetry));
+        assert_eq!(read(json!({"type": "no_such_command"})), Err(RpcError::Unknown("x".into())));
         let Err(RpcError::Invalid { why, .. }) = read(json!({"type": "fork"})) else { panic!() };
         assert!(why.contains("entryId"), "{why}");
     }
