@@ -478,6 +478,18 @@ fn open_in_chromium(page: &Path, shot: &Path) -> (Vec<String>, String) {
     (console, dom)
 }
 
+/// `page` in Chromium must log nothing and draw something (its screenshot kept under the
+/// target folder as `shot`); returns the DOM it rendered.
+fn clean_page_dom(page: &Path, shot: &str) -> String {
+    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join(shot);
+    let (console, dom) = open_in_chromium(page, &shot);
+    assert!(console.is_empty(), "the page logs nothing: {console:?}");
+    assert!(std::fs::metadata(&shot).unwrap().len() > 10_000, "a screenshot with something on it");
+    dom
+}
+
 #[test]
 #[ignore = "needs Debian's chromium: run scripts/test"]
 fn the_html_report_opens_in_a_browser_without_errors_and_shows_the_json_totals() {
@@ -504,16 +516,86 @@ fn the_html_report_opens_in_a_browser_without_errors_and_shows_the_json_totals()
     let (console, _) = open_in_chromium(&broken, &d.join("broken.png"));
     assert!(console.iter().any(|l| l.contains("boom")), "{console:?}");
 
-    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("artifacts");
-    std::fs::create_dir_all(&artifacts).unwrap();
-    let shot = artifacts.join("report.png");
-    let (console, dom) = open_in_chromium(&page, &shot);
-    assert!(console.is_empty(), "the page logs nothing: {console:?}");
-    assert!(std::fs::metadata(&shot).unwrap().len() > 10_000, "a screenshot with something on it");
+    let dom = clean_page_dom(&page, "report.png");
     assert!(dom.contains(&format!("cost ${total:.6}")), "the rendered total is the JSON report's ({total})");
     for org in ["acme", "globex"] {
         let cost = rows.iter().find(|r| r["org"] == org).unwrap()["costUsd"].as_f64().unwrap();
         assert!(dom.contains(&format!("${cost:.6}")), "{org}'s cost is on the page");
     }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Two prompts with tools in one session, and its `pi report` JSON row.
+fn exported_session(d: &Path) -> (PathBuf, serde_json::Value) {
+    let session = d.join("s.jsonl");
+    let script = support::faux_script(d);
+    for prompt in ["first **prompt**", "second <b>prompt</b>"] {
+        pi().args(["-p", prompt, "--user", "alice", "--org", "acme", "--cwd"])
+            .arg(d)
+            .flag("--faux-script", &script)
+            .flag("--session", &session)
+            .succeeds();
+    }
+    let out = pi().args(["report", "--format", "json", "--by", "org"]).arg(&session).succeeds();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    (session, rows[0].clone())
+}
+
+/// `pi --export SESSION [OUT]`: one self-contained page with the conversation, the tool calls
+/// and their output, the totals `pi report` gives, and each prompt's trace linked.
+#[test]
+fn export_writes_the_session_as_one_self_contained_page() {
+    let d = scratch("export-html");
+    let (session, row) = exported_session(&d);
+    let traces: Vec<String> = std::fs::read_to_string(&session)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("pi-observe.trace"))
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["data"]["traceId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(traces.len(), 2, "one trace id recorded per prompt");
+    // The default name, in the working directory.
+    let out = pi()
+        .arg("--export")
+        .arg(&session)
+        .current_dir(&d)
+        .env("PI_TRACE_URL_TEMPLATE", "http://localhost:16686/trace/{trace_id}")
+        .succeeds();
+    let page = d.join("pi-session-s.html");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Exported to:"));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!doctype html>") && html.trim_end().ends_with("</html>"));
+    assert!(html.contains(&format!("cost ${:.6}", row["costUsd"].as_f64().unwrap())), "the report's cost");
+    assert!(html.contains(&format!("total tokens {}", row["totalTokens"])), "the report's tokens");
+    for trace in &traces {
+        assert!(html.contains(&format!("href=\"http://localhost:16686/trace/{trace}\"")), "{trace} linked");
+    }
+    assert!(html.contains("first <strong>prompt</strong>"), "markdown rendered");
+    assert!(html.contains("second &lt;b&gt;prompt&lt;/b&gt;"), "raw HTML shown as text");
+    assert!(html.contains("calls bash") && html.contains("echo hi") && html.contains("All good."));
+    assert!(html.contains("attributed to orgId=acme userId=alice"));
+    for outside in ["<script", "<link", "@import", "<img", "src="] {
+        assert!(!html.contains(outside), "self-contained: no {outside}");
+    }
+    // An output path as the next argument; a missing session is a one-line error.
+    pi().arg("--export").arg(&session).arg(d.join("named.html")).succeeds();
+    assert!(d.join("named.html").is_file());
+    let out = pi().arg("--export").arg(d.join("missing.jsonl")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("pi: --export:") && stderr.trim_end().lines().count() == 1, "{stderr}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+#[ignore = "needs Debian's chromium: run scripts/test"]
+fn the_exported_session_opens_in_a_browser_without_errors_and_shows_the_report_totals() {
+    let d = scratch("export-chromium");
+    let (session, row) = exported_session(&d);
+    let page = d.join("session.html");
+    pi().arg("--export").arg(&session).arg(&page).succeeds();
+    let dom = clean_page_dom(&page, "session-export.png");
+    assert!(dom.contains(&format!("cost ${:.6}", row["costUsd"].as_f64().unwrap())), "the report's total");
+    assert!(dom.contains("All good."));
     std::fs::remove_dir_all(&d).unwrap();
 }

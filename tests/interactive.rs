@@ -723,7 +723,7 @@ fn unknown_slash_commands_are_not_sent_to_the_model() {
 }
 
 /// Upstream's everyday slash commands, each as typed: what each shows (and `/copy` writes the last
-/// answer to the terminal's clipboard as OSC 52; `/name` names the session).
+/// answer to the terminal's clipboard as OSC 52; `/name` names the session; `/export` writes it).
 #[test]
 fn everyday_slash_commands_do_what_upstream_does() {
     use base64::Engine as _;
@@ -744,6 +744,12 @@ fn everyday_slash_commands_do_what_upstream_does() {
         tui.enter(typed);
         tui.shows(shown);
     }
+    // /export writes the session as a page.
+    let page = dir.join("exported.html");
+    tui.enter(&format!("/export {}", page.display()));
+    tui.shows("exported to");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("Answer to copy.") && html.contains("release prep"), "{html}");
     let clip = base64::engine::general_purpose::STANDARD.encode("Answer to copy.");
     let osc = format!("\x1b]52;c;{clip}\x07");
     assert!(String::from_utf8_lossy(&tui.raw).contains(&osc), "no OSC 52 with the answer");

@@ -245,6 +245,11 @@ fn a_multi_prompt_conversation_with_abort_steering_model_change_compaction_new_s
     let compacted = rpc.call(json!({"type": "compact", "customInstructions": "focus on greetings"}));
     assert_eq!(compacted["summary"], "Summary: the user said hello and steered.");
     assert!(compacted["tokensBefore"].as_u64().unwrap() > 0);
+    // The session as a page, where the client asks.
+    let page = dir.join("rpc-export.html");
+    let exported = rpc.call(json!({"type": "export_html", "outputPath": page.display().to_string()}));
+    assert_eq!(exported["path"], page.display().to_string());
+    assert!(std::fs::read_to_string(&page).unwrap().contains("Summary: the user said hello and steered."));
     // Upstream's compaction events around it.
     assert_eq!(rpc.seen_or_wait("compaction_start", |l| l["type"] == "compaction_start")["reason"], "manual");
     let end = rpc.seen_or_wait("compaction_end", |l| l["type"] == "compaction_end");

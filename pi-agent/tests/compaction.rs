@@ -331,7 +331,7 @@ fn branch_navigation_moves_the_leaf_summarizes_the_abandoned_branch_and_counts_i
         agent.navigate(&r1_id, true, &cancel, &mut |_| {}).await.unwrap()
     }));
     assert!(navigation.moved);
-    assert_eq!(navigation.abandoned_entries, 3, "attribution record, prompt two and its answer");
+    assert_eq!(navigation.abandoned_entries, 4, "attribution and trace records, prompt two and its answer");
     let (summary, usage) = navigation.summary.clone().unwrap();
     assert_eq!(summary, "On the abandoned branch the user asked two.");
     assert!(usage.unwrap().total_tokens > 0);

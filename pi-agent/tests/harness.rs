@@ -151,7 +151,8 @@ fn multi_turn_run_with_parallel_tools_forms_the_documented_tree() {
         kinds,
         [
             "model_change",
-            "custom",
+            "custom", // the attribution
+            "custom", // the trace
             "user",
             "assistant",
             "toolResult:ls",

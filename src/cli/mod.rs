@@ -23,6 +23,7 @@ mod report;
 mod report_data;
 mod report_html;
 mod run_state;
+mod session_html;
 mod sessions;
 pub mod settings;
 mod setup;
@@ -67,6 +68,10 @@ pub struct Cli {
     #[arg(long = "list-models", value_name = "SEARCH", num_args = 0..=1, default_missing_value = "",
           conflicts_with_all = ["print", "messages"])]
     list_models: Option<String>,
+    /// Write this session file as one HTML page and exit: to the first message argument, else
+    /// `pi-session-<file name>.html` here (upstream's `--export <in> [out]`).
+    #[arg(long, value_name = "SESSION", conflicts_with_all = ["print", "list_models"])]
+    export: Option<std::path::PathBuf>,
     #[command(flatten)]
     agent: AgentArgs,
     #[command(flatten)]
@@ -154,6 +159,13 @@ pub fn main() -> ExitCode {
             Some(Command::Config(args)) => config_cmd::run(&args, &cfg),
             Some(Command::Trust(args)) => trust_cmd::run(&args, &cfg),
             Some(Command::StripTypes(args)) => Ok(typescript::run(&args)),
+            None if cli.export.is_some() => {
+                let input = cli.export.as_deref().unwrap_or(std::path::Path::new(""));
+                let out = cli.messages.first().map(std::path::Path::new);
+                let path = session_html::export("--export", input, out, &project)?;
+                output::line(format_args!("Exported to: {}", path.display()));
+                Ok(ExitCode::SUCCESS)
+            }
             None if cli.list_models.is_some() => {
                 models_cmd::run(cli.list_models.as_deref().unwrap_or_default(), &cli.agent, &cfg)
             }

@@ -14,7 +14,7 @@ use crate::extensions::{
 };
 use crate::message::{Message, StopReason, Usage};
 use crate::provider;
-use crate::session::{ATTRIBUTION_CUSTOM_TYPE, EntryKind};
+use crate::session::{ATTRIBUTION_CUSTOM_TYPE, EntryKind, TRACE_CUSTOM_TYPE};
 
 use super::{Agent, AgentError, AgentSink, PromptResult, QueueKind, report_failures};
 
@@ -235,6 +235,10 @@ impl Agent {
             let data: serde_json::Map<String, Value> =
                 attribution.iter().map(|(k, v)| (k.to_owned(), Value::String(v.to_owned()))).collect();
             self.append(EntryKind::Custom { custom_type: ATTRIBUTION_CUSTOM_TYPE.into(), data: Value::Object(data) })?;
+        }
+        if let Some(trace) = pi_observe_core::current().trace_id() {
+            let data = serde_json::json!({ "traceId": trace.to_string() });
+            self.append(EntryKind::Custom { custom_type: TRACE_CUSTOM_TYPE.into(), data })?;
         }
         self.emit(AgentEvent::MessageStart { role: "user".into() }, ctx, on_event).await;
         let user = self.finalize(Message::user(text), ctx, on_event).await;

@@ -8,6 +8,11 @@ use crate::message::{Message, Usage, UserContent};
 /// (`data` = the context map). Entries after it on the same branch are attributed to it.
 pub const ATTRIBUTION_CUSTOM_TYPE: &str = "pi-observe.attribution";
 
+/// `customType` of the `custom` entry that records the trace of a prompt (`data` =
+/// `{"traceId": "<32 hex>"}`), written before its user message: an export links each prompt to
+/// its trace.
+pub const TRACE_CUSTOM_TYPE: &str = "pi-observe.trace";
+
 /// The first line of a session file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

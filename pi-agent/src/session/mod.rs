@@ -9,7 +9,9 @@ mod report;
 mod scan;
 mod writer;
 
-pub use entry::{ATTRIBUTION_CUSTOM_TYPE, Entry, EntryKind, SessionHeader, new_entry_id, new_session_id};
+pub use entry::{
+    ATTRIBUTION_CUSTOM_TYPE, Entry, EntryKind, SessionHeader, TRACE_CUSTOM_TYPE, new_entry_id, new_session_id,
+};
 pub use reader::{Session, SessionError, SessionTotals, TornTail, read_session};
 pub use replay::{REPLAYED, replay};
 pub use report::{AttributedUsage, Attribution, attributed_usage};

@@ -105,6 +105,9 @@ pub enum Job {
     SetAutoRetry(bool),
     /// Name the session.
     SetSessionName(String),
+    /// Write the session as an HTML page (to this file, else `pi-session-<file>.html` in the
+    /// working directory).
+    ExportHtml(Option<std::path::PathBuf>),
     /// A shell command typed by the user (`!cmd`, RPC `bash`).
     Bash {
         /// The command line.
@@ -365,6 +368,13 @@ impl<'a> Driver<'a> {
             Job::SetSessionName(name) => {
                 harness.agent.set_session_name(&name).map_err(|e| e.to_string())?;
                 Ok(JobOutput::Nothing)
+            }
+            Job::ExportHtml(out) => {
+                let file = harness.agent.session_file().map(std::path::PathBuf::from).filter(|f| f.is_file());
+                let file = file.ok_or("nothing to export yet: no session file (start a conversation)")?;
+                let path = crate::cli::session_html::export("export", &file, out.as_deref(), &harness.cwd)
+                    .map_err(|e| e.to_string())?;
+                Ok(JobOutput::Exported { path: path.display().to_string() })
             }
             Job::Bash { command, exclude_from_context } => {
                 jobs::bash(harness, (&command, exclude_from_context), cancel).await

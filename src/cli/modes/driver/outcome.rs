@@ -41,6 +41,8 @@ pub enum JobOutput {
     Navigated { moved: bool, cancelled_by: Option<String>, abandoned_entries: usize, summarized: bool },
     /// The next thinking level.
     ThinkingLevel { level: &'static str },
+    /// Where the session's HTML page was written.
+    Exported { path: String },
 }
 
 /// Why a job failed, in one line (no secret of pi's: names, paths the user gave, the agent's

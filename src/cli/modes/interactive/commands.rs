@@ -20,6 +20,7 @@ commands:
   /observe              the telemetry pipeline: sinks, delivered, dropped, traces
   /name [NAME]          name this session (or show its name)
   /copy                 copy the last answer (terminal clipboard, OSC 52; and a clipboard tool)
+  /export [FILE]        the session as one HTML page (default pi-session-<file>.html here)
   /hotkeys              the keys
   /changelog            what changed in pi
   /login, /logout, /share  what pi offers instead of upstream's
@@ -57,6 +58,7 @@ impl Ui<'_> {
                 self.transcript.notice(Tone::Info, format!("session name: {rest}"));
             }
             "/copy" => self.copy(),
+            "/export" => self.export(rest, replies),
             "/login" | "/logout" => self.transcript.notice(
                 Tone::Info,
                 "pi offers no subscription logins (OAuth): set the provider's API key variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, …) or `apiKey` in ~/.pi/agent/models.json",
@@ -105,6 +107,11 @@ impl Ui<'_> {
 
     /// `/copy`: the last answer to the terminal's clipboard (OSC 52, which works over SSH in
     /// terminals that allow it) and to a clipboard tool when one is installed.
+    fn export(&mut self, rest: &str, replies: &Replies) {
+        let out = (!rest.is_empty()).then(|| std::path::PathBuf::from(rest));
+        self.send(Job::ExportHtml(out), Done::Quiet, replies);
+    }
+
     fn copy(&mut self) {
         use base64::Engine as _;
         use std::io::Write as _;

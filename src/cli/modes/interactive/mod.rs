@@ -499,6 +499,7 @@ impl Ui<'_> {
                 Tone::Info,
                 format!("reloaded: {extensions} extensions, {skills} skills, {prompts} prompt templates"),
             ),
+            (_, JobOutput::Exported { path }) => self.transcript.notice(Tone::Info, format!("exported to {path}")),
             (Done::Model, JobOutput::Model(model)) => {
                 let id = model["id"].as_str().unwrap_or_default();
                 let provider = model["provider"].as_str().unwrap_or_default();

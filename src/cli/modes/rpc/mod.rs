@@ -250,6 +250,7 @@ fn job_of(command: Command, kind: &str) -> Result<Job, RpcError> {
         Command::SetThinkingLevel { level } => Job::SetThinkingLevel { level },
         Command::SetAutoCompaction { enabled } => Job::SetAutoCompaction(enabled),
         Command::SetAutoRetry { enabled } => Job::SetAutoRetry(enabled),
+        Command::ExportHtml { output_path } => Job::ExportHtml(output_path.map(std::path::PathBuf::from)),
         Command::SetSessionName { name } if name.trim().is_empty() => {
             return Err(RpcError::invalid(kind, "the name is empty"));
         }

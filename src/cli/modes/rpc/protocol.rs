@@ -64,6 +64,9 @@ pub enum Command {
     AbortBash,
     /// Stop a retry that waits (its request fails with the error it had).
     AbortRetry,
+    /// The session as an HTML page (`outputPath`, default `pi-session-<file>.html` in the
+    /// working directory); answered with its `path`.
+    ExportHtml { output_path: Option<String> },
     /// Messages, tool calls, tokens and cost so far ([`SessionStats`]).
     GetSessionStats,
     /// Continue another session file.
