@@ -17,9 +17,26 @@ import { basename } from "node:path";
 import { readFileSync } from "node:fs";
 import { register } from "node:module";
 import { execFileSync, spawn } from "node:child_process";
+import { constants as osConstants } from "node:os";
 
 const PROTOCOL = 1;
 const file = process.argv[2];
+
+// Upstream's extensions that run pi again (the subagent example) re-run the current script —
+// `process.argv[1]`, this host — with pi's command line. The host then stands in for pi: it runs
+// the pi executable it was started by (`PI_EXECUTABLE`, set below) with those arguments, passes
+// signals on and exits as pi does. An extension file never starts with `-`.
+if (file?.startsWith("-") && process.env.PI_EXECUTABLE) {
+  const pi = spawn(process.env.PI_EXECUTABLE, process.argv.slice(2), { stdio: "inherit" });
+  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(signal, () => pi.kill(signal));
+  pi.on("error", (e) => {
+    process.stderr.write(`pi: ${process.env.PI_EXECUTABLE}: ${e.message}\n`);
+    process.exit(1);
+  });
+  pi.on("exit", (code, signal) => process.exit(code ?? 128 + (osConstants.signals[signal] ?? 0)));
+  await new Promise(() => {}); // nothing of the host below runs
+}
+process.env.PI_EXECUTABLE = process.argv[3];
 
 // The module loader pi writes next to this host (loader-VERSION.mjs beside host-VERSION.mjs).
 register(import.meta.url.replace(/host-([^/]*)\.mjs$/, "loader-$1.mjs"), import.meta.url, { data: { pi: process.argv[3] } });

@@ -611,3 +611,41 @@ export default function (pi) {{
     assert_eq!(std::fs::read_to_string(&heard).unwrap(), r#"{"from":"speaker","n":1}"#);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Upstream's subagent re-runs the current script (`process.argv[1]`: pi's host here) with pi's
+/// command line: the host stands in for pi, and the child's JSON events come back.
+#[test]
+fn an_extension_that_reruns_its_script_runs_pi() {
+    let d = scratch("js-rerun-pi");
+    let ext = d.join("rerun.mjs");
+    std::fs::write(
+        &ext,
+        r#"import { spawnSync } from "node:child_process";
+export default function (pi) {
+  pi.registerTool({ name: "delegate", description: "Runs pi", parameters: { type: "object", properties: {} },
+    async execute() {
+      const run = spawnSync(process.execPath, [process.argv[1], "--mode", "json", "-p", "--no-session", "--tools", "read", "Task: CHILD-TASK"], { encoding: "utf8" });
+      const ends = run.stdout.split("\n").filter((l) => l.includes('"message_end"')).map((l) => JSON.parse(l));
+      const answer = ends.map((e) => e.message).filter((m) => m.role === "assistant").pop();
+      return { content: [{ type: "text", text: `exit ${run.status}: ${answer.content[0].text}` }] };
+    } });
+}
+"#,
+    )
+    .unwrap();
+    let script = d.join("script.json");
+    std::fs::write(
+        &script,
+        json!([{"tools": [{"name": "delegate", "arguments": {}}]},
+               {"text": "Done.", "expect": ["exit 0: (faux) This is the offline faux provider", "Your prompt had 16 characters"]}])
+        .to_string(),
+    )
+    .unwrap();
+    pi().args(["-p", "go", "--no-session", "--faux-script"])
+        .arg(&script)
+        .flag("-e", &ext)
+        .current_dir(&d)
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .succeeds();
+    std::fs::remove_dir_all(&d).unwrap();
+}
