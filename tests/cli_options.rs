@@ -273,3 +273,41 @@ fn print_mode_is_a_switch_and_reads_piped_stdin() {
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("pi "));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `@image.png` attaches the image to the first message: sent to a model that takes images in
+/// its API's shape, refused (one line, exit 2) for a text-only one.
+#[test]
+fn image_files_are_attached_for_models_that_take_images() {
+    let d = scratch("cli-image");
+    std::fs::write(d.join("shot.png"), b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap();
+    let (base, request) = support::one_shot_openai_server();
+    let models = d.join("models.json");
+    std::fs::write(
+        &models,
+        json!({"providers": {"local": {"baseUrl": base, "api": "openai-completions", "apiKey": "k",
+            "models": [{"id": "vision-local", "input": ["text", "image"]}]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let out = pi()
+        .args(["-p", "@shot.png", "what is this", "--no-session", "--provider", "local", "--model", "vision-local"])
+        .args(["--tools", "none"])
+        .flag("--models", &models)
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let request = request.join().unwrap();
+    assert!(request.contains(r#""image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUg=="}"#), "{request}");
+    assert!(request.contains("shot.png\\\"></file>\\nwhat is this"), "{request}");
+    let out = pi()
+        .args(["-p", "@shot.png", "what is this", "--no-session", "--model", "llama-local"])
+        .args(["--base-url", "http://127.0.0.1:9/v1"])
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("takes no images") && stderr.trim_end().lines().count() == 1, "{stderr}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

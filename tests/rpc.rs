@@ -758,3 +758,24 @@ fn retries_are_reported_and_abort_retry_stops_a_waiting_one() {
     assert!(status.success(), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// RPC `images` on a prompt reach the model with the text (upstream's `ImageContent`); an image
+/// that is not one is refused naming it.
+#[test]
+fn prompt_images_reach_the_model() {
+    let dir = scratch("rpc-images");
+    let script = json!([{"text": "I see a PNG.", "expect": ["look at this", "\"type\":\"image\""]}]);
+    let mut rpc = Rpc::start(&dir, &script, &[]);
+    let png = "iVBORw0KGgoAAAANSUhEUg==";
+    let id = rpc.send(json!({"type": "prompt", "message": "look", "images": [{"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}]}));
+    let refused = rpc.response(&id);
+    assert!(refused["error"].as_str().unwrap().contains("images[0]: not a PNG"), "{refused}");
+    rpc.call(json!({"type": "prompt", "message": "look at this", "images": [{"type": "image", "data": png, "mimeType": "image/png"}]}));
+    let end = rpc.event("agent_end");
+    assert_eq!(end["stopReason"], "stop", "{end}");
+    let user = &end["messages"][0];
+    assert_eq!(user["content"][1], json!({"type": "image", "data": png, "mimeType": "image/png"}), "{user}");
+    let (status, stderr, _) = rpc.close();
+    assert!(status.success(), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -72,6 +72,32 @@ impl UserContent {
         }
     }
 
+    /// The images, in order: `(base64 data, MIME type)`.
+    pub fn images(&self) -> Vec<(&str, &str)> {
+        match self {
+            UserContent::Text(_) => Vec::new(),
+            UserContent::Blocks(blocks) => blocks
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Image { data, mime_type } => Some((data.as_str(), mime_type.as_str())),
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
+
+    /// The content as one provider's parts: the text as `text(…)`, then each image as
+    /// `image(data, mime)`; `None` when there is no image (providers send plain text then).
+    pub fn parts<T>(&self, text: impl Fn(String) -> T, image: impl Fn(&str, &str) -> T) -> Option<Vec<T>> {
+        let images = self.images();
+        if images.is_empty() {
+            return None;
+        }
+        let mut parts = vec![text(self.text())];
+        parts.extend(images.into_iter().map(|(data, mime)| image(data, mime)));
+        Some(parts)
+    }
+
     /// Number of image blocks.
     pub fn image_count(&self) -> usize {
         match self {

@@ -5,6 +5,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use pi_agent::message::ContentBlock;
+
 use crate::cli::CliError;
 
 /// Everything piped to stdin, trimmed; `None` when there was nothing.
@@ -16,44 +18,58 @@ pub fn read_stdin() -> Result<Option<String>, CliError> {
     Ok((!text.is_empty()).then(|| text.to_owned()))
 }
 
-/// The prompts to send in turn: the first carries `stdin` and every `@FILE` of `args` (paths
-/// relative to `cwd`, `~/` for the home folder; empty files skipped), the rest are the other
-/// arguments. Empty when there is nothing at all.
-pub fn messages(args: Vec<String>, stdin: Option<String>, cwd: &Path) -> Result<Vec<String>, CliError> {
-    let mut first = stdin.unwrap_or_default();
-    let mut messages = Vec::new();
-    for arg in args {
-        match arg.strip_prefix('@').filter(|path| !path.is_empty()) {
-            Some(path) => first.push_str(&file_block(path, cwd)?),
-            None => messages.push(arg),
-        }
-    }
-    if messages.is_empty() {
-        if !first.is_empty() {
-            messages.push(first);
-        }
-    } else {
-        messages[0].insert_str(0, &first);
-    }
-    Ok(messages)
+/// What a run starts with: the prompts to send in turn, and the images that go with the first.
+#[derive(Debug, Default, PartialEq)]
+pub struct Initial {
+    /// The first carries stdin and the `@FILE`s; the rest are the other arguments.
+    pub messages: Vec<String>,
+    /// Images among the `@FILE`s (named in the first message as `<file name="…"></file>`).
+    pub images: Vec<ContentBlock>,
 }
 
-/// `<file name="ABSOLUTE">\n…\n</file>\n` for a text file; empty for an empty one.
-fn file_block(arg: &str, cwd: &Path) -> Result<String, CliError> {
+/// The prompts to send in turn: the first carries `stdin` and every `@FILE` of `args` (paths
+/// relative to `cwd`, `~/` for the home folder; empty files skipped; images attached to it), the
+/// rest are the other arguments. Empty when there is nothing at all.
+pub fn messages(args: Vec<String>, stdin: Option<String>, cwd: &Path) -> Result<Initial, CliError> {
+    let mut first = stdin.unwrap_or_default();
+    let mut initial = Initial::default();
+    for arg in args {
+        match arg.strip_prefix('@').filter(|path| !path.is_empty()) {
+            Some(path) => {
+                let (text, image) = file_block(path, cwd)?;
+                first.push_str(&text);
+                initial.images.extend(image);
+            }
+            None => initial.messages.push(arg),
+        }
+    }
+    if initial.messages.is_empty() {
+        if !first.is_empty() {
+            initial.messages.push(first);
+        }
+    } else {
+        initial.messages[0].insert_str(0, &first);
+    }
+    Ok(initial)
+}
+
+/// `<file name="ABSOLUTE">\n…\n</file>\n` for a text file (empty for an empty one); for an
+/// image, `<file name="ABSOLUTE"></file>\n` and the image.
+fn file_block(arg: &str, cwd: &Path) -> Result<(String, Option<ContentBlock>), CliError> {
     let path = resolve(arg, cwd);
     let bytes = std::fs::read(&path).map_err(|e| {
         let why = if e.kind() == std::io::ErrorKind::NotFound { "no such file".to_owned() } else { e.to_string() };
         CliError::Usage(format!("@{arg}: {why} ({})", path.display()))
     })?;
     if bytes.is_empty() {
-        return Ok(String::new());
+        return Ok((String::new(), None));
     }
-    if image_type(&bytes).is_some() {
-        return Err(CliError::Usage(format!("@{arg}: images cannot be attached from the command line yet")));
+    if let Some(image) = crate::cli::images::from_bytes(&bytes) {
+        return Ok((format!("<file name=\"{}\"></file>\n", path.display()), Some(image)));
     }
     let text = String::from_utf8(bytes)
         .map_err(|_| CliError::Usage(format!("@{arg}: not UTF-8 text ({})", path.display())))?;
-    Ok(format!("<file name=\"{}\">\n{text}\n</file>\n", path.display()))
+    Ok((format!("<file name=\"{}\">\n{text}\n</file>\n", path.display()), None))
 }
 
 /// `arg` as an absolute path: `~/…` under the home folder, a relative path under `cwd`.
@@ -65,17 +81,6 @@ fn resolve(arg: &str, cwd: &Path) -> PathBuf {
         None => cwd.join(arg),
     };
     std::path::absolute(&path).unwrap_or(path)
-}
-
-/// The MIME type of an image pi can attach (PNG, JPEG, GIF, WebP), by its first bytes.
-pub fn image_type(bytes: &[u8]) -> Option<&'static str> {
-    match bytes {
-        [0x89, b'P', b'N', b'G', ..] => Some("image/png"),
-        [0xFF, 0xD8, 0xFF, ..] => Some("image/jpeg"),
-        [b'G', b'I', b'F', b'8', ..] => Some("image/gif"),
-        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some("image/webp"),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
@@ -94,24 +99,27 @@ mod tests {
         std::fs::write(dir.as_path().join("a.md"), "alpha").unwrap();
         std::fs::write(dir.as_path().join("empty.txt"), "").unwrap();
         let args = ["@a.md", "first", "@empty.txt", "second"].map(String::from).to_vec();
-        let got = messages(args, Some("piped".into()), dir.as_path()).unwrap();
+        let got = messages(args, Some("piped".into()), dir.as_path()).unwrap().messages;
         let name = dir.as_path().join("a.md");
         assert_eq!(got, [format!("piped<file name=\"{}\">\nalpha\n</file>\nfirst", name.display()), "second".into()]);
         // Files alone are the one message; nothing at all is none.
-        let got = messages(vec!["@a.md".into()], None, dir.as_path()).unwrap();
+        let got = messages(vec!["@a.md".into()], None, dir.as_path()).unwrap().messages;
         assert_eq!(got.len(), 1);
         assert!(got[0].ends_with("</file>\n"));
-        assert!(messages(Vec::new(), None, dir.as_path()).unwrap().is_empty());
+        assert!(messages(Vec::new(), None, dir.as_path()).unwrap().messages.is_empty());
+        // An image is named in the text and attached.
+        std::fs::write(dir.join("shot.png"), b"\x89PNG\r\n\x1a\n").unwrap();
+        let got = messages(vec!["@shot.png".into(), "what is this".into()], None, dir.as_path()).unwrap();
+        let name = dir.join("shot.png");
+        assert_eq!(got.messages, [format!("<file name=\"{}\"></file>\nwhat is this", name.display())]);
+        assert!(matches!(&got.images[..], [ContentBlock::Image { mime_type, .. }] if mime_type == "image/png"));
     }
 
     #[test]
-    fn missing_binary_and_image_files_are_one_line_errors_naming_the_argument() {
+    fn missing_and_binary_files_are_one_line_errors_naming_the_argument() {
         let dir = scratch();
-        std::fs::write(dir.as_path().join("bin"), [0xC3, 0x28]).unwrap();
-        std::fs::write(dir.as_path().join("shot.png"), b"\x89PNG\r\n\x1a\n").unwrap();
-        for (arg, says) in
-            [("@nope.md", "@nope.md: no such file"), ("@bin", "@bin: not UTF-8"), ("@shot.png", "@shot.png: images")]
-        {
+        std::fs::write(dir.join("bin"), [0xC3, 0x28]).unwrap();
+        for (arg, says) in [("@nope.md", "@nope.md: no such file"), ("@bin", "@bin: not UTF-8")] {
             let e = messages(vec![arg.into()], None, dir.as_path()).unwrap_err().to_string();
             assert!(e.starts_with(says) && !e.contains('\n'), "{e}");
         }

@@ -12,6 +12,7 @@ mod export;
 mod extensions;
 mod faux_script;
 mod files;
+mod images;
 mod initial;
 mod js_packages;
 mod models_cmd;
@@ -201,8 +202,8 @@ async fn run_agent(cli: Cli, cfg: &config::Config) -> Result<ExitCode, CliError>
     let piped = !std::io::stdin().is_terminal();
     let print = cli.print || mode == Mode::Json || piped;
     let stdin = if piped { initial::read_stdin()? } else { None };
-    let messages = initial::messages(cli.messages, stdin, &setup::cwd(cli.agent.cwd.as_deref())?)?;
-    if print && messages.iter().all(|m| m.trim().is_empty()) {
+    let initial = initial::messages(cli.messages, stdin, &setup::cwd(cli.agent.cwd.as_deref())?)?;
+    if print && initial.messages.iter().all(|m| m.trim().is_empty()) {
         // Nothing runs, so no extension loads: an option only one could take is the culprit.
         extensions::check_extension_flags(&[])?;
         let how = match (mode, cli.print) {
@@ -216,8 +217,8 @@ async fn run_agent(cli: Cli, cfg: &config::Config) -> Result<ExitCode, CliError>
         )));
     }
     if print {
-        modes::print::run(&cli.agent, &cli.observe, mode, &messages, cfg).await
+        modes::print::run(&cli.agent, &cli.observe, mode, initial, cfg).await
     } else {
-        modes::interactive::run(&cli.agent, &cli.observe, messages, cfg).await
+        modes::interactive::run(&cli.agent, &cli.observe, initial, cfg).await
     }
 }

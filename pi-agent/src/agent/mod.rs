@@ -80,6 +80,12 @@ pub enum AgentError {
     /// Branch navigation needs a session.
     #[error("branch navigation needs a session")]
     NoSession,
+    /// Images were attached for a model whose input is text only.
+    #[error("{model} takes no images (its input is text only)")]
+    ImagesNotSupported {
+        /// `provider/id`.
+        model: String,
+    },
 }
 
 /// How a branch navigation ended.

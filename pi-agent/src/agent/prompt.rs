@@ -12,7 +12,7 @@ use crate::events::AgentEvent;
 use crate::extensions::{
     BeforeAgentStartEvent, HookContext, InjectedMessage, InputEvent, InputOutcome, SkillInfo, SystemPromptOptions,
 };
-use crate::message::{Message, StopReason, Usage};
+use crate::message::{ContentBlock, Message, StopReason, Usage, UserContent, UserMessage};
 use crate::provider;
 use crate::session::{ATTRIBUTION_CUSTOM_TYPE, EntryKind, TRACE_CUSTOM_TYPE};
 
@@ -26,20 +26,38 @@ impl Agent {
         cancel: &CancellationToken,
         on_event: AgentSink<'_>,
     ) -> Result<PromptResult, AgentError> {
+        self.prompt_with_images(text, Vec::new(), cancel, on_event).await
+    }
+
+    /// [`Agent::prompt`] with images attached to the user message (`ContentBlock::Image`
+    /// blocks, after the text). A model that takes no images is refused before anything runs
+    /// ([`AgentError::ImagesNotSupported`]).
+    pub async fn prompt_with_images(
+        &mut self,
+        text: &str,
+        images: Vec<ContentBlock>,
+        cancel: &CancellationToken,
+        on_event: AgentSink<'_>,
+    ) -> Result<PromptResult, AgentError> {
+        if !images.is_empty() && !self.model.input.iter().any(|i| i == "image") {
+            let model = format!("{}/{}", self.model.provider, self.model.id);
+            return Err(AgentError::ImagesNotSupported { model });
+        }
         // What extensions asked since the last write (e.g. `setActiveTools` in `session_start`)
         // holds for this prompt from its first hook on.
         self.append_extension_entries()?;
         let source = self.config.source;
+        let image_count = images.len();
         let payload = self.prompt_payload(move |p| {
             p.safe(names::PROMPT_LENGTH, text.chars().count())
-                .safe(names::IMAGE_COUNT, 0)
+                .safe(names::IMAGE_COUNT, image_count)
                 .safe(names::SOURCE, source.as_str())
                 .content(ContentKind::Prompt, names::PROMPT_TEXT, text.to_owned())
         });
         let text = text.to_owned();
         trace_operation_with(names::AGENT_PROMPT, payload, move |span: Span| async move {
             self.queue.attach(Some(span.clone()));
-            let result = self.run_prompt(text, cancel, on_event).await;
+            let result = self.run_prompt(text, images, cancel, on_event).await;
             self.queue.attach(None);
             if let Ok(PromptResult { handled_by: Some(extension), .. }) = &result {
                 let exported = pi_observe_core::identifier_or_invalid(extension);
@@ -133,6 +151,7 @@ impl Agent {
     pub(super) async fn run_prompt(
         &mut self,
         text: String,
+        images: Vec<ContentBlock>,
         cancel: &CancellationToken,
         on_event: AgentSink<'_>,
     ) -> Result<PromptResult, AgentError> {
@@ -146,7 +165,7 @@ impl Agent {
             error: None,
             handled_by: None,
         };
-        let input = InputEvent { text, images: 0, source: self.config.source };
+        let input = InputEvent { text, images: images.len(), source: self.config.source };
         let text = match self.hooks.input(input, &ctx).await {
             InputOutcome::Continue(text) => text,
             InputOutcome::Handled { extension } => {
@@ -167,7 +186,7 @@ impl Agent {
         let (text, injected, system_prompt) = self.before_start(text, &ctx, on_event).await;
         let ctx = HookContext { system_prompt: system_prompt.as_deref().map(Arc::from), ..ctx };
         self.emit(AgentEvent::AgentStart, &ctx, on_event).await;
-        self.record_start(text, &injected, &ctx, on_event).await?;
+        self.record_start((text, images), &injected, &ctx, on_event).await?;
         self.run_turns(&mut result, system_prompt, cancel, &ctx, on_event).await?;
         if cancel.is_cancelled() {
             result.stop_reason = StopReason::Aborted;
@@ -215,7 +234,7 @@ impl Agent {
     /// the messages extensions injected.
     async fn record_start(
         &mut self,
-        text: String,
+        (text, images): (String, Vec<ContentBlock>),
         injected: &[InjectedMessage],
         ctx: &HookContext,
         on_event: AgentSink<'_>,
@@ -241,7 +260,14 @@ impl Agent {
             self.append(EntryKind::Custom { custom_type: TRACE_CUSTOM_TYPE.into(), data })?;
         }
         self.emit(AgentEvent::MessageStart { role: "user".into() }, ctx, on_event).await;
-        let user = self.finalize(Message::user(text), ctx, on_event).await;
+        let user = if images.is_empty() {
+            Message::user(text)
+        } else {
+            let mut blocks = vec![ContentBlock::text(text)];
+            blocks.extend(images);
+            Message::User(UserMessage { content: UserContent::Blocks(blocks), timestamp: crate::time::now_millis() })
+        };
+        let user = self.finalize(user, ctx, on_event).await;
         self.append(EntryKind::Message { message: user.clone() })?;
         self.messages.push(user);
         for message in injected {

@@ -384,7 +384,8 @@ fn faux_model() -> ModelInfo {
         context_window: 128_000,
         max_tokens: 8192,
         cost: Some(Pricing { input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 3.75 }),
-        input: text_only(),
+        // It "sees" images (as a fixed size), so the image path runs offline too.
+        input: vec!["text".into(), "image".into()],
         compat: None,
         base_url: None,
         reasoning: false,

@@ -55,11 +55,20 @@ impl Wire for AnthropicWire {
     }
 }
 
+/// A user message's content: its text, or text and base64 image blocks.
+fn user_content(content: &crate::message::UserContent) -> Value {
+    let parts = content.parts(
+        |text| json!({"type": "text", "text": text}),
+        |data, mime| json!({"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}}),
+    );
+    parts.map_or_else(|| json!(content.text()), Value::from)
+}
+
 fn request_body(request: &ProviderRequest) -> Value {
     let mut messages: Vec<Value> = Vec::new();
     for message in &request.messages {
         match message {
-            Message::User(m) => messages.push(json!({"role": "user", "content": m.content.text()})),
+            Message::User(m) => messages.push(json!({"role": "user", "content": user_content(&m.content)})),
             Message::Assistant(m) => {
                 let mut blocks = Vec::new();
                 let text = m.text();
@@ -271,5 +280,24 @@ impl StreamState {
             _ if self.tool_count > 0 => StopReason::ToolUse,
             _ => StopReason::Stop,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::message::{ContentBlock, UserContent};
+
+    #[test]
+    fn images_are_base64_image_blocks_and_text_stays_a_string() {
+        let blocks = UserContent::Blocks(vec![
+            ContentBlock::text("look"),
+            ContentBlock::Image { data: "AAAA".into(), mime_type: "image/png".into() },
+        ]);
+        assert_eq!(
+            super::user_content(&blocks),
+            serde_json::json!([{"type": "text", "text": "look"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}])
+        );
+        assert_eq!(super::user_content(&UserContent::Text("hi".into())), "hi");
     }
 }

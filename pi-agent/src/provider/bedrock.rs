@@ -291,7 +291,16 @@ fn thinking(id: &str, level: &str) -> Value {
 
 fn push_message(messages: &mut Vec<Value>, message: &Message, claude: bool) {
     match message {
-        Message::User(m) => messages.push(json!({"role": "user", "content": [{"text": m.content.text()}]})),
+        Message::User(m) => {
+            // Converse takes the image format without `image/` (png, jpeg, gif, webp).
+            let parts = m.content.parts(
+                |text| json!({"text": text}),
+                |data, mime| json!({"image": {"format": mime.trim_start_matches("image/"), "source": {"bytes": data}}}),
+            );
+            messages.push(
+                json!({"role": "user", "content": parts.unwrap_or_else(|| vec![json!({"text": m.content.text()})])}),
+            );
+        }
         Message::Assistant(m) => {
             let mut content = Vec::new();
             for block in &m.content {
@@ -439,6 +448,26 @@ impl StreamState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn images_are_converse_image_blocks() {
+        let mut messages = Vec::new();
+        push_message(
+            &mut messages,
+            &crate::message::Message::User(crate::message::UserMessage {
+                content: crate::message::UserContent::Blocks(vec![
+                    crate::message::ContentBlock::text("look"),
+                    crate::message::ContentBlock::Image { data: "AAAA".into(), mime_type: "image/png".into() },
+                ]),
+                timestamp: 0,
+            }),
+            true,
+        );
+        assert_eq!(
+            messages[0]["content"],
+            json!([{"text": "look"}, {"image": {"format": "png", "source": {"bytes": "AAAA"}}}])
+        );
+    }
 
     /// The AWS SigV4 test suite's credentials, region and time (`aws-sig-v4-test-suite`).
     fn vector(url: &str, headers: &[(&str, &str)], body: &[u8]) -> String {

@@ -112,7 +112,15 @@ fn thinking_config(id: &str, level: &str) -> Value {
 /// One conversation message as Gemini `contents` (tool results of one turn share one content).
 fn push_message(contents: &mut Vec<Value>, message: &Message, model: &crate::model::ModelInfo) {
     match message {
-        Message::User(m) => contents.push(json!({"role": "user", "parts": [{"text": m.content.text()}]})),
+        Message::User(m) => {
+            let parts = m.content.parts(
+                |text| json!({"text": text}),
+                |data, mime| json!({"inlineData": {"mimeType": mime, "data": data}}),
+            );
+            contents.push(
+                json!({"role": "user", "parts": parts.unwrap_or_else(|| vec![json!({"text": m.content.text()})])}),
+            );
+        }
         Message::Assistant(m) => {
             let same_model = m.provider == model.provider && m.model == model.id;
             let mut parts = Vec::new();
@@ -289,6 +297,28 @@ impl StreamState {
 mod tests {
     use super::thinking_config;
     use serde_json::json;
+
+    #[test]
+    fn images_are_inline_data_parts() {
+        let mut contents = Vec::new();
+        let registry = crate::model::Registry::builtin();
+        let model = registry.find("faux", "faux-1").unwrap();
+        super::push_message(
+            &mut contents,
+            &crate::message::Message::User(crate::message::UserMessage {
+                content: crate::message::UserContent::Blocks(vec![
+                    crate::message::ContentBlock::text("look"),
+                    crate::message::ContentBlock::Image { data: "AAAA".into(), mime_type: "image/png".into() },
+                ]),
+                timestamp: 0,
+            }),
+            model,
+        );
+        assert_eq!(
+            contents[0]["parts"],
+            json!([{"text": "look"}, {"inlineData": {"mimeType": "image/png", "data": "AAAA"}}])
+        );
+    }
 
     #[test]
     fn thinking_follows_upstreams_budgets_and_levels() {

@@ -75,7 +75,14 @@ fn request_body(request: &ProviderRequest) -> Value {
 
 fn push_message(messages: &mut Vec<Value>, message: &Message) {
     match message {
-        Message::User(m) => messages.push(json!({"role": "user", "content": m.content.text()})),
+        Message::User(m) => {
+            let parts = m.content.parts(
+                |text| json!({"type": "text", "text": text}),
+                |data, mime| json!({"type": "image_url", "image_url": format!("data:{mime};base64,{data}")}),
+            );
+            messages
+                .push(json!({"role": "user", "content": parts.map_or_else(|| json!(m.content.text()), Value::from)}));
+        }
         Message::Assistant(m) => {
             let mut content = Vec::new();
             let mut calls = Vec::new();
@@ -286,6 +293,25 @@ impl StreamState {
 #[cfg(test)]
 mod tests {
     use super::call_id;
+
+    #[test]
+    fn images_are_image_url_parts() {
+        let mut messages = Vec::new();
+        super::push_message(
+            &mut messages,
+            &crate::message::Message::User(crate::message::UserMessage {
+                content: crate::message::UserContent::Blocks(vec![
+                    crate::message::ContentBlock::text("look"),
+                    crate::message::ContentBlock::Image { data: "AAAA".into(), mime_type: "image/png".into() },
+                ]),
+                timestamp: 0,
+            }),
+        );
+        assert_eq!(
+            messages[0]["content"],
+            serde_json::json!([{"type": "text", "text": "look"}, {"type": "image_url", "image_url": "data:image/png;base64,AAAA"}])
+        );
+    }
 
     #[test]
     fn call_ids_are_nine_letters_or_digits_and_stable() {

@@ -116,7 +116,14 @@ fn request_body(request: &ProviderRequest) -> Value {
 /// One conversation message as Chat Completions messages.
 fn push_message(messages: &mut Vec<Value>, message: &Message, compat: &Compat) {
     match message {
-        Message::User(m) => messages.push(json!({"role": "user", "content": m.content.text()})),
+        Message::User(m) => {
+            let parts = m.content.parts(
+                |text| json!({"type": "text", "text": text}),
+                |data, mime| json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}}),
+            );
+            messages
+                .push(json!({"role": "user", "content": parts.map_or_else(|| json!(m.content.text()), Value::from)}));
+        }
         Message::Assistant(m) => {
             let calls: Vec<Value> = m
                 .tool_calls()

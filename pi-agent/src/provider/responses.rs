@@ -181,7 +181,12 @@ fn request_body(request: &ProviderRequest, model_name: &str) -> Value {
 fn push_message(input: &mut Vec<Value>, index: usize, message: &Message) {
     match message {
         Message::User(m) => {
-            input.push(json!({"role": "user", "content": [{"type": "input_text", "text": m.content.text()}]}));
+            let parts = m.content.parts(
+                |text| json!({"type": "input_text", "text": text}),
+                |data, mime| json!({"type": "input_image", "image_url": format!("data:{mime};base64,{data}")}),
+            );
+            let parts = parts.unwrap_or_else(|| vec![json!({"type": "input_text", "text": m.content.text()})]);
+            input.push(json!({"role": "user", "content": parts}));
         }
         Message::Assistant(m) => {
             for block in &m.content {
@@ -400,5 +405,28 @@ impl StreamState {
             _ if !self.calls.is_empty() => StopReason::ToolUse,
             _ => StopReason::Stop,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn images_are_input_image_parts() {
+        let mut input = Vec::new();
+        super::push_message(
+            &mut input,
+            0,
+            &crate::message::Message::User(crate::message::UserMessage {
+                content: crate::message::UserContent::Blocks(vec![
+                    crate::message::ContentBlock::text("look"),
+                    crate::message::ContentBlock::Image { data: "AAAA".into(), mime_type: "image/png".into() },
+                ]),
+                timestamp: 0,
+            }),
+        );
+        assert_eq!(
+            input[0]["content"],
+            serde_json::json!([{"type": "input_text", "text": "look"}, {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}])
+        );
     }
 }

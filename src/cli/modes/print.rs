@@ -16,9 +16,10 @@ pub async fn run(
     agent: &AgentArgs,
     observe: &ObserveArgs,
     mode: Mode,
-    messages: &[String],
+    initial: crate::cli::initial::Initial,
     cfg: &Config,
 ) -> Result<ExitCode, CliError> {
+    let (messages, mut images) = (initial.messages, Some(initial.images));
     let wants =
         Wants { json_records: mode == Mode::Json, source: PromptSource::Interactive, has_ui: false, dialog: false };
     let mut actions = crate::cli::extensions::attach_actions();
@@ -43,13 +44,18 @@ pub async fn run(
             continue;
         };
         take_actions(&mut harness, (agent, cfg), &mut actions).await;
-        let result = prompt_once(&mut harness, &prompt, mode, (&cancel, &mut started)).await;
+        // The images go with the first message.
+        let images = images.take().unwrap_or_default();
+        let result = prompt_once(&mut harness, (&prompt, images), mode, (&cancel, &mut started)).await;
         let result = match result {
             Ok(result) => result,
             Err(e) => {
                 shutdown(&mut harness, mode, started).await;
                 harness.finish("print").await;
-                return Err(CliError::Failure(format!("session: {e}")));
+                return Err(match e {
+                    pi_agent::AgentError::ImagesNotSupported { .. } => CliError::Usage(e.to_string()),
+                    e => CliError::Failure(format!("session: {e}")),
+                });
             }
         };
         if let Some(signal) = interrupted.get() {
@@ -150,7 +156,7 @@ async fn shutdown(harness: &mut Harness, mode: Mode, started: bool) {
 /// printing as `mode` says; the session starts first if it has not.
 async fn prompt_once(
     harness: &mut Harness,
-    prompt: &str,
+    (prompt, images): (&str, Vec<pi_agent::message::ContentBlock>),
     mode: Mode,
     (cancel, started): (&CancellationToken, &mut bool),
 ) -> Result<PromptResult, pi_agent::AgentError> {
@@ -164,7 +170,8 @@ async fn prompt_once(
     }
     // One scope: this hub, the user's attribution, and the caller's trace as parent.
     let scope = harness.prompt_scope();
-    let result = harness.hub.enter(scope, harness.agent.prompt(prompt, cancel, &mut sink)).await;
+    let work = harness.agent.prompt_with_images(prompt, images, cancel, &mut sink);
+    let result = harness.hub.enter(scope, work).await;
     if mode == Mode::Text {
         output::line("");
     }

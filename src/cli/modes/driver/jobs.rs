@@ -43,7 +43,7 @@ pub(super) async fn extension_command(
                 let source = harness.agent.config().source;
                 harness.agent.config_mut().source = PromptSource::Extension;
                 shared.busy.store(true, Ordering::SeqCst);
-                let ran = prompt(harness, &next, cancel, &mut *sink).await;
+                let ran = prompt(harness, (&next, Vec::new()), cancel, &mut *sink).await;
                 harness.agent.config_mut().source = source;
                 ran?;
             }

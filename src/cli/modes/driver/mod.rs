@@ -40,6 +40,8 @@ pub enum Job {
     Prompt {
         /// The text as typed (skills and templates expand in the agent).
         text: String,
+        /// Images attached (`ContentBlock::Image`), for models that take them.
+        images: Vec<pi_agent::message::ContentBlock>,
     },
     /// `/name args` of an extension command; a prompt it hands back runs at once.
     ExtensionCommand {
@@ -319,7 +321,7 @@ impl<'a> Driver<'a> {
         let harness = &mut self.harness;
         let cfg = self.reloaded.as_ref().unwrap_or(self.cfg);
         match job {
-            Job::Prompt { text } => prompt(harness, &text, cancel, &mut sink).await,
+            Job::Prompt { text, images } => prompt(harness, (&text, images), cancel, &mut sink).await,
             Job::Shortcut { key } => jobs::extension_shortcut(harness, &key).await,
             Job::Resume => {
                 let (scope, mut forward) = (harness.prompt_scope(), |e| sink(e));
@@ -424,7 +426,7 @@ fn job_of_action(action: ExtensionAction) -> ActionJob {
         }
         ExtensionAction::Compact { instructions } => (Job::Compact { instructions }, quiet),
         ExtensionAction::Reload => (Job::Reload, quiet),
-        ExtensionAction::Prompt { text } => (Job::Prompt { text }, quiet),
+        ExtensionAction::Prompt { text } => (Job::Prompt { text, images: Vec::new() }, quiet),
         ExtensionAction::Resume => (Job::Resume, quiet),
         ExtensionAction::SetModel { provider, id } => (Job::SetModel { provider, model: id }, quiet),
         ExtensionAction::SetThinkingLevel { level } => (Job::SetThinkingLevel { level }, quiet),
@@ -437,12 +439,12 @@ fn job_of_action(action: ExtensionAction) -> ActionJob {
 /// Runs one prompt in its own trace.
 async fn prompt(
     harness: &mut Harness,
-    text: &str,
+    (text, images): (&str, Vec<pi_agent::message::ContentBlock>),
     cancel: &CancellationToken,
     sink: &mut (dyn FnMut(AgentEvent) + Send),
 ) -> JobResult {
     let (scope, mut forward) = (harness.prompt_scope(), |e| sink(e));
-    let work = harness.agent.prompt(text, cancel, &mut forward);
+    let work = harness.agent.prompt_with_images(text, images, cancel, &mut forward);
     let result = harness.hub.enter(scope, work).await.map_err(|e| e.to_string())?;
     Ok(JobOutput::Prompt {
         stop_reason: result.stop_reason,

@@ -70,7 +70,7 @@ enum Done {
 pub async fn run(
     args: &AgentArgs,
     observe: &ObserveArgs,
-    messages: Vec<String>,
+    initial: crate::cli::initial::Initial,
     cfg: &Config,
 ) -> Result<ExitCode, CliError> {
     use std::io::IsTerminal;
@@ -132,7 +132,7 @@ pub async fn run(
     // sends as if typed, so it shows their outcome.
     let (harness, ui_outcome) = tokio::join!(
         driver.run(queued, None),
-        ui.run(terminal, (events, ui_calls, actions), errors, stop.clone(), messages)
+        ui.run(terminal, (events, ui_calls, actions), errors, stop.clone(), initial)
     );
     let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::event::DisableBracketedPaste);
     let _ = ratatui::try_restore();
@@ -199,7 +199,7 @@ impl Ui<'_> {
         ),
         errors: std::sync::mpsc::Receiver<String>,
         stop: CancellationToken,
-        messages: Vec<String>,
+        initial: crate::cli::initial::Initial,
     ) -> std::io::Result<Ended> {
         let (keys_tx, mut keys) = mpsc::unbounded_channel();
         let reading = Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -212,9 +212,18 @@ impl Ui<'_> {
             self.show_conversation("resumed ");
         }
         // The command line's messages: the first now, the rest each after the one before.
-        for (i, message) in messages.into_iter().enumerate() {
-            let kind = if i == 0 { QueueKind::Steer } else { QueueKind::FollowUp };
-            self.submit(message, kind, &replies_tx);
+        let mut messages = initial.messages.into_iter();
+        if let Some(first) = messages.next() {
+            if initial.images.is_empty() {
+                self.submit(first, QueueKind::Steer, &replies_tx);
+            } else {
+                // With the command line's images: a prompt as such (not a command).
+                self.shared.mark_busy();
+                self.send(Job::Prompt { text: first, images: initial.images }, Done::Prompt, &replies_tx);
+            }
+        }
+        for message in messages {
+            self.submit(message, QueueKind::FollowUp, &replies_tx);
         }
         let mut tick = tokio::time::interval(Duration::from_millis(250));
         let outcome = loop {
@@ -415,7 +424,7 @@ impl Ui<'_> {
             return;
         }
         self.shared.mark_busy();
-        self.send(Job::Prompt { text }, Done::Prompt, replies);
+        self.send(Job::Prompt { text, images: Vec::new() }, Done::Prompt, replies);
     }
 
     /// The name of `/word …` when no built-in, extension command, prompt template or skill has

@@ -316,8 +316,12 @@ fn prompt(
     now: &dyn Fn(Outcome),
 ) {
     let Front { shared, jobs, out, .. } = front;
-    if !images.is_empty() {
-        return now(Err(RpcError::invalid(kind, "images are not supported by this pi")));
+    let images = match crate::cli::images::from_rpc(images) {
+        Ok(images) => images,
+        Err(why) => return now(Err(RpcError::invalid(kind, why))),
+    };
+    if !images.is_empty() && shared.is_extension_command(&message) {
+        return now(Err(RpcError::invalid(kind, "images go with a prompt, not an extension command")));
     }
     if shared.is_extension_command(&message) {
         if kind != "prompt" {
@@ -345,6 +349,9 @@ fn prompt(
     match queue {
         // `steer`/`follow_up` always queue (an idle agent takes steering at its next prompt's
         // start, follow-ups at its end), as upstream.
+        Some(_) if !images.is_empty() && (kind != "prompt" || shared.is_busy()) => {
+            now(Err(RpcError::invalid(kind, "images go with a prompt that runs now; a queued message is text only")));
+        }
         Some(queue) if kind != "prompt" || shared.is_busy() => {
             shared.queue.push(queue, message);
             now(Ok(None));
@@ -361,7 +368,7 @@ fn prompt(
                         events.send(json!({"type": "error", "command": "prompt", "error": e.to_string()}).to_string());
                 }
             });
-            let _ = jobs.send((Job::Prompt { text: message }, failed));
+            let _ = jobs.send((Job::Prompt { text: message, images }, failed));
         }
     }
 }
