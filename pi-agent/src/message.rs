@@ -589,3 +589,15 @@ mod tests {
         assert_eq!(a.cost.total, 1.0);
     }
 }
+
+/// A user message of text and one PNG (`"look"`, data `AAAA`): the providers' image tests.
+#[cfg(test)]
+pub(crate) fn user_with_image() -> Message {
+    Message::User(UserMessage {
+        content: UserContent::Blocks(vec![
+            ContentBlock::text("look"),
+            ContentBlock::Image { data: "AAAA".into(), mime_type: "image/png".into() },
+        ]),
+        timestamp: 0,
+    })
+}

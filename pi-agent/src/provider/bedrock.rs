@@ -452,17 +452,7 @@ mod tests {
     #[test]
     fn images_are_converse_image_blocks() {
         let mut messages = Vec::new();
-        push_message(
-            &mut messages,
-            &crate::message::Message::User(crate::message::UserMessage {
-                content: crate::message::UserContent::Blocks(vec![
-                    crate::message::ContentBlock::text("look"),
-                    crate::message::ContentBlock::Image { data: "AAAA".into(), mime_type: "image/png".into() },
-                ]),
-                timestamp: 0,
-            }),
-            true,
-        );
+        push_message(&mut messages, &crate::message::user_with_image(), true);
         assert_eq!(
             messages[0]["content"],
             json!([{"text": "look"}, {"image": {"format": "png", "source": {"bytes": "AAAA"}}}])

@@ -303,17 +303,7 @@ mod tests {
         let mut contents = Vec::new();
         let registry = crate::model::Registry::builtin();
         let model = registry.find("faux", "faux-1").unwrap();
-        super::push_message(
-            &mut contents,
-            &crate::message::Message::User(crate::message::UserMessage {
-                content: crate::message::UserContent::Blocks(vec![
-                    crate::message::ContentBlock::text("look"),
-                    crate::message::ContentBlock::Image { data: "AAAA".into(), mime_type: "image/png".into() },
-                ]),
-                timestamp: 0,
-            }),
-            model,
-        );
+        super::push_message(&mut contents, &crate::message::user_with_image(), model);
         assert_eq!(
             contents[0]["parts"],
             json!([{"text": "look"}, {"inlineData": {"mimeType": "image/png", "data": "AAAA"}}])

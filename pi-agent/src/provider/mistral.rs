@@ -297,16 +297,7 @@ mod tests {
     #[test]
     fn images_are_image_url_parts() {
         let mut messages = Vec::new();
-        super::push_message(
-            &mut messages,
-            &crate::message::Message::User(crate::message::UserMessage {
-                content: crate::message::UserContent::Blocks(vec![
-                    crate::message::ContentBlock::text("look"),
-                    crate::message::ContentBlock::Image { data: "AAAA".into(), mime_type: "image/png".into() },
-                ]),
-                timestamp: 0,
-            }),
-        );
+        super::push_message(&mut messages, &crate::message::user_with_image());
         assert_eq!(
             messages[0]["content"],
             serde_json::json!([{"type": "text", "text": "look"}, {"type": "image_url", "image_url": "data:image/png;base64,AAAA"}])

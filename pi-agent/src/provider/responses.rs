@@ -413,17 +413,7 @@ mod tests {
     #[test]
     fn images_are_input_image_parts() {
         let mut input = Vec::new();
-        super::push_message(
-            &mut input,
-            0,
-            &crate::message::Message::User(crate::message::UserMessage {
-                content: crate::message::UserContent::Blocks(vec![
-                    crate::message::ContentBlock::text("look"),
-                    crate::message::ContentBlock::Image { data: "AAAA".into(), mime_type: "image/png".into() },
-                ]),
-                timestamp: 0,
-            }),
-        );
+        super::push_message(&mut input, 0, &crate::message::user_with_image());
         assert_eq!(
             input[0]["content"],
             serde_json::json!([{"type": "input_text", "text": "look"}, {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}])
