@@ -554,6 +554,18 @@ impl Message {
     }
 }
 
+/// A user message of text and one PNG (`"look"`, data `AAAA`): the providers' image tests.
+#[cfg(test)]
+pub(crate) fn user_with_image() -> Message {
+    Message::User(UserMessage {
+        content: UserContent::Blocks(vec![
+            ContentBlock::text("look"),
+            ContentBlock::Image { data: "AAAA".into(), mime_type: "image/png".into() },
+        ]),
+        timestamp: 0,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -588,16 +600,4 @@ mod tests {
         assert_eq!((a.input, a.output, a.cache_read, a.cache_write, a.total_tokens), (2, 4, 6, 8, 20));
         assert_eq!(a.cost.total, 1.0);
     }
-}
-
-/// A user message of text and one PNG (`"look"`, data `AAAA`): the providers' image tests.
-#[cfg(test)]
-pub(crate) fn user_with_image() -> Message {
-    Message::User(UserMessage {
-        content: UserContent::Blocks(vec![
-            ContentBlock::text("look"),
-            ContentBlock::Image { data: "AAAA".into(), mime_type: "image/png".into() },
-        ]),
-        timestamp: 0,
-    })
 }
