@@ -11,131 +11,13 @@ use support::Flag;
 
 use support::Succeeds;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use expectrl::process::unix::WaitStatus;
 use serde_json::{Value, json};
+use support::tui::{COLS, PATIENCE, ROWS, Tui, gate};
 use support::{all_gone, contract_shape, running, scratch, wait_for_line_in};
-
-const ROWS: u16 = 40;
-const COLS: u16 = 120;
-const PATIENCE: Duration = Duration::from_secs(30);
-
-/// `pi` in a pseudo-terminal.
-struct Tui {
-    session: expectrl::session::OsSession,
-    screen: vt100::Parser,
-    /// Every byte pi wrote.
-    raw: Vec<u8>,
-}
-
-fn gate() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/extensions/gate.py")
-}
-
-impl Tui {
-    /// Starts `pi ARGS` in `dir` on a faux script, with the Python extension that audits the
-    /// session lifecycle to `dir/audit.txt`.
-    fn start(dir: &Path, script: &Value, args: &[&str]) -> Tui {
-        Tui::start_with_env(dir, script, args, &[])
-    }
-
-    fn start_with_env(dir: &Path, script: &Value, args: &[&str], env: &[(&str, &str)]) -> Tui {
-        std::fs::write(dir.join("script.json"), script.to_string()).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi"));
-        cmd.current_dir(dir)
-            .flag("--faux-script", dir.join("script.json"))
-            .flag("-e", gate())
-            .args(args)
-            .env("PI_CODING_AGENT_DIR", dir.join("agent"))
-            .env("PI_CODING_AGENT_SESSION_DIR", dir.join("sessions"))
-            .env("PY_EXT_AUDIT", dir.join("audit.txt"))
-            .env("TERM", "xterm-256color")
-            .envs(env.iter().copied());
-        for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TRACEPARENT", "OTEL_EXPORTER_OTLP_ENDPOINT", "PI_SPOOL_DIR"]
-        {
-            cmd.env_remove(var);
-        }
-        let mut session = expectrl::session::Session::spawn(cmd).unwrap();
-        session.get_process_mut().set_window_size(COLS, ROWS).unwrap();
-        Tui { session, screen: vt100::Parser::new(ROWS, COLS, 0), raw: Vec::new() }
-    }
-
-    /// Feeds what pi wrote so far to the emulator.
-    fn pump(&mut self) {
-        let mut buf = [0u8; 8192];
-        loop {
-            match self.session.try_read(&mut buf) {
-                Ok(0) => return,
-                Ok(n) => {
-                    self.screen.process(&buf[..n]);
-                    self.raw.extend_from_slice(&buf[..n]);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
-                Err(_) => return,
-            }
-        }
-    }
-
-    fn contents(&self) -> String {
-        self.screen.screen().contents()
-    }
-
-    /// Waits until the screen satisfies `want`; returns the screen.
-    fn wait_for(&mut self, what: &str, want: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            self.pump();
-            let screen = self.contents();
-            if want(&screen) {
-                return screen;
-            }
-            if Instant::now() > deadline {
-                panic!("no {what} on screen within {PATIENCE:?}:\n{screen}");
-            }
-            std::thread::yield_now();
-        }
-    }
-
-    fn shows(&mut self, text: &str) -> String {
-        self.wait_for(text, |s| s.contains(text))
-    }
-
-    fn keys(&mut self, bytes: &str) {
-        self.session.write_all(bytes.as_bytes()).unwrap();
-        self.session.flush().unwrap();
-    }
-
-    /// Types a line and presses Enter.
-    fn enter(&mut self, text: &str) {
-        self.keys(text);
-        // The editor shows it before Enter, so keys and Enter do not race the renderer.
-        let first = text.chars().take(20).collect::<String>();
-        self.wait_for(&format!("{first} typed"), |s| s.contains(&first));
-        self.keys("\r");
-    }
-
-    /// Waits for the exit; returns the exit code (128 + n for a signal).
-    fn exit_code(&mut self) -> i32 {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            self.pump();
-            match self.session.get_process().status() {
-                Ok(WaitStatus::Exited(_, code)) => return code,
-                Ok(WaitStatus::Signaled(_, signal, _)) => return 128 + signal as i32,
-                _ if Instant::now() > deadline => panic!("pi did not exit:\n{}", self.contents()),
-                _ => std::thread::yield_now(),
-            }
-        }
-    }
-
-    fn pid(&self) -> i32 {
-        self.session.get_process().pid().as_raw()
-    }
-}
 
 /// The session file pi wrote under `dir/sessions`.
 fn session_files(dir: &Path) -> Vec<PathBuf> {
@@ -732,7 +614,7 @@ fn everyday_slash_commands_do_what_upstream_does() {
     tui.enter("hello");
     tui.shows("Answer to copy.");
     let rows = [
-        ("/hotkeys", "!!cmd shell command kept out of the context"),
+        ("/hotkeys", "tui.editor.undo"),
         ("/changelog", "### Still different from upstream"),
         ("/login", "pi offers no subscription logins"),
         ("/logout", "pi offers no subscription logins"),

@@ -4,6 +4,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod replays;
+pub mod tui;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

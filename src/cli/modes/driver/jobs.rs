@@ -188,15 +188,22 @@ pub(super) async fn set_model(
     Ok(JobOutput::Model(model_json(&selected.model)))
 }
 
-/// RPC `cycle_model`: the next model of the same provider (`null` when it has one).
-pub(super) async fn cycle_model(harness: &mut Harness, args: &AgentArgs, cfg: &Config, sink: Sink<'_>) -> JobResult {
+/// RPC `cycle_model`, Ctrl+P / Shift+Ctrl+P: the next (or previous) model of the same provider
+/// (`null` when it has one).
+pub(super) async fn cycle_model(
+    harness: &mut Harness,
+    (args, cfg): (&AgentArgs, &Config),
+    backward: bool,
+    sink: Sink<'_>,
+) -> JobResult {
     let current = harness.agent.model().clone();
     let registry = setup::registry(args, cfg).map_err(|e| e.to_string())?;
     let same: Vec<_> = registry.models().iter().filter(|m| m.provider == current.provider).collect();
     if same.len() < 2 {
         return Ok(JobOutput::Nothing);
     }
-    let at = same.iter().position(|m| m.id == current.id).map_or(0, |i| i + 1);
+    let here = same.iter().position(|m| m.id == current.id).unwrap_or(0);
+    let at = if backward { here + same.len() - 1 } else { here + 1 };
     let next = same[at % same.len()].clone();
     let selected = setup::select_named(args, cfg, Some(next.provider.clone()), Some(next.id.clone()))
         .map_err(|e| e.to_string())?;

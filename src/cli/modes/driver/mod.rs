@@ -93,7 +93,10 @@ pub enum Job {
         model: String,
     },
     /// The next model of the current provider (upstream's `cycle_model`; `null` when it has one).
-    CycleModel,
+    CycleModel {
+        /// To the previous model instead.
+        backward: bool,
+    },
     /// The next thinking level (`null` when the model does not reason).
     CycleThinkingLevel,
     /// Another thinking level (`off` for none).
@@ -355,7 +358,7 @@ impl<'a> Driver<'a> {
             Job::SetModel { provider, model } => {
                 jobs::set_model(harness, (self.args, cfg), provider, model, &mut sink).await
             }
-            Job::CycleModel => jobs::cycle_model(harness, self.args, cfg, &mut sink).await,
+            Job::CycleModel { backward } => jobs::cycle_model(harness, (self.args, cfg), backward, &mut sink).await,
             Job::CycleThinkingLevel => Ok(jobs::cycle_thinking_level(harness, &mut sink).await),
             Job::SetThinkingLevel { level } => jobs::set_thinking_level(harness, level, &mut sink).await,
             Job::SetAutoCompaction(enabled) => {

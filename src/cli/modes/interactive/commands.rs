@@ -34,7 +34,9 @@ keys: Enter send (queues a steering message while working) · Alt+Enter queue a 
   Ctrl+J newline · Esc abort · Up/Down history · PageUp/PageDown scroll · Ctrl+C abort/clear/exit ·
   Alt+B/Alt+F, Ctrl+Left/Right word moves · Ctrl+W, Alt+Backspace, Alt+D cut a word · Ctrl+K cut
   to the end, Ctrl+U to the start · Ctrl+Y yank, Alt+Y the cut before · Ctrl+- undo ·
-  Ctrl+Z suspend (the shell's fg resumes) ·
+  Ctrl+Z suspend (the shell's fg resumes) · Ctrl+G edit in $VISUAL/$EDITOR · Ctrl+] jump to a
+  character · Ctrl+P/Shift+Ctrl+P next/previous model · Shift+Tab thinking level · Ctrl+L models ·
+  Ctrl+T show thinking · Ctrl+O expand tool output · Alt+Up queued messages back to the editor ·
   Ctrl+D exit on an empty editor · !cmd shell command · !!cmd shell command kept out of the context";
 
 /// What changed in pi (`/changelog`).
@@ -47,7 +49,10 @@ impl Ui<'_> {
         let rest = rest.trim();
         match name {
             "/help" => self.transcript.notice(Tone::Info, format!("{HELP}{HOTKEYS}")),
-            "/hotkeys" => self.transcript.notice(Tone::Info, HOTKEYS),
+            "/hotkeys" => {
+                let bindings = self.keymap.describe();
+                self.transcript.notice(Tone::Info, format!("{HOTKEYS}\n\nkeybindings (~/.pi/agent/keybindings.json):\n{bindings}"));
+            }
             "/changelog" => self.transcript.notice(Tone::Info, CHANGELOG.trim()),
             "/name" if rest.is_empty() => {
                 let name = self.shared.with_state(|s| s.session_name.clone());

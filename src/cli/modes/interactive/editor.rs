@@ -218,6 +218,20 @@ impl Editor {
         at
     }
 
+    /// Ctrl+] then `c`: the cursor to the next `c` on the line (Ctrl+Alt+]: the one before);
+    /// it stays when there is none.
+    pub fn jump_to(&mut self, c: char, backward: bool) {
+        let chars: Vec<char> = self.lines[self.row].chars().collect();
+        let found = if backward {
+            chars[..self.col].iter().rposition(|&x| x == c)
+        } else {
+            chars.iter().skip(self.col + 1).position(|&x| x == c).map(|i| i + self.col + 1)
+        };
+        if let Some(at) = found {
+            self.col = at;
+        }
+    }
+
     /// A word left (Alt+B, Ctrl+Left); at a line start, the end of the line before.
     pub fn word_left(&mut self) {
         if self.col == 0 {

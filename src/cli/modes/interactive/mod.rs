@@ -13,6 +13,8 @@ mod alert;
 mod commands;
 mod editor;
 mod ext_ui;
+mod input;
+mod keys;
 mod overlay;
 mod terminal;
 mod transcript;
@@ -25,7 +27,7 @@ use std::time::{Duration, Instant};
 use pi_agent::events::AgentEvent;
 use pi_agent::extensions::process::ExtensionAction;
 use pi_agent::{PromptSource, QueueKind};
-use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::event::{Event, KeyEventKind};
 use ratatui::layout::{Constraint, Layout, Position};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -58,6 +60,8 @@ enum Done {
         navigate: bool,
     },
     Model,
+    /// Ctrl+P / Shift+Tab: what to say when there is nothing to cycle to.
+    Cycle(&'static str),
     Reload,
     /// Nothing to show.
     Quiet,
@@ -104,6 +108,10 @@ pub async fn run(
     let (probe, traces, cwd) = (harness.sinks.probe(), harness.traces.clone(), harness.cwd.clone());
     let failures = std::mem::take(&mut harness.load_failures);
     let alert = (!failures.is_empty()).then(|| Alert::new(" Extension not loaded ", failures));
+    let (keymap, key_warnings) = input::keymap();
+    for warning in key_warnings {
+        output::error(format_args!("pi: {warning}"));
+    }
     let (events_tx, events) = mpsc::unbounded_channel();
     let (driver, shared) = Driver::new(harness, args, cfg, move |event: AgentEvent| {
         let _ = events_tx.send(event);
@@ -127,6 +135,9 @@ pub async fn run(
         suspend: false,
         alert,
         ext: ext_ui::ExtScreen::default(),
+        keymap,
+        jump: None,
+        external_edit: false,
     };
     // What extensions ask for (`ctx.compact`, `ctx.newSession`, follow-up prompts…) the screen
     // sends as if typed, so it shows their outcome.
@@ -175,6 +186,13 @@ struct Ui<'a> {
     alert: Option<Alert>,
     /// What extensions show: their dialogs, statuses and widgets.
     ext: ext_ui::ExtScreen,
+    /// The keys of upstream's actions (`~/.pi/agent/keybindings.json` applied).
+    keymap: keys::Keymap,
+    /// Ctrl+] (or Ctrl+Alt+]) was pressed: the next character is where the cursor jumps to
+    /// (true: backward).
+    jump: Option<bool>,
+    /// Ctrl+G: the editor's text goes to `$VISUAL` / `$EDITOR` before the next frame.
+    external_edit: bool,
 }
 
 type Replies = mpsc::UnboundedSender<(Done, JobResult)>;
@@ -240,6 +258,9 @@ impl Ui<'_> {
             if std::mem::take(&mut self.suspend) {
                 terminal::suspend(&mut terminal)?;
             }
+            if std::mem::take(&mut self.external_edit) {
+                self.edit_externally(&mut terminal)?;
+            }
             tokio::select! {
                 key = keys.recv() => match key {
                     Some(Event::Key(key)) if key.kind != KeyEventKind::Release => self.key(key, &replies_tx),
@@ -280,91 +301,6 @@ impl Ui<'_> {
         outcome
     }
 
-    /// One key.
-    fn key(&mut self, key: KeyEvent, replies: &Replies) {
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        if self.alert.is_some() && !(ctrl && matches!(key.code, KeyCode::Char('c' | 'd'))) {
-            if Alert::dismissed_by(&key) {
-                self.alert = None;
-            }
-            return;
-        }
-        if self.ext.is_open() && !(ctrl && matches!(key.code, KeyCode::Char('c' | 'd'))) {
-            return self.ext.key(key);
-        }
-        if let Some(id) = ext_ui::key_id(&key).filter(|id| self.shared.is_extension_shortcut(id)) {
-            self.send(Job::Shortcut { key: id }, Done::Quiet, replies);
-            return;
-        }
-        let alt = key.modifiers.contains(KeyModifiers::ALT);
-        if !(ctrl && key.code == KeyCode::Char('c')) {
-            self.last_ctrl_c = None;
-        }
-        match key.code {
-            KeyCode::Char('c') if ctrl => {
-                if self.working() {
-                    self.abort();
-                } else if !self.editor.is_empty() {
-                    self.editor.set_text("");
-                } else if self.last_ctrl_c.is_some_and(|t| t.elapsed() < Duration::from_secs(2)) {
-                    self.quit = true;
-                } else {
-                    self.last_ctrl_c = Some(Instant::now());
-                    self.transcript.notice(Tone::Info, "press Ctrl+C again to exit");
-                }
-            }
-            // Ctrl+Z: the shell's job control takes over until `fg` (the agent keeps working).
-            KeyCode::Char('z') if ctrl => self.suspend = true,
-            KeyCode::Char('d') if ctrl => {
-                if self.editor.is_empty() {
-                    self.quit = true;
-                } else {
-                    self.editor.delete();
-                }
-            }
-            KeyCode::Esc if self.working() => self.abort(),
-            KeyCode::Enter if alt && self.shared.is_busy() => {
-                let text = self.editor.take();
-                self.submit(text, QueueKind::FollowUp, replies);
-            }
-            KeyCode::Enter if alt => self.editor.newline(),
-            KeyCode::Char('j') if ctrl => self.editor.newline(),
-            KeyCode::Enter => {
-                let text = self.editor.take();
-                self.submit(text, QueueKind::Steer, replies);
-            }
-            KeyCode::Char('u') if ctrl => self.editor.kill_to_start(),
-            KeyCode::Char('k') if ctrl => self.editor.kill_to_end(),
-            KeyCode::Char('w') if ctrl => self.editor.kill_word_before(),
-            KeyCode::Backspace if alt => self.editor.kill_word_before(),
-            KeyCode::Char('d') if alt => self.editor.kill_word_after(),
-            KeyCode::Char('b') if alt => self.editor.word_left(),
-            KeyCode::Char('f') if alt => self.editor.word_right(),
-            KeyCode::Left if ctrl || alt => self.editor.word_left(),
-            KeyCode::Right if ctrl || alt => self.editor.word_right(),
-            KeyCode::Char('y') if ctrl => self.editor.yank(),
-            KeyCode::Char('y') if alt => self.editor.yank_pop(),
-            // Ctrl+- arrives as Ctrl+_ (0x1f) on most terminals.
-            KeyCode::Char('-' | '_' | '7') if ctrl => self.editor.undo(),
-            KeyCode::Char('a') if ctrl => self.editor.home(),
-            KeyCode::Char('e') if ctrl => self.editor.end(),
-            // A Ctrl or Alt letter no binding took types nothing.
-            KeyCode::Char(c) if !ctrl && !alt => self.editor.insert(c),
-            KeyCode::Backspace => self.editor.backspace(),
-            KeyCode::Delete => self.editor.delete(),
-            KeyCode::Left => self.editor.left(),
-            KeyCode::Right => self.editor.right(),
-            KeyCode::Home => self.editor.home(),
-            KeyCode::End => self.editor.end(),
-            KeyCode::Up => self.editor.up(),
-            KeyCode::Down => self.editor.down(),
-            KeyCode::PageUp => self.scroll += 10,
-            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
-            KeyCode::Tab => self.editor.insert_str("  "),
-            _ => {}
-        }
-    }
-
     fn working(&self) -> bool {
         self.shared.is_busy() || self.running.is_some()
     }
@@ -373,15 +309,7 @@ impl Ui<'_> {
     /// the editor.
     fn abort(&mut self) {
         self.shared.abort();
-        let pending = self.shared.queue.clear();
-        if !pending.is_empty() {
-            let mut texts = pending.steering;
-            texts.extend(pending.follow_up);
-            if !self.editor.is_empty() {
-                texts.push(self.editor.text());
-            }
-            self.editor.set_text(&texts.join("\n"));
-        }
+        self.dequeue();
     }
 
     /// What Enter (or Alt+Enter) sends: a built-in command, `!command`, or a prompt — queued
@@ -509,6 +437,15 @@ impl Ui<'_> {
                 format!("reloaded: {extensions} extensions, {skills} skills, {prompts} prompt templates"),
             ),
             (_, JobOutput::Exported { path }) => self.transcript.notice(Tone::Info, format!("exported to {path}")),
+            (_, JobOutput::CycledModel { model, thinking_level, .. }) => {
+                let id = model["id"].as_str().unwrap_or_default();
+                let provider = model["provider"].as_str().unwrap_or_default();
+                self.transcript.notice(Tone::Info, format!("model: {provider}/{id} (thinking {thinking_level})"));
+            }
+            (_, JobOutput::ThinkingLevel { level }) => {
+                self.transcript.notice(Tone::Info, format!("thinking level: {level}"))
+            }
+            (Done::Cycle(what), JobOutput::Nothing) => self.transcript.notice(Tone::Info, what),
             (Done::Model, JobOutput::Model(model)) => {
                 let id = model["id"].as_str().unwrap_or_default();
                 let provider = model["provider"].as_str().unwrap_or_default();

@@ -39,7 +39,12 @@ pub(super) fn terminal_hung_up() -> bool {
 
 /// Reads terminal events on their own thread (crossterm's reader blocks) until told to stop.
 pub(super) fn read_input(keys: &mpsc::UnboundedSender<Event>, reading: &std::sync::atomic::AtomicBool) {
-    while reading.load(std::sync::atomic::Ordering::SeqCst) {
+    use std::sync::atomic::Ordering::SeqCst;
+    while reading.load(SeqCst) {
+        if INPUT_PAUSED.load(SeqCst) {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
         match event::poll(Duration::from_millis(50)) {
             Ok(true) => match event::read() {
                 Ok(event) => {
@@ -55,19 +60,57 @@ pub(super) fn read_input(keys: &mpsc::UnboundedSender<Event>, reading: &std::syn
     }
 }
 
-/// Ctrl+Z: the terminal as it was before pi (cooked, main screen), then `SIGTSTP` to pi itself,
-/// as a shell's job control expects; when the shell continues it (`fg`, `SIGCONT`), raw mode,
-/// the alternate screen and bracketed paste come back and the whole screen is drawn again.
-pub(super) fn suspend(terminal: &mut Screen) -> std::io::Result<()> {
-    use ratatui::crossterm::{event::EnableBracketedPaste, execute, terminal as term};
+/// While another program has the terminal (Ctrl+G's editor), the input thread reads nothing.
+static INPUT_PAUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Ctrl+G: `text` in a scratch file opened with `command` (`$VISUAL`/`$EDITOR`, run by `sh` with
+/// the file as its argument) on the terminal as it was before pi; then raw mode and the
+/// alternate screen come back. `Ok(Err(why))` when the editor failed (the text is kept).
+pub(super) fn external_editor(
+    terminal: &mut Screen,
+    command: &str,
+    text: &str,
+) -> std::io::Result<Result<String, String>> {
+    use std::sync::atomic::Ordering::SeqCst;
+    let file = std::env::temp_dir().join(format!("pi-message-{}.md", pi_observe::core::SpanId::random()));
+    pi_observe::core::write_private(&file, text.as_bytes())?;
+    INPUT_PAUSED.store(true, SeqCst);
+    // The input thread finishes the poll it is in (50 ms) before the editor reads the keys.
+    std::thread::sleep(Duration::from_millis(80));
     ratatui::restore();
-    rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::TSTP)?;
-    // Stopped here until continued.
+    let status =
+        std::process::Command::new("sh").arg("-c").arg(format!("{command} \"$1\"")).arg("sh").arg(&file).status();
+    let restored = restore_screen(terminal);
+    INPUT_PAUSED.store(false, SeqCst);
+    restored?;
+    let edited = std::fs::read_to_string(&file);
+    let _ = std::fs::remove_file(&file);
+    Ok(match (status, edited) {
+        (Ok(status), _) if !status.success() => Err(format!("exited with {status}")),
+        (Ok(_), Ok(text)) => Ok(text),
+        (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
+    })
+}
+
+/// Raw mode, the alternate screen and bracketed paste again, and the next frame drawn whole.
+fn restore_screen(terminal: &mut Screen) -> std::io::Result<()> {
+    use ratatui::crossterm::{event::EnableBracketedPaste, execute, terminal as term};
     term::enable_raw_mode()?;
     let clear = term::Clear(term::ClearType::All);
     execute!(std::io::stdout(), term::EnterAlternateScreen, EnableBracketedPaste, clear)?;
     // The next frame is drawn whole against a blank screen (`Terminal::clear` would ask the
     // terminal where its cursor is, and not every terminal answers).
+    terminal.backend_mut().forget();
     terminal.swap_buffers();
     Ok(())
+}
+
+/// Ctrl+Z: the terminal as it was before pi (cooked, main screen), then `SIGTSTP` to pi itself,
+/// as a shell's job control expects; when the shell continues it (`fg`, `SIGCONT`), raw mode,
+/// the alternate screen and bracketed paste come back and the whole screen is drawn again.
+pub(super) fn suspend(terminal: &mut Screen) -> std::io::Result<()> {
+    ratatui::restore();
+    rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::TSTP)?;
+    // Stopped here until continued.
+    restore_screen(terminal)
 }

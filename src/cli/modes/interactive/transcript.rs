@@ -86,6 +86,10 @@ pub struct Transcript {
     width: usize,
     /// What collapsed thinking is called (`ctx.ui.setHiddenThinkingLabel`; `None`: `thinking`).
     thinking_label: Option<String>,
+    /// Ctrl+T: thinking drawn in full rather than as one line.
+    show_thinking: bool,
+    /// Ctrl+O: tools' whole output rather than its last lines.
+    expand_tools: bool,
 }
 
 impl Transcript {
@@ -93,6 +97,20 @@ impl Transcript {
     pub fn set_thinking_label(&mut self, label: Option<String>) {
         self.thinking_label = label;
         self.rendered.clear();
+    }
+
+    /// Ctrl+T: thinking in full, or collapsed again; true when now shown.
+    pub fn toggle_thinking(&mut self) -> bool {
+        self.show_thinking = !self.show_thinking;
+        self.rendered.clear();
+        self.show_thinking
+    }
+
+    /// Ctrl+O: tools' whole output, or their last lines again; true when now expanded.
+    pub fn toggle_tool_output(&mut self) -> bool {
+        self.expand_tools = !self.expand_tools;
+        self.rendered.clear();
+        self.expand_tools
     }
 
     /// What collapsed thinking is called, when an extension named it.
@@ -297,7 +315,13 @@ impl Transcript {
             if !self.rendered.is_empty() {
                 out.push(Line::default());
             }
-            render(&self.items[self.rendered.len()], (width, self.thinking_label.as_deref()), &mut out);
+            let view = View {
+                width,
+                thinking_label: self.thinking_label.as_deref(),
+                show_thinking: self.show_thinking,
+                expand_tools: self.expand_tools,
+            };
+            render(&self.items[self.rendered.len()], &view, &mut out);
             self.rendered.push(out);
         }
         let total: usize = self.rendered.iter().map(Vec::len).sum();
@@ -314,7 +338,16 @@ impl Transcript {
     }
 }
 
-fn render(item: &Item, (width, thinking_label): (usize, Option<&str>), out: &mut Vec<Line<'static>>) {
+/// How blocks are drawn: the width, and what Ctrl+T / Ctrl+O show.
+struct View<'a> {
+    width: usize,
+    thinking_label: Option<&'a str>,
+    show_thinking: bool,
+    expand_tools: bool,
+}
+
+fn render(item: &Item, view: &View<'_>, out: &mut Vec<Line<'static>>) {
+    let (width, thinking_label) = (view.width, view.thinking_label);
     let dim = Style::default().fg(Color::DarkGray);
     match item {
         Item::User(text) => {
@@ -322,7 +355,9 @@ fn render(item: &Item, (width, thinking_label): (usize, Option<&str>), out: &mut
             wrap_into(out, "› ", text, width, style);
         }
         Item::Assistant { text, thinking } => {
-            if !thinking.is_empty() {
+            if !thinking.is_empty() && view.show_thinking {
+                wrap_into(out, "∴ ", thinking, width, dim.add_modifier(Modifier::ITALIC));
+            } else if !thinking.is_empty() {
                 let chars = thinking.chars().count();
                 let label = thinking_label.unwrap_or("thinking");
                 out.push(Line::styled(format!("∴ {label} ({chars} characters)"), dim.add_modifier(Modifier::ITALIC)));
@@ -342,7 +377,8 @@ fn render(item: &Item, (width, thinking_label): (usize, Option<&str>), out: &mut
                 Span::raw(" "),
                 Span::styled(mark, Style::default().fg(color)),
             ]));
-            for line in last_lines(output, TOOL_TAIL) {
+            let shown = if view.expand_tools { usize::MAX } else { TOOL_TAIL };
+            for line in last_lines(output, shown) {
                 out.push(Line::styled(cut(&format!("  │ {line}"), width), dim));
             }
         }

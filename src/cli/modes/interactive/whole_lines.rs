@@ -57,6 +57,12 @@ impl<B: Backend> WholeLines<B> {
         WholeLines { inner, screen: Buffer::empty(Rect::default()), fallback }
     }
 
+    /// The terminal was cleared behind its back (after Ctrl+Z or Ctrl+G): the copy of the
+    /// screen is blank again, so a line is resent from what the next frame draws.
+    pub fn forget(&mut self) {
+        self.screen = Buffer::empty(Rect::default());
+    }
+
     fn area(&self) -> Result<Rect, B::Error> {
         let size = self.inner.size()?;
         let area = Rect::new(0, 0, size.width, size.height);

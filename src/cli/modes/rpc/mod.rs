@@ -245,7 +245,7 @@ fn job_of(command: Command, kind: &str) -> Result<Job, RpcError> {
         Command::Fork { entry_id } => Job::Fork { entry_id },
         Command::Compact { custom_instructions } => Job::Compact { instructions: custom_instructions },
         Command::SetModel { provider, model_id } => Job::SetModel { provider, model: model_id },
-        Command::CycleModel => Job::CycleModel,
+        Command::CycleModel => Job::CycleModel { backward: false },
         Command::CycleThinkingLevel => Job::CycleThinkingLevel,
         Command::SetThinkingLevel { level } => Job::SetThinkingLevel { level },
         Command::SetAutoCompaction { enabled } => Job::SetAutoCompaction(enabled),

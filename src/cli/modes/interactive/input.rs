@@ -1,0 +1,178 @@
+//! Keys on the main screen: dialogs, extension components and shortcuts first, then upstream's
+//! actions through the keymap ([`keys`](super::keys)), then typing.
+
+use std::time::{Duration, Instant};
+
+use pi_agent::QueueKind;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::alert::Alert;
+use super::keys::{Action, Keymap};
+use super::transcript::Tone;
+use super::{Done, Replies, Ui, ext_ui};
+use crate::cli::modes::driver::Job;
+
+/// The keymap: upstream's defaults with `~/.pi/agent/keybindings.json` applied, and what in
+/// that file could not be used.
+pub(super) fn keymap() -> (Keymap, Vec<String>) {
+    match crate::cli::paths::agent_dir() {
+        Some(dir) => Keymap::load(&dir.join("keybindings.json")),
+        None => (Keymap::default(), Vec::new()),
+    }
+}
+
+impl Ui<'_> {
+    /// One key.
+    pub(super) fn key(&mut self, key: KeyEvent, replies: &Replies) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if self.alert.is_some() && !(ctrl && matches!(key.code, KeyCode::Char('c' | 'd'))) {
+            if Alert::dismissed_by(&key) {
+                self.alert = None;
+            }
+            return;
+        }
+        if self.ext.is_open() && !(ctrl && matches!(key.code, KeyCode::Char('c' | 'd'))) {
+            return self.ext.key(key);
+        }
+        if let Some(id) = ext_ui::key_id(&key).filter(|id| self.shared.is_extension_shortcut(id)) {
+            self.send(Job::Shortcut { key: id }, Done::Quiet, replies);
+            return;
+        }
+        if !(ctrl && key.code == KeyCode::Char('c')) {
+            self.last_ctrl_c = None;
+        }
+        if let (Some(backward), KeyCode::Char(c)) = (self.jump.take(), key.code) {
+            self.editor.jump_to(c, backward);
+            return;
+        }
+        for action in self.keymap.actions(&key) {
+            if self.act(action, replies) {
+                return;
+            }
+        }
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        match key.code {
+            // A Ctrl or Alt letter no binding took types nothing.
+            KeyCode::Char(c) if !ctrl && !alt => self.editor.insert(c),
+            // Alt+Enter on an idle agent: a newline (a follow-up needs something running).
+            KeyCode::Enter if alt => self.editor.newline(),
+            _ => {}
+        }
+    }
+
+    /// Carries out `action`; false when it does not apply now (the key then tries the next
+    /// action bound to it).
+    fn act(&mut self, action: Action, replies: &Replies) -> bool {
+        match action {
+            Action::Interrupt if self.working() => self.abort(),
+            Action::Interrupt => return false,
+            Action::Clear => self.ctrl_c(),
+            Action::Exit if self.editor.is_empty() => self.quit = true,
+            Action::Exit => return false,
+            // The shell's job control takes over until `fg` (the agent keeps working).
+            Action::Suspend => self.suspend = true,
+            Action::ExternalEditor => self.external_edit = true,
+            Action::PasteImage => self
+                .transcript
+                .notice(Tone::Info, "no image pasted: attach one with @path in the message or RPC images"),
+            Action::SessionNew => self.send(Job::NewSession, Done::Session("new session"), replies),
+            Action::SessionTree => return self.builtin("/tree", replies),
+            Action::SessionFork => return self.builtin("/fork", replies),
+            Action::SessionResume => return self.builtin("/resume", replies),
+            Action::ModelSelect => return self.builtin("/model", replies),
+            Action::ModelCycleForward | Action::ModelCycleBackward => {
+                let backward = action == Action::ModelCycleBackward;
+                self.send(Job::CycleModel { backward }, Done::Cycle("no other model of this provider"), replies);
+            }
+            Action::ThinkingCycle => {
+                self.send(Job::CycleThinkingLevel, Done::Cycle("this model does not reason"), replies);
+            }
+            Action::ThinkingToggle => {
+                let shown = self.transcript.toggle_thinking();
+                self.transcript.notice(Tone::Info, if shown { "thinking shown" } else { "thinking collapsed" });
+            }
+            Action::ToolsExpand => {
+                let expanded = self.transcript.toggle_tool_output();
+                self.transcript
+                    .notice(Tone::Info, if expanded { "tool output expanded" } else { "tool output collapsed" });
+            }
+            Action::FollowUp if self.shared.is_busy() => {
+                let text = self.editor.take();
+                self.submit(text, QueueKind::FollowUp, replies);
+            }
+            Action::FollowUp => return false,
+            Action::Dequeue => self.dequeue(),
+            Action::Submit => {
+                let text = self.editor.take();
+                self.submit(text, QueueKind::Steer, replies);
+            }
+            Action::NewLine => self.editor.newline(),
+            Action::Tab => self.editor.insert_str("  "),
+            Action::CursorUp => self.editor.up(),
+            Action::CursorDown => self.editor.down(),
+            Action::CursorLeft => self.editor.left(),
+            Action::CursorRight => self.editor.right(),
+            Action::CursorWordLeft => self.editor.word_left(),
+            Action::CursorWordRight => self.editor.word_right(),
+            Action::CursorLineStart => self.editor.home(),
+            Action::CursorLineEnd => self.editor.end(),
+            Action::JumpForward => self.jump = Some(false),
+            Action::JumpBackward => self.jump = Some(true),
+            Action::PageUp => self.scroll += 10,
+            Action::PageDown => self.scroll = self.scroll.saturating_sub(10),
+            Action::DeleteCharBackward => self.editor.backspace(),
+            Action::DeleteCharForward => self.editor.delete(),
+            Action::DeleteWordBackward => self.editor.kill_word_before(),
+            Action::DeleteWordForward => self.editor.kill_word_after(),
+            Action::DeleteToLineStart => self.editor.kill_to_start(),
+            Action::DeleteToLineEnd => self.editor.kill_to_end(),
+            Action::Yank => self.editor.yank(),
+            Action::YankPop => self.editor.yank_pop(),
+            Action::Undo => self.editor.undo(),
+        }
+        true
+    }
+
+    /// Ctrl+C: abort what runs, else clear the editor, else (twice within 2 s) exit.
+    fn ctrl_c(&mut self) {
+        if self.working() {
+            self.abort();
+        } else if !self.editor.is_empty() {
+            self.editor.set_text("");
+        } else if self.last_ctrl_c.is_some_and(|t| t.elapsed() < Duration::from_secs(2)) {
+            self.quit = true;
+        } else {
+            self.last_ctrl_c = Some(Instant::now());
+            self.transcript.notice(Tone::Info, "press Ctrl+C again to exit");
+        }
+    }
+
+    /// Alt+Up: the queued messages come back to the editor (before what is typed there).
+    pub(super) fn dequeue(&mut self) {
+        let pending = self.shared.queue.clear();
+        if pending.is_empty() {
+            return;
+        }
+        let mut texts = pending.steering;
+        texts.extend(pending.follow_up);
+        if !self.editor.is_empty() {
+            texts.push(self.editor.text());
+        }
+        self.editor.set_text(&texts.join("\n"));
+    }
+
+    /// Ctrl+G: the editor's text in `$VISUAL` (else `$EDITOR`), the terminal handed over until
+    /// it exits; what it saved replaces the text.
+    pub(super) fn edit_externally(&mut self, terminal: &mut super::terminal::Screen) -> std::io::Result<()> {
+        let command = ["VISUAL", "EDITOR"].iter().find_map(|v| std::env::var(v).ok().filter(|c| !c.trim().is_empty()));
+        let Some(command) = command else {
+            self.transcript.notice(Tone::Warn, "Ctrl+G: set $VISUAL or $EDITOR to edit the message in your editor");
+            return Ok(());
+        };
+        match super::terminal::external_editor(terminal, &command, &self.editor.text())? {
+            Ok(text) => self.editor.set_text(text.strip_suffix('\n').unwrap_or(&text)),
+            Err(why) => self.transcript.notice(Tone::Warn, format!("Ctrl+G: {command}: {why}")),
+        }
+        Ok(())
+    }
+}

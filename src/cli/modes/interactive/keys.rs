@@ -1,0 +1,342 @@
+//! Upstream's keybindings: the actions of the main screen by their namespaced ids
+//! (`tui.editor.cursorWordLeft`, `app.model.cycleForward`, …), their default keys, and
+//! `~/.pi/agent/keybindings.json` (an id → a key or a list of keys, in upstream's format:
+//! `ctrl+shift+x`, `alt+enter`, `pageUp`, `f5`, `ctrl+-`) replacing an action's defaults.
+
+use std::path::Path;
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// What a key does on the main screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    CursorUp,
+    CursorDown,
+    CursorLeft,
+    CursorRight,
+    CursorWordLeft,
+    CursorWordRight,
+    CursorLineStart,
+    CursorLineEnd,
+    JumpForward,
+    JumpBackward,
+    PageUp,
+    PageDown,
+    DeleteCharBackward,
+    DeleteCharForward,
+    DeleteWordBackward,
+    DeleteWordForward,
+    DeleteToLineStart,
+    DeleteToLineEnd,
+    NewLine,
+    Submit,
+    Tab,
+    Yank,
+    YankPop,
+    Undo,
+    Interrupt,
+    Clear,
+    Exit,
+    Suspend,
+    ExternalEditor,
+    PasteImage,
+    SessionNew,
+    SessionTree,
+    SessionFork,
+    SessionResume,
+    ModelSelect,
+    ModelCycleForward,
+    ModelCycleBackward,
+    ThinkingCycle,
+    ThinkingToggle,
+    ToolsExpand,
+    FollowUp,
+    Dequeue,
+}
+
+/// Every action with its id and default keys, in the order a key is tried: where two actions
+/// share a key (Ctrl+D: exit on an empty editor, else delete), the first that applies runs.
+const ACTIONS: &[(Action, &str, &[&str])] = &[
+    (Action::Interrupt, "app.interrupt", &["escape"]),
+    (Action::Clear, "app.clear", &["ctrl+c"]),
+    (Action::Exit, "app.exit", &["ctrl+d"]),
+    (Action::Suspend, "app.suspend", &["ctrl+z"]),
+    (Action::ExternalEditor, "app.editor.external", &["ctrl+g"]),
+    (Action::PasteImage, "app.clipboard.pasteImage", &["ctrl+v"]),
+    (Action::SessionNew, "app.session.new", &[]),
+    (Action::SessionTree, "app.session.tree", &[]),
+    (Action::SessionFork, "app.session.fork", &[]),
+    (Action::SessionResume, "app.session.resume", &[]),
+    (Action::ModelSelect, "app.model.select", &["ctrl+l"]),
+    (Action::ModelCycleForward, "app.model.cycleForward", &["ctrl+p"]),
+    (Action::ModelCycleBackward, "app.model.cycleBackward", &["shift+ctrl+p"]),
+    (Action::ThinkingCycle, "app.thinking.cycle", &["shift+tab"]),
+    (Action::ThinkingToggle, "app.thinking.toggle", &["ctrl+t"]),
+    (Action::ToolsExpand, "app.tools.expand", &["ctrl+o"]),
+    (Action::FollowUp, "app.message.followUp", &["alt+enter"]),
+    (Action::Dequeue, "app.message.dequeue", &["alt+up"]),
+    (Action::CursorUp, "tui.editor.cursorUp", &["up"]),
+    (Action::CursorDown, "tui.editor.cursorDown", &["down"]),
+    (Action::CursorLeft, "tui.editor.cursorLeft", &["left", "ctrl+b"]),
+    (Action::CursorRight, "tui.editor.cursorRight", &["right", "ctrl+f"]),
+    (Action::CursorWordLeft, "tui.editor.cursorWordLeft", &["alt+left", "ctrl+left", "alt+b"]),
+    (Action::CursorWordRight, "tui.editor.cursorWordRight", &["alt+right", "ctrl+right", "alt+f"]),
+    (Action::CursorLineStart, "tui.editor.cursorLineStart", &["home", "ctrl+a"]),
+    (Action::CursorLineEnd, "tui.editor.cursorLineEnd", &["end", "ctrl+e"]),
+    (Action::JumpForward, "tui.editor.jumpForward", &["ctrl+]"]),
+    (Action::JumpBackward, "tui.editor.jumpBackward", &["ctrl+alt+]"]),
+    (Action::PageUp, "tui.editor.pageUp", &["pageUp"]),
+    (Action::PageDown, "tui.editor.pageDown", &["pageDown"]),
+    (Action::DeleteCharBackward, "tui.editor.deleteCharBackward", &["backspace"]),
+    (Action::DeleteCharForward, "tui.editor.deleteCharForward", &["delete", "ctrl+d"]),
+    (Action::DeleteWordBackward, "tui.editor.deleteWordBackward", &["ctrl+w", "alt+backspace"]),
+    (Action::DeleteWordForward, "tui.editor.deleteWordForward", &["alt+d", "alt+delete"]),
+    (Action::DeleteToLineStart, "tui.editor.deleteToLineStart", &["ctrl+u"]),
+    (Action::DeleteToLineEnd, "tui.editor.deleteToLineEnd", &["ctrl+k"]),
+    // Ctrl+J is a newline too: it is what most terminals send for Shift+Enter.
+    (Action::NewLine, "tui.input.newLine", &["shift+enter", "ctrl+j"]),
+    (Action::Submit, "tui.input.submit", &["enter"]),
+    (Action::Tab, "tui.input.tab", &["tab"]),
+    (Action::Yank, "tui.editor.yank", &["ctrl+y"]),
+    (Action::YankPop, "tui.editor.yankPop", &["alt+y"]),
+    (Action::Undo, "tui.editor.undo", &["ctrl+-"]),
+];
+
+/// Keys of one action.
+#[derive(Debug, Clone, PartialEq)]
+struct Binding {
+    action: Action,
+    keys: Vec<KeySpec>,
+}
+
+/// The actions' keys: upstream's defaults, with `keybindings.json` applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Keymap {
+    bindings: Vec<Binding>,
+}
+
+impl Default for Keymap {
+    fn default() -> Self {
+        let bindings = ACTIONS
+            .iter()
+            .map(|(action, _, keys)| Binding {
+                action: *action,
+                keys: keys.iter().filter_map(|k| KeySpec::parse(k).ok()).collect(),
+            })
+            .collect();
+        Keymap { bindings }
+    }
+}
+
+impl Keymap {
+    /// The defaults with `path` (upstream's `keybindings.json`) applied when it exists; each
+    /// problem — not JSON, an unknown id, a key that is not one — is a warning naming it, and the
+    /// rest still applies.
+    pub fn load(path: &Path) -> (Keymap, Vec<String>) {
+        let mut keymap = Keymap::default();
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (keymap, Vec::new()),
+            Err(e) => return (keymap, vec![format!("{}: {e}", path.display())]),
+        };
+        let shown = path.display();
+        let map: serde_json::Map<String, serde_json::Value> = match serde_json::from_str(&text) {
+            Ok(map) => map,
+            Err(e) => return (keymap, vec![format!("{shown}: not a JSON object of keybindings ({e})")]),
+        };
+        let mut warnings = Vec::new();
+        for (id, keys) in map {
+            let Some((action, ..)) = ACTIONS.iter().find(|(_, name, _)| *name == id) else {
+                warnings.push(format!("{shown}: {id:?} is not a keybinding id this pi has"));
+                continue;
+            };
+            let specs: Vec<&str> = match &keys {
+                serde_json::Value::String(key) => vec![key.as_str()],
+                serde_json::Value::Array(list) => list.iter().filter_map(serde_json::Value::as_str).collect(),
+                _ => {
+                    warnings.push(format!("{shown}: {id}: a key or a list of keys"));
+                    continue;
+                }
+            };
+            let mut parsed = Vec::new();
+            for spec in specs {
+                match KeySpec::parse(spec) {
+                    Ok(key) => parsed.push(key),
+                    Err(why) => warnings.push(format!("{shown}: {id}: {why}")),
+                }
+            }
+            if let Some(binding) = keymap.bindings.iter_mut().find(|b| b.action == *action) {
+                binding.keys = parsed;
+            }
+        }
+        (keymap, warnings)
+    }
+
+    /// The actions `key` is bound to, in the order they are tried.
+    pub fn actions(&self, key: &KeyEvent) -> Vec<Action> {
+        self.bindings.iter().filter(|b| b.keys.iter().any(|k| k.matches(key))).map(|b| b.action).collect()
+    }
+
+    /// Every action with keys, `id  key, key` a line (for `/hotkeys`; ids as `keybindings.json`
+    /// names them).
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        for ((_, id, _), binding) in ACTIONS.iter().zip(&self.bindings) {
+            let keys: Vec<&str> = binding.keys.iter().map(|k| k.text.as_str()).collect();
+            if !keys.is_empty() {
+                out.push_str(&format!("  {id:<32} {}\n", keys.join(", ")));
+            }
+        }
+        out
+    }
+}
+
+/// One key in upstream's format.
+#[derive(Debug, Clone, PartialEq)]
+struct KeySpec {
+    code: KeyCode,
+    ctrl: bool,
+    alt: bool,
+    shift: bool,
+    text: String,
+}
+
+impl KeySpec {
+    fn parse(spec: &str) -> Result<KeySpec, String> {
+        let lower = spec.trim().to_ascii_lowercase();
+        // `ctrl+-` / `ctrl++`: a trailing `+` or `-` is the key itself.
+        let (mods, key) = match lower.rsplit_once('+') {
+            Some((mods, "")) => (mods.strip_suffix('+').unwrap_or(mods), "+"),
+            Some((mods, key)) => (mods, key),
+            None => ("", lower.as_str()),
+        };
+        let (mut ctrl, mut alt, mut shift) = (false, false, false);
+        for m in mods.split('+').filter(|m| !m.is_empty()) {
+            match m {
+                "ctrl" => ctrl = true,
+                "alt" => alt = true,
+                "shift" => shift = true,
+                other => return Err(format!("{spec:?}: {other:?} is not a modifier (ctrl, alt, shift)")),
+            }
+        }
+        let code = match key {
+            "escape" | "esc" => KeyCode::Esc,
+            "enter" | "return" => KeyCode::Enter,
+            "tab" if shift => KeyCode::BackTab,
+            "tab" => KeyCode::Tab,
+            "space" => KeyCode::Char(' '),
+            "backspace" => KeyCode::Backspace,
+            "delete" => KeyCode::Delete,
+            "insert" => KeyCode::Insert,
+            "clear" => KeyCode::KeypadBegin,
+            "home" => KeyCode::Home,
+            "end" => KeyCode::End,
+            "pageup" => KeyCode::PageUp,
+            "pagedown" => KeyCode::PageDown,
+            "up" => KeyCode::Up,
+            "down" => KeyCode::Down,
+            "left" => KeyCode::Left,
+            "right" => KeyCode::Right,
+            f if f.starts_with('f') && f[1..].parse::<u8>().is_ok_and(|n| (1..=12).contains(&n)) => {
+                KeyCode::F(f[1..].parse().unwrap_or(1))
+            }
+            c if c.chars().count() == 1 => KeyCode::Char(c.chars().next().unwrap_or(' ')),
+            other => return Err(format!("{spec:?}: {other:?} is not a key")),
+        };
+        Ok(KeySpec { code, ctrl, alt, shift, text: spec.trim().to_owned() })
+    }
+
+    fn matches(&self, key: &KeyEvent) -> bool {
+        let m = key.modifiers;
+        let (ctrl, alt, shift) =
+            (m.contains(KeyModifiers::CONTROL), m.contains(KeyModifiers::ALT), m.contains(KeyModifiers::SHIFT));
+        if ctrl != self.ctrl || alt != self.alt {
+            return false;
+        }
+        match (self.code, key.code) {
+            (KeyCode::Char(want), KeyCode::Char(got)) => {
+                // Shift shows as an upper-case letter (and sometimes the flag); for other
+                // characters it is part of the character itself.
+                let upper = got.is_ascii_uppercase() || (shift && got.is_ascii_alphabetic());
+                if want.is_ascii_alphabetic() && upper != self.shift {
+                    return false;
+                }
+                got.to_ascii_lowercase() == want || (self.ctrl && control_alias(want) == Some(got))
+            }
+            (KeyCode::BackTab, KeyCode::BackTab) => true,
+            (want, got) => want == got && shift == self.shift,
+        }
+    }
+}
+
+/// What terminals send for Ctrl with a symbol: the control byte, which crossterm reports as
+/// Ctrl+4…7 (Ctrl+\ ] ^ -) — `ctrl+-` arrives as Ctrl+_ (0x1f), `ctrl+]` as 0x1d.
+fn control_alias(symbol: char) -> Option<char> {
+    Some(match symbol {
+        '\\' => '4',
+        ']' => '5',
+        '^' => '6',
+        '-' | '_' => '7',
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, modifiers)
+    }
+
+    #[test]
+    fn upstreams_defaults_match_what_terminals_send() {
+        let map = Keymap::default();
+        let first = |k: KeyEvent| map.actions(&k).first().copied();
+        assert_eq!(first(key(KeyCode::Char('p'), KeyModifiers::CONTROL)), Some(Action::ModelCycleForward));
+        assert_eq!(
+            first(key(KeyCode::Char('P'), KeyModifiers::CONTROL | KeyModifiers::SHIFT)),
+            Some(Action::ModelCycleBackward)
+        );
+        assert_eq!(first(key(KeyCode::BackTab, KeyModifiers::SHIFT)), Some(Action::ThinkingCycle));
+        assert_eq!(first(key(KeyCode::Char('7'), KeyModifiers::CONTROL)), Some(Action::Undo), "Ctrl+- as 0x1f");
+        assert_eq!(first(key(KeyCode::Char('5'), KeyModifiers::CONTROL)), Some(Action::JumpForward), "Ctrl+]");
+        assert_eq!(
+            first(key(KeyCode::Char('5'), KeyModifiers::CONTROL | KeyModifiers::ALT)),
+            Some(Action::JumpBackward)
+        );
+        assert_eq!(first(key(KeyCode::Up, KeyModifiers::ALT)), Some(Action::Dequeue));
+        assert_eq!(first(key(KeyCode::Char('b'), KeyModifiers::ALT)), Some(Action::CursorWordLeft));
+        assert_eq!(first(key(KeyCode::Char('B'), KeyModifiers::SHIFT)), None, "a capital letter is typed");
+        // Ctrl+D: exit first, then delete (the screen decides which applies).
+        assert_eq!(
+            map.actions(&key(KeyCode::Char('d'), KeyModifiers::CONTROL)),
+            [Action::Exit, Action::DeleteCharForward]
+        );
+    }
+
+    #[test]
+    fn keybindings_json_replaces_an_actions_keys_and_names_what_it_cannot_use() {
+        let dir = std::env::temp_dir().join(format!("pi-keys-{}", pi_observe::core::SpanId::random()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("keybindings.json");
+        std::fs::write(
+            &path,
+            r#"{"tui.editor.cursorUp": ["up", "alt+k"], "app.model.cycleForward": "f5",
+                "no.such.action": "x", "tui.editor.cursorDown": ["hyper+j"]}"#,
+        )
+        .unwrap();
+        let (map, warnings) = Keymap::load(&path);
+        assert_eq!(map.actions(&key(KeyCode::Char('k'), KeyModifiers::ALT)), [Action::CursorUp]);
+        assert_eq!(map.actions(&key(KeyCode::F(5), KeyModifiers::NONE)), [Action::ModelCycleForward]);
+        assert!(map.actions(&key(KeyCode::Char('p'), KeyModifiers::CONTROL)).is_empty(), "the default is replaced");
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("\"no.such.action\"") || warnings[1].contains("\"no.such.action\""));
+        assert!(warnings.iter().any(|w| w.contains("\"hyper\" is not a modifier")), "{warnings:?}");
+        std::fs::write(&path, "[1]").unwrap();
+        let (map, warnings) = Keymap::load(&path);
+        assert_eq!(map, Keymap::default());
+        assert!(warnings[0].contains("not a JSON object"), "{warnings:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
