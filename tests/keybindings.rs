@@ -110,8 +110,12 @@ fn application_keybindings_switch_models_show_more_and_restore_the_queue() {
     tui.shows("model: faux/faux-think");
     tui.keys("\x1b[Z"); // Shift+Tab: app.thinking.cycle
     tui.shows("thinking level: minimal");
-    tui.keys("\x0c"); // Ctrl+L: app.model.select
-    tui.shows("faux/faux-1");
+    tui.keys("\x0c"); // Ctrl+L: app.model.select — the selector, narrowed by typing
+    tui.shows("› faux/faux-think");
+    tui.keys("faux-1");
+    tui.shows("1 of");
+    tui.keys("\r");
+    tui.shows("model: faux/faux-1");
     // Alt+Up: app.message.dequeue — a message queued while the agent works comes back.
     tui.enter("slow please");
     tui.shows("Slow");

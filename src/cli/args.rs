@@ -37,9 +37,13 @@ pub struct AgentArgs {
     /// Continue the most recent session of this working directory (a new one if there is none).
     #[arg(short = 'c', long = "continue", conflicts_with_all = ["session", "no_session"])]
     pub continue_session: bool,
+    /// Choose the session to continue from this project's sessions, in a picker (the
+    /// interactive mode's `/resume`).
+    #[arg(short = 'r', long = "resume", conflicts_with_all = ["session", "no_session", "continue_session"])]
+    pub resume: bool,
     /// Fork this session (a file, or the start of a session id) into a new session file and
     /// continue there: the same entries, the new file's header naming it as `parentSession`.
-    #[arg(long, value_name = "PATH|ID", conflicts_with_all = ["session", "no_session", "continue_session"])]
+    #[arg(long, value_name = "PATH|ID", conflicts_with_all = ["session", "no_session", "continue_session", "resume"])]
     pub fork: Option<PathBuf>,
     /// Where sessions are kept (over `PI_CODING_AGENT_SESSION_DIR` and the `sessionDir` setting).
     #[arg(long, value_name = "DIR")]

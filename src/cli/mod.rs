@@ -190,6 +190,12 @@ pub fn main() -> ExitCode {
 async fn run_agent(cli: Cli, cfg: &config::Config) -> Result<ExitCode, CliError> {
     use std::io::IsTerminal;
     let mode = cli.mode.unwrap_or(Mode::Text);
+    let interactive = mode == Mode::Text && !cli.print && std::io::stdin().is_terminal();
+    if cli.agent.resume && !interactive {
+        return Err(CliError::Usage(
+            "-r/--resume picks a session in the interactive mode; elsewhere give --session PATH|ID or -c".into(),
+        ));
+    }
     if mode == Mode::Rpc {
         if cli.print {
             return Err(CliError::Usage("--mode rpc reads its prompts from stdin: drop -p".into()));

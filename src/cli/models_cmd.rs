@@ -71,7 +71,7 @@ fn row(m: &ModelInfo, registry: &Registry) -> Vec<String> {
 /// `ready`, `needs VAR` (its provider's key is not set), `unavailable (login)` for a provider
 /// reached through a subscription login, or `unavailable (API)` for a model on an API pi has no
 /// client for.
-fn status(m: &ModelInfo, registry: &Registry) -> String {
+pub(crate) fn status(m: &ModelInfo, registry: &Registry) -> String {
     if m.needs_login() {
         return "unavailable (login)".into();
     }
@@ -105,7 +105,7 @@ fn tokens(count: u64) -> String {
 }
 
 /// True when every word of `search` is a subsequence of `text` (ASCII case ignored).
-fn matches(search: &str, text: &str) -> bool {
+pub(crate) fn matches(search: &str, text: &str) -> bool {
     let text = text.to_lowercase();
     search.split_whitespace().all(|word| {
         let mut rest = text.chars();

@@ -1,6 +1,7 @@
 //! The interactive mode's own slash commands. Anything else that starts with `/` — a skill
 //! (`/skill:name`), a prompt template, an extension's command — goes to the agent as typed.
 
+use super::picker::{Picker, Purpose};
 use super::transcript::Tone;
 use super::{Done, Replies, Ui};
 use crate::cli::modes::driver::Job;
@@ -197,14 +198,7 @@ impl Ui<'_> {
     fn resume(&mut self, rest: &str, replies: &Replies) {
         let sessions = self.project_sessions();
         if rest.is_empty() {
-            if sessions.is_empty() {
-                self.transcript.notice(Tone::Info, "no earlier sessions for this project");
-                return;
-            }
-            let listing: Vec<String> =
-                sessions.iter().enumerate().map(|(i, p)| format!("{:>3}  {}", i + 1, p.display())).collect();
-            self.transcript.notice(Tone::Info, format!("sessions (newest first; /resume N):\n{}", listing.join("\n")));
-            return;
+            return self.pick_session(sessions);
         }
         let path = match rest.parse::<usize>() {
             Ok(n) if (1..=sessions.len()).contains(&n) => sessions[n - 1].clone(),
@@ -217,8 +211,30 @@ impl Ui<'_> {
         self.send(Job::SwitchSession { path }, Done::Session("resumed"), replies);
     }
 
+    /// The session picker (`/resume`, `pi -r`) over `sessions`: each as its time and first
+    /// message.
+    pub(super) fn pick_session(&mut self, sessions: Vec<std::path::PathBuf>) {
+        if sessions.is_empty() {
+            return self.transcript.notice(Tone::Info, "no earlier sessions for this project");
+        }
+        let items = sessions
+            .iter()
+            .map(|path| {
+                // `2026-12-04T13-56-17-303Z.jsonl` → `2026-12-04 13:56`.
+                let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                let when = match (stem.get(..10), stem.get(11..16)) {
+                    (Some(day), Some(time)) => format!("{day} {}", time.replace('-', ":")),
+                    _ => stem.clone(),
+                };
+                let first = first_message(path).unwrap_or_else(|| "(no message)".into());
+                (format!("{when}  {first}"), path.display().to_string())
+            })
+            .collect();
+        self.picker = Some(Picker::new(Purpose::Session, "Resume a session", items, None));
+    }
+
     /// This project's session files, newest first (the folder new sessions go to).
-    fn project_sessions(&self) -> Vec<std::path::PathBuf> {
+    pub(super) fn project_sessions(&self) -> Vec<std::path::PathBuf> {
         let probe = crate::cli::setup::new_session_path(&self.cwd, self.cfg);
         let Some(dir) = probe.parent() else { return Vec::new() };
         let current = self.shared.with_state(|state| state.session_file.clone());
@@ -265,16 +281,18 @@ impl Ui<'_> {
     fn model(&mut self, rest: &str, replies: &Replies) {
         let current = self.shared.with_state(|state| state.model.clone());
         if rest.is_empty() {
-            let listing: Vec<String> = self
+            // The models that can run here (their key is set), as upstream's selector offers.
+            let here = format!("{}/{}", current.provider, current.id);
+            let items = self
                 .registry
                 .models()
                 .iter()
-                .map(|m| {
-                    let mark = if m.provider == current.provider && m.id == current.id { "●" } else { " " };
-                    format!("{mark} {}/{}", m.provider, m.id)
-                })
+                .map(|m| format!("{}/{}", m.provider, m.id))
+                .zip(self.registry.models())
+                .filter(|(name, m)| *name == here || crate::cli::models_cmd::status(m, &self.registry) == "ready")
+                .map(|(name, _)| (name.clone(), name))
                 .collect();
-            self.transcript.notice(Tone::Info, format!("models (/model PROVIDER/ID):\n{}", listing.join("\n")));
+            self.picker = Some(Picker::new(Purpose::Model, "Model", items, Some(&here)));
             return;
         }
         let (provider, model) = match rest.split_once('/') {
@@ -283,4 +301,22 @@ impl Ui<'_> {
         };
         self.send(Job::SetModel { provider, model }, Done::Model, replies);
     }
+}
+
+/// The first user message of a session file (its first line, at most 60 characters), read from
+/// the file's first 64 KiB.
+fn first_message(path: &std::path::Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut head = Vec::new();
+    std::fs::File::open(path).ok()?.take(64 * 1024).read_to_end(&mut head).ok()?;
+    let text = String::from_utf8_lossy(&head);
+    let line = text.lines().find(|l| l.contains(r#""role":"user""#))?;
+    let entry: serde_json::Value = serde_json::from_str(line).ok()?;
+    let content = &entry["message"]["content"];
+    let text = match content {
+        serde_json::Value::String(text) => text.clone(),
+        blocks => blocks.as_array()?.iter().find_map(|b| b["text"].as_str().map(str::to_owned))?,
+    };
+    let first = text.lines().find(|l| !l.trim().is_empty())?.trim();
+    Some(first.chars().take(60).collect())
 }

@@ -8,6 +8,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::alert::Alert;
 use super::keys::{Action, Keymap};
+use super::picker::{Picked, Purpose};
 use super::transcript::Tone;
 use super::{Done, Replies, Ui, ext_ui};
 use crate::cli::modes::driver::Job;
@@ -28,6 +29,18 @@ impl Ui<'_> {
         if self.alert.is_some() && !(ctrl && matches!(key.code, KeyCode::Char('c' | 'd'))) {
             if Alert::dismissed_by(&key) {
                 self.alert = None;
+            }
+            return;
+        }
+        if let Some(picker) = &mut self.picker {
+            let purpose = picker.purpose;
+            match picker.key(&key) {
+                Picked::Open => {}
+                Picked::Cancelled => self.picker = None,
+                Picked::Chosen(value) => {
+                    self.picker = None;
+                    self.picked(purpose, value, replies);
+                }
             }
             return;
         }
@@ -131,6 +144,20 @@ impl Ui<'_> {
             Action::Undo => self.editor.undo(),
         }
         true
+    }
+
+    /// What a picker's choice does: switch to the model, or continue the session.
+    fn picked(&mut self, purpose: Purpose, value: String, replies: &Replies) {
+        match purpose {
+            Purpose::Model => {
+                let (provider, model) = value.split_once('/').unwrap_or(("", &value));
+                let job = Job::SetModel { provider: provider.to_owned(), model: model.to_owned() };
+                self.send(job, Done::Model, replies);
+            }
+            Purpose::Session => {
+                self.send(Job::SwitchSession { path: value.into() }, Done::Session("resumed"), replies);
+            }
+        }
     }
 
     /// Ctrl+C: abort what runs, else clear the editor, else (twice within 2 s) exit.

@@ -16,6 +16,7 @@ mod ext_ui;
 mod input;
 mod keys;
 mod overlay;
+mod picker;
 mod terminal;
 mod transcript;
 mod whole_lines;
@@ -138,7 +139,13 @@ pub async fn run(
         keymap,
         jump: None,
         external_edit: false,
+        picker: None,
     };
+    let mut ui = ui;
+    if args.resume {
+        let sessions = ui.project_sessions();
+        ui.pick_session(sessions);
+    }
     // What extensions ask for (`ctx.compact`, `ctx.newSession`, follow-up prompts…) the screen
     // sends as if typed, so it shows their outcome.
     let (harness, ui_outcome) = tokio::join!(
@@ -193,6 +200,8 @@ struct Ui<'a> {
     jump: Option<bool>,
     /// Ctrl+G: the editor's text goes to `$VISUAL` / `$EDITOR` before the next frame.
     external_edit: bool,
+    /// The model selector or session picker, while open.
+    picker: Option<picker::Picker>,
 }
 
 type Replies = mpsc::UnboundedSender<(Done, JobResult)>;
@@ -546,6 +555,9 @@ impl Ui<'_> {
 
         frame.render_widget(Paragraph::new(footer_lines), footer);
         self.ext.draw(frame);
+        if let Some(picker) = &self.picker {
+            picker.draw(frame);
+        }
         if let Some(alert) = &self.alert {
             alert.draw(frame);
         }
