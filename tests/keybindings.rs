@@ -16,7 +16,8 @@ fn editor(tui: &mut Tui, want: &str) {
     tui.wait_for(&format!("editor {line:?}"), |s| s.lines().any(|l| l.trim_end() == line.trim_end()));
 }
 
-/// A key whose effect is on the editor: typed after `before`, the editor reads `after`.
+/// A key whose effect is on the editor: typed after `before`, the editor reads `after` (which
+/// no state on the way to it shows, so a row cannot pass before its keys are read).
 struct EditRow {
     action: &'static str,
     before: &'static str,
@@ -50,8 +51,11 @@ fn every_editing_keybinding_does_what_upstream_does() {
         EditRow { action: "deleteToLineStart (ctrl+u)", before: "one two", keys: "\x1bb\x15", after: "two" },
         EditRow { action: "deleteToLineEnd (ctrl+k)", before: "one two", keys: "\x1bb\x0b", after: "one" },
         EditRow { action: "yank (ctrl+y)", before: "one two", keys: "\x17\x19\x19", after: "one twotwo" },
-        EditRow { action: "yankPop (alt+y)", before: "a b", keys: "\x17\x17\x19\x1by", after: "a" },
-        EditRow { action: "undo (ctrl+-)", before: "abc", keys: "\x17\x1f", after: "abc" },
+        // Cut "b", then "a "; yank "a ", Alt+Y swaps it for the cut before: "b".
+        EditRow { action: "yankPop (alt+y)", before: "a b", keys: "\x17\x17\x19\x1by", after: "b" },
+        // The cut undone, then typing: only a real undo gives "one two!" (every step before
+        // differs from it).
+        EditRow { action: "undo (ctrl+-)", before: "one two", keys: "\x17\x1f!", after: "one two!" },
         EditRow { action: "clear (ctrl+c)", before: "abc", keys: "\x03", after: "" },
     ];
     for row in rows {

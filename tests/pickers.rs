@@ -1,6 +1,7 @@
-//! The pickers of the interactive mode in a real pseudo-terminal: `pi -r` opens the session
-//! picker at start (the chosen session's conversation comes back), and outside the interactive
-//! mode `-r` is a one-line usage error.
+//! The pickers and completions of the interactive mode in a real pseudo-terminal: `pi -r` opens
+//! the session picker at start (the chosen session's conversation comes back; outside the
+//! interactive mode `-r` is a one-line usage error); `@` lists the project's files — never an
+//! ignored one — and Tab completes paths.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
@@ -34,5 +35,32 @@ fn resume_flag_opens_the_session_picker_at_start() {
     let out = pi().args(["-p", "x", "-r"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("-r/--resume picks a session in the interactive mode"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn at_references_list_project_files_but_not_ignored_ones_and_tab_completes_paths() {
+    let dir = scratch("pickers-complete");
+    for file in ["src/main.rs", "src/lib.rs", "build/main.rs"] {
+        std::fs::create_dir_all(dir.join(file).parent().unwrap()).unwrap();
+        std::fs::write(dir.join(file), "fn main() {}").unwrap();
+    }
+    std::fs::write(dir.join(".gitignore"), "build/\n").unwrap();
+    let mut tui = Tui::start(&dir, &json!([]), &[]);
+    tui.shows("/help for commands");
+    tui.keys("look at @mai");
+    let screen = tui.shows("› @src/main.rs");
+    assert!(!screen.contains("build/main.rs"), "an ignored file is offered:\n{screen}");
+    tui.keys("\t");
+    tui.wait_for("the reference taken", |s| s.lines().any(|l| l.trim_end() == "> look at @src/main.rs"));
+    // Tab on a path: one fits, so it is completed at once; two share a start, so they are listed.
+    tui.keys("and src/l\t");
+    tui.wait_for("the path completed", |s| s.lines().any(|l| l.trim_end() == "> look at @src/main.rs and src/lib.rs"));
+    tui.keys("src/\t");
+    tui.shows("› src/lib.rs");
+    tui.keys("\x1b[B\r");
+    tui.wait_for("the second taken", |s| s.lines().any(|l| l.trim_end().ends_with("src/lib.rs src/main.rs")));
+    tui.keys("\x03\x04");
+    assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 pub use bash::{BashTool, child_environment};
 pub use edit::EditTool;
 pub use fs::{LsTool, ReadTool, WriteTool};
-pub use search::{FindTool, GrepTool};
+pub use search::{FindTool, GrepTool, project_entries};
 
 use crate::provider::ToolSpec;
 

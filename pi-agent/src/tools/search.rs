@@ -25,6 +25,22 @@ fn walk(root: &Path) -> Result<Vec<PathBuf>, ToolError> {
     Ok(files)
 }
 
+/// The files and folders under `root` that `grep`, `find` and `ls` would see (ignore files
+/// honoured, VCS and build folders skipped), at most `limit`, in walk order: each path and
+/// whether it is a folder. For completions of project paths (`@file` in the editor).
+pub fn project_entries(root: &Path, limit: usize) -> Vec<(std::path::PathBuf, bool)> {
+    walker(root)
+        .build()
+        .flatten()
+        .filter(|entry| entry.depth() > 0)
+        .take(limit)
+        .map(|entry| {
+            let dir = entry.file_type().is_some_and(|t| t.is_dir());
+            (entry.into_path(), dir)
+        })
+        .collect()
+}
+
 /// A walk of `root` that honours ignore files as ripgrep does (also outside a git repository)
 /// and skips the usual VCS and build directories; hidden files are included.
 pub(super) fn walker(root: &Path) -> ignore::WalkBuilder {

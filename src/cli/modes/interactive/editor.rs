@@ -175,7 +175,6 @@ impl Editor {
     /// Deletes from the line start to the cursor (Ctrl+U), into the kill ring.
     pub fn kill_to_start(&mut self) {
         let start = self.col;
-        self.col = 0;
         self.cut(0, start);
     }
 
@@ -218,6 +217,26 @@ impl Editor {
         at
     }
 
+    /// The word being typed: the characters before the cursor back to whitespace.
+    pub fn token(&self) -> String {
+        let before: Vec<char> = self.lines[self.row].chars().take(self.col).collect();
+        let start = before.iter().rposition(|c| c.is_whitespace()).map_or(0, |i| i + 1);
+        before[start..].iter().collect()
+    }
+
+    /// Replaces the `chars` characters before the cursor with `text` (a completion).
+    pub fn replace_before_cursor(&mut self, chars: usize, text: &str) {
+        self.remember();
+        let line: Vec<char> = self.lines[self.row].chars().collect();
+        let start = self.col.saturating_sub(chars);
+        let mut replaced: String = line[..start].iter().collect();
+        replaced.push_str(text);
+        let col = replaced.chars().count();
+        replaced.extend(&line[self.col..]);
+        self.lines[self.row] = replaced;
+        self.col = col;
+    }
+
     /// Ctrl+] then `c`: the cursor to the next `c` on the line (Ctrl+Alt+]: the one before);
     /// it stays when there is none.
     pub fn jump_to(&mut self, c: char, backward: bool) {
@@ -254,8 +273,8 @@ impl Editor {
             self.remember();
             return self.backspace();
         }
+        // `cut` remembers the cursor where it was (undo puts it back there), then moves it.
         let (start, end) = (self.word_start(), self.col);
-        self.col = start;
         self.cut(start, end);
     }
 

@@ -10,7 +10,7 @@ use super::alert::Alert;
 use super::keys::{Action, Keymap};
 use super::picker::{Picked, Purpose};
 use super::transcript::Tone;
-use super::{Done, Replies, Ui, ext_ui};
+use super::{Done, Replies, Ui, complete, ext_ui};
 use crate::cli::modes::driver::Job;
 
 /// The keymap: upstream's defaults with `~/.pi/agent/keybindings.json` applied, and what in
@@ -58,18 +58,83 @@ impl Ui<'_> {
             self.editor.jump_to(c, backward);
             return;
         }
-        for action in self.keymap.actions(&key) {
+        if self.completion.is_some() && self.complete_key(&key) {
+            return;
+        }
+        let typed = self.editor.text();
+        self.keys_to_actions(&key, replies);
+        if self.editor.text() != typed {
+            // An `@` reference being typed lists the files it may name (the project walked once
+            // per reference).
+            let token = self.editor.token();
+            self.completion = match token.strip_prefix('@') {
+                Some(query) => {
+                    let paths = self.project_files.get_or_insert_with(|| complete::project_paths(&self.cwd));
+                    complete::file_reference(query, paths)
+                }
+                None => {
+                    self.project_files = None;
+                    None
+                }
+            };
+        }
+    }
+
+    /// The key's actions in order, else what it types.
+    fn keys_to_actions(&mut self, key: &KeyEvent, replies: &Replies) {
+        for action in self.keymap.actions(key) {
             if self.act(action, replies) {
                 return;
             }
         }
-        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let (ctrl, alt) = (key.modifiers.contains(KeyModifiers::CONTROL), key.modifiers.contains(KeyModifiers::ALT));
         match key.code {
             // A Ctrl or Alt letter no binding took types nothing.
             KeyCode::Char(c) if !ctrl && !alt => self.editor.insert(c),
             // Alt+Enter on an idle agent: a newline (a follow-up needs something running).
             KeyCode::Enter if alt => self.editor.newline(),
             _ => {}
+        }
+    }
+
+    /// A key while completions are listed: Up/Down choose, Tab/Enter take the choice, Esc
+    /// closes the list; false for any other key (it edits, and the list follows).
+    fn complete_key(&mut self, key: &KeyEvent) -> bool {
+        let Some(completion) = &mut self.completion else { return false };
+        match key.code {
+            KeyCode::Up => completion.up(),
+            KeyCode::Down => completion.down(),
+            KeyCode::Esc => self.completion = None,
+            KeyCode::Tab | KeyCode::Enter => {
+                let chars = completion.token_chars;
+                if let Some(choice) = completion.choice().map(str::to_owned) {
+                    // A file is a finished word; a folder goes on being completed.
+                    let space = if choice.ends_with('/') { "" } else { " " };
+                    self.editor.replace_before_cursor(chars, &format!("{choice}{space}"));
+                }
+                self.completion = None;
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Tab: the path before the cursor completed — at once when one entry fits, else as far as
+    /// they agree, with the list of them.
+    fn complete_path(&mut self) {
+        let token = self.editor.token();
+        let Some(found) = complete::path(&token, &self.cwd) else { return };
+        let shared = complete::common_prefix(&found.items);
+        if found.items.len() == 1 {
+            let choice = &found.items[0];
+            let space = if choice.ends_with('/') { "" } else { " " };
+            self.editor.replace_before_cursor(found.token_chars, &format!("{choice}{space}"));
+        } else {
+            if shared.chars().count() > found.token_chars {
+                self.editor.replace_before_cursor(found.token_chars, &shared);
+            }
+            let token_chars = self.editor.token().chars().count();
+            self.completion = Some(complete::Completion { token_chars, ..found });
         }
     }
 
@@ -120,7 +185,11 @@ impl Ui<'_> {
                 self.submit(text, QueueKind::Steer, replies);
             }
             Action::NewLine => self.editor.newline(),
-            Action::Tab => self.editor.insert_str("  "),
+            // A slash command's name is not a path; anything else is completed as one.
+            Action::Tab if self.editor.token().is_empty() || self.editor.text().starts_with('/') => {
+                self.editor.insert_str("  ")
+            }
+            Action::Tab => self.complete_path(),
             Action::CursorUp => self.editor.up(),
             Action::CursorDown => self.editor.down(),
             Action::CursorLeft => self.editor.left(),

@@ -11,6 +11,7 @@
 
 mod alert;
 mod commands;
+mod complete;
 mod editor;
 mod ext_ui;
 mod input;
@@ -140,6 +141,8 @@ pub async fn run(
         jump: None,
         external_edit: false,
         picker: None,
+        completion: None,
+        project_files: None,
     };
     let mut ui = ui;
     if args.resume {
@@ -202,6 +205,10 @@ struct Ui<'a> {
     external_edit: bool,
     /// The model selector or session picker, while open.
     picker: Option<picker::Picker>,
+    /// `@file` or Tab completions for the word before the cursor, while listed.
+    completion: Option<complete::Completion>,
+    /// The project's paths while an `@` reference is typed (walked at its `@`).
+    project_files: Option<Vec<String>>,
 }
 
 type Replies = mpsc::UnboundedSender<(Done, JobResult)>;
@@ -517,6 +524,9 @@ impl Ui<'_> {
         let (lines, total) = self.transcript.window(width, visible, self.scroll);
         self.scroll = self.scroll.min(total.saturating_sub(visible));
         frame.render_widget(Paragraph::new(lines), body);
+        if let Some(completion) = &self.completion {
+            completion.draw(frame, body);
+        }
 
         let dim = Style::default().fg(Color::DarkGray);
         let mut status_lines: Vec<Line<'_>> = widget_lines.iter().map(|l| ext_ui::styled(l)).collect();
