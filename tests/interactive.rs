@@ -690,6 +690,8 @@ fn history_carries_over_to_the_next_run() {
     second.keys("\x1b[A");
     second.wait_for("the earlier prompt", |s| s.lines().any(|l| l.trim_end() == "> first prompt from run one"));
     second.keys("\x15\x04");
+    // Gone before its folder is removed (it writes there until it exits).
+    assert_eq!(second.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

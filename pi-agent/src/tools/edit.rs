@@ -32,9 +32,11 @@ impl Tool for EditTool {
                     let updated = text.replacen(old, new, 1);
                     tokio::fs::write(&path, &updated).await.map_err(|e| ToolError::io(&path, e))?;
                     let line = text[..text.find(old).unwrap_or(0)].lines().count().max(1);
+                    // Upstream's details: the diff and the first changed line, for renderers.
+                    let (diff, first) = super::diff::diff(&text, &updated);
                     Ok(ToolOutput {
                         content: format!("Edited {shown} at line {line}"),
-                        details: Some(json!({"path": shown, "line": line})),
+                        details: Some(json!({"path": shown, "line": line, "diff": diff, "firstChangedLine": first})),
                         usage: None,
                         terminate: false,
                     })

@@ -1,6 +1,7 @@
 //! The built-in tools: read, write, edit, bash, ls, grep, find.
 
 pub mod bash;
+mod diff;
 mod edit;
 mod fs;
 mod search;

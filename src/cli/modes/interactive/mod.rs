@@ -16,6 +16,7 @@ mod editor;
 mod ext_ui;
 mod input;
 mod keys;
+mod markdown;
 mod overlay;
 mod picker;
 mod terminal;

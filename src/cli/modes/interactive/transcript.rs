@@ -61,6 +61,8 @@ pub enum Item {
         status: ToolStatus,
         /// Output so far (or the result).
         output: String,
+        /// The edit's diff (upstream's `details.diff`), shown in place of the output.
+        diff: Option<String>,
     },
     /// A `!command`.
     Shell {
@@ -161,6 +163,7 @@ impl Transcript {
                             summary,
                             status: ToolStatus::Running,
                             output: String::new(),
+                            diff: None,
                         });
                     }
                 }
@@ -203,6 +206,7 @@ impl Transcript {
                 summary: summary(args),
                 status: ToolStatus::Running,
                 output: String::new(),
+                diff: None,
             }),
             AgentEvent::ToolExecutionUpdate { tool_call_id, output, .. } => {
                 if let Some(Item::Tool { output: so_far, .. }) = self.tool(tool_call_id) {
@@ -287,9 +291,12 @@ impl Transcript {
                     .collect::<Vec<_>>()
                     .join("\n");
                 let failed = result.is_error;
-                if let Some(Item::Tool { output, status, .. }) = self.tool(&result.tool_call_id) {
+                let edit_diff = result.details.as_ref().and_then(|d| d.get("diff")).and_then(|d| d.as_str());
+                let edit_diff = edit_diff.filter(|d| !d.is_empty()).map(str::to_owned);
+                if let Some(Item::Tool { output, status, diff, .. }) = self.tool(&result.tool_call_id) {
                     *output = text;
                     *status = if failed { ToolStatus::Failed } else { ToolStatus::Done };
+                    *diff = edit_diff;
                 }
             }
             _ => {}
@@ -362,9 +369,9 @@ fn render(item: &Item, view: &View<'_>, out: &mut Vec<Line<'static>>) {
                 let label = thinking_label.unwrap_or("thinking");
                 out.push(Line::styled(format!("∴ {label} ({chars} characters)"), dim.add_modifier(Modifier::ITALIC)));
             }
-            wrap_into(out, "", text, width, Style::default());
+            out.extend(super::markdown::lines(text, width));
         }
-        Item::Tool { name, summary, status, output, .. } => {
+        Item::Tool { name, summary, status, output, diff, .. } => {
             let (mark, color) = match status {
                 ToolStatus::Running => ("…", Color::Yellow),
                 ToolStatus::Done => ("✓", Color::Green),
@@ -377,6 +384,9 @@ fn render(item: &Item, view: &View<'_>, out: &mut Vec<Line<'static>>) {
                 Span::raw(" "),
                 Span::styled(mark, Style::default().fg(color)),
             ]));
+            if let Some(diff) = diff {
+                return diff_lines(diff, view, out);
+            }
             let shown = if view.expand_tools { usize::MAX } else { TOOL_TAIL };
             for line in last_lines(output, shown) {
                 out.push(Line::styled(cut(&format!("  │ {line}"), width), dim));
@@ -403,6 +413,27 @@ fn render(item: &Item, view: &View<'_>, out: &mut Vec<Line<'static>>) {
             };
             wrap_into(out, "", text, width, style);
         }
+    }
+}
+
+/// Lines of an edit's diff shown before the rest waits for Ctrl+O.
+const DIFF_LINES: usize = 24;
+
+/// An edit's diff: added lines green, removed red, the unchanged ones dim.
+fn diff_lines(diff: &str, view: &View<'_>, out: &mut Vec<Line<'static>>) {
+    let total = diff.lines().count();
+    let shown = if view.expand_tools { total } else { total.min(DIFF_LINES) };
+    for line in diff.lines().take(shown) {
+        let color = match line.chars().next() {
+            Some('+') => Color::Green,
+            Some('-') => Color::Red,
+            _ => Color::DarkGray,
+        };
+        out.push(Line::styled(cut(&format!("  {line}"), view.width), Style::default().fg(color)));
+    }
+    if shown < total {
+        let more = format!("  … {} more lines (Ctrl+O shows them)", total - shown);
+        out.push(Line::styled(more, Style::default().fg(Color::DarkGray)));
     }
 }
 

@@ -1,0 +1,39 @@
+//! How the interactive transcript draws what the model says and does, in a real pseudo-terminal:
+//! its markdown (no `**`, code blocks behind a gutter) and an edit as a coloured diff.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
+
+mod support;
+
+use serde_json::json;
+use support::scratch;
+use support::tui::Tui;
+
+#[test]
+fn markdown_is_rendered_and_edits_show_as_a_coloured_diff() {
+    let dir = scratch("transcript-draw");
+    std::fs::write(dir.join("notes.txt"), "alpha\nbeta\ngamma\n").unwrap();
+    let script = json!([
+        {"tools": [{"name": "edit", "arguments": {"path": "notes.txt", "oldText": "beta", "newText": "BETA two"}}]},
+        {"text": "## Done\n\nChanged **one** line:\n\n```text\nBETA two\n```\n\n- see `notes.txt`"}
+    ]);
+    let mut tui = Tui::start(&dir, &script, &[]);
+    tui.enter("edit it");
+    let screen = tui.shows("see notes.txt");
+    for line in ["-2 beta", "+2 BETA two", " 1 alpha", "Changed one line:", "│ BETA two", "• see notes.txt"] {
+        assert!(screen.lines().any(|l| l.trim_start().starts_with(line.trim_start())), "{line:?}:\n{screen}");
+    }
+    assert!(!screen.contains("**") && !screen.contains("```") && !screen.contains("## Done"), "{screen}");
+    // The removed line is red, the added one green.
+    let colour_of = |text: &str| {
+        let vt = tui.screen.screen();
+        let (row, line) = screen.lines().enumerate().find(|(_, l)| l.contains(text)).unwrap();
+        let col = line.find(text).unwrap() as u16;
+        vt.cell(row as u16, col).unwrap().fgcolor()
+    };
+    assert_eq!(colour_of("-2 beta"), vt100::Color::Idx(1), "red");
+    assert_eq!(colour_of("+2 BETA two"), vt100::Color::Idx(2), "green");
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
