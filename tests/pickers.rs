@@ -64,3 +64,29 @@ fn at_references_list_project_files_but_not_ignored_ones_and_tab_completes_paths
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `/settings` lists the common options with their values; Enter moves one to its next value in
+/// `~/.pi/agent/settings.json` (other keys kept) and the session takes it.
+#[test]
+fn settings_are_changed_in_the_global_settings_file() {
+    let dir = scratch("pickers-settings");
+    std::fs::create_dir_all(dir.join("agent")).unwrap();
+    std::fs::write(dir.join("agent/settings.json"), r#"{"defaultModel": "faux-1"}"#).unwrap();
+    let mut tui = Tui::start(&dir, &json!([]), &[]);
+    tui.shows("/help for commands");
+    tui.enter("/settings");
+    tui.shows("compaction.enabled");
+    tui.keys("compac");
+    tui.shows("1 of 4");
+    tui.keys("\r");
+    tui.shows("settings: compaction.enabled = false (now)");
+    tui.shows("compaction.enabled           false");
+    tui.keys("\x1b");
+    tui.wait_for("the list closed", |s| !s.contains("Settings ·"));
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("agent/settings.json")).unwrap()).unwrap();
+    assert_eq!(written, json!({"defaultModel": "faux-1", "compaction": {"enabled": false}}));
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -22,6 +22,7 @@ commands:
   /name [NAME]          name this session (or show its name)
   /copy                 copy the last answer (terminal clipboard, OSC 52; and a clipboard tool)
   /export [FILE]        the session as one HTML page (default pi-session-<file>.html here)
+  /settings             common options of ~/.pi/agent/settings.json (Enter changes one)
   /hotkeys              the keys
   /changelog            what changed in pi
   /login, /logout, /share  what pi offers instead of upstream's
@@ -65,6 +66,7 @@ impl Ui<'_> {
             }
             "/copy" => self.copy(),
             "/export" => self.export(rest, replies),
+            "/settings" => self.open_settings(None),
             "/login" | "/logout" => self.transcript.notice(
                 Tone::Info,
                 "pi offers no subscription logins (OAuth): set the provider's API key variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, …) or `apiKey` in ~/.pi/agent/models.json",
@@ -209,6 +211,17 @@ impl Ui<'_> {
             Err(_) => std::path::PathBuf::from(rest),
         };
         self.send(Job::SwitchSession { path }, Done::Session("resumed"), replies);
+    }
+
+    /// `/settings`: the options and their values in the global settings file, `selected` the
+    /// one just changed.
+    pub(super) fn open_settings(&mut self, selected: Option<&str>) {
+        let Some(file) = crate::cli::paths::agent_dir().map(|d| d.join("settings.json")) else {
+            return self.transcript.notice(Tone::Warn, "/settings: no agent folder (set HOME or PI_CODING_AGENT_DIR)");
+        };
+        let items = super::settings_panel::items(&file);
+        let title = format!("Settings · {}", file.display());
+        self.picker = Some(Picker::new(Purpose::Setting, &title, items, selected));
     }
 
     /// The session picker (`/resume`, `pi -r`) over `sessions`: each as its time and first

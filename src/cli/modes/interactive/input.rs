@@ -226,7 +226,31 @@ impl Ui<'_> {
             Purpose::Session => {
                 self.send(Job::SwitchSession { path: value.into() }, Done::Session("resumed"), replies);
             }
+            Purpose::Setting => self.change_setting(&value, replies),
         }
+    }
+
+    /// A `/settings` option moved to its next value: written, taken by this session where it
+    /// can be, and the list shown again on it.
+    fn change_setting(&mut self, key: &str, replies: &Replies) {
+        let Some(file) = crate::cli::paths::agent_dir().map(|d| d.join("settings.json")) else { return };
+        match super::settings_panel::cycle(&file, key) {
+            Ok(value) => {
+                let now = match (key, value.as_str()) {
+                    ("compaction.enabled", v) => Some(Job::SetAutoCompaction(v == "true")),
+                    ("retry.enabled", v) => Some(Job::SetAutoRetry(v == "true")),
+                    ("defaultThinkingLevel", level) => Some(Job::SetThinkingLevel { level: level.to_owned() }),
+                    _ => None,
+                };
+                let when = if now.is_some() { "now" } else { "from /reload or the next start" };
+                if let Some(job) = now {
+                    self.send(job, Done::Quiet, replies);
+                }
+                self.transcript.notice(Tone::Info, format!("settings: {key} = {value} ({when})"));
+            }
+            Err(why) => self.transcript.notice(Tone::Error, format!("/settings: {why}")),
+        }
+        self.open_settings(Some(key));
     }
 
     /// Ctrl+C: abort what runs, else clear the editor, else (twice within 2 s) exit.

@@ -19,6 +19,7 @@ mod keys;
 mod markdown;
 mod overlay;
 mod picker;
+mod settings_panel;
 mod terminal;
 mod transcript;
 mod whole_lines;

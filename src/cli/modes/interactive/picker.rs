@@ -14,6 +14,8 @@ pub enum Purpose {
     Model,
     /// The path of the session file to continue.
     Session,
+    /// A `/settings` option to move to its next value (the list stays open).
+    Setting,
 }
 
 /// An open picker.

@@ -1,0 +1,125 @@
+//! `/settings`: the common options of `~/.pi/agent/settings.json` in a list, each with its value
+//! there; Enter moves an option to its next value and writes the file (the other keys kept as
+//! they are). What the running session can take it takes at once; the rest applies at `/reload`.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+/// An option: its dotted key, the values it cycles through, and the value when unset.
+struct Option_ {
+    key: &'static str,
+    values: &'static [&'static str],
+    default: &'static str,
+}
+
+const OPTIONS: &[Option_] = &[
+    Option_ {
+        key: "defaultThinkingLevel",
+        values: &["off", "minimal", "low", "medium", "high", "xhigh"],
+        default: "off",
+    },
+    Option_ { key: "compaction.enabled", values: &["true", "false"], default: "true" },
+    Option_ { key: "retry.enabled", values: &["true", "false"], default: "true" },
+    Option_ { key: "exposeSessionEnvironment", values: &["true", "false"], default: "true" },
+];
+
+/// `(label, key)` of each option, its value in `file` shown.
+pub fn items(file: &Path) -> Vec<(String, String)> {
+    let doc = read(file).unwrap_or_default();
+    OPTIONS
+        .iter()
+        .map(|o| {
+            let value = get(&doc, o.key).unwrap_or_else(|| format!("{} (default)", o.default));
+            (format!("{:<28} {value}", o.key), o.key.to_owned())
+        })
+        .collect()
+}
+
+/// Moves `key` to its next value in `file` and writes it; the new value.
+pub fn cycle(file: &Path, key: &str) -> Result<String, String> {
+    let option = OPTIONS.iter().find(|o| o.key == key).ok_or_else(|| format!("{key}: not an option here"))?;
+    let mut doc = read(file)?;
+    let current = get(&doc, key).unwrap_or_else(|| option.default.to_owned());
+    let at = option.values.iter().position(|v| *v == current).map_or(0, |i| i + 1);
+    let next = option.values[at % option.values.len()];
+    let value = match next {
+        "true" => Value::Bool(true),
+        "false" => Value::Bool(false),
+        text => Value::String(text.to_owned()),
+    };
+    set(&mut doc, key, value);
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(&Value::Object(doc)).map_err(|e| e.to_string())?;
+    std::fs::write(file, format!("{text}\n")).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(next.to_owned())
+}
+
+/// The file as a JSON object (empty when it does not exist); one that is not is not touched.
+fn read(file: &Path) -> Result<Map<String, Value>, String> {
+    match std::fs::read_to_string(file) {
+        Ok(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(map)) => Ok(map),
+            _ => Err(format!("{}: not a JSON object; fix it by hand first", file.display())),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Map::new()),
+        Err(e) => Err(format!("{}: {e}", file.display())),
+    }
+}
+
+fn get(doc: &Map<String, Value>, key: &str) -> Option<String> {
+    let mut parts = key.split('.');
+    let mut value = doc.get(parts.next()?)?;
+    for part in parts {
+        value = value.get(part)?;
+    }
+    Some(match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+fn set(doc: &mut Map<String, Value>, key: &str, value: Value) {
+    match key.split_once('.') {
+        None => {
+            doc.insert(key.to_owned(), value);
+        }
+        Some((head, rest)) => {
+            let entry = doc.entry(head.to_owned()).or_insert_with(|| Value::Object(Map::new()));
+            if !entry.is_object() {
+                *entry = Value::Object(Map::new());
+            }
+            if let Value::Object(inner) = entry {
+                set(inner, rest, value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_cycle_in_the_file_and_other_keys_stay() {
+        let dir = std::env::temp_dir().join(format!("pi-settings-panel-{}", pi_observe::core::SpanId::random()));
+        let file = dir.join("settings.json");
+        assert!(items(&file)[1].0.contains("true (default)"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(&file, r#"{"defaultModel": "gpt-4o", "compaction": {"reserveTokens": 1000}}"#).unwrap();
+        assert_eq!(cycle(&file, "compaction.enabled").unwrap(), "false");
+        assert_eq!(cycle(&file, "defaultThinkingLevel").unwrap(), "minimal");
+        let written: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(
+            written,
+            serde_json::json!({"defaultModel": "gpt-4o", "defaultThinkingLevel": "minimal",
+                "compaction": {"reserveTokens": 1000, "enabled": false}})
+        );
+        assert!(items(&file)[1].0.ends_with("false"));
+        std::fs::write(&file, "[1]").unwrap();
+        assert!(cycle(&file, "retry.enabled").unwrap_err().contains("not a JSON object"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
