@@ -292,7 +292,7 @@ fn image_files_are_attached_for_models_that_take_images() {
     let out = pi()
         .args(["-p", "@shot.png", "what is this", "--no-session", "--provider", "local", "--model", "vision-local"])
         .args(["--tools", "none"])
-        .flag("--models", &models)
+        .flag("--models-file", &models)
         .current_dir(&d)
         .output()
         .unwrap();

@@ -423,7 +423,7 @@ fn extensions_read_the_model_table_and_credentials() {
     .unwrap();
     let out = pi()
         .args(["-p", "/key", "--no-session", "--provider", "loop", "--model", "loop-1"])
-        .flag("--models", &models)
+        .flag("--models-file", &models)
         .flag("-e", &ext)
         .env("LOOP_TEST_KEY", "sk-from-env")
         .env("PI_CODING_AGENT_DIR", d.join("agent"))

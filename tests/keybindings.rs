@@ -99,7 +99,7 @@ fn application_keybindings_switch_models_show_more_and_restore_the_queue() {
         .to_string(),
     )
     .unwrap();
-    let mut tui = Tui::start(&dir, &script, &["--models", models.to_str().unwrap()]);
+    let mut tui = Tui::start(&dir, &script, &["--models-file", models.to_str().unwrap()]);
     tui.enter("go");
     tui.shows("Listed.");
     let shown = |s: &str| s.lines().filter(|l| l.trim_start().starts_with('│') && l.contains("line-")).count();

@@ -90,3 +90,42 @@ fn settings_are_changed_in_the_global_settings_file() {
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `/scoped-models` puts models in the settings' `enabledModels`; Ctrl+P then cycles through
+/// them only. `--models PATTERNS` sets the scope for one run (upstream's meaning).
+#[test]
+fn scoped_models_are_what_ctrl_p_cycles_through() {
+    let dir = scratch("pickers-scope");
+    let models = dir.join("models.json");
+    let think =
+        |id: &str| json!({"id": id, "provider": "faux", "api": "faux", "contextWindow": 64000, "maxTokens": 4096});
+    std::fs::write(&models, json!([think("faux-think"), think("faux-other")]).to_string()).unwrap();
+    let mut tui = Tui::start(&dir, &json!([]), &["--models-file", models.to_str().unwrap()]);
+    tui.shows("/help for commands");
+    tui.enter("/scoped-models");
+    tui.shows("Models for Ctrl+P");
+    tui.keys("faux-other");
+    tui.shows("› [ ] faux/faux-other");
+    tui.keys("\r");
+    tui.shows("faux/faux-other: in the Ctrl+P models");
+    tui.shows("[x] faux/faux-other");
+    tui.keys("\x1b");
+    tui.wait_for("the list closed", |s| !s.contains("Models for Ctrl+P"));
+    let written = std::fs::read_to_string(dir.join("agent/settings.json")).unwrap();
+    assert!(written.contains("\"faux/faux-other\""), "{written}");
+    tui.keys("\x10"); // Ctrl+P: into the scope
+    tui.shows("model: faux/faux-other");
+    tui.keys("\x10"); // the only one in it
+    tui.shows("no other model to cycle to");
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+
+    // --models for one run: a pattern.
+    let mut tui = Tui::start(&dir, &json!([]), &["--models-file", models.to_str().unwrap(), "--models", "faux-th*"]);
+    tui.shows("/help for commands");
+    tui.keys("\x10");
+    tui.shows("model: faux/faux-think");
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -180,7 +180,7 @@ fn a_multi_prompt_conversation_with_abort_steering_model_change_compaction_new_s
     let mut rpc = Rpc::start(
         &dir,
         &conversation_script(&dir),
-        &["--models", models.to_str().unwrap(), "--events-jsonl", records.to_str().unwrap()],
+        &["--models-file", models.to_str().unwrap(), "--events-jsonl", records.to_str().unwrap()],
     );
     let start = rpc.event("session_start");
     assert_eq!(start["reason"], "startup");

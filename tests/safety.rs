@@ -346,7 +346,7 @@ fn bad_input_gets_one_line_naming_the_culprit_a_nonzero_exit_and_touches_nothing
         case(&["-p", "x", "--faux-script", "missing.json"], "--faux-script"),
         case(&["-p", "x", "--provider", "nonesuch"], "--provider"),
         case(&["-p", "x", "--model", "no-such-model"], "--model"),
-        case(&["-p", "x", "--models", "missing.json"], "--models"),
+        case(&["-p", "x", "--models-file", "missing.json"], "--models-file"),
         case(&["-p", "x", "--cwd", "missing-dir"], "--cwd"),
         case(&["-p", "x", "--skills", "missing-dir"], "--skills"),
         case(&["-p", "x", "--skills", "a-file"], "--skills"),

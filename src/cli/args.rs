@@ -56,8 +56,13 @@ pub struct AgentArgs {
     pub cwd: Option<PathBuf>,
     /// Extra models / price overrides, added to `~/.pi/agent/models.json` (upstream's
     /// `{"providers": …}` shape, or a JSON array in the built-in table's shape).
-    #[arg(long, value_name = "PATH")]
-    pub models: Option<PathBuf>,
+    #[arg(long = "models-file", value_name = "PATH")]
+    pub models_file: Option<PathBuf>,
+    /// The models Ctrl+P cycles through (upstream's scope): comma-separated patterns of ids or
+    /// `provider/id`, `*` for any characters, e.g. `claude-*,gpt-4o` (else the settings'
+    /// `enabledModels`).
+    #[arg(long, value_name = "PATTERNS")]
+    pub models: Option<String>,
     /// Scripted responses for the faux provider (JSON array; see README).
     #[arg(long, value_name = "PATH", env = "PI_FAUX_SCRIPT")]
     pub faux_script: Option<PathBuf>,

@@ -166,7 +166,7 @@ static MODELS: std::sync::OnceLock<ModelAccessHandle> = std::sync::OnceLock::new
 /// send it (`models.json` values resolved, else the provider's key variable).
 /// The table is read when the first extension starts (runs without extensions never read it).
 pub fn attach_models(args: &crate::cli::args::AgentArgs, cfg: &Config) {
-    let files = (cfg.agent_dir.as_ref().map(|d| d.join("models.json")), args.models.clone());
+    let files = (cfg.agent_dir.as_ref().map(|d| d.join("models.json")), args.models_file.clone());
     let _ = MODELS.set(ModelAccessHandle(std::sync::Arc::new(RegistryAccess { files, table: Default::default() })));
 }
 

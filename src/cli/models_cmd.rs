@@ -1,5 +1,5 @@
 //! `pi --list-models [SEARCH]`: the model catalogue as pi will use it — the shipped catalogue
-//! (upstream pi's model list, with prices) plus `~/.pi/agent/models.json` and `--models` —
+//! (upstream pi's model list, with prices) plus `~/.pi/agent/models.json` and `--models-file` —
 //! one row per model: provider, id, context window, maximum output, thinking, images, the price
 //! per million tokens of each bucket, and whether pi can run it here.
 

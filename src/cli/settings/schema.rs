@@ -216,7 +216,7 @@ pub(crate) struct SettingsDoc {
     shell_path: Option<String>,
     shell_command_prefix: Option<String>,
     npm_command: Option<Vec<String>>,
-    enabled_models: Option<Vec<String>>,
+    pub enabled_models: Option<Vec<String>>,
     markdown: Option<Markdown>,
     /// Upstream's `packages` entries are strings or objects: kept as written.
     packages: Option<Value>,

@@ -198,12 +198,25 @@ pub(super) async fn cycle_model(
 ) -> JobResult {
     let current = harness.agent.model().clone();
     let registry = setup::registry(args, cfg).map_err(|e| e.to_string())?;
-    let same: Vec<_> = registry.models().iter().filter(|m| m.provider == current.provider).collect();
-    if same.len() < 2 {
+    // The scope (`--models`, `enabledModels`) when there is one, else the provider's models.
+    let scoped = setup::scoped_models(args, cfg, &registry);
+    let is_scoped = !scoped.is_empty();
+    let same: Vec<&pi_agent::model::ModelInfo> = if is_scoped {
+        scoped.iter().collect()
+    } else {
+        registry.models().iter().filter(|m| m.provider == current.provider).collect()
+    };
+    if same.len() < 2 && !(is_scoped && same.first().is_some_and(|m| m.id != current.id)) {
         return Ok(JobOutput::Nothing);
     }
-    let here = same.iter().position(|m| m.id == current.id).unwrap_or(0);
-    let at = if backward { here + same.len() - 1 } else { here + 1 };
+    // Outside the scope, the first (or last) of it is next.
+    let here = same.iter().position(|m| m.id == current.id && m.provider == current.provider);
+    let at = match here {
+        Some(here) if backward => here + same.len() - 1,
+        Some(here) => here + 1,
+        None if backward => same.len() - 1,
+        None => 0,
+    };
     let next = same[at % same.len()].clone();
     let selected = setup::select_named(args, cfg, Some(next.provider.clone()), Some(next.id.clone()))
         .map_err(|e| e.to_string())?;
@@ -215,7 +228,7 @@ pub(super) async fn cycle_model(
     let scope = harness.scope();
     harness.hub.enter(scope, harness.agent.select_model(provider, selected.model.clone(), "cycle", sink)).await;
     let level = harness.agent.config().reasoning.clone().unwrap_or_else(|| "off".into());
-    Ok(JobOutput::CycledModel { model: model_json(&selected.model), thinking_level: level, is_scoped: false })
+    Ok(JobOutput::CycledModel { model: model_json(&selected.model), thinking_level: level, is_scoped })
 }
 
 /// `!cmd` / RPC `bash`: a shell command whose output joins the next request's context.

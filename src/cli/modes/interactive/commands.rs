@@ -23,6 +23,7 @@ commands:
   /copy                 copy the last answer (terminal clipboard, OSC 52; and a clipboard tool)
   /export [FILE]        the session as one HTML page (default pi-session-<file>.html here)
   /settings             common options of ~/.pi/agent/settings.json (Enter changes one)
+  /scoped-models        the models Ctrl+P cycles through (Enter adds or removes one)
   /hotkeys              the keys
   /changelog            what changed in pi
   /login, /logout, /share  what pi offers instead of upstream's
@@ -67,6 +68,7 @@ impl Ui<'_> {
             "/copy" => self.copy(),
             "/export" => self.export(rest, replies),
             "/settings" => self.open_settings(None),
+            "/scoped-models" => self.open_scoped_models(None),
             "/login" | "/logout" => self.transcript.notice(
                 Tone::Info,
                 "pi offers no subscription logins (OAuth): set the provider's API key variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, …) or `apiKey` in ~/.pi/agent/models.json",
@@ -222,6 +224,30 @@ impl Ui<'_> {
         let items = super::settings_panel::items(&file);
         let title = format!("Settings · {}", file.display());
         self.picker = Some(Picker::new(Purpose::Setting, &title, items, selected));
+    }
+
+    /// `/scoped-models`: the models that can run here, those in the settings' `enabledModels`
+    /// marked; `selected` the one just toggled.
+    pub(super) fn open_scoped_models(&mut self, selected: Option<&str>) {
+        let Some(file) = crate::cli::paths::agent_dir().map(|d| d.join("settings.json")) else {
+            return self
+                .transcript
+                .notice(Tone::Warn, "/scoped-models: no agent folder (set HOME or PI_CODING_AGENT_DIR)");
+        };
+        let enabled = super::settings_panel::enabled_models(&file);
+        let items = self
+            .registry
+            .models()
+            .iter()
+            .filter(|m| crate::cli::models_cmd::status(m, &self.registry) == "ready")
+            .map(|m| {
+                let name = format!("{}/{}", m.provider, m.id);
+                let mark = if enabled.contains(&name) { "[x]" } else { "[ ]" };
+                (format!("{mark} {name}"), name)
+            })
+            .collect();
+        let title = "Models for Ctrl+P (enabledModels; Enter adds or removes)";
+        self.picker = Some(Picker::new(Purpose::ScopedModel, title, items, selected));
     }
 
     /// The session picker (`/resume`, `pi -r`) over `sessions`: each as its time and first

@@ -160,7 +160,7 @@ impl Ui<'_> {
             Action::ModelSelect => return self.builtin("/model", replies),
             Action::ModelCycleForward | Action::ModelCycleBackward => {
                 let backward = action == Action::ModelCycleBackward;
-                self.send(Job::CycleModel { backward }, Done::Cycle("no other model of this provider"), replies);
+                self.send(Job::CycleModel { backward }, Done::Cycle("no other model to cycle to"), replies);
             }
             Action::ThinkingCycle => {
                 self.send(Job::CycleThinkingLevel, Done::Cycle("this model does not reason"), replies);
@@ -227,6 +227,17 @@ impl Ui<'_> {
                 self.send(Job::SwitchSession { path: value.into() }, Done::Session("resumed"), replies);
             }
             Purpose::Setting => self.change_setting(&value, replies),
+            Purpose::ScopedModel => {
+                let Some(file) = crate::cli::paths::agent_dir().map(|d| d.join("settings.json")) else { return };
+                match super::settings_panel::toggle_enabled_model(&file, &value) {
+                    Ok(now_in) => {
+                        let said = if now_in { "in the Ctrl+P models" } else { "out of the Ctrl+P models" };
+                        self.transcript.notice(Tone::Info, format!("{value}: {said}"));
+                    }
+                    Err(why) => self.transcript.notice(Tone::Error, format!("/scoped-models: {why}")),
+                }
+                self.open_scoped_models(Some(&value));
+            }
         }
     }
 

@@ -16,6 +16,8 @@ pub enum Purpose {
     Session,
     /// A `/settings` option to move to its next value (the list stays open).
     Setting,
+    /// A model to add to the Ctrl+P scope or take out (`/scoped-models`; the list stays open).
+    ScopedModel,
 }
 
 /// An open picker.

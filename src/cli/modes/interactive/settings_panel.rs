@@ -1,6 +1,7 @@
 //! `/settings`: the common options of `~/.pi/agent/settings.json` in a list, each with its value
 //! there; Enter moves an option to its next value and writes the file (the other keys kept as
 //! they are). What the running session can take it takes at once; the rest applies at `/reload`.
+//! `/scoped-models` keeps the file's `enabledModels` (what Ctrl+P cycles through) the same way.
 
 use std::path::Path;
 
@@ -49,12 +50,43 @@ pub fn cycle(file: &Path, key: &str) -> Result<String, String> {
         text => Value::String(text.to_owned()),
     };
     set(&mut doc, key, value);
+    write(file, doc)?;
+    Ok(next.to_owned())
+}
+
+/// The `enabledModels` entries of `file`.
+pub fn enabled_models(file: &Path) -> Vec<String> {
+    let doc = read(file).unwrap_or_default();
+    let list = doc.get("enabledModels").and_then(Value::as_array);
+    list.into_iter().flatten().filter_map(|v| v.as_str().map(str::to_owned)).collect()
+}
+
+/// Adds `model` (`provider/id`) to `enabledModels` in `file`, or takes it out when there; true
+/// when it is in now.
+pub fn toggle_enabled_model(file: &Path, model: &str) -> Result<bool, String> {
+    let mut doc = read(file)?;
+    let mut list = enabled_models(file);
+    let now_in = match list.iter().position(|m| m == model) {
+        Some(at) => {
+            list.remove(at);
+            false
+        }
+        None => {
+            list.push(model.to_owned());
+            true
+        }
+    };
+    doc.insert("enabledModels".into(), Value::from(list));
+    write(file, doc)?;
+    Ok(now_in)
+}
+
+fn write(file: &Path, doc: Map<String, Value>) -> Result<(), String> {
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     let text = serde_json::to_string_pretty(&Value::Object(doc)).map_err(|e| e.to_string())?;
-    std::fs::write(file, format!("{text}\n")).map_err(|e| format!("{}: {e}", file.display()))?;
-    Ok(next.to_owned())
+    std::fs::write(file, format!("{text}\n")).map_err(|e| format!("{}: {e}", file.display()))
 }
 
 /// The file as a JSON object (empty when it does not exist); one that is not is not touched.
@@ -118,6 +150,10 @@ mod tests {
                 "compaction": {"reserveTokens": 1000, "enabled": false}})
         );
         assert!(items(&file)[1].0.ends_with("false"));
+        assert!(toggle_enabled_model(&file, "faux/faux-1").unwrap());
+        assert_eq!(enabled_models(&file), ["faux/faux-1"]);
+        assert!(!toggle_enabled_model(&file, "faux/faux-1").unwrap());
+        assert!(enabled_models(&file).is_empty());
         std::fs::write(&file, "[1]").unwrap();
         assert!(cycle(&file, "retry.enabled").unwrap_err().contains("not a JSON object"));
         std::fs::remove_dir_all(&dir).unwrap();
