@@ -161,3 +161,25 @@ fn keybindings_json_rebinds_and_ctrl_g_opens_the_editor() {
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Ctrl+V (app.clipboard.pasteImage): the clipboard's image, read with `xclip` here, goes with
+/// the next message to the model.
+#[test]
+fn ctrl_v_attaches_the_clipboards_image_to_the_next_message() {
+    let dir = scratch("keys-paste-image");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("xclip"), "#!/bin/sh\nprintf '\\211PNG\\r\\n\\032\\n\\0\\0\\0\\rIHDR'\n").unwrap();
+    std::process::Command::new("chmod").arg("+x").arg(bin.join("xclip")).status().unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let script = json!([{"text": "A PNG indeed.", "expect": ["what is this", "\"type\":\"image\"", "iVBORw0KGgo"]}]);
+    let mut tui = Tui::start_with_env(&dir, &script, &[], &[("PATH", path.as_str()), ("WAYLAND_DISPLAY", "")]);
+    tui.shows("/help for commands");
+    tui.keys("\x16"); // Ctrl+V
+    tui.shows("1 image(s) attached");
+    tui.enter("what is this");
+    tui.shows("A PNG indeed.");
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -150,9 +150,15 @@ impl Ui<'_> {
             // The shell's job control takes over until `fg` (the agent keeps working).
             Action::Suspend => self.suspend = true,
             Action::ExternalEditor => self.external_edit = true,
-            Action::PasteImage => self
-                .transcript
-                .notice(Tone::Info, "no image pasted: attach one with @path in the message or RPC images"),
+            Action::PasteImage => match clipboard_image() {
+                Some(image) => {
+                    self.pending_images.push(image);
+                    let n = self.pending_images.len();
+                    self.transcript
+                        .notice(Tone::Info, format!("{n} image(s) attached: they go with your next message"));
+                }
+                None => self.transcript.notice(Tone::Info, "no image in the clipboard (wl-paste or xclip reads it)"),
+            },
             Action::SessionNew => self.send(Job::NewSession, Done::Session("new session"), replies),
             Action::SessionTree => return self.builtin("/tree", replies),
             Action::SessionFork => return self.builtin("/fork", replies),
@@ -306,4 +312,16 @@ impl Ui<'_> {
         }
         Ok(())
     }
+}
+
+/// The clipboard's image (PNG), read with `wl-paste` (Wayland) or `xclip` (X11) where present.
+fn clipboard_image() -> Option<pi_agent::message::ContentBlock> {
+    let readers: [(&str, &[&str]); 2] = [
+        ("wl-paste", &["--no-newline", "--type", "image/png"]),
+        ("xclip", &["-selection", "clipboard", "-t", "image/png", "-o"]),
+    ];
+    readers.iter().find_map(|(tool, args)| {
+        let out = std::process::Command::new(tool).args(*args).stdin(std::process::Stdio::null()).output().ok()?;
+        out.status.success().then(|| crate::cli::images::from_bytes(&out.stdout)).flatten()
+    })
 }

@@ -145,6 +145,7 @@ pub async fn run(
         picker: None,
         completion: None,
         project_files: None,
+        pending_images: Vec::new(),
     };
     let mut ui = ui;
     if args.resume {
@@ -211,6 +212,8 @@ struct Ui<'a> {
     completion: Option<complete::Completion>,
     /// The project's paths while an `@` reference is typed (walked at its `@`).
     project_files: Option<Vec<String>>,
+    /// Images pasted (Ctrl+V) for the next prompt.
+    pending_images: Vec<pi_agent::message::ContentBlock>,
 }
 
 type Replies = mpsc::UnboundedSender<(Done, JobResult)>;
@@ -370,7 +373,9 @@ impl Ui<'_> {
             return;
         }
         self.shared.mark_busy();
-        self.send(Job::Prompt { text, images: Vec::new() }, Done::Prompt, replies);
+        // Images pasted with Ctrl+V go with this prompt.
+        let images = std::mem::take(&mut self.pending_images);
+        self.send(Job::Prompt { text, images }, Done::Prompt, replies);
     }
 
     /// The name of `/word …` when no built-in, extension command, prompt template or skill has
