@@ -647,8 +647,18 @@ function context(wire) {
       const contextWindow = wire.model.contextWindow;
       return { tokens: wire.contextTokens, contextWindow, percent: (wire.contextTokens / contextWindow) * 100 };
     },
-    // Asks pi to compact after the running job; onComplete/onError are not called back.
-    compact: (options = {}) => send({ type: "action", action: "compact", instructions: options.customInstructions }),
+    // Asks pi to compact after the running job; `onComplete(result)` / `onError(error)` hear
+    // how it went.
+    compact: (options = {}) => {
+      const id = nextDialog++;
+      dialogs.set(id, (reply) => {
+        dialogs.delete(id);
+        const call = (f, value) => Promise.resolve(f?.(value)).catch((e) => log(`pi js host: compact callback: ${e?.stack ?? e}`));
+        if (reply?.ok) call(options.onComplete, reply.result);
+        else call(options.onError, new Error(reply?.error ?? "the compaction did not run"));
+      });
+      send({ type: "action", action: "compact", instructions: options.customInstructions, id });
+    },
     // The running prompt's system prompt, as pi sent it at the prompt's start and each turn.
     getSystemPrompt: () => lastSystemPrompt ?? "",
   };

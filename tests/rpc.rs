@@ -779,3 +779,39 @@ fn prompt_images_reach_the_model() {
     assert!(status.success(), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `ctx.compact({ onComplete, onError })`: the extension hears how its compaction went.
+#[test]
+fn an_extensions_compaction_calls_back_with_its_outcome() {
+    let dir = scratch("rpc-ext-compact");
+    std::fs::create_dir_all(dir.join("agent")).unwrap();
+    std::fs::write(dir.join("agent/settings.json"), r#"{"compaction": {"keepRecentTokens": 1}}"#).unwrap();
+    let extension = dir.join("compact.mjs");
+    std::fs::write(
+        &extension,
+        r#"export default function (pi) {
+  pi.registerCommand("squash", { description: "Compacts", handler: async (_a, ctx) => ctx.compact({
+    customInstructions: "keep the names",
+    onComplete: (r) => ctx.ui.notify(`compacted:${r.summary}:${r.tokensBefore > 0}`),
+    onError: (e) => ctx.ui.notify(`not compacted:${e.message}`),
+  }) });
+}
+"#,
+    )
+    .unwrap();
+    let script = json!([{"text": "One."}, {"text": "Two."}, {"text": "The summary.", "expect": ["keep the names"]}]);
+    let mut rpc = Rpc::start(&dir, &script, &["-e", extension.to_str().unwrap()]);
+    rpc.call(json!({"type": "prompt", "message": "/squash"}));
+    let failed = rpc.wait_for("onError", |l| l["method"] == "notify");
+    assert!(failed["message"].as_str().unwrap().starts_with("not compacted:"), "{failed}");
+    for prompt in ["first", "second"] {
+        rpc.call(json!({"type": "prompt", "message": prompt}));
+        rpc.event("agent_end");
+    }
+    rpc.call(json!({"type": "prompt", "message": "/squash"}));
+    let done = rpc.wait_for("onComplete", |l| l["method"] == "notify");
+    assert_eq!(done["message"], "compacted:The summary.:true", "{done}");
+    let (status, stderr, _) = rpc.close();
+    assert!(status.success(), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -333,13 +333,28 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
                 }
                 Ok(Line::Action(mut action, id)) => {
                     // The extension hears when its new session has started (`withSession`).
-                    if let (super::ExtensionAction::NewSession { done }, Some(id)) = (&mut action, id) {
+                    if let (super::ExtensionAction::NewSession { done }, Some(id)) = (&mut action, id.clone()) {
                         let (tx, rx) = tokio::sync::oneshot::channel();
                         *done = Some(tx);
                         let stdin = peer.stdin.clone();
                         tokio::spawn(async move {
                             let switched = rx.await.unwrap_or(false);
                             let result = serde_json::json!({"cancelled": !switched});
+                            let message = serde_json::json!({"type": "query_result", "id": id, "result": result});
+                            let _ = write_line(&mut *stdin.lock().await, &message).await;
+                        });
+                    }
+                    // The extension hears how its compaction went (`onComplete` / `onError`).
+                    if let (super::ExtensionAction::Compact { done, .. }, Some(id)) = (&mut action, id) {
+                        let (tx, rx) = tokio::sync::oneshot::channel();
+                        *done = Some(tx);
+                        let stdin = peer.stdin.clone();
+                        tokio::spawn(async move {
+                            let outcome = rx.await.unwrap_or_else(|_| Err("the compaction did not run".into()));
+                            let result = match outcome {
+                                Ok(result) => serde_json::json!({"ok": true, "result": result}),
+                                Err(error) => serde_json::json!({"ok": false, "error": error}),
+                            };
                             let message = serde_json::json!({"type": "query_result", "id": id, "result": result});
                             let _ = write_line(&mut *stdin.lock().await, &message).await;
                         });

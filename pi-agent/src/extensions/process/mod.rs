@@ -154,14 +154,21 @@ impl ProcessSpec {
     }
 }
 
+/// Where a compaction an extension asked for reports its outcome.
+pub type CompactDone = tokio::sync::oneshot::Sender<Result<Value, String>>;
+
 /// What an extension asks the mode pi runs in to do, between jobs (upstream's `ctx.compact`,
 /// `ctx.shutdown`, `ctx.reload`, and `pi.sendUserMessage` outside a command).
 #[derive(Debug)]
 pub enum ExtensionAction {
-    /// Compact the session now, with these instructions.
+    /// Compact the session now, with these instructions; `done` hears how it went (upstream's
+    /// `onComplete` / `onError`).
     Compact {
         /// What the summary should focus on.
         instructions: Option<String>,
+        /// Told the compaction's result (`summary`, `firstKeptEntryId`, `tokensBefore`,
+        /// `details`), or why there was none.
+        done: Option<CompactDone>,
     },
     /// Finish the running job and end pi.
     Shutdown,
@@ -202,7 +209,7 @@ impl ExtensionAction {
     pub fn parse(value: &Value) -> Option<ExtensionAction> {
         let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
         Some(match value.get("action")?.as_str()? {
-            "compact" => ExtensionAction::Compact { instructions: text("instructions") },
+            "compact" => ExtensionAction::Compact { instructions: text("instructions"), done: None },
             "shutdown" => ExtensionAction::Shutdown,
             "reload" => ExtensionAction::Reload,
             "resume" => ExtensionAction::Resume,

@@ -427,7 +427,14 @@ fn job_of_action(action: ExtensionAction) -> ActionJob {
             });
             (Job::NewSession, reply)
         }
-        ExtensionAction::Compact { instructions } => (Job::Compact { instructions }, quiet),
+        ExtensionAction::Compact { instructions, done } => {
+            let reply: Reply = Box::new(move |outcome| {
+                if let Some(done) = done {
+                    let _ = done.send(compact_outcome(outcome));
+                }
+            });
+            (Job::Compact { instructions }, reply)
+        }
         ExtensionAction::Reload => (Job::Reload, quiet),
         ExtensionAction::Prompt { text } => (Job::Prompt { text, images: Vec::new() }, quiet),
         ExtensionAction::Resume => (Job::Resume, quiet),
@@ -437,6 +444,18 @@ fn job_of_action(action: ExtensionAction) -> ActionJob {
         ExtensionAction::Shutdown => return ActionJob::Stop,
     };
     ActionJob::Run(job, reply)
+}
+
+/// A compaction job's outcome as an extension hears it: upstream's `CompactionResult`, or why
+/// there is none.
+pub(super) fn compact_outcome(outcome: JobResult) -> Result<serde_json::Value, String> {
+    match outcome {
+        Ok(output @ JobOutput::Compacted { summary: Some(_), .. }) => {
+            serde_json::to_value(output).map_err(|e| e.to_string())
+        }
+        Ok(_) => Err("nothing was compacted".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Runs one prompt in its own trace.

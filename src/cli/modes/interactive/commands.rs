@@ -91,7 +91,7 @@ impl Ui<'_> {
             "/compact" => {
                 self.running = Some("compacting".into());
                 let instructions = (!rest.is_empty()).then(|| rest.to_owned());
-                self.send(Job::Compact { instructions }, Done::Compact, replies);
+                self.send(Job::Compact { instructions }, Done::Compact(None), replies);
             }
             "/new" => {
                 self.send(Job::NewSession, Done::Session("new session"), replies);

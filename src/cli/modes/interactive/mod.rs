@@ -56,7 +56,8 @@ use transcript::{Item, Tone, Transcript};
 enum Done {
     Prompt,
     Command(String),
-    Compact,
+    /// A compaction; an extension's (`ctx.compact`) hears its outcome.
+    Compact(Option<Arc<Mutex<Option<pi_agent::extensions::process::CompactDone>>>>),
     Bash,
     Session(&'static str),
     Fork,
@@ -404,6 +405,12 @@ impl Ui<'_> {
         if !matches!(done, Done::Prompt) {
             self.running = None;
         }
+        // An extension's compaction: it hears the outcome too.
+        if let Done::Compact(Some(tell)) = &done
+            && let Some(tell) = tell.lock().unwrap_or_else(|e| e.into_inner()).take()
+        {
+            let _ = tell.send(crate::cli::modes::driver::compact_outcome(outcome.clone()));
+        }
         let output = match outcome {
             Ok(output) => output,
             Err(error) => {
@@ -423,7 +430,7 @@ impl Ui<'_> {
             }
             (Done::Command(_), JobOutput::Command { output: Some(text) }) => self.transcript.notice(Tone::Info, text),
             (Done::Command(line), _) => self.transcript.notice(Tone::Info, format!("{line}: done")),
-            (Done::Compact, JobOutput::Compacted { summary, .. }) => {
+            (Done::Compact(_), JobOutput::Compacted { summary, .. }) => {
                 let summary = summary.unwrap_or_default();
                 self.transcript.notice(Tone::Info, format!("compaction summary:\n{summary}"));
             }
@@ -583,9 +590,13 @@ impl Ui<'_> {
     /// What an extension asked for, sent as the user would (its outcome shows the same way).
     fn extension_action(&mut self, action: ExtensionAction, replies: &Replies) {
         match action {
-            ExtensionAction::Compact { instructions } => {
+            ExtensionAction::Compact { instructions, done } => {
                 self.running = Some("compacting".into());
-                self.send(Job::Compact { instructions }, Done::Compact, replies);
+                self.send(
+                    Job::Compact { instructions },
+                    Done::Compact(done.map(|d| Arc::new(Mutex::new(Some(d))))),
+                    replies,
+                );
             }
             ExtensionAction::Reload => self.send(Job::Reload, Done::Reload, replies),
             ExtensionAction::NewSession { done } => {
