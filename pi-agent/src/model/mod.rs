@@ -395,8 +395,14 @@ fn faux_model() -> ModelInfo {
 }
 
 impl Registry {
-    /// The built-in catalogue, and the offline `faux` model.
+    /// The built-in catalogue, and the offline `faux` model. Parsed once per process (the table
+    /// is ~800 models; a run asks for it several times as it starts), then cloned.
     pub fn builtin() -> Self {
+        static PARSED: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
+        PARSED.get_or_init(Registry::parse_builtin).clone()
+    }
+
+    fn parse_builtin() -> Self {
         // The shipped table is covered by a test; an error here would be a packaging bug.
         let catalogue: Option<Catalogue> = serde_json::from_str(BUILTIN).ok();
         let mut registry = Registry::default();
