@@ -473,13 +473,8 @@ fn set_model_chooses_among_pis_models() {
 /// Upstream's `pi.registerProvider` with its own `streamSimple`: `--provider NAME` runs the
 /// extension's provider (its models, its key from the environment variable it names), streamed
 /// into pi and priced from the registered costs; a provider nobody serves is still refused.
-#[test]
-fn a_provider_an_extension_registers_answers_prompts() {
-    let d = scratch("js-provider");
-    let ext = d.join("echo.mjs");
-    std::fs::write(
-        &ext,
-        r#"export default function (pi) {
+/// An extension serving provider `echo-llm` (model `echo-1`): it answers with what it was sent.
+const ECHO_PROVIDER: &str = r#"export default function (pi) {
   pi.registerProvider("echo-llm", {
     api: "echo-api", baseUrl: "http://127.0.0.1:9", apiKey: "ECHO_KEY",
     models: [{ id: "echo-1", name: "Echo", reasoning: false, input: ["text"],
@@ -498,9 +493,13 @@ fn a_provider_an_extension_registers_answers_prompts() {
     },
   });
 }
-"#,
-    )
-    .unwrap();
+"#;
+
+#[test]
+fn a_provider_an_extension_registers_answers_prompts() {
+    let d = scratch("js-provider");
+    let ext = d.join("echo.mjs");
+    std::fs::write(&ext, ECHO_PROVIDER).unwrap();
     let session = d.join("s.jsonl");
     let out = pi()
         .args(["-p", "hello there", "--provider", "echo-llm"])
@@ -647,5 +646,52 @@ export default function (pi) {
         .current_dir(&d)
         .env("PI_CODING_AGENT_DIR", d.join("agent"))
         .succeeds();
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Over RPC, an extension's provider is among `get_available_models` and `set_model` switches to
+/// it (the next prompt is answered by the extension).
+#[test]
+fn rpc_offers_and_switches_to_an_extensions_provider() {
+    use std::io::{BufRead, Write};
+    let d = scratch("js-provider-rpc");
+    let ext = d.join("echo.mjs");
+    std::fs::write(&ext, ECHO_PROVIDER).unwrap();
+    let mut child = pi()
+        .args(["--mode", "rpc", "--no-session"])
+        .flag("-e", &ext)
+        .env("ECHO_KEY", "sk-echo")
+        .env("PI_CODING_AGENT_DIR", d.join("agent"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for command in [
+        json!({"id": "m", "type": "get_available_models"}),
+        json!({"id": "s", "type": "set_model", "provider": "echo-llm", "modelId": "echo-1"}),
+        json!({"id": "p", "type": "prompt", "message": "over rpc"}),
+    ] {
+        writeln!(stdin, "{command}").unwrap();
+    }
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let end = line["type"] == "agent_end";
+        seen.push(line);
+        if end {
+            break;
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let reply = |id: &str| seen.iter().find(|l| l["id"] == id).cloned().unwrap();
+    let models = reply("m")["data"]["models"].as_array().unwrap().clone();
+    assert!(models.iter().any(|m| m["provider"] == "echo-llm" && m["id"] == "echo-1"), "{models:?}");
+    assert_eq!(reply("s")["data"]["provider"], "echo-llm", "{:?}", reply("s"));
+    let end = seen.last().unwrap();
+    let answer = end["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(answer["content"][0]["text"], "echo(echo-1,sk-echo): over rpc", "{end}");
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -38,6 +38,15 @@ impl ProcessExtension {
     }
 }
 
+impl ProcessExtension {
+    /// The models of every provider it registered (`/model`, RPC `get_available_models`).
+    pub fn provider_models(&self) -> Vec<ModelInfo> {
+        let registration = self.registration();
+        let providers = registration.providers.iter();
+        providers.flat_map(|p| p.models.iter().filter_map(|m| model_info(&p.name, m))).collect()
+    }
+}
+
 /// A registered model as pi's [`ModelInfo`] (its price when it gave one).
 fn model_info(provider: &str, model: &Value) -> Option<ModelInfo> {
     let number = |key: &str| model.get(key).and_then(Value::as_u64);

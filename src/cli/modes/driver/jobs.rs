@@ -176,6 +176,15 @@ pub(super) async fn set_model(
     sink: Sink<'_>,
 ) -> JobResult {
     let current = harness.agent.model().clone();
+    // A provider an extension serves (upstream's `registerProvider`), else one of pi's.
+    let served = harness.extensions.iter().find_map(|e| e.provider(&provider));
+    if let Some((models, served)) = served {
+        let chosen = models.into_iter().find(|m| m.id == model);
+        let chosen = chosen.ok_or_else(|| format!("{provider} (an extension's provider) has no model {model}"))?;
+        let scope = harness.scope();
+        harness.hub.enter(scope, harness.agent.select_model(served, chosen.clone(), "set", sink)).await;
+        return Ok(JobOutput::Model(model_json(&chosen)));
+    }
     let selected = setup::select_named(args, cfg, Some(provider), Some(model)).map_err(|e| e.to_string())?;
     // The faux provider keeps its script across a change between its models.
     let provider = if selected.model.api == pi_agent::model::Api::Faux && current.api == selected.model.api {

@@ -330,6 +330,10 @@ impl Ui<'_> {
                 .zip(self.registry.models())
                 .filter(|(name, m)| *name == here || crate::cli::models_cmd::status(m, &self.registry) == "ready")
                 .map(|(name, _)| (name.clone(), name))
+                .chain(self.extension_models.iter().map(|m| {
+                    let name = format!("{}/{}", m.provider, m.id);
+                    (format!("{name} (extension)"), name)
+                }))
                 .collect();
             self.picker = Some(Picker::new(Purpose::Model, "Model", items, Some(&here)));
             return;

@@ -111,6 +111,7 @@ pub async fn run(
     let (errors_tx, errors) = std::sync::mpsc::channel();
     output::divert_errors(Some(errors_tx));
     let (probe, traces, cwd) = (harness.sinks.probe(), harness.traces.clone(), harness.cwd.clone());
+    let extension_models = harness.extensions.iter().flat_map(|e| e.provider_models()).collect();
     let failures = std::mem::take(&mut harness.load_failures);
     let alert = (!failures.is_empty()).then(|| Alert::new(" Extension not loaded ", failures));
     let (keymap, key_warnings) = input::keymap();
@@ -127,6 +128,7 @@ pub async fn run(
         jobs,
         probe,
         registry,
+        extension_models,
         traces,
         cwd,
         cfg,
@@ -181,6 +183,8 @@ struct Ui<'a> {
     jobs: mpsc::UnboundedSender<(Job, Reply)>,
     probe: HealthProbe,
     registry: pi_agent::model::Registry,
+    /// The models of the providers extensions registered (`/model` offers them too).
+    extension_models: Vec<pi_agent::model::ModelInfo>,
     traces: Arc<std::sync::Mutex<Vec<pi_observe::core::TraceId>>>,
     cwd: std::path::PathBuf,
     cfg: &'a Config,

@@ -33,7 +33,7 @@ use crate::cli::{CliError, output, setup, signals};
 type Out = mpsc::UnboundedSender<String>;
 
 pub async fn run(args: &AgentArgs, observe: &ObserveArgs, cfg: &Config) -> Result<ExitCode, CliError> {
-    let models: Vec<Value> = setup::registry(args, cfg)?.models().iter().map(model_json).collect();
+    let mut models: Vec<Value> = setup::registry(args, cfg)?.models().iter().map(model_json).collect();
     // Extensions' `ctx.ui` calls become `extension_ui_request` lines (buffered until the writer
     // starts below).
     let (out, lines) = mpsc::unbounded_channel::<String>();
@@ -43,6 +43,8 @@ pub async fn run(args: &AgentArgs, observe: &ObserveArgs, cfg: &Config) -> Resul
     let (stop, interrupted, mut harness) = Harness::long_lived(args, observe, PromptSource::Rpc, cfg).await?;
     let reloaded = harness.reloaded.take();
     let cfg = reloaded.as_ref().unwrap_or(cfg);
+    // The models of the providers extensions registered too.
+    models.extend(harness.extensions.iter().flat_map(|e| e.provider_models()).map(|m| model_json(&m)));
     let writer = tokio::spawn(write_lines(lines, stop.clone()));
     let events = out.clone();
     let mut encoder = Encoder::default();
