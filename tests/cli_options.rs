@@ -257,6 +257,17 @@ fn print_mode_is_a_switch_and_reads_piped_stdin() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("answered"));
+    // A pipe its parent leaves open and silent does not hold a run that has its own message.
+    let mut idle = pi()
+        .args(["-p", "hi", "--no-session"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let kept_open = idle.stdin.take();
+    let out = idle.wait_with_output().unwrap();
+    drop(kept_open);
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("faux"));
     // --mode json alone is print mode.
     let out = pi().args(["--mode", "json", "hi", "--no-session"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -9,8 +9,17 @@ use pi_agent::message::ContentBlock;
 
 use crate::cli::CliError;
 
-/// Everything piped to stdin, trimmed; `None` when there was nothing.
-pub fn read_stdin() -> Result<Option<String>, CliError> {
+/// How long a run that has messages of its own waits for piped stdin to say anything (data or
+/// its end) before going on without it: a parent that leaves an idle pipe open must not hang it.
+const IDLE_STDIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Everything piped to stdin, trimmed; `None` when there was nothing. With `has_messages`, a
+/// stdin that stays silent for [`IDLE_STDIN`] is not waited for (upstream reads it to its end
+/// regardless); without, it is the message, so it is read to its end.
+pub fn read_stdin(has_messages: bool) -> Result<Option<String>, CliError> {
+    if has_messages && !stdin_speaks_within(IDLE_STDIN) {
+        return Ok(None);
+    }
     let mut bytes = Vec::new();
     std::io::stdin().read_to_end(&mut bytes).map_err(|e| CliError::Failure(format!("stdin: {e}")))?;
     let text = String::from_utf8(bytes).map_err(|_| CliError::Usage("stdin: not UTF-8 text".into()))?;
@@ -25,6 +34,19 @@ pub struct Initial {
     pub messages: Vec<String>,
     /// Images among the `@FILE`s (named in the first message as `<file name="…"></file>`).
     pub images: Vec<ContentBlock>,
+}
+
+/// True when stdin has data or its end within `wait`.
+fn stdin_speaks_within(wait: std::time::Duration) -> bool {
+    use rustix::event::{PollFd, PollFlags, poll};
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+    let timeout = rustix::time::Timespec { tv_sec: wait.as_secs() as i64, tv_nsec: i64::from(wait.subsec_nanos()) };
+    match poll(&mut fds, Some(&timeout)) {
+        Ok(n) => n > 0,
+        // Not pollable (a regular file): it has its end.
+        Err(_) => true,
+    }
 }
 
 /// The prompts to send in turn: the first carries `stdin` and every `@FILE` of `args` (paths

@@ -207,7 +207,7 @@ async fn run_agent(cli: Cli, cfg: &config::Config) -> Result<ExitCode, CliError>
     }
     let piped = !std::io::stdin().is_terminal();
     let print = cli.print || mode == Mode::Json || piped;
-    let stdin = if piped { initial::read_stdin()? } else { None };
+    let stdin = if piped { initial::read_stdin(!cli.messages.is_empty())? } else { None };
     let initial = initial::messages(cli.messages, stdin, &setup::cwd(cli.agent.cwd.as_deref())?)?;
     if print && initial.messages.iter().all(|m| m.trim().is_empty()) {
         // Nothing runs, so no extension loads: an option only one could take is the culprit.
