@@ -39,9 +39,17 @@ pub async fn run(
     // ends the run.
     let mut code = ExitCode::SUCCESS;
     for message in messages.iter().filter(|m| !m.trim().is_empty()) {
-        let Some(prompt) = command(&mut harness, message).await else {
-            take_actions(&mut harness, (agent, cfg), &mut actions).await;
-            continue;
+        let prompt = match command(&mut harness, message).await {
+            Ok(Some(prompt)) => prompt,
+            Ok(None) => {
+                take_actions(&mut harness, (agent, cfg), &mut actions).await;
+                continue;
+            }
+            // A failed command (said on stderr) fails the run.
+            Err(()) => {
+                code = ExitCode::FAILURE;
+                break;
+            }
         };
         take_actions(&mut harness, (agent, cfg), &mut actions).await;
         // The images go with the first message.
@@ -75,8 +83,8 @@ pub async fn run(
 
 /// `/name args` of a command an extension registered runs it, printing what it returns; the
 /// prompt to send — the message itself, or what the command handed back — or `None` when the
-/// command was the whole job.
-async fn command(harness: &mut Harness, message: &str) -> Option<String> {
+/// command was the whole job; `Err` when the command failed (said on stderr).
+async fn command(harness: &mut Harness, message: &str) -> Result<Option<String>, ()> {
     let session_file = harness.agent.session_file();
     let outcome = crate::cli::extensions::run_command(
         &harness.extensions,
@@ -86,7 +94,7 @@ async fn command(harness: &mut Harness, message: &str) -> Option<String> {
     )
     .await;
     match outcome {
-        None => Some(message.to_owned()),
+        None => Ok(Some(message.to_owned())),
         Some(Ok((text, next))) => {
             if let Some(text) = text {
                 output::line(&text);
@@ -95,12 +103,12 @@ async fn command(harness: &mut Harness, message: &str) -> Option<String> {
             if next.is_some() {
                 harness.agent.config_mut().source = PromptSource::Extension;
             }
-            next
+            Ok(next)
         }
         Some(Err(e)) => {
             let name = message.split_whitespace().next().unwrap_or("");
             output::error(format_args!("pi: command {name}: {e}"));
-            None
+            Err(())
         }
     }
 }
