@@ -195,6 +195,18 @@ fn an_incoming_traceparent_becomes_the_parent_of_the_prompt_root() {
     assert!(evs.iter().all(|e| e.trace_id == root.trace_id));
     pi_observe::core::testing::assert_paired_allowing_remote(&evs);
 
+    // With an extension the session starts before the prompt: the parent is still the prompt's.
+    let ext = d.join("ext.mjs");
+    std::fs::write(&ext, "export default function (pi) { pi.on(\"session_start\", async () => {}); }\n").unwrap();
+    pi().args(["-p", "hi", "--no-session", "--tools", "none"])
+        .flag("-e", &ext)
+        .flag("--events-jsonl", d.join("with-ext.jsonl"))
+        .env("TRACEPARENT", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+        .succeeds();
+    let evs = events(&d.join("with-ext.jsonl"));
+    let root = evs.iter().find(|e| e.kind == EventKind::Start && e.name == names::AGENT_PROMPT).unwrap();
+    assert_eq!(root.parent_span_id.unwrap().to_string(), "b7ad6b7169203331");
+
     let out =
         pi().args(["-p", "hi", "--no-session", "--tools", "none"]).env("TRACEPARENT", "garbage").output().unwrap();
     assert!(out.status.success(), "a malformed TRACEPARENT is ignored, not fatal");
