@@ -815,3 +815,33 @@ fn an_extensions_compaction_calls_back_with_its_outcome() {
     assert!(status.success(), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An automatic compaction (the context over the threshold) is `compaction_start` /
+/// `compaction_end` with `reason: "threshold"`, and older upstream releases'
+/// `auto_compaction_start` / `auto_compaction_end` as well.
+#[test]
+fn automatic_compaction_is_reported_under_both_upstream_names() {
+    let dir = scratch("rpc-auto-compact");
+    std::fs::create_dir_all(dir.join("agent")).unwrap();
+    std::fs::write(
+        dir.join("agent/settings.json"),
+        r#"{"compaction": {"reserveTokens": 127990, "keepRecentTokens": 1}}"#,
+    )
+    .unwrap();
+    let script = json!([{"text": "One, with enough words to pass the threshold."}, {"text": "The auto summary."},
+                        {"text": "Two."}, {"text": "Again."}, {"text": "More."}]);
+    let mut rpc = Rpc::start(&dir, &script, &[]);
+    for prompt in ["first", "second"] {
+        rpc.call(json!({"type": "prompt", "message": prompt}));
+        rpc.event("agent_end");
+    }
+    let start = rpc.seen_or_wait("auto_compaction_start", |l| l["type"] == "auto_compaction_start");
+    assert_eq!(start["reason"], "threshold", "{start}");
+    let end = rpc.seen_or_wait("auto_compaction_end", |l| l["type"] == "auto_compaction_end");
+    assert_eq!(end["result"]["summary"], "The auto summary.", "{end}");
+    let new_end = rpc.seen_or_wait("compaction_end", |l| l["type"] == "compaction_end");
+    assert_eq!(new_end["reason"], "threshold", "{new_end}");
+    let (status, stderr, _) = rpc.close();
+    assert!(status.success(), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -71,24 +71,20 @@ impl Encoder {
             AgentEvent::ExtensionError { extension, hook, error } => {
                 out.push(Event::ExtensionError { extension_path: extension, event: hook, error });
             }
-            AgentEvent::CompactionStart { reason } => out.push(Event::CompactionStart { reason }),
+            // An automatic one is also written with older upstream releases' names.
+            AgentEvent::CompactionStart { reason } => {
+                if reason != "manual" {
+                    out.push(Event::AutoCompactionStart { reason: reason.clone() });
+                }
+                out.push(Event::CompactionStart { reason });
+            }
             AgentEvent::SessionCompact { reason, summary, will_retry, tokens_before, .. } => {
                 let result = CompactionResult { summary, first_kept_entry_id: None, tokens_before, details: json!({}) };
-                out.push(Event::CompactionEnd {
-                    reason,
-                    result: Some(result),
-                    aborted: false,
-                    will_retry,
-                    error_message: None,
-                });
+                self.compaction_end(reason, (Some(result), will_retry, None), &mut out);
             }
-            AgentEvent::SessionCompactFailed { reason, error } => out.push(Event::CompactionEnd {
-                reason,
-                result: None,
-                aborted: error.ends_with("aborted"),
-                will_retry: false,
-                error_message: Some(error),
-            }),
+            AgentEvent::SessionCompactFailed { reason, error } => {
+                self.compaction_end(reason, (None, false, Some(error)), &mut out);
+            }
             AgentEvent::AutoRetryStart { attempt, max_attempts, delay_ms, error_message } => {
                 out.push(Event::AutoRetryStart { attempt, max_attempts, delay_ms, error_message });
             }
@@ -98,6 +94,22 @@ impl Encoder {
             other => out.push(Event::Pi(other)),
         }
         out
+    }
+
+    /// `compaction_end` (and, for an automatic compaction, `auto_compaction_end`): the result,
+    /// whether it retries the prompt, or the error.
+    fn compaction_end(
+        &self,
+        reason: String,
+        (result, will_retry, error): (Option<CompactionResult>, bool, Option<String>),
+        out: &mut Vec<Event>,
+    ) {
+        let aborted = error.as_deref().is_some_and(|e| e.ends_with("aborted"));
+        if reason != "manual" {
+            let (result, error_message) = (result.clone(), error.clone());
+            out.push(Event::AutoCompactionEnd { result, aborted, will_retry, error_message });
+        }
+        out.push(Event::CompactionEnd { reason, result, aborted, will_retry, error_message: error });
     }
 
     /// A finished message: a tool's awaited result first, then (for messages final at once) its

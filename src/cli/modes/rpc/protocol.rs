@@ -171,7 +171,7 @@ impl<'a> Response<'a> {
 
 /// What a compaction produced (upstream's `CompactionResult`). pi keeps the recent messages
 /// in the compaction entry itself, so `firstKeptEntryId` is null.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionResult {
     pub summary: String,
@@ -231,6 +231,18 @@ pub enum Event {
     /// `result` is null when the compaction failed (`errorMessage`) or was aborted.
     CompactionEnd {
         reason: String,
+        result: Option<CompactionResult>,
+        aborted: bool,
+        will_retry: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error_message: Option<String>,
+    },
+    /// Older upstream releases' name for an automatic compaction's start (also written).
+    AutoCompactionStart {
+        reason: String,
+    },
+    /// Older upstream releases' name for an automatic compaction's end (also written).
+    AutoCompactionEnd {
         result: Option<CompactionResult>,
         aborted: bool,
         will_retry: bool,
