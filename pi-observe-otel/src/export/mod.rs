@@ -383,9 +383,10 @@ impl Exporter {
                 Attempt::Retry { after, why, refused } => (after, why, refused),
             };
             self.link.unreachable.store(refused, Relaxed);
-            // While shutting down, a refused connection is final: nobody is listening, and the
-            // exit must not wait out the backoff.
-            let give_up = refused && self.link.closing.load(Relaxed);
+            // A refused connection is final for this batch: nobody is listening, and waiting out
+            // the backoff only delays the spool (which delivers it once the collector is back) —
+            // and, while shutting down, the exit.
+            let give_up = refused;
             if attempt >= self.max_retries || give_up {
                 self.link.failed(payload.signal, &why);
                 return Delivery::Failed(why);
