@@ -15,6 +15,7 @@ mod files;
 mod images;
 mod initial;
 mod js_packages;
+mod model_scope;
 mod models_cmd;
 mod modes;
 mod observe;

@@ -208,7 +208,7 @@ pub(super) async fn cycle_model(
     let current = harness.agent.model().clone();
     let registry = setup::registry(args, cfg).map_err(|e| e.to_string())?;
     // The scope (`--models`, `enabledModels`) when there is one, else the provider's models.
-    let scoped = setup::scoped_models(args, cfg, &registry);
+    let scoped = crate::cli::model_scope::scoped_models(args, cfg, &registry);
     let is_scoped = !scoped.is_empty();
     let same: Vec<&pi_agent::model::ModelInfo> = if is_scoped {
         scoped.iter().collect()
