@@ -54,6 +54,18 @@ fn list_models_prints_the_catalogue_with_prices_and_filters_by_search() {
     let all = pi().arg("--list-models").output().unwrap();
     let rows = text(&all).0.lines().filter(|l| l.contains('$')).count();
     assert!(rows > 700, "the whole catalogue: {rows}");
+    // Bedrock needs AWS credentials, not one key variable: without them it is not ready.
+    let bedrock = pi()
+        .args(["--list-models", "amazon-bedrock"])
+        .env("HOME", std::env::temp_dir().join("pi-no-aws-home"))
+        .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials")
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_BEARER_TOKEN_BEDROCK")
+        .output()
+        .unwrap();
+    let listed = text(&bedrock).0;
+    let rows: Vec<&str> = listed.lines().filter(|l| l.starts_with("amazon-bedrock ")).collect();
+    assert!(!rows.is_empty() && rows.iter().all(|l| l.ends_with("needs AWS credentials")), "{listed}");
 }
 
 #[test]

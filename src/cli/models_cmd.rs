@@ -78,6 +78,13 @@ pub(crate) fn status(m: &ModelInfo, registry: &Registry) -> String {
     if !m.runnable() {
         return format!("unavailable ({})", m.api.as_str());
     }
+    // Bedrock signs with AWS credentials (variables, the profile file) rather than one key.
+    if m.api == pi_agent::model::Api::BedrockConverseStream
+        && m.auth.is_none()
+        && pi_agent::provider::AwsAuth::from_environment().is_none()
+    {
+        return "needs AWS credentials".into();
+    }
     match registry.api_key_var(&m.provider) {
         Some(var) if m.auth.is_none() && std::env::var(var).map_or(true, |v| v.trim().is_empty()) => {
             format!("needs {var}")
