@@ -60,6 +60,13 @@ fn at_references_list_project_files_but_not_ignored_ones_and_tab_completes_paths
     tui.shows("› src/lib.rs");
     tui.keys("\x1b[B\r");
     tui.wait_for("the second taken", |s| s.lines().any(|l| l.trim_end().ends_with("src/lib.rs src/main.rs")));
+    // Tab after `/word`: a command name, at once when one fits, else listed.
+    tui.keys("\x03/scop\t");
+    tui.wait_for("the command completed", |s| s.lines().any(|l| l.trim_end() == "> /scoped-models"));
+    tui.keys("\x03/se\t");
+    tui.shows("› /session");
+    tui.keys("\x1b[B\t");
+    tui.wait_for("the second command taken", |s| s.lines().any(|l| l.trim_end() == "> /settings"));
     tui.keys("\x03\x04");
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();

@@ -31,6 +31,33 @@ commands:
   /skill:NAME, /TEMPLATE and extension commands run as prompts
 ";
 
+/// The commands this screen runs itself (what Tab completes a `/word` from, with extensions'
+/// commands, prompt templates and skills).
+pub(super) const BUILTIN_COMMANDS: &[&str] = &[
+    "/help",
+    "/model",
+    "/session",
+    "/compact",
+    "/tree",
+    "/new",
+    "/resume",
+    "/fork",
+    "/export",
+    "/settings",
+    "/scoped-models",
+    "/trust",
+    "/reload",
+    "/observe",
+    "/name",
+    "/copy",
+    "/hotkeys",
+    "/changelog",
+    "/login",
+    "/logout",
+    "/share",
+    "/quit",
+];
+
 /// `/hotkeys` (and the end of `/help`).
 const HOTKEYS: &str = "\
 keys: Enter send (queues a steering message while working) · Alt+Enter queue a follow-up ·

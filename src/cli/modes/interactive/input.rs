@@ -119,6 +119,32 @@ impl Ui<'_> {
         true
     }
 
+    /// Tab after `/word`: the commands starting with it — pi's own, extensions', prompt
+    /// templates and skills — completed at once when one fits, else listed.
+    fn complete_command(&mut self) {
+        let typed = self.editor.text();
+        let extension = self.shared.extension_commands().into_iter().map(|(name, ..)| format!("/{name}"));
+        let resources: Vec<String> =
+            self.shared.with_state(|state| state.resources.iter().map(|(name, ..)| format!("/{name}")).collect());
+        let mut names: Vec<String> = super::commands::BUILTIN_COMMANDS
+            .iter()
+            .map(|c| (*c).to_owned())
+            .chain(extension)
+            .chain(resources)
+            .filter(|name| name.starts_with(&typed))
+            .collect();
+        names.sort();
+        names.dedup();
+        match names.as_slice() {
+            [] => {}
+            [one] => self.editor.set_text(&format!("{one} ")),
+            _ => {
+                let token_chars = typed.chars().count();
+                self.completion = Some(complete::Completion { items: names, selected: 0, token_chars });
+            }
+        }
+    }
+
     /// Tab: the path before the cursor completed — at once when one entry fits, else as far as
     /// they agree, with the list of them.
     fn complete_path(&mut self) {
@@ -191,7 +217,10 @@ impl Ui<'_> {
                 self.submit(text, QueueKind::Steer, replies);
             }
             Action::NewLine => self.editor.newline(),
-            // A slash command's name is not a path; anything else is completed as one.
+            // A slash command's name completes from the commands; a word elsewhere as a path.
+            Action::Tab if self.editor.text().starts_with('/') && !self.editor.text().contains(char::is_whitespace) => {
+                self.complete_command()
+            }
             Action::Tab if self.editor.token().is_empty() || self.editor.text().starts_with('/') => {
                 self.editor.insert_str("  ")
             }
