@@ -6,7 +6,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{Flag, pi, scratch};
+use support::{Flag, Succeeds, pi, scratch};
 
 /// One row: the options, the faux script, and a check of the run's stdout and stderr.
 struct Row {
@@ -320,5 +320,34 @@ fn image_files_are_attached_for_models_that_take_images() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("takes no images") && stderr.trim_end().lines().count() == 1, "{stderr}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `--offline` (upstream's): accepted; an extension that needs upstream's packages, not yet
+/// installed, is not installed from npm but fails naming the command that installs them.
+#[test]
+fn offline_installs_nothing_and_names_the_install_command() {
+    let d = scratch("cli-offline");
+    let agent = d.join("agent");
+    pi().args(["-p", "hi", "--no-session", "--offline"]).env("PI_CODING_AGENT_DIR", &agent).succeeds();
+    let ext = d.join("typed.mjs");
+    std::fs::write(
+        &ext,
+        "import { Type } from \"@sinclair/typebox\";\nexport default function () { Type.Object({}); }\n",
+    )
+    .unwrap();
+    for (flag, env) in [(Some("--offline"), None), (None, Some("1"))] {
+        let mut cmd = pi();
+        cmd.args(["-p", "hi", "--no-session"]).flag("-e", &ext).env("PI_CODING_AGENT_DIR", &agent);
+        cmd.args(flag);
+        if let Some(value) = env {
+            cmd.env("PI_OFFLINE", value);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag:?} {env:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("pi is offline") && stderr.contains("npm install --prefix"), "{stderr}");
+        assert!(!agent.join("js/node_modules").exists(), "nothing installed");
+    }
     std::fs::remove_dir_all(&d).unwrap();
 }

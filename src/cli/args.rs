@@ -118,6 +118,11 @@ pub struct AgentArgs {
     /// folder's, then each folder's from the root down to the working directory).
     #[arg(long)]
     pub no_context_files: bool,
+    /// Make no network request at start (upstream's `--offline`; also `PI_OFFLINE=1`): pi has no
+    /// update check or install telemetry to skip, and upstream's extension packages are not
+    /// installed from npm (an extension that needs them fails, naming the install command).
+    #[arg(long)]
+    pub offline: bool,
     /// Say at start what this run uses: model, tools, extensions, skills, prompt templates, session.
     #[arg(long)]
     pub verbose: bool,

@@ -31,6 +31,13 @@ pub fn ensure_for(entry: &Path, folder: Option<&Path>, js_dir: &Path) -> Result<
     if installed(js_dir) || !imports_upstream(entry, folder) {
         return Ok(());
     }
+    if offline() {
+        return Err(format!(
+            "needs upstream's packages, which are not installed, and pi is offline (--offline, PI_OFFLINE); \
+             install them with: {}",
+            install_command(js_dir)
+        ));
+    }
     std::fs::create_dir_all(js_dir).map_err(|e| format!("{}: {e}", js_dir.display()))?;
     let lock = std::fs::File::create(js_dir.join(".install.lock")).map_err(|e| format!("{}: {e}", js_dir.display()))?;
     lock.lock().map_err(|e| format!("{}: {e}", js_dir.display()))?;
@@ -60,6 +67,19 @@ pub fn ensure_for(entry: &Path, folder: Option<&Path>, js_dir: &Path) -> Result<
         return Err(failed(format!("npm: {first}")));
     }
     Ok(())
+}
+
+/// `--offline` was given (set once, as the run starts).
+static OFFLINE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// This run is offline (`--offline`); `PI_OFFLINE=1` (or `true`, `yes`) says so too.
+pub fn set_offline(offline: bool) {
+    let _ = OFFLINE.set(offline);
+}
+
+fn offline() -> bool {
+    let var = std::env::var("PI_OFFLINE").unwrap_or_default().to_ascii_lowercase();
+    OFFLINE.get().copied().unwrap_or(false) || matches!(var.as_str(), "1" | "true" | "yes")
 }
 
 /// `npm install --prefix DIR PACKAGES…`, for messages.

@@ -190,6 +190,7 @@ pub fn main() -> ExitCode {
 /// piped stdin; the interactive mode otherwise.
 async fn run_agent(cli: Cli, cfg: &config::Config) -> Result<ExitCode, CliError> {
     use std::io::IsTerminal;
+    js_packages::set_offline(cli.agent.offline);
     let mode = cli.mode.unwrap_or(Mode::Text);
     let interactive = mode == Mode::Text && !cli.print && std::io::stdin().is_terminal();
     if cli.agent.resume && !interactive {
