@@ -36,13 +36,22 @@ fn enabled_models(cfg: &Config) -> Vec<String> {
     let global = cfg.agent_dir.as_ref().map(|dir| dir.join("settings.json"));
     match cfg.find_with(|file| file.doc.enabled_models.clone()) {
         Some((list, file)) if Some(&file.path) != global.as_ref() => list,
-        _ => {
-            let text = global.and_then(|path| std::fs::read_to_string(path).ok()).unwrap_or_default();
-            let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-            let list = doc.get("enabledModels").and_then(serde_json::Value::as_array).cloned().unwrap_or_default();
-            list.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()
-        }
+        _ => global.map(|path| enabled_models_in(&path)).unwrap_or_default(),
     }
+}
+
+/// The `enabledModels` entries of the settings file at `path` as it is now (none when it is
+/// missing or not JSON).
+pub fn enabled_models_in(path: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    listed(&doc)
+}
+
+/// The `enabledModels` strings of a settings document.
+pub fn listed(doc: &serde_json::Value) -> Vec<String> {
+    let list = doc.get("enabledModels").and_then(serde_json::Value::as_array);
+    list.into_iter().flatten().filter_map(|v| v.as_str().map(str::to_owned)).collect()
 }
 
 /// `pattern` (with `*` for any characters) matches all of `text`.

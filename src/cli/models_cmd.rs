@@ -79,9 +79,11 @@ pub(crate) fn status(m: &ModelInfo, registry: &Registry) -> String {
         return format!("unavailable ({})", m.api.as_str());
     }
     // Bedrock signs with AWS credentials (variables, the profile file) rather than one key.
+    // Looked up once per process (it may read the credentials file), not once per model.
+    static AWS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     if m.api == pi_agent::model::Api::BedrockConverseStream
         && m.auth.is_none()
-        && pi_agent::provider::AwsAuth::from_environment().is_none()
+        && !*AWS.get_or_init(|| pi_agent::provider::AwsAuth::from_environment().is_some())
     {
         return "needs AWS credentials".into();
     }

@@ -245,7 +245,7 @@ impl Ui<'_> {
     /// `/settings`: the options and their values in the global settings file, `selected` the
     /// one just changed.
     pub(super) fn open_settings(&mut self, selected: Option<&str>) {
-        let Some(file) = crate::cli::paths::agent_dir().map(|d| d.join("settings.json")) else {
+        let Some(file) = super::settings_panel::global_file() else {
             return self.transcript.notice(Tone::Warn, "/settings: no agent folder (set HOME or PI_CODING_AGENT_DIR)");
         };
         let items = super::settings_panel::items(&file);
@@ -256,12 +256,12 @@ impl Ui<'_> {
     /// `/scoped-models`: the models that can run here, those in the settings' `enabledModels`
     /// marked; `selected` the one just toggled.
     pub(super) fn open_scoped_models(&mut self, selected: Option<&str>) {
-        let Some(file) = crate::cli::paths::agent_dir().map(|d| d.join("settings.json")) else {
+        let Some(file) = super::settings_panel::global_file() else {
             return self
                 .transcript
                 .notice(Tone::Warn, "/scoped-models: no agent folder (set HOME or PI_CODING_AGENT_DIR)");
         };
-        let enabled = super::settings_panel::enabled_models(&file);
+        let enabled = crate::cli::model_scope::enabled_models_in(&file);
         let items = self
             .registry
             .models()

@@ -263,7 +263,7 @@ impl Ui<'_> {
             }
             Purpose::Setting => self.change_setting(&value, replies),
             Purpose::ScopedModel => {
-                let Some(file) = crate::cli::paths::agent_dir().map(|d| d.join("settings.json")) else { return };
+                let Some(file) = super::settings_panel::global_file() else { return };
                 match super::settings_panel::toggle_enabled_model(&file, &value) {
                     Ok(now_in) => {
                         let said = if now_in { "in the Ctrl+P models" } else { "out of the Ctrl+P models" };
@@ -279,7 +279,7 @@ impl Ui<'_> {
     /// A `/settings` option moved to its next value: written, taken by this session where it
     /// can be, and the list shown again on it.
     fn change_setting(&mut self, key: &str, replies: &Replies) {
-        let Some(file) = crate::cli::paths::agent_dir().map(|d| d.join("settings.json")) else { return };
+        let Some(file) = super::settings_panel::global_file() else { return };
         match super::settings_panel::cycle(&file, key) {
             Ok(value) => {
                 let now = match (key, value.as_str()) {

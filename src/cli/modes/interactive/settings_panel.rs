@@ -54,18 +54,16 @@ pub fn cycle(file: &Path, key: &str) -> Result<String, String> {
     Ok(next.to_owned())
 }
 
-/// The `enabledModels` entries of `file`.
-pub fn enabled_models(file: &Path) -> Vec<String> {
-    let doc = read(file).unwrap_or_default();
-    let list = doc.get("enabledModels").and_then(Value::as_array);
-    list.into_iter().flatten().filter_map(|v| v.as_str().map(str::to_owned)).collect()
+/// The global settings file (`~/.pi/agent/settings.json`) these lists edit.
+pub fn global_file() -> Option<std::path::PathBuf> {
+    crate::cli::paths::agent_dir().map(|dir| dir.join("settings.json"))
 }
 
 /// Adds `model` (`provider/id`) to `enabledModels` in `file`, or takes it out when there; true
 /// when it is in now.
 pub fn toggle_enabled_model(file: &Path, model: &str) -> Result<bool, String> {
     let mut doc = read(file)?;
-    let mut list = enabled_models(file);
+    let mut list = crate::cli::model_scope::listed(&Value::Object(doc.clone()));
     let now_in = match list.iter().position(|m| m == model) {
         Some(at) => {
             list.remove(at);
@@ -151,9 +149,9 @@ mod tests {
         );
         assert!(items(&file)[1].0.ends_with("false"));
         assert!(toggle_enabled_model(&file, "faux/faux-1").unwrap());
-        assert_eq!(enabled_models(&file), ["faux/faux-1"]);
+        assert_eq!(crate::cli::model_scope::enabled_models_in(&file), ["faux/faux-1"]);
         assert!(!toggle_enabled_model(&file, "faux/faux-1").unwrap());
-        assert!(enabled_models(&file).is_empty());
+        assert!(crate::cli::model_scope::enabled_models_in(&file).is_empty());
         std::fs::write(&file, "[1]").unwrap();
         assert!(cycle(&file, "retry.enabled").unwrap_err().contains("not a JSON object"));
         std::fs::remove_dir_all(&dir).unwrap();
