@@ -14,6 +14,7 @@ mod commands;
 mod complete;
 mod editor;
 mod ext_ui;
+mod extension_calls;
 mod input;
 mod keys;
 mod markdown;
@@ -588,58 +589,6 @@ impl Ui<'_> {
         }
         if let Some(alert) = &self.alert {
             alert.draw(frame);
-        }
-    }
-
-    /// What an extension asked for, sent as the user would (its outcome shows the same way).
-    fn extension_action(&mut self, action: ExtensionAction, replies: &Replies) {
-        match action {
-            ExtensionAction::Compact { instructions, done } => {
-                self.running = Some("compacting".into());
-                self.send(
-                    Job::Compact { instructions },
-                    Done::Compact(done.map(|d| Arc::new(Mutex::new(Some(d))))),
-                    replies,
-                );
-            }
-            ExtensionAction::Reload => self.send(Job::Reload, Done::Reload, replies),
-            ExtensionAction::NewSession { done } => {
-                self.send(Job::NewSession, Done::ExtensionSession(Arc::new(Mutex::new(done))), replies)
-            }
-            // A follow-up (after the running prompt), or a command line as typed.
-            ExtensionAction::Prompt { text } => self.submit(text, QueueKind::FollowUp, replies),
-            ExtensionAction::Resume => {
-                self.shared.mark_busy();
-                self.send(Job::Resume, Done::Prompt, replies);
-            }
-            ExtensionAction::SetModel { provider, id } => {
-                self.send(Job::SetModel { provider, model: id }, Done::Model, replies)
-            }
-            ExtensionAction::SetThinkingLevel { level } => {
-                self.send(Job::SetThinkingLevel { level }, Done::Quiet, replies)
-            }
-            ExtensionAction::Shutdown => self.quit_when_idle = true,
-            ExtensionAction::Abort => self.abort(),
-        }
-    }
-
-    /// One `ctx.ui` call of an extension.
-    fn extension_ui(&mut self, call: ext_ui::UiCall) {
-        match self.ext.take(call) {
-            ext_ui::Shown::Notice(text, warn) => {
-                self.transcript.notice(if warn { Tone::Warn } else { Tone::Info }, text)
-            }
-            ext_ui::Shown::EditorText(text) => self.editor.set_text(&text),
-            ext_ui::Shown::Title(title) => {
-                let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::terminal::SetTitle(title));
-            }
-            ext_ui::Shown::TerminalWrite(data) => {
-                use std::io::Write as _;
-                let mut stdout = std::io::stdout();
-                let _ = stdout.write_all(data.as_bytes()).and_then(|()| stdout.flush());
-            }
-            ext_ui::Shown::ThinkingLabel(label) => self.transcript.set_thinking_label(label),
-            ext_ui::Shown::Nothing => {}
         }
     }
 
