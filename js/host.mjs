@@ -447,22 +447,24 @@ function initUpstreamTheme() {
 /** Open custom components, by id: their keys and width from pi (`ui_input`). */
 const customs = new Map();
 
-/** Upstream's `ctx.ui.custom(factory)`: the component the factory returns (`render(width)`,
- *  `handleInput(data)`, `invalidate()`) is drawn by pi from the lines sent here; pi sends the keys
- *  (terminal bytes) and the width back; `done(result)` closes it and resolves the call. Where pi
- *  has no component UI (RPC), pi cancels it and the call resolves to `undefined`. */
-function custom(factory, options) {
+/** A component pi draws from the lines sent here: `make(tui, done)` builds it (`render(width)`,
+ *  `handleInput(data)`, `invalidate()`); pi sends the keys (terminal bytes), the width and — for
+ *  an editor — the text back (`ui_input`); `done(result)` closes it and resolves the promise.
+ *  `fields` go with the opening request. Where pi has no component UI (RPC), pi cancels it and
+ *  the promise resolves to `undefined`. */
+function openComponent(make, fields) {
   const id = nextDialog++;
   let width = 80;
   let component;
   let closed = false;
-  return new Promise((resolve) => {
+  let done;
+  const promise = new Promise((resolve) => {
     const render = () => {
       if (closed || !component) return;
       const lines = component.render(width).map(String);
       send({ type: "ui", method: "custom_render", customId: id, lines });
     };
-    const done = (result) => {
+    done = (result) => {
       if (closed) return;
       closed = true;
       customs.delete(id);
@@ -478,26 +480,89 @@ function custom(factory, options) {
         component?.invalidate?.();
       }
       try {
+        if (typeof input.setText === "string") component?.setText?.(input.setText);
         if (input.data !== undefined) component?.handleInput?.(input.data);
         render();
       } catch (error) {
         // The component failed: said in the log, closed, never the host's end.
-        log(`pi js host: ctx.ui.custom: ${error?.stack ?? error}`);
+        log(`pi js host: ${fields.editor ? "ctx.ui.setEditorComponent" : "ctx.ui.custom"}: ${error?.stack ?? error}`);
         done(undefined);
       }
     });
     // pi's answer to the opening request comes only when pi closed it (cancelled, quitting).
     dialogs.set(id, () => done(undefined));
-    initUpstreamTheme().then(() => factory(tui, plainTheme, {}, done)).then((made) => {
+    initUpstreamTheme().then(() => make(tui, done)).then((made) => {
       component = made;
-      // Overlay options are plain data (pi-tui's `visible` callback stays here, unused).
-      const { visible: _visible, ...overlayOptions } = options?.overlayOptions ?? {};
-      send({ type: "ui", id, method: "custom", lines: component.render(width).map(String), overlay: Boolean(options?.overlay), overlayOptions });
+      if (closed) return component?.dispose?.();
+      send({ type: "ui", id, method: "custom", lines: component.render(width).map(String), ...fields });
     }, (error) => {
-      log(`pi js host: ctx.ui.custom: ${error?.stack ?? error}`);
+      log(`pi js host: ${fields.editor ? "ctx.ui.setEditorComponent" : "ctx.ui.custom"}: ${error?.stack ?? error}`);
       done(undefined);
     });
   });
+  return { promise, close: () => done(undefined), get component() { return component; } };
+}
+
+/** Upstream's `ctx.ui.custom(factory)`: the component the factory returns, drawn by pi in a box
+ *  or as an overlay (`overlayOptions` are plain data: pi-tui's `visible` callback stays here). */
+function custom(factory, options) {
+  const { visible: _visible, ...overlayOptions } = options?.overlayOptions ?? {};
+  const fields = { overlay: Boolean(options?.overlay), overlayOptions };
+  return openComponent((tui, done) => factory(tui, plainTheme, {}, done), fields).promise;
+}
+
+/** Upstream's `ctx.ui.setEditorComponent(factory)`: the editor the factory returns (usually a
+ *  subclass of upstream's `CustomEditor`) takes the place of pi's in the terminal, as upstream
+ *  wires it: made with upstream's editor theme and keybindings (`~/.pi/agent/keybindings.json`),
+ *  its text kept in step with pi's editor (`onChange`), `onSubmit` sends the message, and the
+ *  app's actions it recognises (Esc, Ctrl+D, Ctrl+L…) are carried out by pi by their ids. `undefined`
+ *  gives pi's own editor back. */
+let editorComponent; // { factory, opened }
+
+/** Upstream's editor theme and its manager of app and editor keybindings (modules its index
+ *  does not export); without upstream's package (an editor of the extension's own), a plain
+ *  theme and bindings that match nothing. */
+async function upstreamEditorKit() {
+  try {
+    await initUpstreamTheme();
+    const index = import.meta.resolve("@mariozechner/pi-coding-agent");
+    const module = (path) => import(new URL(path, index).href);
+    const { getEditorTheme } = await module("modes/interactive/theme/theme.js");
+    const { KeybindingsManager } = await module("core/keybindings.js");
+    return { theme: getEditorTheme(), keybindings: KeybindingsManager.create() };
+  } catch {
+    const plain = (text) => text;
+    const selectList = { selectedPrefix: plain, selectedText: plain, description: plain, scrollInfo: plain, noMatch: plain };
+    return { theme: { borderColor: plain, selectList }, keybindings: { matches: () => false, getKeys: () => [] } };
+  }
+}
+function setEditorComponent(factory) {
+  editorComponent?.opened.close();
+  editorComponent = undefined;
+  if (typeof factory !== "function") return;
+  const make = async (tui) => {
+    const { theme, keybindings } = await upstreamEditorKit();
+    const editor = await factory(tui, theme, keybindings);
+    editor.focused = true;
+    const action = (id) => () => send({ type: "ui", method: "editor_action", action: id });
+    editor.onSubmit = (text) => {
+      editor.addToHistory?.(text);
+      send({ type: "ui", method: "editor_submit", text });
+    };
+    editor.onChange = (text) => send({ type: "ui", method: "editor_change", text });
+    if (editor.actionHandlers instanceof Map) {
+      editor.onEscape ??= action("app.interrupt");
+      editor.onCtrlD ??= action("app.exit");
+      editor.onPasteImage ??= action("app.clipboard.pasteImage");
+      // Extensions' shortcuts reach pi before the editor sees the key.
+      editor.onExtensionShortcut ??= () => false;
+      for (const id of Object.keys(keybindings.getEffectiveConfig?.() ?? {})) {
+        if (id.startsWith("app.") && !editor.actionHandlers.has(id)) editor.actionHandlers.set(id, action(id));
+      }
+    }
+    return editor;
+  };
+  editorComponent = { factory, opened: openComponent(make, { editor: true }) };
 }
 
 /** A displayed custom message in pi's transcript: drawn by the extension's renderer
@@ -595,6 +660,9 @@ const protocolUI = {
   setWorkingVisible: (visible) => send({ type: "ui", method: "setWorkingVisible", visible: Boolean(visible) }),
   setEditorText: (text) => send({ type: "ui", method: "set_editor_text", text }),
   pasteToEditor: (text) => send({ type: "ui", method: "set_editor_text", text }),
+  getEditorText: () => editorComponent?.opened.component?.getText?.() ?? "",
+  setEditorComponent,
+  getEditorComponent: () => editorComponent?.factory,
   custom,
 };
 

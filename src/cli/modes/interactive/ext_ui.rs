@@ -125,11 +125,40 @@ fn osc_only(text: &str) -> bool {
 /// them); anything else that escapes is dropped.
 pub fn styled(line: &str) -> Line<'static> {
     use ansi_to_tui::IntoText as _;
+    // String sequences (OSC titles, pi-tui's APC cursor marker) carry no style: gone first.
+    let line = &if line.contains("\x1b]") || line.contains("\x1b_") || line.contains("\x1bP") {
+        strip_strings(line)
+    } else {
+        line.to_owned()
+    };
     line.into_text()
         .ok()
         .and_then(|text| text.lines.into_iter().next())
         .map(|l| Line::from(l.spans.into_iter().map(|s| Span::styled(plain(&s.content), s.style)).collect::<Vec<_>>()))
         .unwrap_or_else(|| Line::raw(plain(line)))
+}
+
+/// `text` without its string sequences (`ESC ]`, `ESC _`, `ESC P`, … ended by BEL or `ESC \\`).
+fn strip_strings(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' && chars.next_if(|n| matches!(n, ']' | '_' | 'P' | '^' | 'X')).is_some() {
+            skip_string(&mut chars);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Skips a string sequence's body and its end (BEL or `ESC \\`).
+fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    while let Some(c) = chars.next() {
+        if c == '\x07' || (c == '\x1b' && chars.next_if_eq(&'\\').is_some()) {
+            break;
+        }
+    }
 }
 
 /// `text` without terminal escape sequences (the component's colours and styles).
@@ -144,41 +173,59 @@ fn plain(text: &str) -> String {
         // CSI (`ESC [ … final`), OSC (`ESC ] … BEL|ST`), or a two-character escape.
         match chars.next() {
             Some('[') => while chars.next().is_some_and(|c| !('@'..='~').contains(&c)) {},
-            Some(']') => {
-                while let Some(c) = chars.next() {
-                    if c == '\x07' || (c == '\x1b' && chars.next_if_eq(&'\\').is_some()) {
-                        break;
-                    }
-                }
-            }
+            Some(']' | '_' | 'P' | '^' | 'X') => skip_string(&mut chars),
             _ => {}
         }
     }
     out
 }
 
-/// A key as the terminal bytes a component reads (`matchesKey` in pi-tui).
+/// A key as the terminal bytes a component reads (`matchesKey` in pi-tui), in xterm's legacy
+/// encoding: Ctrl letters as control characters, Alt as an `ESC` prefix, modified arrows and
+/// editing keys with xterm's modifier parameter (`ESC [1;5D` is Ctrl+Left).
 fn key_bytes(key: &KeyEvent) -> Option<String> {
-    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    let m = key.modifiers;
+    let (ctrl, alt, shift) =
+        (m.contains(KeyModifiers::CONTROL), m.contains(KeyModifiers::ALT), m.contains(KeyModifiers::SHIFT));
+    // xterm's modifier parameter: 1 + Shift 1, Alt 2, Ctrl 4.
+    let param = 1 + u8::from(shift) + 2 * u8::from(alt) + 4 * u8::from(ctrl);
+    let csi = |last: char| if param > 1 { format!("\x1b[1;{param}{last}") } else { format!("\x1b[{last}") };
+    let tilde = |n: u8| if param > 1 { format!("\x1b[{n};{param}~") } else { format!("\x1b[{n}~") };
+    let alt_prefix = |bytes: String| if alt { format!("\x1b{bytes}") } else { bytes };
     Some(match key.code {
-        KeyCode::Char(c) if ctrl && c.is_ascii_alphabetic() => {
-            ((c.to_ascii_lowercase() as u8 - b'a' + 1) as char).to_string()
-        }
-        KeyCode::Char(c) => c.to_string(),
-        KeyCode::Enter => "\r".into(),
-        KeyCode::Esc => "\x1b".into(),
-        KeyCode::Backspace => "\x7f".into(),
-        KeyCode::Tab => "\t".into(),
+        KeyCode::Char(c) if ctrl => alt_prefix(
+            match c.to_ascii_lowercase() {
+                c @ 'a'..='z' => (c as u8 - b'a' + 1) as char,
+                ' ' | '@' | '2' => '\0',
+                '[' | '3' => '\x1b',
+                '\\' | '4' => '\x1c',
+                ']' | '5' => '\x1d',
+                '^' | '6' => '\x1e',
+                '-' | '_' | '7' | '/' => '\x1f',
+                _ => return None,
+            }
+            .to_string(),
+        ),
+        KeyCode::Char(c) => alt_prefix(c.to_string()),
+        KeyCode::Enter => alt_prefix("\r".into()),
+        KeyCode::Esc => alt_prefix("\x1b".into()),
+        KeyCode::Backspace if ctrl => alt_prefix("\x08".into()),
+        KeyCode::Backspace => alt_prefix("\x7f".into()),
+        KeyCode::Tab => alt_prefix("\t".into()),
         KeyCode::BackTab => "\x1b[Z".into(),
-        KeyCode::Up => "\x1b[A".into(),
-        KeyCode::Down => "\x1b[B".into(),
-        KeyCode::Right => "\x1b[C".into(),
-        KeyCode::Left => "\x1b[D".into(),
-        KeyCode::Home => "\x1b[H".into(),
-        KeyCode::End => "\x1b[F".into(),
-        KeyCode::Delete => "\x1b[3~".into(),
-        KeyCode::PageUp => "\x1b[5~".into(),
-        KeyCode::PageDown => "\x1b[6~".into(),
+        KeyCode::Up => csi('A'),
+        KeyCode::Down => csi('B'),
+        KeyCode::Right => csi('C'),
+        KeyCode::Left => csi('D'),
+        KeyCode::Home => csi('H'),
+        KeyCode::End => csi('F'),
+        KeyCode::Insert => tilde(2),
+        KeyCode::Delete => tilde(3),
+        KeyCode::PageUp => tilde(5),
+        KeyCode::PageDown => tilde(6),
+        KeyCode::F(n @ 1..=4) if param == 1 => format!("\x1bO{}", char::from(b'P' + n - 1)),
+        KeyCode::F(n @ 1..=4) => format!("\x1b[1;{param}{}", char::from(b'P' + n - 1)),
+        KeyCode::F(n @ 5..=12) => tilde([15, 17, 18, 19, 20, 21, 23, 24][usize::from(n - 5)]),
         _ => return None,
     })
 }
@@ -202,6 +249,9 @@ pub struct ExtScreen {
     open: Option<Dialog>,
     /// Open components, the last on top (it gets the keys).
     components: Vec<Component>,
+    /// An extension's editor (`ctx.ui.setEditorComponent`), drawn and given the keys in place
+    /// of pi's.
+    editor: Option<Component>,
     queued: VecDeque<(Value, oneshot::Sender<Value>)>,
     /// `setStatus` entries by key.
     pub status: BTreeMap<String, String>,
@@ -231,6 +281,12 @@ pub enum Shown {
     TerminalWrite(String),
     /// What collapsed thinking is called (`None`: pi's own).
     ThinkingLabel(Option<String>),
+    /// An extension's editor sent its message (Enter).
+    Submit(String),
+    /// An extension's editor's text changed (pi's editor follows it).
+    EditorChanged(String),
+    /// An extension's editor recognised one of the app's keys: upstream's action id.
+    Action(String),
     /// Status and widgets changed (drawn from [`ExtScreen`]).
     Nothing,
 }
@@ -261,7 +317,15 @@ impl ExtScreen {
                 let id = request.get("customId").cloned().unwrap_or(Value::Null);
                 let overlay = (request.get("overlay") == Some(&Value::Bool(true)))
                     .then(|| Placement::parse(request.get("overlayOptions").unwrap_or(&Value::Null)));
-                self.components.push(Component { id, lines, input, reply, width: 0, overlay });
+                let component = Component { id, lines, input, reply, width: 0, overlay };
+                if request.get("editor") == Some(&Value::Bool(true)) {
+                    // One editor at a time: the one it replaces is closed.
+                    if let Some(old) = self.editor.replace(component) {
+                        let _ = old.reply.send(json!({"cancelled": true}));
+                    }
+                } else {
+                    self.components.push(component);
+                }
                 Shown::Nothing
             }
         }
@@ -329,6 +393,20 @@ impl ExtScreen {
             }
             "setTitle" => Shown::Title(text(request, "title").unwrap_or_default()),
             "set_editor_text" => Shown::EditorText(text(request, "text").unwrap_or_default()),
+            "editor_submit" if self.editor.is_some() => Shown::Submit(text(request, "text").unwrap_or_default()),
+            "editor_change" if self.editor.is_some() => Shown::EditorChanged(text(request, "text").unwrap_or_default()),
+            "editor_action" if self.editor.is_some() => Shown::Action(text(request, "action").unwrap_or_default()),
+            "custom_render" | "custom_close"
+                if self.editor.as_ref().is_some_and(|e| request.get("customId") == Some(&e.id)) =>
+            {
+                if request["method"] == "custom_close" {
+                    let _ = self.editor.take().map(|e| e.reply.send(json!({"closed": true})));
+                } else if let Some(editor) = &mut self.editor {
+                    editor.lines =
+                        request.get("lines").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default();
+                }
+                Shown::Nothing
+            }
             "custom_render" | "custom_close" => {
                 let Some(at) = self.components.iter().position(|c| request.get("customId") == Some(&c.id)) else {
                     return Shown::Nothing;
@@ -342,6 +420,45 @@ impl ExtScreen {
                 Shown::Nothing
             }
             _ => Shown::Nothing,
+        }
+    }
+
+    /// True while an extension's editor stands in for pi's.
+    pub fn has_editor(&self) -> bool {
+        self.editor.as_ref().is_some_and(|e| !e.input.is_closed())
+    }
+
+    /// The extension's editor as it rendered itself for `width` (told the width when it
+    /// changed); `None` without one.
+    pub fn editor_lines(&mut self, width: u16) -> Option<Vec<Line<'static>>> {
+        if self.editor.as_ref().is_some_and(|e| e.input.is_closed()) {
+            // Its extension is gone: pi's editor is back.
+            let _ = self.editor.take().map(|e| e.reply.send(json!({"cancelled": true})));
+        }
+        let editor = self.editor.as_mut()?;
+        editor.tell_width(width);
+        Some(editor.lines.iter().map(|l| styled(l)).collect())
+    }
+
+    /// One key for the extension's editor, as the terminal bytes it reads.
+    pub fn editor_key(&self, key: &KeyEvent) {
+        if let (Some(editor), Some(data)) = (&self.editor, key_bytes(key)) {
+            let _ = editor.input.send(json!({"data": data}));
+        }
+    }
+
+    /// Pasted text for the extension's editor (a bracketed paste, as a terminal sends it).
+    pub fn editor_paste(&self, text: &str) {
+        if let Some(editor) = &self.editor {
+            let _ = editor.input.send(json!({"data": format!("\x1b[200~{text}\x1b[201~")}));
+        }
+    }
+
+    /// Puts `text` in the extension's editor (pi changed its own: a dequeue, `setEditorText`,
+    /// Ctrl+G, a cleared editor).
+    pub fn editor_set_text(&self, text: &str) {
+        if let Some(editor) = &self.editor {
+            let _ = editor.input.send(json!({"setText": text}));
         }
     }
 
@@ -490,11 +607,25 @@ mod tests {
     #[test]
     fn styles_are_dropped_and_keys_become_terminal_bytes() {
         assert_eq!(plain("\x1b[1;32mgreen\x1b[0m and \x1b]0;title\x07plain"), "green and plain");
+        assert_eq!(plain("a\x1b_pi:c\x07b"), "ab", "pi-tui's cursor marker");
+        let marked = styled("\x1b[7mx\x1b_pi:c\x07\x1b[27m y");
+        assert_eq!(marked.spans.iter().map(|s| s.content.as_ref()).collect::<String>(), "x y");
         let key = |code| KeyEvent::new(code, KeyModifiers::NONE);
         assert_eq!(key_bytes(&key(KeyCode::Up)).as_deref(), Some("\x1b[A"));
         assert_eq!(key_bytes(&key(KeyCode::Esc)).as_deref(), Some("\x1b"));
-        assert_eq!(key_bytes(&KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)).as_deref(), Some("\x03"));
-        assert_eq!(key_bytes(&key(KeyCode::F(5))), None);
+        let with = |code, modifiers| key_bytes(&KeyEvent::new(code, modifiers));
+        let (ctrl, alt) = (KeyModifiers::CONTROL, KeyModifiers::ALT);
+        assert_eq!(with(KeyCode::Char('c'), ctrl).as_deref(), Some("\x03"));
+        assert_eq!(with(KeyCode::Char('b'), alt).as_deref(), Some("\x1bb"));
+        assert_eq!(with(KeyCode::Left, ctrl).as_deref(), Some("\x1b[1;5D"));
+        assert_eq!(with(KeyCode::Up, alt).as_deref(), Some("\x1b[1;3A"));
+        assert_eq!(with(KeyCode::Backspace, alt).as_deref(), Some("\x1b\x7f"));
+        assert_eq!(with(KeyCode::Char('-'), ctrl).as_deref(), Some("\x1f"));
+        assert_eq!(with(KeyCode::Char(']'), ctrl).as_deref(), Some("\x1d"));
+        assert_eq!(with(KeyCode::Enter, alt).as_deref(), Some("\x1b\r"));
+        assert_eq!(with(KeyCode::Delete, ctrl).as_deref(), Some("\x1b[3;5~"));
+        assert_eq!(key_bytes(&key(KeyCode::F(1))).as_deref(), Some("\x1bOP"));
+        assert_eq!(key_bytes(&key(KeyCode::F(5))).as_deref(), Some("\x1b[15~"));
     }
 
     #[test]

@@ -44,7 +44,7 @@ impl Ui<'_> {
     }
 
     /// One `ctx.ui` call of an extension.
-    pub(super) fn extension_ui(&mut self, call: ext_ui::UiCall) {
+    pub(super) fn extension_ui(&mut self, call: ext_ui::UiCall, replies: &Replies) {
         match self.ext.take(call) {
             ext_ui::Shown::Notice(text, warn) => {
                 self.transcript.notice(if warn { Tone::Warn } else { Tone::Info }, text)
@@ -59,7 +59,34 @@ impl Ui<'_> {
                 let _ = stdout.write_all(data.as_bytes()).and_then(|()| stdout.flush());
             }
             ext_ui::Shown::ThinkingLabel(label) => self.transcript.set_thinking_label(label),
+            ext_ui::Shown::Submit(text) => {
+                self.editor.add_history([text.clone()]);
+                self.submit(text, QueueKind::Steer, replies);
+            }
+            ext_ui::Shown::EditorChanged(text) => {
+                self.editor.set_text(&text);
+                self.editor_synced = Some(text);
+            }
+            ext_ui::Shown::Action(id) => {
+                if let Some(action) = super::keys::Action::by_id(&id) {
+                    self.act(action, replies);
+                }
+            }
             ext_ui::Shown::Nothing => {}
+        }
+    }
+
+    /// With an extension's editor in place of pi's: what pi put in its own editor since (a
+    /// dequeue, a cleared editor, `setEditorText`, Ctrl+G) goes to the extension's.
+    pub(super) fn sync_extension_editor(&mut self) {
+        if !self.ext.has_editor() {
+            self.editor_synced = None;
+            return;
+        }
+        let text = self.editor.text();
+        if self.editor_synced.as_deref() != Some(text.as_str()) {
+            self.ext.editor_set_text(&text);
+            self.editor_synced = Some(text);
         }
     }
 }

@@ -51,6 +51,10 @@ impl Ui<'_> {
             self.send(Job::Shortcut { key: id }, Done::Quiet, replies);
             return;
         }
+        if self.ext.has_editor() {
+            // An extension's editor takes every other key (the app's keys come back as actions).
+            return self.ext.editor_key(&key);
+        }
         if !(ctrl && key.code == KeyCode::Char('c')) {
             self.last_ctrl_c = None;
         }
@@ -166,7 +170,7 @@ impl Ui<'_> {
 
     /// Carries out `action`; false when it does not apply now (the key then tries the next
     /// action bound to it).
-    fn act(&mut self, action: Action, replies: &Replies) -> bool {
+    pub(super) fn act(&mut self, action: Action, replies: &Replies) -> bool {
         match action {
             Action::Interrupt if self.working() => self.abort(),
             Action::Interrupt => return false,

@@ -102,6 +102,13 @@ const ACTIONS: &[(Action, &str, &[&str])] = &[
     (Action::Undo, "tui.editor.undo", &["ctrl+-"]),
 ];
 
+impl Action {
+    /// The action of upstream's id (`app.model.select`).
+    pub fn by_id(id: &str) -> Option<Action> {
+        ACTIONS.iter().find(|(_, name, _)| *name == id).map(|(action, ..)| *action)
+    }
+}
+
 /// Keys of one action.
 #[derive(Debug, Clone, PartialEq)]
 struct Binding {

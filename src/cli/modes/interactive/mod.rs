@@ -150,6 +150,7 @@ pub async fn run(
         completion: None,
         project_files: None,
         pending_images: Vec::new(),
+        editor_synced: None,
     };
     let mut ui = ui;
     if args.resume {
@@ -220,6 +221,8 @@ struct Ui<'a> {
     project_files: Option<Vec<String>>,
     /// Images pasted (Ctrl+V) for the next prompt.
     pending_images: Vec<pi_agent::message::ContentBlock>,
+    /// The text pi's editor and an extension's editor (`setEditorComponent`) last agreed on.
+    editor_synced: Option<String>,
 }
 
 type Replies = mpsc::UnboundedSender<(Done, JobResult)>;
@@ -275,6 +278,7 @@ impl Ui<'_> {
             for line in errors.try_iter() {
                 self.transcript.notice(Tone::Warn, line);
             }
+            self.sync_extension_editor();
             if let Err(e) = terminal.draw(|frame| self.draw(frame)) {
                 break if terminal_hung_up() { Ok(Ended::HungUp) } else { Err(e) };
             }
@@ -291,6 +295,7 @@ impl Ui<'_> {
             tokio::select! {
                 key = keys.recv() => match key {
                     Some(Event::Key(key)) if key.kind != KeyEventKind::Release => self.key(key, &replies_tx),
+                    Some(Event::Paste(text)) if self.ext.has_editor() => self.ext.editor_paste(&text),
                     Some(Event::Paste(text)) => self.editor.insert_str(&text),
                     Some(_) => {}
                     None => self.quit = true,
@@ -302,7 +307,7 @@ impl Ui<'_> {
                     }
                 }
                 Some((done, outcome)) = replies.recv() => self.done(done, outcome),
-                Some(call) = ui_calls.recv() => self.extension_ui(call),
+                Some(call) = ui_calls.recv() => self.extension_ui(call, &replies_tx),
                 Some(action) = actions.recv() => self.extension_action(action, &replies_tx),
                 _ = tick.tick() => {
                     if terminal_hung_up() {
@@ -518,7 +523,12 @@ impl Ui<'_> {
     fn draw(&mut self, frame: &mut ratatui::Frame<'_>) {
         let area = frame.area();
         let width = area.width as usize;
-        let editor_height = (self.editor.lines().len() as u16).clamp(1, 8);
+        // An extension's editor (`setEditorComponent`) draws itself, its frame included.
+        let ext_editor = self.ext.editor_lines(area.width);
+        let editor_height = match &ext_editor {
+            Some(lines) => (lines.len() as u16).clamp(1, 14).saturating_sub(1),
+            None => (self.editor.lines().len() as u16).clamp(1, 8),
+        };
         let pending = self.shared.queue.pending();
         let mut widget_lines: Vec<String> = self.ext.widgets.values().flatten().take(6).cloned().collect();
         if !self.ext.status.is_empty() {
@@ -569,7 +579,26 @@ impl Ui<'_> {
         }
         frame.render_widget(Paragraph::new(status_lines), status);
 
-        let rule = Line::styled("─".repeat(width), dim);
+        if let Some(lines) = ext_editor {
+            frame.render_widget(Paragraph::new(lines), editor);
+        } else {
+            self.draw_editor(frame, editor, editor_height);
+        }
+
+        frame.render_widget(Paragraph::new(footer_lines), footer);
+        self.ext.draw(frame);
+        if let Some(picker) = &self.picker {
+            picker.draw(frame);
+        }
+        if let Some(alert) = &self.alert {
+            alert.draw(frame);
+        }
+    }
+
+    /// pi's own editor: a rule, then the lines around the cursor, the terminal's cursor in place.
+    fn draw_editor(&self, frame: &mut ratatui::Frame<'_>, editor: ratatui::layout::Rect, editor_height: u16) {
+        let (area, dim) = (frame.area(), Style::default().fg(Color::DarkGray));
+        let rule = Line::styled("─".repeat(area.width as usize), dim);
         let (row, col) = self.editor.cursor();
         let first_row = (row + 1).saturating_sub(editor_height as usize);
         let mut editor_lines = vec![rule];
@@ -581,15 +610,6 @@ impl Ui<'_> {
         let cursor_x = editor.x + 2 + col as u16;
         let cursor_y = editor.y + 1 + (row - first_row) as u16;
         frame.set_cursor_position(Position::new(cursor_x.min(area.width.saturating_sub(1)), cursor_y));
-
-        frame.render_widget(Paragraph::new(footer_lines), footer);
-        self.ext.draw(frame);
-        if let Some(picker) = &self.picker {
-            picker.draw(frame);
-        }
-        if let Some(alert) = &self.alert {
-            alert.draw(frame);
-        }
     }
 
     /// Model, tokens, cost, context (or an extension's footer, `ctx.ui.setFooter`); telemetry
