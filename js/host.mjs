@@ -14,7 +14,7 @@
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import { basename } from "node:path";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { register } from "node:module";
 import { execFileSync, spawn } from "node:child_process";
 import { constants as osConstants } from "node:os";
@@ -293,10 +293,14 @@ async function serveProvider(id, { provider, model, context, options }) {
   return { message: final ?? (await events.result?.()) };
 }
 
-/** A theme that styles nothing (no terminal to style for): `fg("accent", text)` is `text`. */
+/** A theme that styles nothing (no terminal to style for): `fg("accent", text)` is `text`. Not
+ *  a thenable (`then` is not one of its methods), so a promise can resolve to it. */
 const plainTheme = new Proxy(
   {},
-  { get: (_target, key) => (key === "name" ? "plain" : (...args) => (typeof args[args.length - 1] === "string" ? args[args.length - 1] : "")) },
+  {
+    get: (_target, key) =>
+      key === "then" ? undefined : key === "name" ? "plain" : (...args) => (typeof args[args.length - 1] === "string" ? args[args.length - 1] : ""),
+  },
 );
 
 /** Upstream's answers where there is no UI (print mode): questions get "no answer", display
@@ -377,6 +381,7 @@ function sessionManager(wire) {
 }
 
 let uiPresent = false; // pi has a UI for extensions (RPC, interactive), from `hello`
+let componentsDrawn = false; // pi draws what extensions render (interactive), from `hello`
 let knownModels = []; // every model pi knows (upstream's `Model` shape), from `hello`
 
 /** Asks pi for a model's credentials (a `query_result` answers). */
@@ -442,6 +447,14 @@ function initUpstreamTheme() {
     () => {}, // not installed: nothing of it can be in use
   );
   return themeReady;
+}
+
+/** A module of upstream's `pi-coding-agent` its index does not export (`dist/PATH`), from pi's
+ *  JS folder (where this host lives, and where the host's own imports of it resolve);
+ *  `undefined` when the package is not installed there. */
+async function upstreamModule(path) {
+  const url = new URL(`node_modules/@mariozechner/pi-coding-agent/dist/${path}`, import.meta.url);
+  return existsSync(url) ? import(url.href) : undefined;
 }
 
 /** Open custom components, by id: their keys and width from pi (`ui_input`). */
@@ -525,10 +538,8 @@ let editorComponent; // { factory, opened }
 async function upstreamEditorKit() {
   try {
     await initUpstreamTheme();
-    const index = import.meta.resolve("@mariozechner/pi-coding-agent");
-    const module = (path) => import(new URL(path, index).href);
-    const { getEditorTheme } = await module("modes/interactive/theme/theme.js");
-    const { KeybindingsManager } = await module("core/keybindings.js");
+    const { getEditorTheme } = await upstreamModule("modes/interactive/theme/theme.js");
+    const { KeybindingsManager } = await upstreamModule("core/keybindings.js");
     return { theme: getEditorTheme(), keybindings: KeybindingsManager.create() };
   } catch {
     const plain = (text) => text;
@@ -833,11 +844,61 @@ async function dispatch(event, payload, ctx) {
   }
 }
 
-async function runTool(name, params, wire) {
+/** Upstream's `renderCall` / `renderResult` of this extension's tools, for the transcript of
+ *  pi's terminal: the call's lines (and the result's while it runs) when the call starts, the
+ *  result's — collapsed and expanded, for Ctrl+O — when it ends, as `tool_render` calls. A
+ *  renderer that throws is said in the log and pi draws that part its own way. */
+const renderWidth = 100;
+let rendererThemeReady;
+function rendererTheme() {
+  rendererThemeReady ??= initUpstreamTheme()
+    .then(() => upstreamModule("modes/interactive/theme/theme.js"))
+    .then((module) => ({ theme: module?.theme ?? plainTheme }), () => ({ theme: plainTheme }));
+  return rendererThemeReady;
+}
+function toolRenderer(tool, toolCallId, params, wire) {
+  if (!componentsDrawn || !toolCallId || !(tool.renderCall || tool.renderResult)) return undefined;
+  const state = {};
+  const renderContext = (extra) => ({ args: params, toolCallId, cwd: wire?.cwd ?? process.cwd(), invalidate() {}, lastComponent: undefined, state, executionStarted: true, argsComplete: true, showImages: false, isError: false, isPartial: false, expanded: false, ...extra });
+  const lines = (what, make) => {
+    try {
+      return make()?.render(renderWidth).map(String) ?? [];
+    } catch (error) {
+      log(`pi js host: ${tool.name}.${what}: ${error?.stack ?? error}`);
+      return undefined;
+    }
+  };
+  const result = (theme, full, expanded) =>
+    lines("renderResult", () => tool.renderResult(full, { expanded, isPartial: false }, theme, renderContext({ expanded, isError: Boolean(full.isError) })));
+  return {
+    async started() {
+      const { theme } = await rendererTheme();
+      const call = tool.renderCall ? lines("renderCall", () => tool.renderCall(params, theme, renderContext({ isPartial: true }))) : undefined;
+      const partial = tool.renderResult ? lines("renderResult", () => tool.renderResult({ content: [], details: undefined }, { expanded: false, isPartial: true }, theme, renderContext({ isPartial: true }))) : undefined;
+      send({ type: "ui", method: "tool_render", toolCallId, call, partial });
+    },
+    async ended(full) {
+      if (!tool.renderResult) return;
+      const { theme } = await rendererTheme();
+      send({ type: "ui", method: "tool_render", toolCallId, collapsed: result(theme, full, false), expanded: result(theme, full, true) });
+    },
+  };
+}
+
+async function runTool(name, params, wire, toolCallId) {
   const tool = tools.get(name);
   if (!tool) throw new Error(`no tool ${name}`);
   const updates = () => {};
-  const result = await tool.execute(`call_${Date.now()}`, params ?? {}, shutdown.signal, updates, context(wire));
+  const renderer = toolRenderer(tool, toolCallId, params ?? {}, wire);
+  await renderer?.started();
+  let result;
+  try {
+    result = await tool.execute(toolCallId || `call_${Date.now()}`, params ?? {}, shutdown.signal, updates, context(wire));
+  } catch (error) {
+    await renderer?.ended({ content: [{ type: "text", text: String(error?.message ?? error) }], details: undefined, isError: true });
+    throw error;
+  }
+  await renderer?.ended({ content: result?.content ?? [], details: result?.details, isError: Boolean(result?.isError) });
   return {
     content: result?.content ?? [],
     details: result?.details,
@@ -861,6 +922,7 @@ for await (const line of lines) {
   if (message.type === "hello" && !registered) {
     knownModels = Array.isArray(message.models) ? message.models : [];
     uiPresent = Boolean(message.hasUI);
+    componentsDrawn = Boolean(message.components);
     try {
       const module = await import(pathToFileURL(file).href);
       const factory = module.default;
@@ -894,8 +956,8 @@ for await (const line of lines) {
       (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
     );
   } else if (message.type === "tool") {
-    const { id, name, params, ctx } = message;
-    runTool(name, params, ctx).then(
+    const { id, name, params, ctx, toolCallId } = message;
+    runTool(name, params, ctx, toolCallId).then(
       (result) => send({ type: "result", id, result }),
       (error) => send({ type: "error", id, message: String(error?.message ?? error) }),
     );

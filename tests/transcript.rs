@@ -37,3 +37,51 @@ fn markdown_is_rendered_and_edits_show_as_a_coloured_diff() {
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A tool's own drawing (upstream's `renderCall` / `renderResult`): its call line (the status
+/// after it) and its result — collapsed, and expanded with Ctrl+O — in place of pi's; a renderer
+/// that throws leaves that part to pi.
+#[test]
+fn an_extensions_tool_draws_its_call_and_result() {
+    let dir = scratch("transcript-tool-render");
+    let extension = dir.join("drawn.mjs");
+    std::fs::write(
+        &extension,
+        r#"const text = (t) => ({ render: (width) => t.split("\n").map((l) => l.padEnd(width)) });
+export default function (pi) {
+  pi.registerTool({
+    name: "weigh", description: "Weighs a thing",
+    parameters: { type: "object", properties: { thing: { type: "string" } } },
+    async execute(_id, params) { return { content: [{ type: "text", text: `${params.thing}: 3 kg` }], details: { kg: 3 } }; },
+    renderCall: (args) => text(`WEIGHING ${args.thing}`),
+    renderResult: (result, { expanded, isPartial }) =>
+      text(isPartial ? "on the scale" : expanded ? `FULL ${result.content[0].text} (${result.details.kg})` : "WEIGHED"),
+  });
+  pi.registerTool({
+    name: "broken", description: "Draws badly",
+    parameters: { type: "object", properties: {} },
+    async execute() { return { content: [{ type: "text", text: "broken output" }] }; },
+    renderCall: () => { throw new Error("no drawing"); },
+    renderResult: () => text("BROKEN RESULT"),
+  });
+}
+"#,
+    )
+    .unwrap();
+    let script = json!([
+        {"tools": [{"name": "weigh", "arguments": {"thing": "anvil"}}, {"name": "broken", "arguments": {}}]},
+        {"text": "Weighed it."}
+    ]);
+    let mut tui = Tui::start(&dir, &script, &["-e", extension.to_str().unwrap()]);
+    tui.enter("weigh it");
+    tui.shows("Weighed it.");
+    let screen = tui.wait_for("both results drawn", |s| s.contains("WEIGHED") && s.contains("BROKEN RESULT"));
+    assert!(screen.lines().any(|l| l.trim_end() == "WEIGHING anvil ✓"), "{screen}");
+    assert!(screen.lines().any(|l| l.trim_end() == "⚙ broken {} ✓"), "pi's own call line:\n{screen}");
+    assert!(!screen.contains("anvil: 3 kg"), "pi's output is not drawn:\n{screen}");
+    tui.keys("\x0f");
+    tui.shows("FULL anvil: 3 kg (3)");
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -98,6 +98,7 @@ impl Agent {
                 reasoning: self.config.reasoning.clone(),
             },
             updates: None,
+            call_id: String::new(),
         }
     }
 }
@@ -191,7 +192,7 @@ impl ToolJob {
         let (updates_tx, mut updates_rx) = mpsc::unbounded_channel::<String>();
         let (id, name, args) = (&self.id, &self.name, &self.args);
         let execute = async move {
-            let ctx = ToolContext { updates: Some(updates_tx), ..self.ctx.clone() };
+            let ctx = ToolContext { updates: Some(updates_tx), call_id: id.clone(), ..self.ctx.clone() };
             match &self.blocked {
                 Some((_, reason)) => ((reason.clone(), None, true, None), false),
                 None => match self.tools.get(name) {

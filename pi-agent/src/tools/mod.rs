@@ -53,6 +53,8 @@ pub struct ToolContext {
     pub env: SessionEnv,
     /// Receives partial output while the tool runs (`tool_execution_update`), if someone listens.
     pub updates: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+    /// The model's id of this call (empty outside a turn).
+    pub call_id: String,
 }
 
 impl ToolContext {

@@ -208,6 +208,7 @@ mod tests {
             cancel: tokio_util::sync::CancellationToken::new(),
             env: Default::default(),
             updates: None,
+            call_id: String::new(),
         };
         let grep_args = json!({"pattern": "needle"});
         let grep = GrepTool.execute(&grep_args, &ctx).await.unwrap().content;

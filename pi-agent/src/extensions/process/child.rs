@@ -78,7 +78,8 @@ impl Connection {
             return Err("no stdin/stdout".into());
         };
         let models = spec.models.as_ref().map(|m| m.0.models());
-        let hello = Request::Hello { protocol: PROTOCOL_VERSION, cwd: &spec.cwd, has_ui, models }.to_json();
+        let components = spec.ui.as_ref().is_some_and(|ui| ui.0.draws_components());
+        let hello = Request::Hello { protocol: PROTOCOL_VERSION, cwd: &spec.cwd, has_ui, models, components }.to_json();
         let mut lines = BufReader::new(stdout).lines();
         let handshake = async {
             write_line(&mut stdin, &hello).await?;

@@ -23,6 +23,10 @@ pub(crate) enum Request<'a> {
         /// Every model pi knows, in upstream's `Model` shape (`ctx.modelRegistry`).
         #[serde(skip_serializing_if = "Option::is_none")]
         models: Option<Value>,
+        /// pi draws what extensions render (components, tools' `renderCall`/`renderResult`):
+        /// the interactive mode.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        components: bool,
     },
     /// An event for a handler it registered.
     Event { event: &'a str, payload: Value, ctx: Value },
@@ -34,8 +38,14 @@ pub(crate) enum Request<'a> {
     Provider { provider: &'a str, model: Value, context: Value, options: Value },
     /// A key shortcut it registered was pressed (`key`: upstream's key id, `ctrl+alt+p`).
     Shortcut { key: &'a str, ctx: Value },
-    /// A call of a tool it registered.
-    Tool { name: &'a str, params: &'a Value, ctx: Value },
+    /// A call of a tool it registered (`toolCallId`: the model's id of the call).
+    Tool {
+        name: &'a str,
+        params: &'a Value,
+        ctx: Value,
+        #[serde(rename = "toolCallId", skip_serializing_if = "str::is_empty")]
+        tool_call_id: &'a str,
+    },
     /// Stop now.
     Shutdown,
 }

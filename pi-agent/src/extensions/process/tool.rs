@@ -45,7 +45,9 @@ impl Tool for ProcessTool {
             let traceparent = ctx.env.expose.then(|| current.traceparent().map(|tp| tp.to_string())).flatten();
             let ctx_json = json!({"hasUI": self.extension.has_ui(), "cwd": ctx.cwd, "sessionId": ctx.env.session_id, "sessionFile": ctx.env.session_file, "traceparent": traceparent,
                                   "attribution": attribution, "piExecutable": std::env::current_exe().ok()});
-            let message = Request::Tool { name: &self.spec.name, params: args, ctx: ctx_json }.to_json();
+            let message =
+                Request::Tool { name: &self.spec.name, params: args, ctx: ctx_json, tool_call_id: &ctx.call_id }
+                    .to_json();
             let reply = tokio::select! {
                 reply = self.extension.request_within(message, TOOL_TIMEOUT) => reply,
                 () = ctx.cancel.cancelled() => return Err(ToolError::Aborted),

@@ -34,6 +34,13 @@ pub trait ExtensionUi: Send + Sync {
         let _ = (request, input);
         Box::pin(async { json!({"cancelled": true}) })
     }
+
+    /// True where what extensions render is drawn (the terminal): they are told so in `hello`
+    /// and render their tools' calls and results (`tool_render` calls through
+    /// [`ExtensionUi::show`]).
+    fn draws_components(&self) -> bool {
+        false
+    }
 }
 
 /// A shared [`ExtensionUi`] for a [`ProcessSpec`](super::ProcessSpec).

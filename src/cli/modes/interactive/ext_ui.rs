@@ -46,6 +46,10 @@ impl ExtensionUi for TerminalUi {
         let _ = self.0.send(UiCall::Custom(request, input, tx));
         Box::pin(async move { rx.await.unwrap_or_else(|_| json!({"cancelled": true})) })
     }
+
+    fn draws_components(&self) -> bool {
+        true
+    }
 }
 
 /// An open custom component: the lines it rendered last.
@@ -287,6 +291,8 @@ pub enum Shown {
     EditorChanged(String),
     /// An extension's editor recognised one of the app's keys: upstream's action id.
     Action(String),
+    /// An extension drew (part of) a call of its tool: the call's id and the drawing.
+    ToolDrawn(String, super::transcript::Drawn),
     /// Status and widgets changed (drawn from [`ExtScreen`]).
     Nothing,
 }
@@ -393,6 +399,16 @@ impl ExtScreen {
             }
             "setTitle" => Shown::Title(text(request, "title").unwrap_or_default()),
             "set_editor_text" => Shown::EditorText(text(request, "text").unwrap_or_default()),
+            "tool_render" => {
+                let lines = |key: &str| request.get(key).and_then(|l| serde_json::from_value(l.clone()).ok());
+                let drawn = super::transcript::Drawn {
+                    call: lines("call"),
+                    partial: lines("partial"),
+                    collapsed: lines("collapsed"),
+                    expanded: lines("expanded"),
+                };
+                Shown::ToolDrawn(text(request, "toolCallId").unwrap_or_default(), drawn)
+            }
             "editor_submit" if self.editor.is_some() => Shown::Submit(text(request, "text").unwrap_or_default()),
             "editor_change" if self.editor.is_some() => Shown::EditorChanged(text(request, "text").unwrap_or_default()),
             "editor_action" if self.editor.is_some() => Shown::Action(text(request, "action").unwrap_or_default()),

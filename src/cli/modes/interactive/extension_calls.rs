@@ -72,6 +72,7 @@ impl Ui<'_> {
                     self.act(action, replies);
                 }
             }
+            ext_ui::Shown::ToolDrawn(id, drawn) => self.transcript.drawn(&id, drawn),
             ext_ui::Shown::Nothing => {}
         }
     }

@@ -63,6 +63,8 @@ pub enum Item {
         output: String,
         /// The edit's diff (upstream's `details.diff`), shown in place of the output.
         diff: Option<String>,
+        /// What the tool's extension drew for it (`renderCall` / `renderResult`).
+        drawn: Drawn,
     },
     /// A `!command`.
     Shell {
@@ -75,6 +77,36 @@ pub enum Item {
     },
     /// A message from pi (command output, errors, lifecycle).
     Notice(Tone, String),
+}
+
+/// What an extension's renderers drew for a call of its tool (upstream's `renderCall` and
+/// `renderResult`, as lines with their styles), each part in place of pi's own drawing of it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Drawn {
+    /// The call (in place of pi's `⚙ name summary` line).
+    pub call: Option<Vec<String>>,
+    /// The result while the tool runs.
+    pub partial: Option<Vec<String>>,
+    /// The result, collapsed and expanded (Ctrl+O).
+    pub collapsed: Option<Vec<String>>,
+    pub expanded: Option<Vec<String>>,
+}
+
+impl Drawn {
+    /// The parts `newer` has replace these.
+    fn update(&mut self, newer: Drawn) {
+        let Drawn { call, partial, collapsed, expanded } = newer;
+        for (part, new) in [
+            (&mut self.call, call),
+            (&mut self.partial, partial),
+            (&mut self.collapsed, collapsed),
+            (&mut self.expanded, expanded),
+        ] {
+            if new.is_some() {
+                *part = new;
+            }
+        }
+    }
 }
 
 /// The transcript, with each block's lines kept once rendered (a frame re-wraps only the
@@ -92,6 +124,8 @@ pub struct Transcript {
     show_thinking: bool,
     /// Ctrl+O: tools' whole output rather than its last lines.
     expand_tools: bool,
+    /// Extensions' drawings of tool calls whose block is not there yet, by call id.
+    early_drawings: std::collections::HashMap<String, Drawn>,
 }
 
 impl Transcript {
@@ -118,6 +152,14 @@ impl Transcript {
     /// What collapsed thinking is called, when an extension named it.
     pub fn thinking_label(&self) -> Option<&str> {
         self.thinking_label.as_deref()
+    }
+
+    /// What an extension drew for tool call `id` (kept until its block is there).
+    pub fn drawn(&mut self, id: &str, newer: Drawn) {
+        match self.tool(id) {
+            Some(Item::Tool { drawn, .. }) => drawn.update(newer),
+            _ => self.early_drawings.entry(id.to_owned()).or_default().update(newer),
+        }
     }
 
     /// Adds a block.
@@ -164,6 +206,7 @@ impl Transcript {
                             status: ToolStatus::Running,
                             output: String::new(),
                             diff: None,
+                            drawn: Drawn::default(),
                         });
                     }
                 }
@@ -207,6 +250,7 @@ impl Transcript {
                 status: ToolStatus::Running,
                 output: String::new(),
                 diff: None,
+                drawn: self.early_drawings.remove(tool_call_id).unwrap_or_default(),
             }),
             AgentEvent::ToolExecutionUpdate { tool_call_id, output, .. } => {
                 if let Some(Item::Tool { output: so_far, .. }) = self.tool(tool_call_id) {
@@ -371,19 +415,46 @@ fn render(item: &Item, view: &View<'_>, out: &mut Vec<Line<'static>>) {
             }
             out.extend(super::markdown::lines(text, width));
         }
-        Item::Tool { name, summary, status, output, diff, .. } => {
+        Item::Tool { name, summary, status, output, diff, drawn, .. } => {
             let (mark, color) = match status {
                 ToolStatus::Running => ("…", Color::Yellow),
                 ToolStatus::Done => ("✓", Color::Green),
                 ToolStatus::Failed => ("✗", Color::Red),
             };
-            let head = format!("⚙ {name} {summary}");
-            let head: String = cut(&head, width.saturating_sub(2));
-            out.push(Line::from(vec![
-                Span::styled(head, Style::default().fg(Color::Magenta)),
-                Span::raw(" "),
-                Span::styled(mark, Style::default().fg(color)),
-            ]));
+            let mark = Span::styled(mark, Style::default().fg(color));
+            match drawn.call.as_deref() {
+                // The extension's drawing of the call, the status after its first line.
+                Some([first, rest @ ..]) => {
+                    // pi-tui pads lines to the width: the mark goes after the text.
+                    let mut head = super::ext_ui::styled(first);
+                    while head.spans.last().is_some_and(|s| s.content.trim_end().is_empty()) {
+                        head.spans.pop();
+                    }
+                    if let Some(last) = head.spans.last_mut() {
+                        last.content = last.content.trim_end().to_owned().into();
+                    }
+                    head.spans.extend([Span::raw(" "), mark]);
+                    out.push(head);
+                    out.extend(rest.iter().map(|l| super::ext_ui::styled(l)));
+                }
+                _ => {
+                    let head: String = cut(&format!("⚙ {name} {summary}"), width.saturating_sub(2));
+                    out.push(Line::from(vec![
+                        Span::styled(head, Style::default().fg(Color::Magenta)),
+                        Span::raw(" "),
+                        mark,
+                    ]));
+                }
+            }
+            let result = match status {
+                ToolStatus::Running => &drawn.partial,
+                _ if view.expand_tools => &drawn.expanded,
+                _ => &drawn.collapsed,
+            };
+            if let Some(lines) = result {
+                out.extend(lines.iter().map(|l| super::ext_ui::styled(l)));
+                return;
+            }
             if let Some(diff) = diff {
                 return diff_lines(diff, view, out);
             }
