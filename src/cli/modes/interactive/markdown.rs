@@ -1,5 +1,6 @@
 //! The assistant's markdown as terminal lines (pulldown-cmark): headings, emphasis, inline code,
-//! fenced code blocks (their language named, every line in the code colour behind a gutter),
+//! fenced code blocks (their language named, highlighted with syntect when it knows the
+//! language, else in the code colour, behind a gutter),
 //! lists, quotes, links with their address, rules and tables — wrapped at the screen's width,
 //! continuation lines indented under their block.
 
@@ -7,6 +8,49 @@ use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, T
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthChar;
+
+/// Sublime's syntaxes and a dark theme, loaded the first time a code block names a language.
+fn highlighting() -> &'static (syntect::parsing::SyntaxSet, syntect::highlighting::Theme) {
+    static LOADED: std::sync::OnceLock<(syntect::parsing::SyntaxSet, syntect::highlighting::Theme)> =
+        std::sync::OnceLock::new();
+    LOADED.get_or_init(|| {
+        let mut themes = syntect::highlighting::ThemeSet::load_defaults().themes;
+        let theme = themes.remove("base16-eighties.dark").unwrap_or_default();
+        (syntect::parsing::SyntaxSet::load_defaults_newlines(), theme)
+    })
+}
+
+/// A highlighter for a fenced block's language (`rust`, `py`, `ts`, `sh`… by name or file
+/// extension); `None` when syntect does not know it.
+fn highlighter(lang: &str) -> Option<syntect::easy::HighlightLines<'static>> {
+    let (syntaxes, theme) = highlighting();
+    let token = lang.split([' ', ',', '{']).next().unwrap_or(lang).to_ascii_lowercase();
+    let alias = match token.as_str() {
+        "ts" | "typescript" | "tsx" | "jsx" | "mjs" | "cjs" => "js",
+        "shell" | "bash" | "zsh" | "console" => "sh",
+        "py" | "python3" => "python",
+        "yml" => "yaml",
+        other => other,
+    };
+    let syntax = syntaxes.find_syntax_by_token(alias)?;
+    Some(syntect::easy::HighlightLines::new(syntax, theme))
+}
+
+/// One code line as coloured spans (its state carried to the next line of the block).
+fn highlighted(highlight: &mut syntect::easy::HighlightLines<'static>, line: &str) -> Option<Vec<Span<'static>>> {
+    let (syntaxes, _) = highlighting();
+    let line = format!("{line}\n");
+    let pieces = highlight.highlight_line(&line, syntaxes).ok()?;
+    let spans = pieces
+        .into_iter()
+        .map(|(style, text)| {
+            let c = style.foreground;
+            Span::styled(text.trim_end_matches('\n').to_owned(), Style::new().fg(Color::Rgb(c.r, c.g, c.b)))
+        })
+        .filter(|span| !span.content.is_empty())
+        .collect();
+    Some(spans)
+}
 
 /// `text` as lines at most `width` columns wide.
 pub fn lines(text: &str, width: usize) -> Vec<Line<'static>> {
@@ -47,6 +91,8 @@ struct Renderer {
     quote: usize,
     /// Inside a fenced or indented code block.
     code: bool,
+    /// The open code block's highlighter, when its language is known.
+    highlight: Option<syntect::easy::HighlightLines<'static>>,
     link: Option<String>,
     /// Cells of the table row being read.
     row: Vec<String>,
@@ -81,7 +127,8 @@ impl Renderer {
             let mut parts = text.split('\n').peekable();
             while let Some(part) = parts.next() {
                 if !part.is_empty() {
-                    self.spans.push(Span::styled(part.to_owned(), CODE));
+                    let spans = self.highlight.as_mut().and_then(|h| highlighted(h, part));
+                    self.spans.extend(spans.unwrap_or_else(|| vec![Span::styled(part.to_owned(), CODE)]));
                 }
                 if parts.peek().is_some() {
                     self.break_line();
@@ -165,6 +212,7 @@ impl Renderer {
                 if let CodeBlockKind::Fenced(lang) = kind
                     && !lang.is_empty()
                 {
+                    self.highlight = highlighter(&lang);
                     self.done.push(Logical {
                         lead: vec![Span::styled(format!("{}  {lang}", self.indent()), DIM)],
                         indent: String::new(),
@@ -227,6 +275,7 @@ impl Renderer {
             }
             TagEnd::CodeBlock => {
                 self.code = false;
+                self.highlight = None;
                 self.spans.clear();
                 self.blank();
             }
@@ -335,6 +384,21 @@ mod tests {
         assert!(bold.style.add_modifier.contains(Modifier::BOLD));
         let code = lines[2].spans.iter().find(|s| s.content == "code").unwrap();
         assert_eq!(code.style.fg, Some(Color::Yellow));
+    }
+
+    #[test]
+    fn code_blocks_are_highlighted_by_language() {
+        let lines = lines("```rust\nfn main() { let s = \"text\"; }\n```\n\n```klingon\nqapla'\n```", 80);
+        let colour =
+            |line: &Line<'_>, text: &str| line.spans.iter().find(|s| s.content.contains(text)).unwrap().style.fg;
+        let rust = &lines[1];
+        assert_eq!(plain(std::slice::from_ref(rust)), ["│ fn main() { let s = \"text\"; }"]);
+        let (keyword, string) = (colour(rust, "fn"), colour(rust, "text"));
+        assert!(matches!(keyword, Some(Color::Rgb(..))) && matches!(string, Some(Color::Rgb(..))), "{rust:?}");
+        assert_ne!(keyword, string, "keywords and strings differ");
+        // A language syntect does not know: the code colour.
+        let other = lines.iter().find(|l| plain(std::slice::from_ref(*l))[0].contains("qapla")).unwrap();
+        assert_eq!(colour(other, "qapla"), Some(Color::Yellow));
     }
 
     #[test]
