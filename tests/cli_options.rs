@@ -351,3 +351,51 @@ fn offline_installs_nothing_and_names_the_install_command() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// `--theme PATH` (repeatable) and `--no-themes`: a theme given that cannot be read is a usage
+/// error naming it (in every mode); a readable one, or `--no-themes`, lets the run go on.
+#[test]
+fn themes_given_are_checked() {
+    let d = scratch("cli-themes");
+    std::fs::write(d.join("broken.json"), r##"{"name": "broken", "colors": {"accent": "#00ff00"}}"##).unwrap();
+    let mut good: serde_json::Value =
+        serde_json::from_str(include_str!("../src/cli/modes/interactive/themes/light.json")).unwrap();
+    good["name"] = json!("mine");
+    std::fs::create_dir_all(d.join("themes")).unwrap();
+    std::fs::write(d.join("themes/good.json"), good.to_string()).unwrap();
+    let run = |args: &[&str]| {
+        pi().args(["-p", "hi", "--no-session", "--cwd"])
+            .arg(&d)
+            .args(args)
+            .env("PI_CODING_AGENT_DIR", d.join("agent"))
+            .output()
+            .unwrap()
+    };
+    for (args, said) in [
+        (&["--theme", "gone.json"][..], "--theme "),
+        (&["--theme", "themes", "--theme", "broken.json"][..], "broken.json: colors missing: border, borderAccent"),
+    ] {
+        let out = run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(said) && stderr.trim().lines().count() == 1, "{args:?}: {stderr}");
+    }
+    for args in [&["--theme", "themes/good.json"][..], &["--no-themes"][..], &["--theme", "themes", "--no-themes"][..]]
+    {
+        let out = run(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Upstream's own theme files (its npm package's `dark.json` and `light.json`) are read as they
+/// are: given with `--theme`, the run goes on.
+#[test]
+#[ignore = "needs upstream's npm packages: run by scripts/test"]
+fn upstreams_theme_files_are_read() {
+    let themes =
+        support::upstream_agent().join("js/node_modules/@mariozechner/pi-coding-agent/dist/modes/interactive/theme");
+    for name in ["dark.json", "light.json"] {
+        pi().args(["-p", "hi", "--no-session"]).flag("--theme", themes.join(name)).succeeds();
+    }
+}

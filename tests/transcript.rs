@@ -85,3 +85,41 @@ export default function (pi) {
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Upstream's themes: a theme file given with `--theme` and named by the settings' `theme`
+/// colours the screen (here the user's message); `/settings` moves to the next theme at once.
+#[test]
+fn a_theme_colours_the_screen_and_settings_switch_it() {
+    let dir = scratch("transcript-theme");
+    let mut ocean: serde_json::Value =
+        serde_json::from_str(include_str!("../src/cli/modes/interactive/themes/dark.json")).unwrap();
+    ocean["name"] = json!("ocean");
+    ocean["colors"]["userMessageText"] = json!("#123456");
+    std::fs::write(dir.join("ocean.json"), ocean.to_string()).unwrap();
+    std::fs::create_dir_all(dir.join("agent")).unwrap();
+    std::fs::write(dir.join("agent/settings.json"), r#"{"theme": "ocean"}"#).unwrap();
+    let mut tui = Tui::start(&dir, &json!([{"text": "Answered."}, {"text": "Again."}]), &["--theme", "ocean.json"]);
+    tui.enter("colour me");
+    let screen = tui.shows("Answered.");
+    let colour_of = |tui: &Tui, screen: &str, text: &str| {
+        let (row, line) = screen.lines().enumerate().find(|(_, l)| l.contains(text)).unwrap();
+        let col = line.find(text).unwrap() as u16;
+        tui.screen.screen().cell(row as u16, col).unwrap().fgcolor()
+    };
+    assert_eq!(colour_of(&tui, &screen, "colour me"), vt100::Color::Rgb(0x12, 0x34, 0x56));
+    // `/settings`, `theme` found by typing, Enter: the next theme (after ocean: dark).
+    tui.enter("/settings");
+    tui.shows("Settings");
+    tui.keys("theme");
+    tui.wait_for("theme selected", |s| s.lines().any(|l| l.contains("› theme")));
+    tui.keys("\r");
+    tui.shows("settings: theme = dark (now)");
+    tui.keys("\x1b");
+    let screen = tui.wait_for("the picker closed", |s| !s.contains("Settings ·") && s.contains("colour me"));
+    assert_eq!(colour_of(&tui, &screen, "colour me"), vt100::Color::Idx(6), "dark's user message colour");
+    let settings = std::fs::read_to_string(dir.join("agent/settings.json")).unwrap();
+    assert!(settings.contains(r#""theme": "dark""#), "{settings}");
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -83,6 +83,13 @@ pub struct AgentArgs {
     /// a trusted project and `~/.pi/agent/prompts`).
     #[arg(long = "prompt-templates", visible_alias = "prompt-template", value_name = "DIR")]
     pub prompt_templates: Vec<PathBuf>,
+    /// Load a theme file, or a folder of them (repeatable; also the settings' `themes`, `.pi/themes`
+    /// of a trusted project and `~/.pi/agent/themes`); the settings' `theme` names the one used.
+    #[arg(long = "theme", value_name = "PATH")]
+    pub themes: Vec<PathBuf>,
+    /// Discover no themes (those given with `--theme` still load).
+    #[arg(long)]
+    pub no_themes: bool,
     /// No tools at all unless `--tools` names some (built-in and extensions' tools; `-nt`).
     #[arg(long)]
     pub no_tools: bool,

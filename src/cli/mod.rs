@@ -207,6 +207,10 @@ async fn run_agent(cli: Cli, cfg: &config::Config) -> Result<ExitCode, CliError>
         }
         return modes::rpc::run(&cli.agent, &cli.observe, cfg).await;
     }
+    if !cli.agent.themes.is_empty() {
+        // Only the terminal draws with them, but a theme given that cannot be read is a bad flag.
+        setup::themes(&cli.agent, &setup::cwd(cli.agent.cwd.as_deref())?, cfg)?;
+    }
     let piped = !std::io::stdin().is_terminal();
     let print = cli.print || mode == Mode::Json || piped;
     let stdin = if piped { initial::read_stdin(!cli.messages.is_empty())? } else { None };

@@ -510,6 +510,30 @@ pub fn resources(
     resources
 }
 
+/// The themes: `--theme` paths (an unreadable one is an error), then — unless `--no-themes` —
+/// the settings' `themes` (relative to the file), a trusted project's `.pi/themes` and
+/// `~/.pi/agent/themes` (an unreadable theme there is a warning in `warnings`).
+pub fn themes(
+    agent: &AgentArgs,
+    cwd: &Path,
+    cfg: &Config,
+) -> Result<crate::cli::modes::interactive::theme::Themes, CliError> {
+    let mut discovered = Vec::new();
+    if !agent.no_themes {
+        if let Some((listed, file)) = cfg.settings.typed(|s| s.themes.clone()) {
+            discovered.extend(listed.iter().map(|raw| Config::path_of(file, raw)));
+        }
+        if cfg.trust.trusted {
+            discovered.push(cwd.join(".pi").join("themes"));
+        }
+        if let Some(agent_dir) = &cfg.agent_dir {
+            discovered.push(agent_dir.join("themes"));
+        }
+    }
+    let given: Vec<PathBuf> = agent.themes.iter().map(|p| cwd.join(p)).collect();
+    crate::cli::modes::interactive::theme::Themes::load(&given, &discovered).map_err(CliError::Usage)
+}
+
 /// The harness settings from the files (managed first): thinking level, compaction, retry, and
 /// whether child processes see `PI_*` (`--no-session-env` turns that off whatever they say).
 /// `--system-prompt` / `--append-system-prompt`: the contents of the file it names, else the

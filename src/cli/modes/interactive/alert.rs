@@ -3,7 +3,6 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Flex, Layout};
-use ratatui::style::{Color, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
@@ -29,8 +28,9 @@ impl Alert {
         let width = area.width.saturating_sub(4).min(90);
         let mut text: Vec<Line<'_>> = self.lines.iter().map(|l| Line::raw(l.as_str())).collect();
         text.push(Line::raw(""));
-        text.push(Line::styled("Enter or Esc to dismiss", Style::default().fg(Color::DarkGray)));
-        let block = Block::bordered().title(self.title.as_str()).border_style(Style::default().fg(Color::Red));
+        text.push(Line::styled("Enter or Esc to dismiss", super::theme::fg(super::theme::Token::Dim)));
+        let block =
+            Block::bordered().title(self.title.as_str()).border_style(super::theme::fg(super::theme::Token::Error));
         boxed(frame, width, text, block);
     }
 }

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::Modifier;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Clear, Paragraph};
 
@@ -50,7 +50,10 @@ impl Completion {
             .take(SHOWN)
             .map(|(i, item)| {
                 if i == self.selected {
-                    Line::styled(format!("› {item}"), Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD))
+                    Line::styled(
+                        format!("› {item}"),
+                        super::theme::fg(super::theme::Token::Accent).add_modifier(Modifier::BOLD),
+                    )
                 } else {
                     Line::raw(format!("  {item}"))
                 }
@@ -59,8 +62,9 @@ impl Completion {
         let height = (lines.len() as u16 + 2).min(area.height);
         let width = lines.iter().map(Line::width).max().unwrap_or(0).max(30) as u16 + 4;
         let place = Rect::new(area.x, area.bottom().saturating_sub(height), width.min(area.width), height);
-        let block =
-            Block::bordered().title(" Tab/Enter take · Esc close ").border_style(Style::default().fg(Color::DarkGray));
+        let block = Block::bordered()
+            .title(" Tab/Enter take · Esc close ")
+            .border_style(super::theme::fg(super::theme::Token::BorderMuted));
         frame.render_widget(Clear, place);
         frame.render_widget(Paragraph::new(lines).block(block), place);
     }

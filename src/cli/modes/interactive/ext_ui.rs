@@ -10,7 +10,7 @@ use super::alert::boxed;
 use super::overlay::Placement;
 use pi_agent::extensions::process::{ExtensionUi, UiAnswer};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Block;
 use serde_json::{Value, json};
@@ -581,7 +581,7 @@ impl ExtScreen {
             return;
         }
         let Some(dialog) = &self.open else { return };
-        let highlight = Style::default().fg(Color::Black).bg(Color::Cyan).add_modifier(Modifier::BOLD);
+        let highlight = super::theme::fg(super::theme::Token::Accent).add_modifier(Modifier::BOLD | Modifier::REVERSED);
         let mut lines: Vec<Line<'_>> = dialog.message.iter().flat_map(|m| m.lines()).map(Line::raw).collect();
         let choice = |i: usize, label: String| {
             if i == dialog.selected {
@@ -609,9 +609,10 @@ impl ExtScreen {
             }
         };
         lines.push(Line::raw(""));
-        lines.push(Line::styled(hint, Style::default().fg(Color::DarkGray)));
-        let block =
-            Block::bordered().title(format!(" {} ", dialog.title)).border_style(Style::default().fg(Color::Cyan));
+        lines.push(Line::styled(hint, super::theme::fg(super::theme::Token::Dim)));
+        let block = Block::bordered()
+            .title(format!(" {} ", dialog.title))
+            .border_style(super::theme::fg(super::theme::Token::BorderAccent));
         boxed(frame, area.width.saturating_sub(4).min(90), lines, block);
     }
 }
@@ -650,7 +651,7 @@ mod tests {
         let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
         assert_eq!(text, "red and bold");
         let red = line.spans.iter().find(|s| s.content == "red").unwrap();
-        assert_eq!(red.style.fg, Some(Color::Rgb(255, 0, 0)));
+        assert_eq!(red.style.fg, Some(ratatui::style::Color::Rgb(255, 0, 0)));
         let bold = line.spans.iter().find(|s| s.content == "bold").unwrap();
         assert!(bold.style.add_modifier.contains(Modifier::BOLD));
     }

@@ -284,8 +284,16 @@ impl Ui<'_> {
     /// can be, and the list shown again on it.
     fn change_setting(&mut self, key: &str, replies: &Replies) {
         let Some(file) = super::settings_panel::global_file() else { return };
-        match super::settings_panel::cycle(&file, key) {
+        match super::settings_panel::cycle(&file, key, &self.themes.names()) {
             Ok(value) => {
+                if key == "theme"
+                    && let Some(chosen) = self.themes.all.iter().find(|t| t.name == value)
+                {
+                    super::theme::set(chosen.clone());
+                    self.transcript.restyle();
+                    self.transcript.notice(Tone::Info, format!("settings: theme = {value} (now)"));
+                    return self.open_settings(Some(key));
+                }
                 let now = match (key, value.as_str()) {
                     ("compaction.enabled", v) => Some(Job::SetAutoCompaction(v == "true")),
                     ("retry.enabled", v) => Some(Job::SetAutoRetry(v == "true")),

@@ -5,51 +5,118 @@
 //! continuation lines indented under their block.
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use std::sync::{Arc, Mutex};
+
 use ratatui::style::{Color, Modifier, Style};
+
+use super::theme::{self, Token, fg};
 use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthChar;
 
-/// Sublime's syntaxes and a dark theme, loaded the first time a code block names a language.
-fn highlighting() -> &'static (syntect::parsing::SyntaxSet, syntect::highlighting::Theme) {
-    static LOADED: std::sync::OnceLock<(syntect::parsing::SyntaxSet, syntect::highlighting::Theme)> =
-        std::sync::OnceLock::new();
-    LOADED.get_or_init(|| {
-        let mut themes = syntect::highlighting::ThemeSet::load_defaults().themes;
-        let theme = themes.remove("base16-eighties.dark").unwrap_or_default();
-        (syntect::parsing::SyntaxSet::load_defaults_newlines(), theme)
-    })
+/// Sublime's syntaxes, loaded the first time a code block names a language.
+fn syntaxes() -> &'static syntect::parsing::SyntaxSet {
+    static LOADED: std::sync::OnceLock<syntect::parsing::SyntaxSet> = std::sync::OnceLock::new();
+    LOADED.get_or_init(syntect::parsing::SyntaxSet::load_defaults_newlines)
 }
 
-/// A highlighter for a fenced block's language (`rust`, `py`, `ts`, `sh`… by name or file
-/// extension); `None` when syntect does not know it.
-fn highlighter(lang: &str) -> Option<syntect::easy::HighlightLines<'static>> {
-    let (syntaxes, theme) = highlighting();
-    let token = lang.split([' ', ',', '{']).next().unwrap_or(lang).to_ascii_lowercase();
-    let alias = match token.as_str() {
-        "ts" | "typescript" | "tsx" | "jsx" | "mjs" | "cjs" => "js",
-        "shell" | "bash" | "zsh" | "console" => "sh",
-        "py" | "python3" => "python",
-        "yml" => "yaml",
-        other => other,
-    };
-    let syntax = syntaxes.find_syntax_by_token(alias)?;
-    Some(syntect::easy::HighlightLines::new(syntax, theme))
-}
-
-/// One code line as coloured spans (its state carried to the next line of the block).
-fn highlighted(highlight: &mut syntect::easy::HighlightLines<'static>, line: &str) -> Option<Vec<Span<'static>>> {
-    let (syntaxes, _) = highlighting();
-    let line = format!("{line}\n");
-    let pieces = highlight.highlight_line(&line, syntaxes).ok()?;
-    let spans = pieces
-        .into_iter()
-        .map(|(style, text)| {
-            let c = style.foreground;
-            Span::styled(text.trim_end_matches('\n').to_owned(), Style::new().fg(Color::Rgb(c.r, c.g, c.b)))
+/// The current theme's `syntax*` colours as a syntect theme (built once per theme).
+fn syntax_theme() -> Arc<syntect::highlighting::Theme> {
+    use syntect::highlighting::{ScopeSelectors, StyleModifier, ThemeItem, ThemeSettings};
+    static BUILT: Mutex<Option<(String, Arc<syntect::highlighting::Theme>)>> = Mutex::new(None);
+    let theme = theme::current();
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((name, syntax)) = built.as_ref().filter(|(name, _)| *name == theme.name) {
+        let _ = name;
+        return syntax.clone();
+    }
+    let rules: [(&str, Token); 9] = [
+        ("comment", Token::SyntaxComment),
+        ("keyword, storage.modifier", Token::SyntaxKeyword),
+        ("keyword.operator", Token::SyntaxOperator),
+        ("entity.name.function, support.function, variable.function", Token::SyntaxFunction),
+        ("variable, entity.name.variable", Token::SyntaxVariable),
+        ("string, constant.character", Token::SyntaxString),
+        ("constant.numeric, constant.language", Token::SyntaxNumber),
+        ("entity.name.type, entity.name.class, storage.type, support.type, support.class", Token::SyntaxType),
+        ("punctuation", Token::SyntaxPunctuation),
+    ];
+    let scopes = rules
+        .iter()
+        .filter_map(|(selector, token)| {
+            let scope: ScopeSelectors = selector.parse().ok()?;
+            let style = StyleModifier { foreground: Some(to_syntect(theme.color(*token))), ..StyleModifier::default() };
+            Some(ThemeItem { scope, style })
         })
-        .filter(|span| !span.content.is_empty())
         .collect();
-    Some(spans)
+    let settings =
+        ThemeSettings { foreground: Some(to_syntect(theme.color(Token::MdCodeBlock))), ..Default::default() };
+    let syntax = Arc::new(syntect::highlighting::Theme {
+        name: Some(theme.name.clone()),
+        settings,
+        scopes,
+        ..Default::default()
+    });
+    *built = Some((theme.name.clone(), syntax.clone()));
+    syntax
+}
+
+/// A theme colour in syntect's form: RGB as it is, a palette index in `r` with alpha 0 (bat's
+/// convention), the terminal's default as alpha 1.
+fn to_syntect(color: Option<Color>) -> syntect::highlighting::Color {
+    use syntect::highlighting::Color as C;
+    match color {
+        Some(Color::Rgb(r, g, b)) => C { r, g, b, a: 0xff },
+        Some(Color::Indexed(n)) => C { r: n, g: 0, b: 0, a: 0 },
+        _ => C { r: 0, g: 0, b: 0, a: 1 },
+    }
+}
+
+fn from_syntect(color: syntect::highlighting::Color) -> Style {
+    match color.a {
+        0 => Style::new().fg(Color::Indexed(color.r)),
+        1 => Style::new(),
+        _ => Style::new().fg(Color::Rgb(color.r, color.g, color.b)),
+    }
+}
+
+/// An open code block's highlighter: its parse and highlight state carried from line to line.
+struct CodeHighlight {
+    parse: syntect::parsing::ParseState,
+    state: syntect::highlighting::HighlightState,
+    theme: Arc<syntect::highlighting::Theme>,
+}
+
+impl CodeHighlight {
+    /// A highlighter for a fenced block's language (`rust`, `py`, `ts`, `sh`… by name or file
+    /// extension); `None` when syntect does not know it.
+    fn new(lang: &str) -> Option<CodeHighlight> {
+        let token = lang.split([' ', ',', '{']).next().unwrap_or(lang).to_ascii_lowercase();
+        let alias = match token.as_str() {
+            "ts" | "typescript" | "tsx" | "jsx" | "mjs" | "cjs" => "js",
+            "shell" | "bash" | "zsh" | "console" => "sh",
+            "py" | "python3" => "python",
+            "yml" => "yaml",
+            other => other,
+        };
+        let syntax = syntaxes().find_syntax_by_token(alias)?;
+        let theme = syntax_theme();
+        let highlighter = syntect::highlighting::Highlighter::new(&theme);
+        let state = syntect::highlighting::HighlightState::new(&highlighter, syntect::parsing::ScopeStack::new());
+        Some(CodeHighlight { parse: syntect::parsing::ParseState::new(syntax), state, theme })
+    }
+
+    /// One code line as coloured spans.
+    fn line(&mut self, line: &str) -> Option<Vec<Span<'static>>> {
+        let line = format!("{line}\n");
+        let ops = self.parse.parse_line(&line, syntaxes()).ok()?;
+        let highlighter = syntect::highlighting::Highlighter::new(&self.theme);
+        let pieces = syntect::highlighting::HighlightIterator::new(&mut self.state, &ops, &line, &highlighter);
+        let spans = pieces
+            .map(|(style, text)| Span::styled(text.trim_end_matches('\n').to_owned(), from_syntect(style.foreground)))
+            .filter(|span| !span.content.is_empty())
+            .collect();
+        Some(spans)
+    }
 }
 
 /// `text` as lines at most `width` columns wide.
@@ -92,15 +159,12 @@ struct Renderer {
     /// Inside a fenced or indented code block.
     code: bool,
     /// The open code block's highlighter, when its language is known.
-    highlight: Option<syntect::easy::HighlightLines<'static>>,
+    highlight: Option<CodeHighlight>,
     link: Option<String>,
     /// Cells of the table row being read.
     row: Vec<String>,
     cell: Option<String>,
 }
-
-const CODE: Style = Style::new().fg(Color::Yellow);
-const DIM: Style = Style::new().fg(Color::DarkGray);
 
 impl Renderer {
     fn style(&self) -> Style {
@@ -127,8 +191,9 @@ impl Renderer {
             let mut parts = text.split('\n').peekable();
             while let Some(part) = parts.next() {
                 if !part.is_empty() {
-                    let spans = self.highlight.as_mut().and_then(|h| highlighted(h, part));
-                    self.spans.extend(spans.unwrap_or_else(|| vec![Span::styled(part.to_owned(), CODE)]));
+                    let spans = self.highlight.as_mut().and_then(|h| h.line(part));
+                    self.spans
+                        .extend(spans.unwrap_or_else(|| vec![Span::styled(part.to_owned(), fg(Token::MdCodeBlock))]));
                 }
                 if parts.peek().is_some() {
                     self.break_line();
@@ -148,10 +213,10 @@ impl Renderer {
         let lead = match (self.bullet.take(), self.code) {
             (Some(bullet), _) => {
                 let base = "  ".repeat(self.lists.len().saturating_sub(1));
-                vec![Span::raw(format!("{base}{bullet}"))]
+                vec![Span::raw(base), Span::styled(bullet, fg(Token::MdListBullet))]
             }
-            (None, true) => vec![Span::raw(indent.clone()), Span::styled("│ ", DIM)],
-            (None, false) => vec![Span::styled(indent.clone(), DIM)],
+            (None, true) => vec![Span::raw(indent.clone()), Span::styled("│ ", fg(Token::MdCodeBlockBorder))],
+            (None, false) => vec![Span::styled(indent.clone(), fg(Token::MdQuoteBorder))],
         };
         let indent = if self.code { format!("{indent}│ ") } else { indent };
         let spans = std::mem::take(&mut self.spans);
@@ -173,7 +238,7 @@ impl Renderer {
                 if let Some(cell) = &mut self.cell {
                     cell.push_str(&code);
                 } else {
-                    self.spans.push(Span::styled(code.into_string(), CODE));
+                    self.spans.push(Span::styled(code.into_string(), fg(Token::MdCode)));
                 }
             }
             // Raw HTML is shown as written.
@@ -183,7 +248,7 @@ impl Renderer {
             Event::Rule => {
                 self.break_line();
                 self.done.push(Logical {
-                    lead: vec![Span::styled("─".repeat(40), DIM)],
+                    lead: vec![Span::styled("─".repeat(40), fg(Token::MdHr))],
                     indent: String::new(),
                     spans: Vec::new(),
                 });
@@ -199,8 +264,8 @@ impl Renderer {
         match tag {
             Tag::Heading { level, .. } => {
                 self.break_line();
-                let color = if level <= HeadingLevel::H2 { Color::Cyan } else { Color::Reset };
-                self.styles.push(Style::new().fg(color).add_modifier(Modifier::BOLD));
+                let style = if level <= HeadingLevel::H2 { fg(Token::MdHeading) } else { Style::new() };
+                self.styles.push(style.add_modifier(Modifier::BOLD));
             }
             Tag::Paragraph => {}
             Tag::BlockQuote(_) => {
@@ -212,9 +277,9 @@ impl Renderer {
                 if let CodeBlockKind::Fenced(lang) = kind
                     && !lang.is_empty()
                 {
-                    self.highlight = highlighter(&lang);
+                    self.highlight = CodeHighlight::new(&lang);
                     self.done.push(Logical {
-                        lead: vec![Span::styled(format!("{}  {lang}", self.indent()), DIM)],
+                        lead: vec![Span::styled(format!("{}  {lang}", self.indent()), fg(Token::Dim))],
                         indent: String::new(),
                         spans: Vec::new(),
                     });
@@ -241,7 +306,7 @@ impl Renderer {
             Tag::Strong => self.styles.push(Style::new().add_modifier(Modifier::BOLD)),
             Tag::Strikethrough => self.styles.push(Style::new().add_modifier(Modifier::CROSSED_OUT)),
             Tag::Link { dest_url, .. } => {
-                self.styles.push(Style::new().fg(Color::Blue).add_modifier(Modifier::UNDERLINED));
+                self.styles.push(fg(Token::MdLink).add_modifier(Modifier::UNDERLINED));
                 self.link = Some(dest_url.into_string());
             }
             Tag::Image { dest_url, .. } => {
@@ -295,7 +360,7 @@ impl Renderer {
                 if let Some(url) = self.link.take() {
                     let said: String = self.spans.iter().rev().take(1).map(|s| s.content.to_string()).collect();
                     if said != url {
-                        self.spans.push(Span::styled(format!(" ({url})"), DIM));
+                        self.spans.push(Span::styled(format!(" ({url})"), fg(Token::MdLinkUrl)));
                     }
                 }
             }
@@ -334,7 +399,7 @@ fn wrap(logical: Logical, width: usize, out: &mut Vec<Line<'static>>) {
                     line.push(Span::styled(std::mem::take(&mut piece), span.style));
                 }
                 out.push(Line::from(std::mem::take(&mut line)));
-                line.push(Span::styled(logical.indent.clone(), DIM));
+                line.push(Span::styled(logical.indent.clone(), fg(Token::Dim)));
                 used = indent_width;
             }
             piece.push(c);
@@ -383,7 +448,7 @@ mod tests {
         let bold = lines[2].spans.iter().find(|s| s.content == "bold").unwrap();
         assert!(bold.style.add_modifier.contains(Modifier::BOLD));
         let code = lines[2].spans.iter().find(|s| s.content == "code").unwrap();
-        assert_eq!(code.style.fg, Some(Color::Yellow));
+        assert_eq!(code.style.fg, theme::color(Token::MdCode));
     }
 
     #[test]
@@ -394,11 +459,11 @@ mod tests {
         let rust = &lines[1];
         assert_eq!(plain(std::slice::from_ref(rust)), ["│ fn main() { let s = \"text\"; }"]);
         let (keyword, string) = (colour(rust, "fn"), colour(rust, "text"));
-        assert!(matches!(keyword, Some(Color::Rgb(..))) && matches!(string, Some(Color::Rgb(..))), "{rust:?}");
+        assert!(keyword.is_some() && string.is_some(), "{rust:?}");
         assert_ne!(keyword, string, "keywords and strings differ");
         // A language syntect does not know: the code colour.
         let other = lines.iter().find(|l| plain(std::slice::from_ref(*l))[0].contains("qapla")).unwrap();
-        assert_eq!(colour(other, "qapla"), Some(Color::Yellow));
+        assert_eq!(colour(other, "qapla"), theme::color(Token::MdCodeBlock));
     }
 
     #[test]

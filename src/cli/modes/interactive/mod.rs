@@ -22,6 +22,8 @@ mod overlay;
 mod picker;
 mod settings_panel;
 mod terminal;
+pub mod theme;
+use theme::Token;
 mod transcript;
 mod whole_lines;
 
@@ -34,7 +36,7 @@ use pi_agent::extensions::process::ExtensionAction;
 use pi_agent::{PromptSource, QueueKind};
 use ratatui::crossterm::event::{Event, KeyEventKind};
 use ratatui::layout::{Constraint, Layout, Position};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use serde_json::Value;
@@ -92,6 +94,11 @@ pub async fn run(
         ));
     }
     let registry = setup::registry(args, cfg)?;
+    let mut themes = setup::themes(args, &setup::cwd(args.cwd.as_deref())?, cfg)?;
+    theme::set(themes.pick(cfg.typed(|s| s.theme.clone()).as_deref()));
+    for warning in &themes.warnings {
+        output::error(format_args!("pi: {warning}"));
+    }
     // Extensions' `ctx.ui` calls come to the screen's loop.
     let (ui_tx, ui_calls) = mpsc::unbounded_channel();
     crate::cli::extensions::attach_ui(pi_agent::extensions::process::UiHandle(Arc::new(ext_ui::TerminalUi(ui_tx))));
@@ -151,6 +158,7 @@ pub async fn run(
         project_files: None,
         pending_images: Vec::new(),
         editor_synced: None,
+        themes,
     };
     let mut ui = ui;
     if args.resume {
@@ -223,6 +231,8 @@ struct Ui<'a> {
     pending_images: Vec<pi_agent::message::ContentBlock>,
     /// The text pi's editor and an extension's editor (`setEditorComponent`) last agreed on.
     editor_synced: Option<String>,
+    /// The themes pi loaded (`/settings` switches between them).
+    themes: theme::Themes,
 }
 
 type Replies = mpsc::UnboundedSender<(Done, JobResult)>;
@@ -557,13 +567,13 @@ impl Ui<'_> {
             completion.draw(frame, body);
         }
 
-        let dim = Style::default().fg(Color::DarkGray);
+        let dim = theme::fg(Token::Dim);
         let mut status_lines: Vec<Line<'_>> = widget_lines.iter().map(|l| ext_ui::styled(l)).collect();
         let working = |what: &str| {
             let indicator = self.ext.working_indicator.as_deref().unwrap_or("●");
             let message = self.ext.working_message.clone().unwrap_or_else(|| format!("{what}… (Esc to abort)"));
             let line = if indicator.is_empty() { message } else { format!("{indicator} {message}") };
-            Line::styled(line, Style::default().fg(Color::Yellow))
+            Line::styled(line, theme::fg(Token::Accent))
         };
         status_lines.push(match (&self.running, self.shared.is_busy()) {
             (_, _) if self.ext.working_hidden && (self.running.is_some() || self.shared.is_busy()) => Line::raw(""),
@@ -575,7 +585,7 @@ impl Ui<'_> {
             pending.steering.iter().map(|t| ("steer", t)).chain(pending.follow_up.iter().map(|t| ("follow-up", t)));
         for (kind, text) in queued.take(4) {
             let first = text.lines().next().unwrap_or("");
-            status_lines.push(Line::styled(format!("⏵ queued {kind}: {first}"), Style::default().fg(Color::Blue)));
+            status_lines.push(Line::styled(format!("⏵ queued {kind}: {first}"), theme::fg(Token::Muted)));
         }
         frame.render_widget(Paragraph::new(status_lines), status);
 
@@ -597,8 +607,21 @@ impl Ui<'_> {
 
     /// pi's own editor: a rule, then the lines around the cursor, the terminal's cursor in place.
     fn draw_editor(&self, frame: &mut ratatui::Frame<'_>, editor: ratatui::layout::Rect, editor_height: u16) {
-        let (area, dim) = (frame.area(), Style::default().fg(Color::DarkGray));
-        let rule = Line::styled("─".repeat(area.width as usize), dim);
+        let (area, dim) = (frame.area(), theme::fg(Token::Dim));
+        // Upstream's editor border: the thinking level's colour, or bash mode's for `!command`.
+        let border = if self.editor.lines().first().is_some_and(|l| l.starts_with('!')) {
+            Token::BashMode
+        } else {
+            match self.shared.with_state(|state| state.thinking_level.clone()).as_str() {
+                "minimal" => Token::ThinkingMinimal,
+                "low" => Token::ThinkingLow,
+                "medium" => Token::ThinkingMedium,
+                "high" => Token::ThinkingHigh,
+                "xhigh" => Token::ThinkingXhigh,
+                _ => Token::ThinkingOff,
+            }
+        };
+        let rule = Line::styled("─".repeat(area.width as usize), theme::fg(border));
         let (row, col) = self.editor.cursor();
         let first_row = (row + 1).saturating_sub(editor_height as usize);
         let mut editor_lines = vec![rule];
@@ -629,8 +652,8 @@ impl Ui<'_> {
         if let Some(file) = file {
             second.push_str(&format!(" · {file}"));
         }
-        let style = Style::default().fg(Color::DarkGray);
-        let warn = if health.dropped > 0 { style.fg(Color::Yellow) } else { style };
+        let style = theme::fg(Token::Dim);
+        let warn = if health.dropped > 0 { theme::fg(Token::Warning) } else { style };
         let mut lines = match &self.ext.footer {
             Some(custom) => custom.iter().take(6).map(|l| ext_ui::styled(l)).collect(),
             None => vec![Line::styled(first, style.add_modifier(Modifier::BOLD))],

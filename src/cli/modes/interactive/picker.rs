@@ -3,7 +3,7 @@
 //! picker (`/resume`, `pi -r`). Up/Down (or Ctrl+P/N) move, Enter chooses, Esc cancels.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::Block;
 
@@ -93,11 +93,11 @@ impl Picker {
     pub fn draw(&self, frame: &mut ratatui::Frame<'_>) {
         let shown = self.shown();
         let first = self.selected.saturating_sub(ROWS - 1);
-        let dim = Style::default().fg(Color::DarkGray);
+        let dim = super::theme::fg(super::theme::Token::Dim);
         let mut lines = vec![Line::raw(format!("> {}", self.query)), Line::raw("")];
         for (row, &i) in shown.iter().enumerate().skip(first).take(ROWS) {
             let (mark, style) = if row == self.selected {
-                ("› ", Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD))
+                ("› ", super::theme::fg(super::theme::Token::Accent).add_modifier(Modifier::BOLD))
             } else {
                 ("  ", Style::default())
             };
@@ -111,7 +111,9 @@ impl Picker {
             format!("{} of {} · type to filter · ↑↓ move · Enter choose · Esc cancel", shown.len(), self.items.len());
         lines.push(Line::styled(count, dim));
         let width = frame.area().width.saturating_sub(4).min(90);
-        let block = Block::bordered().title(format!(" {} ", self.title)).border_style(Style::default().fg(Color::Cyan));
+        let block = Block::bordered()
+            .title(format!(" {} ", self.title))
+            .border_style(super::theme::fg(super::theme::Token::BorderAccent));
         super::alert::boxed(frame, width, lines, block);
     }
 }

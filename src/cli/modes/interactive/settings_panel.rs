@@ -7,7 +7,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-/// An option: its dotted key, the values it cycles through, and the value when unset.
+/// An option: its dotted key, the values it cycles through (none: the themes pi loaded), and the
+/// value when unset.
 struct Option_ {
     key: &'static str,
     values: &'static [&'static str],
@@ -23,6 +24,7 @@ const OPTIONS: &[Option_] = &[
     Option_ { key: "compaction.enabled", values: &["true", "false"], default: "true" },
     Option_ { key: "retry.enabled", values: &["true", "false"], default: "true" },
     Option_ { key: "exposeSessionEnvironment", values: &["true", "false"], default: "true" },
+    Option_ { key: "theme", values: &[], default: "dark" },
 ];
 
 /// `(label, key)` of each option, its value in `file` shown.
@@ -37,13 +39,16 @@ pub fn items(file: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Moves `key` to its next value in `file` and writes it; the new value.
-pub fn cycle(file: &Path, key: &str) -> Result<String, String> {
+/// Moves `key` to its next value in `file` (`theme`: the next of `themes`) and writes it; the new
+/// value.
+pub fn cycle(file: &Path, key: &str, themes: &[String]) -> Result<String, String> {
     let option = OPTIONS.iter().find(|o| o.key == key).ok_or_else(|| format!("{key}: not an option here"))?;
+    let values: Vec<&str> =
+        if option.values.is_empty() { themes.iter().map(String::as_str).collect() } else { option.values.to_vec() };
     let mut doc = read(file)?;
     let current = get(&doc, key).unwrap_or_else(|| option.default.to_owned());
-    let at = option.values.iter().position(|v| *v == current).map_or(0, |i| i + 1);
-    let next = option.values[at % option.values.len()];
+    let at = values.iter().position(|v| *v == current).map_or(0, |i| i + 1);
+    let next = *values.get(at % values.len().max(1)).ok_or_else(|| format!("{key}: nothing to choose from"))?;
     let value = match next {
         "true" => Value::Bool(true),
         "false" => Value::Bool(false),
@@ -139,12 +144,17 @@ mod tests {
         assert!(items(&file)[1].0.contains("true (default)"));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(&file, r#"{"defaultModel": "gpt-4o", "compaction": {"reserveTokens": 1000}}"#).unwrap();
-        assert_eq!(cycle(&file, "compaction.enabled").unwrap(), "false");
-        assert_eq!(cycle(&file, "defaultThinkingLevel").unwrap(), "minimal");
+        assert_eq!(cycle(&file, "compaction.enabled", &[]).unwrap(), "false");
+        assert_eq!(cycle(&file, "defaultThinkingLevel", &[]).unwrap(), "minimal");
+        // The theme cycles through the themes pi loaded.
+        let themes = ["dark".to_owned(), "light".to_owned(), "ocean".to_owned()];
+        assert_eq!(cycle(&file, "theme", &themes).unwrap(), "light");
+        assert_eq!(cycle(&file, "theme", &themes).unwrap(), "ocean");
+        assert_eq!(cycle(&file, "theme", &themes).unwrap(), "dark");
         let written: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         assert_eq!(
             written,
-            serde_json::json!({"defaultModel": "gpt-4o", "defaultThinkingLevel": "minimal",
+            serde_json::json!({"defaultModel": "gpt-4o", "defaultThinkingLevel": "minimal", "theme": "dark",
                 "compaction": {"reserveTokens": 1000, "enabled": false}})
         );
         assert!(items(&file)[1].0.ends_with("false"));
@@ -153,7 +163,7 @@ mod tests {
         assert!(!toggle_enabled_model(&file, "faux/faux-1").unwrap());
         assert!(crate::cli::model_scope::enabled_models_in(&file).is_empty());
         std::fs::write(&file, "[1]").unwrap();
-        assert!(cycle(&file, "retry.enabled").unwrap_err().contains("not a JSON object"));
+        assert!(cycle(&file, "retry.enabled", &[]).unwrap_err().contains("not a JSON object"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -5,10 +5,12 @@
 
 use pi_agent::events::{AgentEvent, Delta};
 use pi_agent::message::{ContentBlock, Message, StopReason};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 use unicode_width::UnicodeWidthChar;
+
+use super::theme::{Token, fg};
 
 /// Lines of a tool's output shown under it.
 const TOOL_TAIL: usize = 3;
@@ -132,6 +134,11 @@ impl Transcript {
     /// Names collapsed thinking `label` (`None`: pi's own); every block is drawn again.
     pub fn set_thinking_label(&mut self, label: Option<String>) {
         self.thinking_label = label;
+        self.rendered.clear();
+    }
+
+    /// The theme changed: every block is drawn again.
+    pub fn restyle(&mut self) {
         self.rendered.clear();
     }
 
@@ -399,29 +406,33 @@ struct View<'a> {
 
 fn render(item: &Item, view: &View<'_>, out: &mut Vec<Line<'static>>) {
     let (width, thinking_label) = (view.width, view.thinking_label);
-    let dim = Style::default().fg(Color::DarkGray);
+    let dim = fg(Token::Dim);
     match item {
         Item::User(text) => {
-            let style = Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+            let mut style = fg(Token::UserMessageText).add_modifier(Modifier::BOLD);
+            if let Some(bg) = super::theme::color(Token::UserMessageBg) {
+                style = style.bg(bg);
+            }
             wrap_into(out, "› ", text, width, style);
         }
         Item::Assistant { text, thinking } => {
             if !thinking.is_empty() && view.show_thinking {
-                wrap_into(out, "∴ ", thinking, width, dim.add_modifier(Modifier::ITALIC));
+                wrap_into(out, "∴ ", thinking, width, fg(Token::ThinkingText).add_modifier(Modifier::ITALIC));
             } else if !thinking.is_empty() {
                 let chars = thinking.chars().count();
                 let label = thinking_label.unwrap_or("thinking");
-                out.push(Line::styled(format!("∴ {label} ({chars} characters)"), dim.add_modifier(Modifier::ITALIC)));
+                let style = fg(Token::ThinkingText).add_modifier(Modifier::ITALIC);
+                out.push(Line::styled(format!("∴ {label} ({chars} characters)"), style));
             }
             out.extend(super::markdown::lines(text, width));
         }
         Item::Tool { name, summary, status, output, diff, drawn, .. } => {
             let (mark, color) = match status {
-                ToolStatus::Running => ("…", Color::Yellow),
-                ToolStatus::Done => ("✓", Color::Green),
-                ToolStatus::Failed => ("✗", Color::Red),
+                ToolStatus::Running => ("…", Token::Warning),
+                ToolStatus::Done => ("✓", Token::Success),
+                ToolStatus::Failed => ("✗", Token::Error),
             };
-            let mark = Span::styled(mark, Style::default().fg(color));
+            let mark = Span::styled(mark, fg(color));
             match drawn.call.as_deref() {
                 // The extension's drawing of the call, the status after its first line.
                 Some([first, rest @ ..]) => {
@@ -439,11 +450,7 @@ fn render(item: &Item, view: &View<'_>, out: &mut Vec<Line<'static>>) {
                 }
                 _ => {
                     let head: String = cut(&format!("⚙ {name} {summary}"), width.saturating_sub(2));
-                    out.push(Line::from(vec![
-                        Span::styled(head, Style::default().fg(Color::Magenta)),
-                        Span::raw(" "),
-                        mark,
-                    ]));
+                    out.push(Line::from(vec![Span::styled(head, fg(Token::ToolTitle)), Span::raw(" "), mark]));
                 }
             }
             let result = match status {
@@ -460,11 +467,11 @@ fn render(item: &Item, view: &View<'_>, out: &mut Vec<Line<'static>>) {
             }
             let shown = if view.expand_tools { usize::MAX } else { TOOL_TAIL };
             for line in last_lines(output, shown) {
-                out.push(Line::styled(cut(&format!("  │ {line}"), width), dim));
+                out.push(Line::styled(cut(&format!("  │ {line}"), width), fg(Token::ToolOutput)));
             }
         }
         Item::Shell { command, output, code } => {
-            out.push(Line::styled(cut(&format!("$ {command}"), width), Style::default().fg(Color::Magenta)));
+            out.push(Line::styled(cut(&format!("$ {command}"), width), fg(Token::BashMode)));
             match output {
                 None => out.push(Line::styled("  running…", dim)),
                 Some(output) => {
@@ -478,9 +485,9 @@ fn render(item: &Item, view: &View<'_>, out: &mut Vec<Line<'static>>) {
         }
         Item::Notice(tone, text) => {
             let style = match tone {
-                Tone::Info => Style::default().fg(Color::Gray),
-                Tone::Warn => Style::default().fg(Color::Yellow),
-                Tone::Error => Style::default().fg(Color::Red),
+                Tone::Info => fg(Token::Muted),
+                Tone::Warn => fg(Token::Warning),
+                Tone::Error => fg(Token::Error),
             };
             wrap_into(out, "", text, width, style);
         }
@@ -496,15 +503,15 @@ fn diff_lines(diff: &str, view: &View<'_>, out: &mut Vec<Line<'static>>) {
     let shown = if view.expand_tools { total } else { total.min(DIFF_LINES) };
     for line in diff.lines().take(shown) {
         let color = match line.chars().next() {
-            Some('+') => Color::Green,
-            Some('-') => Color::Red,
-            _ => Color::DarkGray,
+            Some('+') => Token::ToolDiffAdded,
+            Some('-') => Token::ToolDiffRemoved,
+            _ => Token::ToolDiffContext,
         };
-        out.push(Line::styled(cut(&format!("  {line}"), view.width), Style::default().fg(color)));
+        out.push(Line::styled(cut(&format!("  {line}"), view.width), fg(color)));
     }
     if shown < total {
         let more = format!("  … {} more lines (Ctrl+O shows them)", total - shown);
-        out.push(Line::styled(more, Style::default().fg(Color::DarkGray)));
+        out.push(Line::styled(more, fg(Token::Dim)));
     }
 }
 
