@@ -117,8 +117,9 @@ impl Drawn {
 pub struct Transcript {
     /// The blocks, oldest first.
     items: Vec<Item>,
-    /// The rendered lines of the first blocks (all rendered at `width`).
-    rendered: Vec<Vec<Line<'static>>>,
+    /// Each block's rendered lines at `width` (`None`: not rendered since it changed; blocks
+    /// above the window are rendered only when scrolled to).
+    rendered: Vec<Option<Vec<Line<'static>>>>,
     width: usize,
     /// What collapsed thinking is called (`ctx.ui.setHiddenThinkingLabel`; `None`: `thinking`).
     thinking_label: Option<String>,
@@ -186,9 +187,11 @@ impl Transcript {
         self.items.push(Item::Notice(tone, text.into()));
     }
 
-    /// Block `index` changed: it and what follows are rendered again.
+    /// Block `index` changed: it is rendered again.
     fn changed(&mut self, index: usize) {
-        self.rendered.truncate(index);
+        if let Some(slot) = self.rendered.get_mut(index) {
+            *slot = None;
+        }
     }
 
     fn last_mut(&mut self) -> Option<&mut Item> {
@@ -361,32 +364,44 @@ impl Transcript {
     }
 
     /// The `rows` lines that end `scroll` lines above the last one (scrolling stops at the
-    /// first line), at `width` columns; with the total number of lines.
+    /// first line), at `width` columns; with the number of lines known — all of them once the
+    /// window reaches the first block, else at least `rows + scroll`. Blocks are rendered from
+    /// the last one up as far as the window needs (a long resumed session costs the screen's
+    /// worth, not the whole conversation).
     pub fn window(&mut self, width: usize, rows: usize, scroll: usize) -> (Vec<Line<'static>>, usize) {
         let width = width.max(8);
         if width != self.width {
             self.rendered.clear();
             self.width = width;
         }
-        while self.rendered.len() < self.items.len() {
-            let mut out = Vec::new();
-            if !self.rendered.is_empty() {
-                out.push(Line::default());
-            }
-            let view = View {
-                width,
-                thinking_label: self.thinking_label.as_deref(),
-                show_thinking: self.show_thinking,
-                expand_tools: self.expand_tools,
-            };
-            render(&self.items[self.rendered.len()], &view, &mut out);
-            self.rendered.push(out);
+        self.rendered.resize(self.items.len(), None);
+        let view = View {
+            width,
+            thinking_label: self.thinking_label.as_deref(),
+            show_thinking: self.show_thinking,
+            expand_tools: self.expand_tools,
+        };
+        let wanted = rows.saturating_add(scroll);
+        let (mut known, mut first) = (0usize, self.items.len());
+        while first > 0 && known < wanted {
+            first -= 1;
+            let slot = &mut self.rendered[first];
+            let lines = slot.get_or_insert_with(|| {
+                let mut out = Vec::new();
+                // A blank line between blocks.
+                if first > 0 {
+                    out.push(Line::default());
+                }
+                render(&self.items[first], &view, &mut out);
+                out
+            });
+            known += lines.len();
         }
-        let total: usize = self.rendered.iter().map(Vec::len).sum();
-        let end = total - scroll.min(total.saturating_sub(rows));
+        let blocks = &self.rendered[first..];
+        let end = known - scroll.min(known.saturating_sub(rows));
         let start = end.saturating_sub(rows);
-        let lines = self.rendered.iter().flatten().skip(start).take(end - start).cloned().collect();
-        (lines, total)
+        let lines = blocks.iter().flatten().flatten().skip(start).take(end - start).cloned().collect();
+        (lines, known)
     }
 
     /// Every line at `width` columns.
@@ -581,6 +596,28 @@ mod tests {
 
     fn plain(lines: &[Line<'_>]) -> Vec<String> {
         lines.iter().map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect()).collect()
+    }
+
+    #[test]
+    fn only_the_blocks_the_window_shows_are_rendered() {
+        let mut t = Transcript::default();
+        for i in 0..1000 {
+            t.notice(Tone::Info, format!("notice {i}"));
+        }
+        // Ten rows: the last five notices (each a blank line and its text).
+        let (lines, known) = t.window(40, 10, 0);
+        assert_eq!(plain(&lines).last().map(String::as_str), Some("notice 999"));
+        assert_eq!(plain(&lines)[1], "notice 995");
+        assert!(known >= 10 && known < 20, "{known}");
+        assert_eq!(t.rendered.iter().filter(|r| r.is_some()).count(), 5, "the rest waits");
+        // Scrolled up past the top: stops at the first line, the whole length known.
+        let (lines, known) = t.window(40, 10, usize::MAX / 4);
+        assert_eq!(plain(&lines)[0], "notice 0");
+        assert_eq!(known, 1999);
+        // A changed block is rendered again, alone.
+        t.notice(Tone::Info, "notice 1000");
+        let (lines, _) = t.window(40, 3, 0);
+        assert_eq!(plain(&lines), ["notice 999", "", "notice 1000"]);
     }
 
     #[test]
