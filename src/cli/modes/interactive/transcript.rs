@@ -608,7 +608,7 @@ mod tests {
         let (lines, known) = t.window(40, 10, 0);
         assert_eq!(plain(&lines).last().map(String::as_str), Some("notice 999"));
         assert_eq!(plain(&lines)[1], "notice 995");
-        assert!(known >= 10 && known < 20, "{known}");
+        assert!((10..20).contains(&known), "{known}");
         assert_eq!(t.rendered.iter().filter(|r| r.is_some()).count(), 5, "the rest waits");
         // Scrolled up past the top: stops at the first line, the whole length known.
         let (lines, known) = t.window(40, 10, usize::MAX / 4);
