@@ -75,6 +75,15 @@ fn every_editing_keybinding_does_what_upstream_does() {
         let lines: Vec<&str> = s.lines().map(str::trim_end).collect();
         lines.windows(2).any(|w| w == ["> one", "  two"])
     });
+    // newLine (shift+enter): pi asks the terminal for kitty's keyboard protocol, in which
+    // Shift+Enter is told apart from Enter.
+    tui.keys("\x03");
+    assert!(String::from_utf8_lossy(&tui.raw).contains("\x1b[>1u"), "the protocol was asked for");
+    tui.keys("three\x1b[13;2ufour");
+    tui.wait_for("Shift+Enter's new line", |s| {
+        let lines: Vec<&str> = s.lines().map(str::trim_end).collect();
+        lines.windows(2).any(|w| w == ["> three", "  four"])
+    });
     tui.keys("\x03\x04");
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();

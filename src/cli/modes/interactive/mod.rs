@@ -116,6 +116,7 @@ pub async fn run(
     };
     // A paste arrives whole (its newlines do not send it).
     let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::event::EnableBracketedPaste);
+    terminal::enhance_keys();
     let (errors_tx, errors) = std::sync::mpsc::channel();
     output::divert_errors(Some(errors_tx));
     let (probe, traces, cwd) = (harness.sinks.probe(), harness.traces.clone(), harness.cwd.clone());
@@ -171,6 +172,7 @@ pub async fn run(
         driver.run(queued, None),
         ui.run(terminal, (events, ui_calls, actions), errors, stop.clone(), initial)
     );
+    terminal::plain_keys();
     let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::event::DisableBracketedPaste);
     let _ = ratatui::try_restore();
     output::divert_errors(None);

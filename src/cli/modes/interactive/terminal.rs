@@ -20,6 +20,21 @@ pub(super) fn terminal() -> std::io::Result<Screen> {
     ratatui::Terminal::with_options(backend, ratatui::TerminalOptions { viewport })
 }
 
+/// kitty's keyboard protocol where the terminal speaks it (Shift+Enter, Ctrl+I and Tab, Esc and
+/// Alt told apart — upstream asks for it too); a terminal that does not ignores the request.
+/// Asked on the alternate screen, whose own flags the terminal drops when pi leaves it.
+pub(super) fn enhance_keys() {
+    use ratatui::crossterm::event::{KeyboardEnhancementFlags, PushKeyboardEnhancementFlags};
+    let flags = KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES;
+    let _ = ratatui::crossterm::execute!(std::io::stdout(), PushKeyboardEnhancementFlags(flags));
+}
+
+/// The terminal's keys as they were before [`enhance_keys`] (leaving the terminal to another
+/// program, or for good).
+pub(super) fn plain_keys() {
+    let _ = ratatui::crossterm::execute!(std::io::stdout(), ratatui::crossterm::event::PopKeyboardEnhancementFlags);
+}
+
 /// The terminal the interactive mode draws on.
 pub(super) type Screen = ratatui::Terminal<WholeLines<ratatui::backend::CrosstermBackend<std::io::Stdout>>>;
 
@@ -77,6 +92,7 @@ pub(super) fn external_editor(
     INPUT_PAUSED.store(true, SeqCst);
     // The input thread finishes the poll it is in (50 ms) before the editor reads the keys.
     std::thread::sleep(Duration::from_millis(80));
+    plain_keys();
     ratatui::restore();
     let status =
         std::process::Command::new("sh").arg("-c").arg(format!("{command} \"$1\"")).arg("sh").arg(&file).status();
@@ -98,6 +114,7 @@ fn restore_screen(terminal: &mut Screen) -> std::io::Result<()> {
     term::enable_raw_mode()?;
     let clear = term::Clear(term::ClearType::All);
     execute!(std::io::stdout(), term::EnterAlternateScreen, EnableBracketedPaste, clear)?;
+    enhance_keys();
     // The next frame is drawn whole against a blank screen (`Terminal::clear` would ask the
     // terminal where its cursor is, and not every terminal answers).
     terminal.backend_mut().forget();
@@ -109,6 +126,7 @@ fn restore_screen(terminal: &mut Screen) -> std::io::Result<()> {
 /// as a shell's job control expects; when the shell continues it (`fg`, `SIGCONT`), raw mode,
 /// the alternate screen and bracketed paste come back and the whole screen is drawn again.
 pub(super) fn suspend(terminal: &mut Screen) -> std::io::Result<()> {
+    plain_keys();
     ratatui::restore();
     rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::TSTP)?;
     // Stopped here until continued.
