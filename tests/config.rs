@@ -426,3 +426,29 @@ fn pi_config_shows_sources_but_no_secret_and_says_what_the_policy_overrides() {
     let err = stderr(&out);
     assert_eq!(err.matches("sets telemetry.sinks.otlp.endpoint: the value in").count(), 1, "{err}");
 }
+
+/// The settings' `steeringMode` / `followUpMode` (upstream's delivery of queued messages) are
+/// what a session starts with: RPC's `get_state` reports them.
+#[test]
+fn queue_delivery_modes_come_from_the_settings() {
+    let user = User::new("config-queue-modes");
+    user.global(json!({"steeringMode": "all", "followUpMode": "one-at-a-time"}));
+    let mut child = user
+        .pi(&["--mode", "rpc", "--no-session"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(b"{\"type\":\"get_state\",\"id\":\"s\"}\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let state: Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|m| m["type"] == "response" && m["id"] == "s")
+        .unwrap_or_else(|| panic!("no get_state response:\n{stdout}"));
+    assert_eq!(state["data"]["steeringMode"], "all", "{state}");
+    assert_eq!(state["data"]["followUpMode"], "one-at-a-time", "{state}");
+    std::fs::remove_dir_all(user.agent.parent().unwrap()).unwrap();
+}

@@ -84,7 +84,7 @@ fn settings_are_changed_in_the_global_settings_file() {
     tui.enter("/settings");
     tui.shows("compaction.enabled");
     tui.keys("compac");
-    tui.shows("1 of 5");
+    tui.shows("1 of 7");
     tui.keys("\r");
     tui.shows("settings: compaction.enabled = false (now)");
     tui.shows("compaction.enabled           false");

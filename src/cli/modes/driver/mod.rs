@@ -244,6 +244,16 @@ impl<'a> Driver<'a> {
             extension_commands,
             extension_shortcuts,
         });
+        // The settings' `steeringMode` / `followUpMode` (upstream's delivery of queued messages).
+        for (kind, key) in
+            [(pi_agent::QueueKind::Steer, "steeringMode"), (pi_agent::QueueKind::FollowUp, "followUpMode")]
+        {
+            let mode =
+                cfg.settings.get(&[key]).and_then(|found| found.value.as_str().and_then(pi_agent::QueueMode::parse));
+            if let Some(mode) = mode {
+                shared.queue.set_mode(kind, mode);
+            }
+        }
         let driver = Driver { harness, args, cfg, reloaded: None, shared: shared.clone(), events: Box::new(events) };
         (driver, shared)
     }

@@ -294,6 +294,16 @@ impl Ui<'_> {
                     self.transcript.notice(Tone::Info, format!("settings: theme = {value} (now)"));
                     return self.open_settings(Some(key));
                 }
+                let queue = match key {
+                    "steeringMode" => Some(QueueKind::Steer),
+                    "followUpMode" => Some(QueueKind::FollowUp),
+                    _ => None,
+                };
+                if let (Some(queue), Some(mode)) = (queue, pi_agent::QueueMode::parse(&value)) {
+                    self.shared.queue.set_mode(queue, mode);
+                    self.transcript.notice(Tone::Info, format!("settings: {key} = {value} (now)"));
+                    return self.open_settings(Some(key));
+                }
                 let now = match (key, value.as_str()) {
                     ("compaction.enabled", v) => Some(Job::SetAutoCompaction(v == "true")),
                     ("retry.enabled", v) => Some(Job::SetAutoRetry(v == "true")),

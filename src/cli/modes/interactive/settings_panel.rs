@@ -24,6 +24,8 @@ const OPTIONS: &[Option_] = &[
     Option_ { key: "compaction.enabled", values: &["true", "false"], default: "true" },
     Option_ { key: "retry.enabled", values: &["true", "false"], default: "true" },
     Option_ { key: "exposeSessionEnvironment", values: &["true", "false"], default: "true" },
+    Option_ { key: "steeringMode", values: &["one-at-a-time", "all"], default: "one-at-a-time" },
+    Option_ { key: "followUpMode", values: &["one-at-a-time", "all"], default: "one-at-a-time" },
     Option_ { key: "theme", values: &[], default: "dark" },
 ];
 
