@@ -303,6 +303,48 @@ const plainTheme = new Proxy(
   },
 );
 
+/** Upstream's `Theme` for a theme pi sent in `hello` (its colours as `[r, g, b]`, a 256-colour
+ *  index, or `null` for the terminal's default): `fg`/`bg` wrap text in the token's colour. */
+const BG_TOKENS = new Set(["selectedBg", "userMessageBg", "customMessageBg", "toolPendingBg", "toolSuccessBg", "toolErrorBg"]);
+function themeOf(spec) {
+  const sgr = (value, ground) =>
+    Array.isArray(value) ? `\x1b[${ground};2;${value.join(";")}m` : typeof value === "number" ? `\x1b[${ground};5;${value}m` : `\x1b[${ground + 1}m`;
+  const fgAnsi = new Map();
+  const bgAnsi = new Map();
+  for (const [token, value] of Object.entries(spec?.colors ?? {})) {
+    if (BG_TOKENS.has(token)) bgAnsi.set(token, sgr(value, 48));
+    else fgAnsi.set(token, sgr(value, 38));
+  }
+  const get = (map, token, what) => {
+    const ansi = map.get(token);
+    if (!ansi) throw new Error(`Unknown theme ${what}: ${token}`);
+    return ansi;
+  };
+  const wrap = (on, off) => (text) => `\x1b[${on}m${text}\x1b[${off}m`;
+  const theme = {
+    name: spec?.name,
+    sourcePath: spec?.path ?? undefined,
+    fg: (token, text) => `${get(fgAnsi, token, "color")}${text}\x1b[39m`,
+    bg: (token, text) => `${get(bgAnsi, token, "background color")}${text}\x1b[49m`,
+    bold: wrap(1, 22),
+    italic: wrap(3, 23),
+    underline: wrap(4, 24),
+    inverse: wrap(7, 27),
+    strikethrough: wrap(9, 29),
+    getFgAnsi: (token) => get(fgAnsi, token, "color"),
+    getBgAnsi: (token) => get(bgAnsi, token, "background color"),
+    getColorMode: () => "truecolor",
+    getThinkingBorderColor: (level) => {
+      const token = { minimal: "thinkingMinimal", low: "thinkingLow", medium: "thinkingMedium", high: "thinkingHigh", xhigh: "thinkingXhigh" }[level] ?? "thinkingOff";
+      return (text) => theme.fg(token, text);
+    },
+    getBashModeBorderColor: () => (text) => theme.fg("bashMode", text),
+  };
+  return theme;
+}
+let knownThemes = []; // the themes pi has (interactive), from `hello`
+let uiTheme; // the one in use (interactive), upstream's `Theme` shape
+
 /** Upstream's answers where there is no UI (print mode): questions get "no answer", display
  *  calls do nothing, `notify` goes to the extension's log. */
 const headlessUI = {
@@ -382,6 +424,7 @@ function sessionManager(wire) {
 
 let uiPresent = false; // pi has a UI for extensions (RPC, interactive), from `hello`
 let componentsDrawn = false; // pi draws what extensions render (interactive), from `hello`
+let toolsExpanded = false; // Ctrl+O's state as this extension last set it
 let knownModels = []; // every model pi knows (upstream's `Model` shape), from `hello`
 
 /** Asks pi for a model's credentials (a `query_result` answers). */
@@ -521,7 +564,7 @@ function openComponent(make, fields) {
 function custom(factory, options) {
   const { visible: _visible, ...overlayOptions } = options?.overlayOptions ?? {};
   const fields = { overlay: Boolean(options?.overlay), overlayOptions };
-  return openComponent((tui, done) => factory(tui, plainTheme, {}, done), fields).promise;
+  return openComponent((tui, done) => factory(tui, uiTheme ?? plainTheme, {}, done), fields).promise;
 }
 
 /** Upstream's `ctx.ui.setEditorComponent(factory)`: the editor the factory returns (usually a
@@ -629,7 +672,7 @@ function setPanel(method, factory) {
   const tui = { requestRender: () => queueMicrotask(renderPanels), get columns() { return panelWidth; }, terminal: { get columns() { return panelWidth; }, rows: 24 } };
   const footerData = { getGitBranch: gitBranch, onBranchChange: () => () => {}, getExtensionStatuses: () => new Map(), getAvailableProviderCount: () => 0 };
   Promise.resolve(initUpstreamTheme())
-    .then(() => factory(tui, plainTheme, footerData))
+    .then(() => factory(tui, uiTheme ?? plainTheme, footerData))
     .then((component) => {
       panels.set(method, component);
       renderPanels();
@@ -672,6 +715,29 @@ const protocolUI = {
   setEditorText: (text) => send({ type: "ui", method: "set_editor_text", text }),
   pasteToEditor: (text) => send({ type: "ui", method: "set_editor_text", text }),
   getEditorText: () => editorComponent?.opened.component?.getText?.() ?? "",
+  // Themes (the interactive mode's): the one in use, every one pi loaded, switching (pi draws
+  // with it at once and keeps it in the settings, as upstream).
+  get theme() {
+    return uiTheme ?? plainTheme;
+  },
+  getAllThemes: () => knownThemes.map((t) => ({ name: t.name, path: t.path ?? undefined })),
+  getTheme: (name) => {
+    const found = knownThemes.find((t) => t.name === name);
+    return found ? themeOf(found) : undefined;
+  },
+  setTheme: (themeOrName) => {
+    const name = typeof themeOrName === "string" ? themeOrName : themeOrName?.name;
+    const found = knownThemes.find((t) => t.name === name);
+    if (!found) return { success: false, error: knownThemes.length ? `Theme not found: ${name}` : "UI not available" };
+    uiTheme = themeOf(found);
+    send({ type: "ui", method: "setTheme", name });
+    return { success: true };
+  },
+  getToolsExpanded: () => toolsExpanded,
+  setToolsExpanded: (expanded) => {
+    toolsExpanded = Boolean(expanded);
+    send({ type: "ui", method: "setToolsExpanded", expanded: toolsExpanded });
+  },
   setEditorComponent,
   getEditorComponent: () => editorComponent?.factory,
   custom,
@@ -853,7 +919,7 @@ let rendererThemeReady;
 function rendererTheme() {
   rendererThemeReady ??= initUpstreamTheme()
     .then(() => upstreamModule("modes/interactive/theme/theme.js"))
-    .then((module) => ({ theme: module?.theme ?? plainTheme }), () => ({ theme: plainTheme }));
+    .then((module) => ({ theme: module?.theme ?? uiTheme ?? plainTheme }), () => ({ theme: uiTheme ?? plainTheme }));
   return rendererThemeReady;
 }
 function toolRenderer(tool, toolCallId, params, wire) {
@@ -923,6 +989,9 @@ for await (const line of lines) {
     knownModels = Array.isArray(message.models) ? message.models : [];
     uiPresent = Boolean(message.hasUI);
     componentsDrawn = Boolean(message.components);
+    knownThemes = Array.isArray(message.themes) ? message.themes : [];
+    const current = knownThemes.find((t) => t.name === message.theme);
+    uiTheme = current ? themeOf(current) : undefined;
     try {
       const module = await import(pathToFileURL(file).href);
       const factory = module.default;

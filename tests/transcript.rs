@@ -123,3 +123,43 @@ fn a_theme_colours_the_screen_and_settings_switch_it() {
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Themes for extensions (the interactive mode): `ctx.ui.theme` colours with the theme in use,
+/// `getAllThemes` lists pi's, `setTheme` switches pi's screen at once and keeps it in the settings.
+#[test]
+fn extensions_draw_with_the_theme_and_switch_it() {
+    let dir = scratch("transcript-ext-theme");
+    let extension = dir.join("paint.mjs");
+    std::fs::write(
+        &extension,
+        r#"export default function (pi) {
+  pi.on("session_start", (_e, ctx) => ctx.ui.setStatus("paint", ctx.ui.theme.fg("error", "ERRORCOLOURED")));
+  pi.registerCommand("switch", { description: "Light theme", handler: async (_a, ctx) => {
+    const names = ctx.ui.getAllThemes().map((t) => t.name).join(",");
+    const result = ctx.ui.setTheme("light");
+    const missing = ctx.ui.setTheme("no-such-theme");
+    ctx.ui.notify(`themes ${names} switched ${result.success} missing ${missing.success} now ${ctx.ui.theme.name}`);
+  } });
+}
+"#,
+    )
+    .unwrap();
+    let mut tui = Tui::start(&dir, &json!([{"text": "Answered."}]), &["-e", extension.to_str().unwrap()]);
+    let screen = tui.shows("ERRORCOLOURED");
+    let colour_of = |tui: &Tui, screen: &str, text: &str| {
+        let (row, line) = screen.lines().enumerate().find(|(_, l)| l.contains(text)).unwrap();
+        let col = line.find(text).unwrap() as u16;
+        tui.screen.screen().cell(row as u16, col).unwrap().fgcolor()
+    };
+    assert_eq!(colour_of(&tui, &screen, "ERRORCOLOURED"), vt100::Color::Idx(1), "dark's error colour");
+    tui.enter("first prompt");
+    tui.shows("Answered.");
+    tui.enter("/switch");
+    let screen = tui.shows("themes dark,light switched true missing false now light");
+    assert_eq!(colour_of(&tui, &screen, "first prompt"), vt100::Color::Rgb(0x00, 0x70, 0x7a), "light's user colour");
+    let settings = std::fs::read_to_string(dir.join("agent/settings.json")).unwrap();
+    assert!(settings.contains(r#""theme": "light""#), "{settings}");
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

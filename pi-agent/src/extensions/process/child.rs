@@ -78,8 +78,11 @@ impl Connection {
             return Err("no stdin/stdout".into());
         };
         let models = spec.models.as_ref().map(|m| m.0.models());
-        let components = spec.ui.as_ref().is_some_and(|ui| ui.0.draws_components());
-        let hello = Request::Hello { protocol: PROTOCOL_VERSION, cwd: &spec.cwd, has_ui, models, components }.to_json();
+        let mut hello = Request::Hello { protocol: PROTOCOL_VERSION, cwd: &spec.cwd, has_ui, models }.to_json();
+        // What the mode's UI adds (the interactive mode: it draws components; its themes).
+        if let (Some(ui), Value::Object(fields)) = (&spec.ui, &mut hello) {
+            fields.extend(ui.0.hello());
+        }
         let mut lines = BufReader::new(stdout).lines();
         let handshake = async {
             write_line(&mut stdin, &hello).await?;

@@ -23,10 +23,6 @@ pub(crate) enum Request<'a> {
         /// Every model pi knows, in upstream's `Model` shape (`ctx.modelRegistry`).
         #[serde(skip_serializing_if = "Option::is_none")]
         models: Option<Value>,
-        /// pi draws what extensions render (components, tools' `renderCall`/`renderResult`):
-        /// the interactive mode.
-        #[serde(skip_serializing_if = "std::ops::Not::not")]
-        components: bool,
     },
     /// An event for a handler it registered.
     Event { event: &'a str, payload: Value, ctx: Value },

@@ -35,11 +35,12 @@ pub trait ExtensionUi: Send + Sync {
         Box::pin(async { json!({"cancelled": true}) })
     }
 
-    /// True where what extensions render is drawn (the terminal): they are told so in `hello`
-    /// and render their tools' calls and results (`tool_render` calls through
-    /// [`ExtensionUi::show`]).
-    fn draws_components(&self) -> bool {
-        false
+    /// Fields this UI adds to `hello`: `"components": true` where what extensions render is
+    /// drawn (the terminal: they then render their tools' calls and results, `tool_render` calls
+    /// through [`ExtensionUi::show`]); `themes` (each `name`, `path` and `colors` as SGR
+    /// parameters) and `theme` (the one in use) where the UI has themes.
+    fn hello(&self) -> serde_json::Map<String, Value> {
+        serde_json::Map::new()
     }
 }
 

@@ -26,8 +26,9 @@ pub enum UiCall {
     Custom(Value, mpsc::UnboundedSender<Value>, oneshot::Sender<Value>),
 }
 
-/// The terminal as the extensions' UI: calls are queued for the screen's loop.
-pub struct TerminalUi(pub mpsc::UnboundedSender<UiCall>);
+/// The terminal as the extensions' UI: calls are queued for the screen's loop; `hello` says it
+/// draws components and which themes it has.
+pub struct TerminalUi(pub mpsc::UnboundedSender<UiCall>, pub serde_json::Map<String, Value>);
 
 impl ExtensionUi for TerminalUi {
     fn dialog(&self, request: Value) -> UiAnswer {
@@ -47,8 +48,8 @@ impl ExtensionUi for TerminalUi {
         Box::pin(async move { rx.await.unwrap_or_else(|_| json!({"cancelled": true})) })
     }
 
-    fn draws_components(&self) -> bool {
-        true
+    fn hello(&self) -> serde_json::Map<String, Value> {
+        self.1.clone()
     }
 }
 
@@ -291,6 +292,10 @@ pub enum Shown {
     EditorChanged(String),
     /// An extension's editor recognised one of the app's keys: upstream's action id.
     Action(String),
+    /// An extension switched the theme (`ctx.ui.setTheme`): its name.
+    Theme(String),
+    /// An extension expanded or collapsed tools' output (`ctx.ui.setToolsExpanded`).
+    ToolsExpanded(bool),
     /// An extension drew (part of) a call of its tool: the call's id and the drawing.
     ToolDrawn(String, super::transcript::Drawn),
     /// Status and widgets changed (drawn from [`ExtScreen`]).
@@ -399,6 +404,8 @@ impl ExtScreen {
             }
             "setTitle" => Shown::Title(text(request, "title").unwrap_or_default()),
             "set_editor_text" => Shown::EditorText(text(request, "text").unwrap_or_default()),
+            "setTheme" => Shown::Theme(text(request, "name").unwrap_or_default()),
+            "setToolsExpanded" => Shown::ToolsExpanded(request.get("expanded") == Some(&Value::Bool(true))),
             "tool_render" => {
                 let lines = |key: &str| request.get(key).and_then(|l| serde_json::from_value(l.clone()).ok());
                 let drawn = super::transcript::Drawn {

@@ -73,7 +73,28 @@ impl Ui<'_> {
                 }
             }
             ext_ui::Shown::ToolDrawn(id, drawn) => self.transcript.drawn(&id, drawn),
+            ext_ui::Shown::Theme(name) => self.use_theme(&name),
+            ext_ui::Shown::ToolsExpanded(expanded) => {
+                if self.transcript.tools_expanded() != expanded {
+                    self.transcript.toggle_tool_output();
+                }
+            }
             ext_ui::Shown::Nothing => {}
+        }
+    }
+
+    /// Draws with the theme called `name` from now on and keeps it in the global settings (as
+    /// upstream's `setTheme`); an unknown name is said.
+    pub(super) fn use_theme(&mut self, name: &str) {
+        let Some(chosen) = self.themes.all.iter().find(|t| t.name == name) else {
+            return self.transcript.notice(Tone::Warn, format!("theme \"{name}\" not found"));
+        };
+        super::theme::set(chosen.clone());
+        self.transcript.restyle();
+        if let Some(file) = super::settings_panel::global_file()
+            && let Err(why) = super::settings_panel::set(&file, "theme", serde_json::Value::from(name))
+        {
+            self.transcript.notice(Tone::Warn, format!("theme: {why}"));
         }
     }
 

@@ -286,11 +286,8 @@ impl Ui<'_> {
         let Some(file) = super::settings_panel::global_file() else { return };
         match super::settings_panel::cycle(&file, key, &self.themes.names()) {
             Ok(value) => {
-                if key == "theme"
-                    && let Some(chosen) = self.themes.all.iter().find(|t| t.name == value)
-                {
-                    super::theme::set(chosen.clone());
-                    self.transcript.restyle();
+                if key == "theme" {
+                    self.use_theme(&value);
                     self.transcript.notice(Tone::Info, format!("settings: theme = {value} (now)"));
                     return self.open_settings(Some(key));
                 }

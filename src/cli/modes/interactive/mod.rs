@@ -101,7 +101,15 @@ pub async fn run(
     }
     // Extensions' `ctx.ui` calls come to the screen's loop.
     let (ui_tx, ui_calls) = mpsc::unbounded_channel();
-    crate::cli::extensions::attach_ui(pi_agent::extensions::process::UiHandle(Arc::new(ext_ui::TerminalUi(ui_tx))));
+    let hello = serde_json::json!({
+        "components": true,
+        "themes": themes.all.iter().map(theme::Theme::to_json).collect::<Vec<_>>(),
+        "theme": theme::current().name,
+    });
+    let hello = hello.as_object().cloned().unwrap_or_default();
+    crate::cli::extensions::attach_ui(pi_agent::extensions::process::UiHandle(Arc::new(ext_ui::TerminalUi(
+        ui_tx, hello,
+    ))));
     let actions = crate::cli::extensions::attach_actions();
     let (stop, interrupted, mut harness) = Harness::long_lived(args, observe, PromptSource::Interactive, cfg).await?;
     let reloaded = harness.reloaded.take();

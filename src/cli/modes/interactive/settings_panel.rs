@@ -56,9 +56,16 @@ pub fn cycle(file: &Path, key: &str, themes: &[String]) -> Result<String, String
         "false" => Value::Bool(false),
         text => Value::String(text.to_owned()),
     };
-    set(&mut doc, key, value);
+    set_key(&mut doc, key, value);
     write(file, doc)?;
     Ok(next.to_owned())
+}
+
+/// Sets `key` (dotted) to `value` in `file`, the other keys kept.
+pub fn set(file: &Path, key: &str, value: Value) -> Result<(), String> {
+    let mut doc = read(file)?;
+    set_key(&mut doc, key, value);
+    write(file, doc)
 }
 
 /// The global settings file (`~/.pi/agent/settings.json`) these lists edit.
@@ -118,7 +125,7 @@ fn get(doc: &Map<String, Value>, key: &str) -> Option<String> {
     })
 }
 
-fn set(doc: &mut Map<String, Value>, key: &str, value: Value) {
+fn set_key(doc: &mut Map<String, Value>, key: &str, value: Value) {
     match key.split_once('.') {
         None => {
             doc.insert(key.to_owned(), value);
@@ -129,7 +136,7 @@ fn set(doc: &mut Map<String, Value>, key: &str, value: Value) {
                 *entry = Value::Object(Map::new());
             }
             if let Value::Object(inner) = entry {
-                set(inner, rest, value);
+                set_key(inner, rest, value);
             }
         }
     }

@@ -94,6 +94,24 @@ impl Theme {
         self.colors.get(token as usize).copied().flatten()
     }
 
+    /// The theme for extensions (`hello`): `name`, `path`, and each token's colour as `[r, g, b]`,
+    /// a 256-colour index, or `null` (the terminal's default).
+    pub fn to_json(&self) -> Value {
+        let colors: serde_json::Map<String, Value> = NAMES
+            .iter()
+            .zip(&self.colors)
+            .map(|(name, color)| {
+                let value = match color {
+                    Some(Color::Rgb(r, g, b)) => serde_json::json!([r, g, b]),
+                    Some(Color::Indexed(n)) => Value::from(*n),
+                    _ => Value::Null,
+                };
+                ((*name).to_owned(), value)
+            })
+            .collect();
+        serde_json::json!({"name": self.name, "path": self.source, "colors": colors})
+    }
+
     /// A style with the token's colour as the foreground.
     pub fn fg(&self, token: Token) -> Style {
         self.color(token).map_or_else(Style::default, |c| Style::default().fg(c))

@@ -150,6 +150,11 @@ impl Transcript {
         self.show_thinking
     }
 
+    /// Whether tools' whole output is shown (Ctrl+O).
+    pub fn tools_expanded(&self) -> bool {
+        self.expand_tools
+    }
+
     /// Ctrl+O: tools' whole output, or their last lines again; true when now expanded.
     pub fn toggle_tool_output(&mut self) -> bool {
         self.expand_tools = !self.expand_tools;
