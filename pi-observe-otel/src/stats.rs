@@ -24,6 +24,9 @@ pub(crate) struct Counters {
     /// With a spool, set by `flush`: an export still running then is cut and spooled, so a
     /// stalled receiver cannot hold the caller (cleared when the flush is done).
     pub(crate) flush_by: Mutex<Option<Instant>>,
+    /// The slowest export the receiver answered this run, in microseconds (0: none yet) — how
+    /// long a flush with a spool lets an export run before taking the receiver as stalled.
+    pub(crate) slowest_answer_micros: AtomicU64,
     /// Woken when `shutdown_deadline` or `flush_by` is set.
     pub(crate) hurry: tokio::sync::Notify,
     /// The exporter's view of its receiver (shared with it).

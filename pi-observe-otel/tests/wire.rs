@@ -457,3 +457,35 @@ fn spans_a_receiver_rejects_in_a_partial_success_are_counted_as_rejected() {
     assert_eq!(run.stats.spans_exported, 5, "{:?}", run.stats);
     assert_eq!(run.stats.dropped_rejected, 3);
 }
+
+/// With a spool, a flush does not wait out its whole deadline for a receiver that accepted the
+/// connection and never answers: past the first-answer patience the export is cut, the batch
+/// spooled, and the batches after it go straight to the spool (the receiver is taken as stalled).
+#[test]
+fn a_flush_with_a_spool_takes_a_silent_receiver_as_stalled() {
+    let stall = Receiver::start(vec![Answer::Stall; 8]);
+    let dir = std::env::temp_dir().join(format!("pi-otel-stalled-spool-{}", pi_observe_core::SpanId::random()));
+    let hub = Observability::new();
+    let cfg = OtlpConfig {
+        metrics: Some(false),
+        timeout: Some(Duration::from_secs(30)),
+        max_export_batch_size: Some(4),
+        spool: Some(pi_observe_spool::SpoolConfig::new(&dir)),
+        ..config(&stall.endpoint)
+    };
+    let otel = OtelSubscriber::new(cfg).unwrap();
+    let _o = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    for _ in 0..3 {
+        runtime.block_on(hub.scope(workload()));
+        // The flush's own deadline is far off: only taking the receiver as stalled returns it.
+        let flushed = Instant::now();
+        pi_observe_core::Subscriber::flush(otel.as_ref(), Duration::from_secs(20)).unwrap();
+        assert!(flushed.elapsed() < Duration::from_secs(10), "waited out the deadline: {:?}", flushed.elapsed());
+    }
+    let _ = pi_observe_core::Subscriber::shutdown(otel.as_ref(), Duration::from_secs(1));
+    let stats = otel.stats();
+    assert_eq!(stats.spans_spooled, stats.spans_started, "{stats:?}");
+    assert_eq!(*stall.attempts.lock().unwrap(), 1, "one attempt; the rest went straight to the spool");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

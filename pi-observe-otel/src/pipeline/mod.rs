@@ -29,6 +29,14 @@ const MAX_OPEN_SPANS: usize = 100_000;
 /// With a spool, how long shutdown gives the receiver before spooling what is left.
 const DEFAULT_EXIT_PATIENCE: Duration = Duration::from_millis(200);
 
+/// With a spool, how long a flush lets the receiver take to answer its first export of the run
+/// (connection, TLS and a batch included) before taking it as stalled and spooling.
+const FIRST_ANSWER_PATIENCE: Duration = Duration::from_secs(1);
+
+/// With a spool, the least a flush waits for an answer once the receiver has answered (then: four
+/// times its slowest answer this run).
+const MIN_ANSWER_PATIENCE: Duration = Duration::from_millis(250);
+
 /// With a spool, retries per batch (100 + 200 ms of backoff) before it is spooled.
 const SPOOLED_MAX_RETRIES: u32 = 2;
 
@@ -352,7 +360,13 @@ impl Subscriber for OtelSubscriber {
     fn flush(&self, timeout: Duration) -> Result<(), SubscriberError> {
         let deadline = Instant::now() + timeout;
         if self.spool.is_some() {
-            let by = deadline - (timeout / 10).min(Duration::from_millis(50));
+            // A receiver slower than it has been this run (or, before its first answer, than
+            // a connection and a first batch take) is taken as stalled: what it has not taken
+            // then is spooled rather than waited for.
+            let slowest = Duration::from_micros(self.counters.slowest_answer_micros.load(Relaxed));
+            let patience =
+                if slowest.is_zero() { FIRST_ANSWER_PATIENCE } else { (slowest * 4).max(MIN_ANSWER_PATIENCE) };
+            let by = (deadline - (timeout / 10).min(Duration::from_millis(50))).min(Instant::now() + patience);
             *self.counters.flush_by.lock().unwrap_or_else(|e| e.into_inner()) = Some(by);
             self.counters.hurry.notify_waiters();
         }

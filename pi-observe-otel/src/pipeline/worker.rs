@@ -356,6 +356,7 @@ impl Worker {
         let skip = self.spool.is_some()
             && (self.degraded_until.is_some_and(|until| Instant::now() < until)
                 || (link.closing.load(Relaxed) && link.unreachable.load(Relaxed)));
+        let started = Instant::now();
         let delivery = if skip {
             Delivery::Failed("receiver unavailable".into())
         } else {
@@ -363,6 +364,8 @@ impl Worker {
         };
         match delivery {
             Delivery::Exported => {
+                let took = started.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
+                self.counters.slowest_answer_micros.fetch_max(took.max(1), Relaxed);
                 self.degraded_until = None;
                 self.degraded_for = DEGRADED_FOR;
                 Shipped::Delivered
