@@ -619,6 +619,58 @@ function setEditorComponent(factory) {
   editorComponent = { factory, opened: openComponent(make, { editor: true }) };
 }
 
+/** Upstream's `ctx.ui.addAutocompleteProvider(factory)`: each factory is given the provider
+ *  before it (first: pi's own completions, which answer nothing here — pi lists its `@file` and
+ *  path completions itself) and its provider is asked about the editor's text as the user types
+ *  (pi sends `lines`, `cursorLine`, `cursorCol`); its suggestions (`items`, `prefix`) go back to
+ *  pi, which lists them and puts a chosen `value` in place of the prefix. */
+const completers = [];
+const piCompletions = {
+  getSuggestions: async () => null,
+  applyCompletion(lines, cursorLine, cursorCol, item, prefix) {
+    const line = lines[cursorLine] ?? "";
+    const before = line.slice(0, cursorCol - prefix.length);
+    const next = [...lines];
+    next[cursorLine] = before + item.value + line.slice(cursorCol);
+    return { lines: next, cursorLine, cursorCol: before.length + item.value.length };
+  },
+  shouldTriggerFileCompletion: () => true,
+};
+function addAutocompleteProvider(factory) {
+  const provider = factory(completers.at(-1) ?? piCompletions);
+  if (!provider) return;
+  completers.push(provider);
+  if (completers.length > 1) return;
+  // The first provider: pi is told to ask this extension (a component that draws nothing).
+  const id = nextDialog++;
+  let asking;
+  customs.set(id, async (input) => {
+    const ask = input.complete;
+    if (!ask) return;
+    asking?.abort();
+    const controller = (asking = new AbortController());
+    let answer = null;
+    try {
+      answer = await completers.at(-1).getSuggestions(ask.lines ?? [""], ask.cursorLine ?? 0, ask.cursorCol ?? 0, { signal: controller.signal, force: false });
+    } catch (error) {
+      log(`pi js host: autocomplete: ${error?.stack ?? error}`);
+    }
+    if (controller.signal.aborted) return;
+    const items = (answer?.items ?? []).map((item) => ({
+      value: String(item.value),
+      label: String(item.label ?? item.value),
+      description: item.description === undefined ? undefined : String(item.description),
+    }));
+    send({ type: "ui", method: "autocomplete_result", customId: id, seq: ask.seq, prefix: String(answer?.prefix ?? ""), items });
+  });
+  // pi without an editor to complete in (RPC) cancels it.
+  dialogs.set(id, () => {
+    customs.delete(id);
+    dialogs.delete(id);
+  });
+  send({ type: "ui", id, method: "custom", autocomplete: true, lines: [] });
+}
+
 /** A displayed custom message in pi's transcript: drawn by the extension's renderer
  *  (`registerMessageRenderer`), else as `[customType] text`. */
 function showMessage(message) {
@@ -740,6 +792,7 @@ const protocolUI = {
   },
   setEditorComponent,
   getEditorComponent: () => editorComponent?.factory,
+  addAutocompleteProvider,
   custom,
 };
 

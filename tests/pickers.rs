@@ -136,3 +136,43 @@ fn scoped_models_are_what_ctrl_p_cycles_through() {
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `ctx.ui.addAutocompleteProvider`: the extension's provider is asked as the user types; its
+/// suggestions (label and description shown) replace the prefix it names; for other words it
+/// hands over to pi's own completions (it answers nothing).
+#[test]
+fn an_extensions_autocomplete_provider_suggests_as_the_user_types() {
+    let dir = scratch("pickers-autocomplete");
+    let extension = dir.join("issues.mjs");
+    std::fs::write(
+        &extension,
+        r##"export default function (pi) {
+  pi.on("session_start", (_e, ctx) => { ctx.ui.addAutocompleteProvider((current) => ({
+    async getSuggestions(lines, line, col, options) {
+      const token = lines[line].slice(0, col).match(/#(\d*)$/);
+      if (!token) return current.getSuggestions(lines, line, col, options);
+      const issues = [{ value: "#12", label: "#12", description: "Fix the parser" }, { value: "#7", label: "#7", description: "Write the docs" }];
+      return { items: issues.filter((i) => i.value.startsWith(`#${token[1]}`)), prefix: `#${token[1]}` };
+    },
+    applyCompletion: (...args) => current.applyCompletion(...args),
+  })); ctx.ui.setStatus("issues", "issues ready"); });
+}
+"##,
+    )
+    .unwrap();
+    let mut tui = Tui::start(&dir, &json!([]), &["-e", extension.to_str().unwrap()]);
+    tui.shows("issues ready");
+    tui.keys("see #");
+    tui.shows("› #12  Fix the parser");
+    tui.shows("#7  Write the docs");
+    tui.keys("\x1b[B\r");
+    tui.wait_for("the chosen issue", |s| s.lines().any(|l| l.trim_end() == "> see #7"));
+    // Typing on narrows; another word asks again and gets nothing.
+    tui.keys(" and #1");
+    tui.shows("› #12  Fix the parser");
+    tui.keys("\x1b");
+    tui.wait_for("the list closed", |s| !s.contains("Fix the parser"));
+    tui.keys("\x15\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -302,12 +302,13 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
                         // Shown in the order it was written; nothing goes back.
                         None => {}
                         // A dialog may wait for the user as long as it likes: replies keep flowing.
-                        Some((id, answer)) => {
+                        Some((id, answer, waits_for_user)) => {
                             let (stdin, dialogs) = (peer.stdin.clone(), peer.dialogs.clone());
-                            dialogs.fetch_add(1, Ordering::SeqCst);
+                            let counted = usize::from(waits_for_user);
+                            dialogs.fetch_add(counted, Ordering::SeqCst);
                             tokio::spawn(async move {
                                 let answer = answer.await;
-                                dialogs.fetch_sub(1, Ordering::SeqCst);
+                                dialogs.fetch_sub(counted, Ordering::SeqCst);
                                 let message = serde_json::json!({"type": "ui_result", "id": id, "result": answer});
                                 let _ = write_line(&mut *stdin.lock().await, &message).await;
                             });

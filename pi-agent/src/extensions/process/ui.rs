@@ -58,13 +58,15 @@ impl std::fmt::Debug for UiHandle {
 pub const DIALOGS: [&str; 4] = ["select", "confirm", "input", "editor"];
 
 /// A `ui` line from an extension: a call that needs no answer is shown now (when a UI is
-/// attached) and gives `None`; a dialog gives its `id` and the answer to wait for (cancelled at
-/// once when no UI is attached).
+/// attached) and gives `None`; a dialog gives its `id`, the answer to wait for (cancelled at
+/// once when no UI is attached), and whether it waits for the user (a dialog or a component they
+/// close) rather than standing for as long as the session (an editor in pi's place, an
+/// autocomplete provider) — only the first keeps the extension's reply deadlines from running.
 pub(super) fn dialog(
     ui: Option<&UiHandle>,
     mut request: Value,
     input: impl FnOnce(&Value) -> tokio::sync::mpsc::UnboundedSender<Value>,
-) -> Option<(Value, UiAnswer)> {
+) -> Option<(Value, UiAnswer, bool)> {
     let method = request.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
     let id = request.as_object_mut().and_then(|object| {
         object.remove("type");
@@ -73,11 +75,12 @@ pub(super) fn dialog(
     if method == "custom" {
         let id = id?;
         request["customId"] = id.clone();
+        let standing = ["editor", "autocomplete"].iter().any(|k| request.get(*k) == Some(&Value::Bool(true)));
         let answer = match ui {
             Some(ui) => ui.0.custom(request, input(&id)),
             None => Box::pin(async { json!({"cancelled": true}) }),
         };
-        return Some((id, answer));
+        return Some((id, answer, !standing));
     }
     match (DIALOGS.contains(&method.as_str()), id, ui) {
         (false, _, Some(ui)) => {
@@ -85,7 +88,7 @@ pub(super) fn dialog(
             None
         }
         (false, _, None) | (true, None, _) => None,
-        (true, Some(id), Some(ui)) => Some((id, ui.0.dialog(request))),
-        (true, Some(id), None) => Some((id, Box::pin(async { json!({"cancelled": true}) }))),
+        (true, Some(id), Some(ui)) => Some((id, ui.0.dialog(request), true)),
+        (true, Some(id), None) => Some((id, Box::pin(async { json!({"cancelled": true}) }), true)),
     }
 }

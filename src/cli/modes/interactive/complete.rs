@@ -23,6 +23,9 @@ pub struct Completion {
     pub selected: usize,
     /// The token's length in characters (what a choice replaces).
     pub token_chars: usize,
+    /// What the list shows for each suggestion, when not the replacement itself (an extension's
+    /// `label  description`).
+    pub labels: Vec<String>,
 }
 
 impl Completion {
@@ -42,8 +45,8 @@ impl Completion {
     /// Drawn over the bottom rows of `area` (above the editor).
     pub fn draw(&self, frame: &mut ratatui::Frame<'_>, area: Rect) {
         let first = self.selected.saturating_sub(SHOWN - 1);
-        let lines: Vec<Line<'_>> = self
-            .items
+        let shown = if self.labels.len() == self.items.len() { &self.labels } else { &self.items };
+        let lines: Vec<Line<'_>> = shown
             .iter()
             .enumerate()
             .skip(first)
@@ -90,7 +93,12 @@ pub fn file_reference(query: &str, paths: &[String]) -> Option<Completion> {
         .collect();
     scored.sort();
     let items: Vec<String> = scored.into_iter().take(50).map(|(_, _, path)| format!("@{path}")).collect();
-    (!items.is_empty()).then(|| Completion { items, selected: 0, token_chars: query.chars().count() + 1 })
+    (!items.is_empty()).then(|| Completion {
+        items,
+        selected: 0,
+        token_chars: query.chars().count() + 1,
+        labels: Vec::new(),
+    })
 }
 
 /// Tab: the entries of the folder `token` names so far (relative to `cwd`, `~/` for home) that
@@ -119,7 +127,12 @@ pub fn path(token: &str, cwd: &Path) -> Option<Completion> {
         })
         .collect();
     items.sort();
-    (!items.is_empty()).then(|| Completion { items, selected: 0, token_chars: token.chars().count() })
+    (!items.is_empty()).then(|| Completion {
+        items,
+        selected: 0,
+        token_chars: token.chars().count(),
+        labels: Vec::new(),
+    })
 }
 
 /// The longest start all `items` share.

@@ -218,6 +218,11 @@ impl Editor {
     }
 
     /// The word being typed: the characters before the cursor back to whitespace.
+    /// The cursor's row and column, in characters.
+    pub fn position(&self) -> (usize, usize) {
+        (self.row, self.col)
+    }
+
     pub fn token(&self) -> String {
         let before: Vec<char> = self.lines[self.row].chars().take(self.col).collect();
         let start = before.iter().rposition(|c| c.is_whitespace()).map_or(0, |i| i + 1);

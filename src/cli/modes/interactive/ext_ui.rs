@@ -257,6 +257,9 @@ pub struct ExtScreen {
     /// An extension's editor (`ctx.ui.setEditorComponent`), drawn and given the keys in place
     /// of pi's.
     editor: Option<Component>,
+    /// Extensions with autocomplete providers (`ctx.ui.addAutocompleteProvider`): asked as
+    /// the user types.
+    completers: Vec<Component>,
     queued: VecDeque<(Value, oneshot::Sender<Value>)>,
     /// `setStatus` entries by key.
     pub status: BTreeMap<String, String>,
@@ -292,6 +295,9 @@ pub enum Shown {
     EditorChanged(String),
     /// An extension's editor recognised one of the app's keys: upstream's action id.
     Action(String),
+    /// An extension's autocomplete suggestions: the text's `seq`, the prefix they replace, and
+    /// each `(value, what the list shows)`.
+    Suggestions(u64, String, Vec<(String, String)>),
     /// An extension switched the theme (`ctx.ui.setTheme`): its name.
     Theme(String),
     /// An extension expanded or collapsed tools' output (`ctx.ui.setToolsExpanded`).
@@ -329,7 +335,9 @@ impl ExtScreen {
                 let overlay = (request.get("overlay") == Some(&Value::Bool(true)))
                     .then(|| Placement::parse(request.get("overlayOptions").unwrap_or(&Value::Null)));
                 let component = Component { id, lines, input, reply, width: 0, overlay };
-                if request.get("editor") == Some(&Value::Bool(true)) {
+                if request.get("autocomplete") == Some(&Value::Bool(true)) {
+                    self.completers.push(component);
+                } else if request.get("editor") == Some(&Value::Bool(true)) {
                     // One editor at a time: the one it replaces is closed.
                     if let Some(old) = self.editor.replace(component) {
                         let _ = old.reply.send(json!({"cancelled": true}));
@@ -405,6 +413,26 @@ impl ExtScreen {
             "setTitle" => Shown::Title(text(request, "title").unwrap_or_default()),
             "set_editor_text" => Shown::EditorText(text(request, "text").unwrap_or_default()),
             "setTheme" => Shown::Theme(text(request, "name").unwrap_or_default()),
+            "autocomplete_result" => {
+                let items = request.get("items").and_then(Value::as_array).into_iter().flatten();
+                let items = items
+                    .filter_map(|item| {
+                        let value = text(item, "value")?;
+                        let label = text(item, "label").unwrap_or_else(|| value.clone());
+                        let shown = match text(item, "description") {
+                            Some(description) => format!("{label}  {}", plain(&description)),
+                            None => label,
+                        };
+                        Some((value, shown))
+                    })
+                    .collect();
+                let seq = request.get("seq").and_then(Value::as_u64).unwrap_or_default();
+                Shown::Suggestions(seq, text(request, "prefix").unwrap_or_default(), items)
+            }
+            "custom_close" if self.completers.iter().any(|c| request.get("customId") == Some(&c.id)) => {
+                self.completers.retain(|c| request.get("customId") != Some(&c.id));
+                Shown::Nothing
+            }
             "setToolsExpanded" => Shown::ToolsExpanded(request.get("expanded") == Some(&Value::Bool(true))),
             "tool_render" => {
                 let lines = |key: &str| request.get(key).and_then(|l| serde_json::from_value(l.clone()).ok());
@@ -443,6 +471,20 @@ impl ExtScreen {
                 Shown::Nothing
             }
             _ => Shown::Nothing,
+        }
+    }
+
+    /// True when an extension has an autocomplete provider.
+    pub fn has_completers(&self) -> bool {
+        self.completers.iter().any(|c| !c.input.is_closed())
+    }
+
+    /// Asks every extension's autocomplete provider about the editor's text (`ask`: upstream's
+    /// `lines`, `cursorLine`, `cursorCol`, and the text's `seq`).
+    pub fn ask_completers(&mut self, ask: Value) {
+        self.completers.retain(|c| !c.input.is_closed());
+        for completer in &self.completers {
+            let _ = completer.input.send(json!({"complete": ask}));
         }
     }
 

@@ -74,6 +74,7 @@ impl Ui<'_> {
             }
             ext_ui::Shown::ToolDrawn(id, drawn) => self.transcript.drawn(&id, drawn),
             ext_ui::Shown::Theme(name) => self.use_theme(&name),
+            ext_ui::Shown::Suggestions(seq, prefix, items) => self.suggestions(seq, &prefix, items),
             ext_ui::Shown::ToolsExpanded(expanded) => {
                 if self.transcript.tools_expanded() != expanded {
                     self.transcript.toggle_tool_output();

@@ -81,6 +81,9 @@ impl Ui<'_> {
                     None
                 }
             };
+            if self.completion.is_none() && !token.is_empty() {
+                self.ask_completers();
+            }
         }
     }
 
@@ -111,9 +114,11 @@ impl Ui<'_> {
             KeyCode::Esc => self.completion = None,
             KeyCode::Tab | KeyCode::Enter => {
                 let chars = completion.token_chars;
+                // An extension's suggestion replaces its prefix as it is (upstream's default).
+                let extensions = !completion.labels.is_empty();
                 if let Some(choice) = completion.choice().map(str::to_owned) {
                     // A file is a finished word; a folder goes on being completed.
-                    let space = if choice.ends_with('/') { "" } else { " " };
+                    let space = if choice.ends_with('/') || extensions { "" } else { " " };
                     self.editor.replace_before_cursor(chars, &format!("{choice}{space}"));
                 }
                 self.completion = None;
@@ -121,6 +126,29 @@ impl Ui<'_> {
             _ => return false,
         }
         true
+    }
+
+    /// Extensions' autocomplete providers (`ctx.ui.addAutocompleteProvider`) asked for the text
+    /// as it is now; their answer lists suggestions when the text has not changed since.
+    fn ask_completers(&mut self) {
+        if !self.ext.has_completers() {
+            return;
+        }
+        self.complete_seq += 1;
+        let (row, col) = self.editor.position();
+        let ask = serde_json::json!({"lines": self.editor.lines(), "cursorLine": row, "cursorCol": col, "seq": self.complete_seq});
+        self.ext.ask_completers(ask);
+    }
+
+    /// An extension's suggestions for the text asked about in `seq` (dropped when the text
+    /// changed since, or when they are none).
+    pub(super) fn suggestions(&mut self, seq: u64, prefix: &str, items: Vec<(String, String)>) {
+        if seq != self.complete_seq || items.is_empty() || self.completion.is_some() {
+            return;
+        }
+        let (values, labels) = items.into_iter().unzip();
+        self.completion =
+            Some(complete::Completion { items: values, selected: 0, token_chars: prefix.chars().count(), labels });
     }
 
     /// Tab after `/word`: the commands starting with it — pi's own, extensions', prompt
@@ -144,7 +172,8 @@ impl Ui<'_> {
             [one] => self.editor.set_text(&format!("{one} ")),
             _ => {
                 let token_chars = typed.chars().count();
-                self.completion = Some(complete::Completion { items: names, selected: 0, token_chars });
+                self.completion =
+                    Some(complete::Completion { items: names, selected: 0, token_chars, labels: Vec::new() });
             }
         }
     }

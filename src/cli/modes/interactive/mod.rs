@@ -168,6 +168,7 @@ pub async fn run(
         pending_images: Vec::new(),
         editor_synced: None,
         themes,
+        complete_seq: 0,
     };
     let mut ui = ui;
     if args.resume {
@@ -243,6 +244,8 @@ struct Ui<'a> {
     editor_synced: Option<String>,
     /// The themes pi loaded (`/settings` switches between them).
     themes: theme::Themes,
+    /// The latest text extensions' autocomplete providers were asked about.
+    complete_seq: u64,
 }
 
 type Replies = mpsc::UnboundedSender<(Done, JobResult)>;
