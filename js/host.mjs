@@ -825,17 +825,19 @@ function context(wire) {
     hasPendingMessages: () => wire?.pendingMessages === true,
     // Aborts the running prompt at once (RPC, interactive).
     abort: () => send({ type: "action", action: "abort" }),
-    // A fresh session after the running command (RPC, interactive): resolved at once (the
-    // command has to end first); `withSession` runs once the new session has started.
-    newSession: async (options = {}) => {
-      const id = nextDialog++;
-      dialogs.set(id, (result) => {
-        dialogs.delete(id);
-        if (!result?.cancelled) Promise.resolve(options.withSession?.(context({ ...wire, idle: true }))).catch((error) => log(`pi js host: withSession: ${error?.stack ?? error}`));
-      });
-      send({ type: "action", action: "new_session", id });
-      return { cancelled: false };
+    // A fresh session, a fork before a user message, another session file, a move in the
+    // tree — after the running command (RPC, interactive): resolved at once (the command has
+    // to end first); `withSession` runs once the session has changed.
+    newSession: async (options = {}) => sessionAction("new_session", {}, options, wire),
+    fork: async (entryId, options = {}) => {
+      if (options.position === "at") throw new Error("ctx.fork: position \"at\" is not supported by pi yet (\"before\" is)");
+      return sessionAction("fork", { entryId: String(entryId) }, options, wire);
     },
+    switchSession: async (sessionPath, options = {}) => sessionAction("switch_session", { path: String(sessionPath) }, options, wire),
+    navigateTree: async (targetId, options = {}) =>
+      sessionAction("navigate_tree", { targetId: String(targetId), summarize: Boolean(options.summarize) }, {}, wire),
+    // Commands run while pi is idle (jobs run one at a time): nothing streams to wait for.
+    waitForIdle: async () => {},
     // Asks pi (RPC, interactive) to end once the running job is done; print mode ends anyway.
     shutdown: () => send({ type: "action", action: "shutdown" }),
     // Asks pi to reload (extensions, skills, prompts, settings) after the running job.
@@ -860,6 +862,22 @@ function context(wire) {
     // The running prompt's system prompt, as pi sent it at the prompt's start and each turn.
     getSystemPrompt: () => lastSystemPrompt ?? "",
   };
+}
+
+/** Asks pi for a session action (`new_session`, `fork`, `switch_session`, `navigate_tree`);
+ *  `options.withSession` runs with a ctx on the session pi then uses (its file and id from pi's
+ *  answer) once pi says it changed. */
+function sessionAction(action, fields, options, wire) {
+  const id = nextDialog++;
+  dialogs.set(id, (result) => {
+    dialogs.delete(id);
+    if (!result?.cancelled) {
+      const next = context({ ...wire, idle: true, sessionFile: result?.sessionFile ?? wire?.sessionFile, sessionId: result?.sessionId ?? wire?.sessionId });
+      Promise.resolve(options.withSession?.(next)).catch((error) => log(`pi js host: withSession: ${error?.stack ?? error}`));
+    }
+  });
+  send({ type: "action", action, id, ...fields });
+  return { cancelled: false };
 }
 
 /** A tool as pi offers it to the model. */

@@ -4,6 +4,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod replays;
+pub mod rpc;
 pub mod tui;
 
 use std::path::{Path, PathBuf};

@@ -337,14 +337,20 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
                     });
                 }
                 Ok(Line::Action(mut action, id)) => {
-                    // The extension hears when its new session has started (`withSession`).
-                    if let (super::ExtensionAction::NewSession { done }, Some(id)) = (&mut action, id.clone()) {
+                    // The extension hears when its new, forked or other session has started
+                    // (`withSession`), or its tree navigation is done.
+                    if let (Some(done), Some(id)) = (action.session_done(), id.clone()) {
                         let (tx, rx) = tokio::sync::oneshot::channel();
                         *done = Some(tx);
                         let stdin = peer.stdin.clone();
                         tokio::spawn(async move {
-                            let switched = rx.await.unwrap_or(false);
-                            let result = serde_json::json!({"cancelled": !switched});
+                            let result = match rx.await.ok().flatten() {
+                                Some(Value::Object(mut session)) => {
+                                    session.insert("cancelled".into(), Value::Bool(false));
+                                    Value::Object(session)
+                                }
+                                _ => serde_json::json!({"cancelled": true}),
+                            };
                             let message = serde_json::json!({"type": "query_result", "id": id, "result": result});
                             let _ = write_line(&mut *stdin.lock().await, &message).await;
                         });

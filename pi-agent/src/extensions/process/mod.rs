@@ -187,8 +187,31 @@ pub enum ExtensionAction {
     /// Start a fresh session (upstream's `ctx.newSession`); `done` hears whether it did
     /// (an extension's `session_before_switch` may cancel).
     NewSession {
-        /// Told `true` once the new session started, `false` when it did not.
-        done: Option<tokio::sync::oneshot::Sender<bool>>,
+        /// Told the new session once it started, `None` when it did not.
+        done: Option<SessionDone>,
+    },
+    /// Fork before this user message (upstream's `ctx.fork`); `done` hears whether it did.
+    Fork {
+        /// The user message's entry id.
+        entry_id: String,
+        /// Told `true` once the forked session started.
+        done: Option<SessionDone>,
+    },
+    /// Continue another session file (upstream's `ctx.switchSession`).
+    SwitchSession {
+        /// Its path.
+        path: String,
+        /// Told `true` once it is the session.
+        done: Option<SessionDone>,
+    },
+    /// Move to another point of the session tree (upstream's `ctx.navigateTree`).
+    NavigateTree {
+        /// The entry to continue from.
+        target: String,
+        /// Summarize the branch left.
+        summarize: bool,
+        /// Told `true` once the leaf moved.
+        done: Option<SessionDone>,
     },
     /// Use this model from the next request (upstream's `pi.setModel`).
     SetModel {
@@ -204,7 +227,23 @@ pub enum ExtensionAction {
     },
 }
 
+/// Where a session action (new, fork, switch, navigate) tells the extension how it went: the
+/// session then in use (`sessionFile`, `sessionId`), or `None` when nothing changed.
+pub type SessionDone = tokio::sync::oneshot::Sender<Option<Value>>;
+
 impl ExtensionAction {
+    /// Where an action that replaces or moves the session (new, fork, switch, navigate) tells
+    /// whether it did.
+    pub fn session_done(&mut self) -> Option<&mut Option<SessionDone>> {
+        match self {
+            ExtensionAction::NewSession { done }
+            | ExtensionAction::Fork { done, .. }
+            | ExtensionAction::SwitchSession { done, .. }
+            | ExtensionAction::NavigateTree { done, .. } => Some(done),
+            _ => None,
+        }
+    }
+
     /// Reads `{"type":"action","action":"compact"|"shutdown"|"reload"|"prompt",…}`.
     pub fn parse(value: &Value) -> Option<ExtensionAction> {
         let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
@@ -215,6 +254,13 @@ impl ExtensionAction {
             "resume" => ExtensionAction::Resume,
             "abort" => ExtensionAction::Abort,
             "new_session" => ExtensionAction::NewSession { done: None },
+            "fork" => ExtensionAction::Fork { entry_id: text("entryId")?, done: None },
+            "switch_session" => ExtensionAction::SwitchSession { path: text("path")?, done: None },
+            "navigate_tree" => ExtensionAction::NavigateTree {
+                target: text("targetId")?,
+                summarize: value.get("summarize").and_then(Value::as_bool).unwrap_or(false),
+                done: None,
+            },
             "prompt" => ExtensionAction::Prompt { text: text("text")? },
             "set_model" => ExtensionAction::SetModel { provider: text("provider")?, id: text("id")? },
             "set_thinking_level" => ExtensionAction::SetThinkingLevel { level: text("level")? },

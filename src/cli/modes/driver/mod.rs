@@ -145,6 +145,12 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// The session in use as an extension's `withSession` hears of it: `sessionFile`,
+    /// `sessionId`.
+    pub fn session_wire(&self) -> serde_json::Value {
+        self.with_state(|s| serde_json::json!({"sessionFile": s.session_file, "sessionId": s.session_id}))
+    }
+
     /// A prompt is running (or was just submitted).
     pub fn is_busy(&self) -> bool {
         self.busy.load(Ordering::SeqCst)
@@ -275,7 +281,7 @@ impl<'a> Driver<'a> {
             // behind it (its shutdown refuses them).
             let (job, reply) = tokio::select! {
                 biased;
-                Some(action) = async { actions.as_mut()?.recv().await } => match job_of_action(action) {
+                Some(action) = async { actions.as_mut()?.recv().await } => match job_of_action(action, &self.shared) {
                     ActionJob::Run(job, reply) => (job, reply),
                     // An abort between jobs: nothing runs (the front end aborts at once).
                     ActionJob::Nothing => continue,
@@ -425,17 +431,17 @@ enum ActionJob {
 }
 
 /// The job an extension's action runs as.
-fn job_of_action(action: ExtensionAction) -> ActionJob {
+fn job_of_action(action: ExtensionAction, shared: &Arc<Shared>) -> ActionJob {
+    let session_reply = |done| session_reply(done, shared.clone());
     let quiet: Reply = Box::new(|_| {});
     let (job, reply) = match action {
-        ExtensionAction::NewSession { done } => {
-            let reply: Reply = Box::new(move |outcome| {
-                let switched = matches!(outcome, Ok(JobOutput::Switched { cancelled: false }));
-                if let Some(done) = done {
-                    let _ = done.send(switched);
-                }
-            });
-            (Job::NewSession, reply)
+        ExtensionAction::NewSession { done } => (Job::NewSession, session_reply(done)),
+        ExtensionAction::Fork { entry_id, done } => (Job::Fork { entry_id }, session_reply(done)),
+        ExtensionAction::SwitchSession { path, done } => {
+            (Job::SwitchSession { path: path.into() }, session_reply(done))
+        }
+        ExtensionAction::NavigateTree { target, summarize, done } => {
+            (Job::Navigate { target, summarize }, session_reply(done))
         }
         ExtensionAction::Compact { instructions, done } => {
             let reply: Reply = Box::new(move |outcome| {
@@ -454,6 +460,17 @@ fn job_of_action(action: ExtensionAction) -> ActionJob {
         ExtensionAction::Shutdown => return ActionJob::Stop,
     };
     ActionJob::Run(job, reply)
+}
+
+/// Tells an extension whether its session job (new, fork, switch, navigate) did what it asked,
+/// and the session then in use.
+fn session_reply(done: Option<pi_agent::extensions::process::SessionDone>, shared: Arc<Shared>) -> Reply {
+    Box::new(move |outcome| {
+        if let Some(done) = done {
+            let changed = outcome.as_ref().is_ok_and(JobOutput::session_changed);
+            let _ = done.send(changed.then(|| shared.session_wire()));
+        }
+    })
 }
 
 /// A compaction job's outcome as an extension hears it: upstream's `CompactionResult`, or why

@@ -45,6 +45,19 @@ pub enum JobOutput {
     Exported { path: String },
 }
 
+impl JobOutput {
+    /// True when a session job did what it was asked: a new or other session, a fork, a move in
+    /// the tree (not cancelled by an extension).
+    pub fn session_changed(&self) -> bool {
+        matches!(
+            self,
+            JobOutput::Switched { cancelled: false }
+                | JobOutput::Forked { cancelled: false, .. }
+                | JobOutput::Navigated { moved: true, .. }
+        )
+    }
+}
+
 /// Why a job failed, in one line (no secret of pi's: names, paths the user gave, the agent's
 /// own errors).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -26,6 +26,19 @@ impl Ui<'_> {
             ExtensionAction::NewSession { done } => {
                 self.send(Job::NewSession, Done::ExtensionSession(Arc::new(Mutex::new(done))), replies)
             }
+            ExtensionAction::Fork { entry_id, done } => {
+                self.send(Job::Fork { entry_id }, Done::ExtensionSession(Arc::new(Mutex::new(done))), replies)
+            }
+            ExtensionAction::SwitchSession { path, done } => self.send(
+                Job::SwitchSession { path: path.into() },
+                Done::ExtensionSession(Arc::new(Mutex::new(done))),
+                replies,
+            ),
+            ExtensionAction::NavigateTree { target, summarize, done } => self.send(
+                Job::Navigate { target, summarize },
+                Done::ExtensionSession(Arc::new(Mutex::new(done))),
+                replies,
+            ),
             // A follow-up (after the running prompt), or a command line as typed.
             ExtensionAction::Prompt { text } => self.submit(text, QueueKind::FollowUp, replies),
             ExtensionAction::Resume => {

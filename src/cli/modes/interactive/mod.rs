@@ -75,7 +75,7 @@ enum Done {
     Quiet,
     /// A new session an extension asked for (`ctx.newSession`): shown as `/new`, then the
     /// extension hears whether it started.
-    ExtensionSession(Arc<Mutex<Option<tokio::sync::oneshot::Sender<bool>>>>),
+    ExtensionSession(Arc<Mutex<Option<pi_agent::extensions::process::SessionDone>>>),
 }
 
 /// Runs the interactive mode until the user quits (or a signal arrives).
@@ -471,14 +471,20 @@ impl Ui<'_> {
                 self.transcript.notice(Tone::Warn, format!("{what}: cancelled by an extension"));
             }
             (Done::Session(what), _) => self.show_conversation(&format!("{what}: ")),
-            (Done::ExtensionSession(done), JobOutput::Switched { cancelled }) => {
-                if cancelled {
-                    self.transcript.notice(Tone::Warn, "new session: cancelled by an extension");
+            // An extension's new session, fork, session switch or tree move: shown as the user's
+            // would be, and the extension hears whether it happened.
+            (Done::ExtensionSession(done), output) => {
+                let changed = output.session_changed();
+                if changed {
+                    self.show_conversation("session: ");
                 } else {
-                    self.show_conversation("new session: ");
+                    self.transcript.notice(Tone::Warn, "session: not changed (cancelled by an extension)");
+                }
+                if let JobOutput::Forked { text, cancelled: false } = &output {
+                    self.editor.set_text(text);
                 }
                 if let Some(done) = done.lock().ok().and_then(|mut d| d.take()) {
-                    let _ = done.send(!cancelled);
+                    let _ = done.send(changed.then(|| self.shared.session_wire()));
                 }
             }
             (Done::Fork, JobOutput::Forked { cancelled: true, .. }) => {
