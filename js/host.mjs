@@ -829,10 +829,8 @@ function context(wire) {
     // tree — after the running command (RPC, interactive): resolved at once (the command has
     // to end first); `withSession` runs once the session has changed.
     newSession: async (options = {}) => sessionAction("new_session", {}, options, wire),
-    fork: async (entryId, options = {}) => {
-      if (options.position === "at") throw new Error("ctx.fork: position \"at\" is not supported by pi yet (\"before\" is)");
-      return sessionAction("fork", { entryId: String(entryId) }, options, wire);
-    },
+    fork: async (entryId, options = {}) =>
+      sessionAction("fork", { entryId: String(entryId), position: options.position === "at" ? "at" : "before" }, options, wire),
     switchSession: async (sessionPath, options = {}) => sessionAction("switch_session", { path: String(sessionPath) }, options, wire),
     navigateTree: async (targetId, options = {}) =>
       sessionAction("navigate_tree", { targetId: String(targetId), summarize: Boolean(options.summarize) }, {}, wire),

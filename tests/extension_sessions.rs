@@ -1,6 +1,7 @@
 //! What an extension's command may do to the session, as upstream's command context offers it
-//! (`ctx.fork`, `ctx.switchSession`, `ctx.navigateTree`, `ctx.waitForIdle`), driven over RPC:
-//! each runs after the command, as the user's own would, and `withSession` hears the new one.
+//! (`ctx.fork` before or at an entry, `ctx.switchSession`, `ctx.navigateTree`, `ctx.waitForIdle`),
+//! driven over RPC: each runs after the command, as the user's own would, and `withSession`
+//! hears the new one; RPC's `clone`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
@@ -25,6 +26,9 @@ fn commands_fork_switch_and_move_in_the_tree() {
   } });
   pi.registerCommand("switch-to", { description: "Continues a session file", handler: async (args, ctx) => {
     await ctx.switchSession(args.trim(), { withSession: async (next) => next.ui.notify(`switched-ready ${next.sessionManager.getSessionFile()}`) });
+  } });
+  pi.registerCommand("fork-at", { description: "Forks at an entry", handler: async (args, ctx) => {
+    await ctx.fork(args.trim(), { position: "at", withSession: async (next) => next.ui.notify(`forked-at ${next.sessionManager.getEntries().filter((e) => e.type === "message").length}`) });
   } });
   pi.registerCommand("go-to", { description: "Moves the leaf", handler: async (args, ctx) => {
     await ctx.navigateTree(args.trim(), { summarize: false });
@@ -74,6 +78,15 @@ fn commands_fork_switch_and_move_in_the_tree() {
         assert!(std::time::Instant::now() < deadline, "the leaf never moved ({now} messages)");
         std::thread::yield_now();
     }
+    // A fork at the first answer: the first exchange, in a new file.
+    rpc.call(json!({"type": "prompt", "message": format!("/fork-at {first_answer}")}));
+    rpc.seen_or_wait("withSession at the fork", |l| l["message"] == "forked-at 2");
+    // RPC `clone` (upstream's): the branch as it is, in a new file.
+    let before = rpc.call(json!({"type": "get_state"}))["sessionFile"].clone();
+    assert_eq!(rpc.call(json!({"type": "clone"})), json!({"cancelled": false}));
+    let after = rpc.call(json!({"type": "get_state"}))["sessionFile"].clone();
+    assert_ne!(before, after);
+    assert_eq!(rpc.call(json!({"type": "get_messages"}))["messages"].as_array().unwrap().len(), 2);
     let (status, stderr, _) = rpc.close();
     assert!(status.success(), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();

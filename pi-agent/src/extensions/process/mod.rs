@@ -192,8 +192,10 @@ pub enum ExtensionAction {
     },
     /// Fork before this user message (upstream's `ctx.fork`); `done` hears whether it did.
     Fork {
-        /// The user message's entry id.
+        /// The user message's entry id (with `at`: any entry).
         entry_id: String,
+        /// At the entry itself (upstream's `position: "at"`), not before it.
+        at: bool,
         /// Told `true` once the forked session started.
         done: Option<SessionDone>,
     },
@@ -254,7 +256,11 @@ impl ExtensionAction {
             "resume" => ExtensionAction::Resume,
             "abort" => ExtensionAction::Abort,
             "new_session" => ExtensionAction::NewSession { done: None },
-            "fork" => ExtensionAction::Fork { entry_id: text("entryId")?, done: None },
+            "fork" => ExtensionAction::Fork {
+                entry_id: text("entryId")?,
+                at: text("position").as_deref() == Some("at"),
+                done: None,
+            },
             "switch_session" => ExtensionAction::SwitchSession { path: text("path")?, done: None },
             "navigate_tree" => ExtensionAction::NavigateTree {
                 target: text("targetId")?,

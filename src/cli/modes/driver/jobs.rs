@@ -125,6 +125,24 @@ pub(super) async fn fork(harness: &mut Harness, cfg: &Config, entry_id: &str, si
     Ok(JobOutput::Forked { text, cancelled: !forked })
 }
 
+/// A fork at `entry_id` (else at the leaf: upstream's `clone`): the new session holds the branch
+/// up to and with that entry.
+pub(super) async fn fork_at(harness: &mut Harness, cfg: &Config, entry_id: Option<&str>, sink: Sink<'_>) -> JobResult {
+    let at = harness
+        .agent
+        .with_session(|s| match entry_id {
+            Some(id) => {
+                s.entries().iter().any(|e| e.id == id).then(|| id.to_owned()).ok_or(format!("{id}: no such entry"))
+            }
+            None => s.leaf().map(str::to_owned).ok_or_else(|| "the session is empty: nothing to clone".to_owned()),
+        })
+        .ok_or_else(|| "fork needs a session (not --no-session)".to_owned())??;
+    let path = setup::new_session_path(&harness.cwd, cfg);
+    let scope = harness.scope();
+    let forked = harness.hub.enter(scope, harness.agent.fork(&at, &path, sink)).await.map_err(|e| e.to_string())?;
+    Ok(JobOutput::Switched { cancelled: !forked })
+}
+
 /// `/reload`: the session ends for the extensions, which stop; settings, extensions, tools,
 /// skills and templates are read again; the session starts again with reason `reload`. Returns
 /// what was loaded and the configuration read.

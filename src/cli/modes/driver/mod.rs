@@ -70,9 +70,14 @@ pub enum Job {
     /// Fork before a user message (upstream's `fork`): the new session holds the branch up to
     /// that message's parent; the reply carries the message's text.
     Fork {
-        /// The user message's entry id.
+        /// The user message's entry id (with `at`: any entry).
         entry_id: String,
+        /// Fork at the entry itself — the new session holds the branch up to and with it
+        /// (upstream's `position: "at"`, and `clone` at the leaf); the reply is `Switched`.
+        at: bool,
     },
+    /// The current branch into a new session at the current position (upstream's `clone`).
+    Clone,
     /// Move the leaf (`/tree`).
     Navigate {
         /// The entry to continue from.
@@ -360,7 +365,9 @@ impl<'a> Driver<'a> {
             }
             Job::NewSession => jobs::new_session(harness, cfg, &mut sink).await,
             Job::SwitchSession { path } => jobs::switch_session(harness, &path, &mut sink).await,
-            Job::Fork { entry_id } => jobs::fork(harness, cfg, &entry_id, &mut sink).await,
+            Job::Fork { entry_id, at: false } => jobs::fork(harness, cfg, &entry_id, &mut sink).await,
+            Job::Fork { entry_id, at: true } => jobs::fork_at(harness, cfg, Some(&entry_id), &mut sink).await,
+            Job::Clone => jobs::fork_at(harness, cfg, None, &mut sink).await,
             Job::Navigate { target, summarize } => jobs::navigate(harness, &target, summarize, cancel, &mut sink).await,
             Job::Reload => {
                 let (loaded, fresh) = jobs::reload(harness, self.args, &self.shared, &mut sink).await?;
@@ -436,7 +443,7 @@ fn job_of_action(action: ExtensionAction, shared: &Arc<Shared>) -> ActionJob {
     let quiet: Reply = Box::new(|_| {});
     let (job, reply) = match action {
         ExtensionAction::NewSession { done } => (Job::NewSession, session_reply(done)),
-        ExtensionAction::Fork { entry_id, done } => (Job::Fork { entry_id }, session_reply(done)),
+        ExtensionAction::Fork { entry_id, at, done } => (Job::Fork { entry_id, at }, session_reply(done)),
         ExtensionAction::SwitchSession { path, done } => {
             (Job::SwitchSession { path: path.into() }, session_reply(done))
         }

@@ -338,7 +338,7 @@ impl Ui<'_> {
         match rest.parse::<usize>() {
             Ok(n) if (1..=points.len()).contains(&n) => {
                 let entry_id = points[n - 1].0.clone();
-                self.send(Job::Fork { entry_id }, Done::Fork, replies);
+                self.send(Job::Fork { entry_id, at: false }, Done::Fork, replies);
             }
             _ => self.transcript.notice(Tone::Error, format!("/fork: give a number from 1 to {}", points.len())),
         }

@@ -26,8 +26,8 @@ impl Ui<'_> {
             ExtensionAction::NewSession { done } => {
                 self.send(Job::NewSession, Done::ExtensionSession(Arc::new(Mutex::new(done))), replies)
             }
-            ExtensionAction::Fork { entry_id, done } => {
-                self.send(Job::Fork { entry_id }, Done::ExtensionSession(Arc::new(Mutex::new(done))), replies)
+            ExtensionAction::Fork { entry_id, at, done } => {
+                self.send(Job::Fork { entry_id, at }, Done::ExtensionSession(Arc::new(Mutex::new(done))), replies)
             }
             ExtensionAction::SwitchSession { path, done } => self.send(
                 Job::SwitchSession { path: path.into() },

@@ -244,7 +244,8 @@ fn job_of(command: Command, kind: &str) -> Result<Job, RpcError> {
     Ok(match command {
         Command::NewSession { .. } => Job::NewSession,
         Command::SwitchSession { session_path } => Job::SwitchSession { path: session_path.into() },
-        Command::Fork { entry_id } => Job::Fork { entry_id },
+        Command::Fork { entry_id } => Job::Fork { entry_id, at: false },
+        Command::Clone => Job::Clone,
         Command::Compact { custom_instructions } => Job::Compact { instructions: custom_instructions },
         Command::SetModel { provider, model_id } => Job::SetModel { provider, model: model_id },
         Command::CycleModel => Job::CycleModel { backward: false },

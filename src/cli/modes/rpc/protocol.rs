@@ -73,6 +73,8 @@ pub enum Command {
     SwitchSession { session_path: String },
     /// Fork before a user message.
     Fork { entry_id: String },
+    /// The current branch into a new session at the current position.
+    Clone,
     /// The user messages a fork can start before.
     GetForkMessages,
     /// The last assistant message's text.
