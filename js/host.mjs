@@ -343,6 +343,16 @@ function themeOf(spec) {
   return theme;
 }
 let knownThemes = []; // the themes pi has (interactive), from `hello`
+let piCommands = []; // pi's own slash commands (interactive), from `hello`
+/** `fd` (or Debian's `fdfind`) on PATH, for `@` file completions in an extension's editor. */
+function fdPath() {
+  for (const name of ["fd", "fdfind"]) {
+    try {
+      return execFileSync("sh", ["-c", `command -v ${name}`], { stdio: ["ignore", "pipe", "ignore"] }).toString().trim() || null;
+    } catch {}
+  }
+  return null;
+}
 let uiTheme; // the one in use (interactive), upstream's `Theme` shape
 
 /** Upstream's answers where there is no UI (print mode): questions get "no answer", display
@@ -598,6 +608,14 @@ function setEditorComponent(factory) {
     const { theme, keybindings } = await upstreamEditorKit();
     const editor = await factory(tui, theme, keybindings);
     editor.focused = true;
+    // Upstream gives a custom editor the app's completions: slash commands (pi's and this
+    // extension's), paths, and `@` files where `fd` is installed.
+    try {
+      const { CombinedAutocompleteProvider } = await import("@mariozechner/pi-tui");
+      const names = [...piCommands, ...commands.keys()];
+      const slash = names.map((name) => ({ name, description: commands.get(name)?.description ?? "" }));
+      editor.setAutocompleteProvider?.(new CombinedAutocompleteProvider(slash, process.cwd(), fdPath()));
+    } catch {} // without upstream's package: the extension's own editor completes what it does
     const action = (id) => () => send({ type: "ui", method: "editor_action", action: id });
     editor.onSubmit = (text) => {
       editor.addToHistory?.(text);
@@ -1059,6 +1077,7 @@ for await (const line of lines) {
     uiPresent = Boolean(message.hasUI);
     componentsDrawn = Boolean(message.components);
     knownThemes = Array.isArray(message.themes) ? message.themes : [];
+    piCommands = Array.isArray(message.commands) ? message.commands.map(String) : [];
     const current = knownThemes.find((t) => t.name === message.theme);
     uiTheme = current ? themeOf(current) : undefined;
     try {

@@ -74,8 +74,8 @@ export default function (pi) {
 /// Upstream's `modal-editor` example (its npm package's copy, unmodified): built on upstream's
 /// `CustomEditor` with its keybindings, it starts in insert mode, Esc switches to normal mode
 /// (its label in the bottom border), `h` moves left there, `i` inserts again, Enter sends the
-/// prompt, Up recalls it, Ctrl+C (upstream's `app.clear`, carried out by pi) clears it and Ctrl+D
-/// on the empty editor exits.
+/// prompt, Up recalls it, Ctrl+C (upstream's `app.clear`, carried out by pi) clears it, pi's slash
+/// commands complete in it, and Ctrl+D on the empty editor exits.
 #[test]
 #[ignore = "needs upstream's npm packages: run by scripts/test"]
 fn upstreams_modal_editor_edits_and_sends() {
@@ -105,6 +105,13 @@ fn upstreams_modal_editor_edits_and_sends() {
     tui.wait_for("the message recalled", |s| s.matches("hello big world").count() == 2);
     tui.keys("\x03");
     tui.wait_for("the editor cleared", |s| s.matches("hello big world").count() == 1);
+    // The app's completions, as upstream gives a custom editor: pi's slash commands.
+    tui.keys("/hotk");
+    tui.shows("→ hotkeys");
+    tui.keys("\t");
+    tui.wait_for("the completed command", |s| s.lines().any(|l| l.trim_end() == "/hotkeys"));
+    tui.keys("\x03");
+    tui.wait_for("the editor cleared", |s| !s.contains("/hotkeys"));
     tui.keys("\x04");
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();

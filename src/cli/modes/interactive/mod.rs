@@ -102,6 +102,8 @@ pub async fn run(
         "components": true,
         "themes": themes.all.iter().map(theme::Theme::to_json).collect::<Vec<_>>(),
         "theme": theme::current().name,
+        // pi's own slash commands, for an extension's editor's completions.
+        "commands": commands::BUILTIN_COMMANDS.iter().map(|c| c.trim_start_matches('/')).collect::<Vec<_>>(),
     });
     let hello = hello.as_object().cloned().unwrap_or_default();
     crate::cli::extensions::attach_ui(pi_agent::extensions::process::UiHandle(Arc::new(ext_ui::TerminalUi(
