@@ -14,8 +14,10 @@
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import { basename } from "node:path";
-import { existsSync, readFileSync } from "node:fs";
-import { register } from "node:module";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { createRequire, register, syncBuiltinESMExports } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import { constants as osConstants } from "node:os";
 
@@ -539,7 +541,17 @@ function openComponent(make, fields) {
       send({ type: "ui", method: "custom_close", customId: id });
       resolve(result);
     };
-    const tui = { requestRender: () => queueMicrotask(render), get columns() { return width; }, terminal: { get columns() { return width; }, rows: 24 } };
+    const tui = {
+      requestRender: () => queueMicrotask(render),
+      get columns() {
+        return width;
+      },
+      terminal: { get columns() { return width; }, rows: 24 },
+      // Upstream's way to run a full-screen program from a component: pi hands the terminal
+      // over (and `spawnSync(…, {stdio: "inherit"})` then runs on it) until `start()`.
+      stop: () => handTerminalOver(),
+      start: () => takeTerminalBack(),
+    };
     customs.set(id, (input) => {
       if (input.width) {
         width = input.width;
@@ -557,10 +569,13 @@ function openComponent(make, fields) {
     });
     // pi's answer to the opening request comes only when pi closed it (cancelled, quitting).
     dialogs.set(id, () => done(undefined));
+    // Opened at once (so the handler waiting on it is waiting for the user, whatever loading
+    // upstream's package for the component takes), drawn when it is made.
+    send({ type: "ui", id, method: "custom", lines: [], ...fields });
     initUpstreamTheme().then(() => make(tui, done)).then((made) => {
       component = made;
       if (closed) return component?.dispose?.();
-      send({ type: "ui", id, method: "custom", lines: component.render(width).map(String), ...fields });
+      render();
     }, (error) => {
       log(`pi js host: ${fields.editor ? "ctx.ui.setEditorComponent" : "ctx.ui.custom"}: ${error?.stack ?? error}`);
       done(undefined);
@@ -568,6 +583,45 @@ function openComponent(make, fields) {
   });
   return { promise, close: () => done(undefined), get component() { return component; } };
 }
+
+/** The terminal handed over by pi (upstream's `tui.stop()` in a component): pi's process group,
+ *  which a program started with `spawnSync(…, {stdio: "inherit"})` joins on the terminal
+ *  (`pi tty-run`) — this host's own stdio is pi's protocol. `undefined` while pi has it. */
+let terminalGroup;
+let handoffId; // the request that holds the terminal (closed by `start()`)
+function handTerminalOver() {
+  if (terminalGroup !== undefined || !componentsDrawn) return;
+  const token = `${process.pid}-${Date.now()}`;
+  const ack = join(tmpdir(), `pi-tty-${token}`);
+  handoffId = nextDialog++;
+  dialogs.set(handoffId, () => dialogs.delete(handoffId));
+  send({ type: "ui", id: handoffId, method: "custom", handoff: true, token, lines: [] });
+  // Synchronous, as upstream's `stop()` is: the program starts right after it returns.
+  const tick = new Int32Array(new SharedArrayBuffer(4));
+  const until = Date.now() + 5000;
+  while (!existsSync(ack) && Date.now() < until) Atomics.wait(tick, 0, 0, 10);
+  try {
+    terminalGroup = Number(readFileSync(ack, "utf8"));
+    rmSync(ack, { force: true });
+  } catch {
+    log("pi js host: tui.stop(): pi did not hand the terminal over");
+  }
+}
+function takeTerminalBack() {
+  if (handoffId === undefined) return;
+  terminalGroup = undefined;
+  send({ type: "ui", method: "custom_close", customId: handoffId });
+  handoffId = undefined;
+}
+const childProcess = createRequire(import.meta.url)("node:child_process");
+const originalSpawnSync = childProcess.spawnSync;
+childProcess.spawnSync = function (command, args, options) {
+  const [argv, opts] = Array.isArray(args) ? [args, options] : [[], args];
+  if (terminalGroup === undefined || opts?.stdio !== "inherit") return originalSpawnSync.apply(this, arguments);
+  const helper = ["tty-run", "--pgid", String(terminalGroup), "--", String(command), ...argv.map(String)];
+  return originalSpawnSync(process.env.PI_EXECUTABLE, helper, { ...opts, stdio: "ignore" });
+};
+syncBuiltinESMExports();
 
 /** Upstream's `ctx.ui.custom(factory)`: the component the factory returns, drawn by pi in a box
  *  or as an overlay (`overlayOptions` are plain data: pi-tui's `visible` callback stays here). */

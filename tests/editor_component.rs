@@ -1,7 +1,8 @@
-//! `ctx.ui.setEditorComponent` in a real pseudo-terminal: an extension's editor takes the place
-//! of pi's — drawn from its own lines, given the keys, its Enter sending the message, its text in
-//! step with pi's (`setEditorText` reaches it) — and `undefined` gives pi's editor back; upstream's
-//! own vim-like `modal-editor` example, unmodified, switches modes and sends prompts.
+//! An extension's components in a real pseudo-terminal: `ctx.ui.setEditorComponent` (an
+//! extension's editor takes the place of pi's — drawn from its own lines, given the keys, its
+//! Enter sending the message, its text in step with pi's — and `undefined` gives pi's editor
+//! back; upstream's own vim-like `modal-editor` example, unmodified, switches modes and sends
+//! prompts), and a component handing the terminal to a full-screen program.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers
 
@@ -112,6 +113,43 @@ fn upstreams_modal_editor_edits_and_sends() {
     tui.wait_for("the completed command", |s| s.lines().any(|l| l.trim_end() == "/hotkeys"));
     tui.keys("\x03");
     tui.wait_for("the editor cleared", |s| !s.contains("/hotkeys"));
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Upstream's way to run a full-screen program from a component (its `interactive-shell`
+/// example): `tui.stop()` hands the terminal over, `spawnSync(…, {stdio: "inherit"})` runs on it
+/// — reading the user's keys — and `tui.start()` gives it back to pi's screen.
+#[test]
+fn a_component_hands_the_terminal_to_a_program_and_takes_it_back() {
+    let dir = scratch("editor-component-handoff");
+    let extension = dir.join("full.mjs");
+    std::fs::write(
+        &extension,
+        r#"import { spawnSync } from "node:child_process";
+export default function (pi) {
+  pi.registerCommand("full", { description: "A full-screen program", handler: async (_a, ctx) => {
+    const code = await ctx.ui.custom((tui, _theme, _kb, done) => {
+      tui.stop();
+      const run = spawnSync("sh", ["-c", "printf 'PROGRAM-ON-TTY\\n'; read answer; test \"$answer\" = yes"], { stdio: "inherit" });
+      tui.start();
+      done(run.status);
+      return { render: () => [], invalidate() {} };
+    });
+    ctx.ui.notify(`program exited ${code}`);
+  } });
+}
+"#,
+    )
+    .unwrap();
+    let mut tui = Tui::start(&dir, &json!([]), &["-e", extension.to_str().unwrap()]);
+    tui.shows("/help for commands");
+    tui.enter("/full");
+    tui.shows("PROGRAM-ON-TTY");
+    tui.keys("yes\r");
+    tui.shows("program exited 0");
+    tui.shows("/help for commands");
     tui.keys("\x04");
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();

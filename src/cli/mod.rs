@@ -33,6 +33,7 @@ mod signals;
 mod sinks;
 mod tree;
 mod trust_cmd;
+mod tty_run;
 mod typescript;
 
 use std::process::ExitCode;
@@ -106,6 +107,9 @@ enum Command {
     /// A TypeScript file as JavaScript (the JavaScript host's module loader asks for it).
     #[command(hide = true)]
     StripTypes(typescript::StripTypesArgs),
+    /// A program on the terminal in pi's process group (an extension's full-screen command).
+    #[command(hide = true)]
+    TtyRun(tty_run::TtyRunArgs),
 }
 
 /// Parses arguments (one-line errors), runs, and maps the outcome to an exit code
@@ -135,6 +139,9 @@ pub fn main() -> ExitCode {
     if let Some(Command::StripTypes(args)) = &cli.command {
         return typescript::run(args);
     }
+    if let Some(Command::TtyRun(args)) = &cli.command {
+        return tty_run::run(args);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -161,6 +168,7 @@ pub fn main() -> ExitCode {
             Some(Command::Config(args)) => config_cmd::run(&args, &cfg),
             Some(Command::Trust(args)) => trust_cmd::run(&args, &cfg),
             Some(Command::StripTypes(args)) => Ok(typescript::run(&args)),
+            Some(Command::TtyRun(args)) => Ok(tty_run::run(&args)),
             None if cli.export.is_some() => {
                 let input = cli.export.as_deref().unwrap_or(std::path::Path::new(""));
                 let out = cli.messages.first().map(std::path::Path::new);

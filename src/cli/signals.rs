@@ -43,13 +43,24 @@ pub fn exit(signal: i32) -> ExitCode {
     ExitCode::from(128 + signal as u8)
 }
 
-/// The number of the next signal among `signals`.
+/// While set, SIGINT is not pi's: a program an extension runs on the terminal in pi's process
+/// group has it (Ctrl+C in that program must not end pi).
+static SIGINT_HELD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Lets SIGINT through to pi again (`false`) or not (`true`).
+pub fn hold_sigint(held: bool) {
+    SIGINT_HELD.store(held, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// The number of the next signal among `signals` (SIGINT skipped while held).
 async fn next_signal(signals: &mut [(&mut Signal, i32); 3]) -> i32 {
     let [(int, i), (term, t), (hup, h)] = signals;
-    tokio::select! {
-        _ = int.recv() => *i,
-        _ = term.recv() => *t,
-        _ = hup.recv() => *h,
+    loop {
+        tokio::select! {
+            _ = int.recv() => if !SIGINT_HELD.load(std::sync::atomic::Ordering::SeqCst) { return *i },
+            _ = term.recv() => return *t,
+            _ = hup.recv() => return *h,
+        }
     }
 }
 

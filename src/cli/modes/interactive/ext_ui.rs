@@ -56,7 +56,7 @@ impl ExtensionUi for TerminalUi {
 }
 
 /// An open custom component: the lines it rendered last.
-struct Component {
+pub struct Component {
     id: Value,
     lines: Vec<String>,
     input: mpsc::UnboundedSender<Value>,
@@ -69,6 +69,11 @@ struct Component {
 }
 
 impl Component {
+    /// True when its extension is gone (nothing will close it but pi).
+    pub fn gone(&self) -> bool {
+        self.input.is_closed()
+    }
+
     /// Tells the component the width it renders for, when it changed.
     fn tell_width(&mut self, width: u16) {
         if self.width != width {
@@ -103,6 +108,9 @@ pub struct ExtScreen {
     /// Extensions with autocomplete providers (`ctx.ui.addAutocompleteProvider`): asked as
     /// the user types.
     completers: Vec<Component>,
+    /// The terminal and an extension's full-screen program (upstream's `tui.stop()` /
+    /// `tui.start()` in a component).
+    pub handoff: Handoff,
     queued: VecDeque<(Value, oneshot::Sender<Value>)>,
     /// `setStatus` entries by key.
     pub status: BTreeMap<String, String>,
@@ -118,6 +126,20 @@ pub struct ExtScreen {
     pub footer: Option<Vec<String>>,
     /// `setHeader`: lines above the transcript.
     pub header: Option<Vec<String>>,
+}
+
+/// Where the terminal is with respect to an extension's full-screen program.
+#[derive(Default)]
+pub enum Handoff {
+    /// pi's.
+    #[default]
+    Ours,
+    /// Asked for by an extension: hand it over, then write this file.
+    Asked(std::path::PathBuf, Component),
+    /// The extension's until it closes this (or its extension ends): nothing is drawn or read.
+    Given(Component),
+    /// Given back: take it.
+    Returning,
 }
 
 /// What a `Show` call asks of the rest of the screen.
@@ -178,7 +200,21 @@ impl ExtScreen {
                 let overlay = (request.get("overlay") == Some(&Value::Bool(true)))
                     .then(|| Placement::parse(request.get("overlayOptions").unwrap_or(&Value::Null)));
                 let component = Component { id, lines, input, reply, width: 0, overlay };
-                if request.get("autocomplete") == Some(&Value::Bool(true)) {
+                let handoff = request.get("handoff") == Some(&Value::Bool(true));
+                // Only a token of file-name characters names the file pi writes.
+                let token = text(&request, "token")
+                    .filter(|t| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
+                if handoff {
+                    match token {
+                        Some(token) => {
+                            self.handoff =
+                                Handoff::Asked(std::env::temp_dir().join(format!("pi-tty-{token}")), component)
+                        }
+                        None => {
+                            let _ = component.reply.send(json!({"cancelled": true}));
+                        }
+                    }
+                } else if request.get("autocomplete") == Some(&Value::Bool(true)) {
                     self.completers.push(component);
                 } else if request.get("editor") == Some(&Value::Bool(true)) {
                     // One editor at a time: the one it replaces is closed.
@@ -256,6 +292,13 @@ impl ExtScreen {
             "setTitle" => Shown::Title(text(request, "title").unwrap_or_default()),
             "set_editor_text" => Shown::EditorText(text(request, "text").unwrap_or_default()),
             "setTheme" => Shown::Theme(text(request, "name").unwrap_or_default()),
+            "custom_close" if matches!(&self.handoff, Handoff::Given(c) if request.get("customId") == Some(&c.id)) => {
+                if let Handoff::Given(c) = std::mem::take(&mut self.handoff) {
+                    let _ = c.reply.send(json!({"closed": true}));
+                }
+                self.handoff = Handoff::Returning;
+                Shown::Nothing
+            }
             "autocomplete_result" => {
                 let items = request.get("items").and_then(Value::as_array).into_iter().flatten();
                 let items = items

@@ -48,6 +48,7 @@ use crate::cli::sinks::HealthProbe;
 use crate::cli::{CliError, output, setup, signals};
 use alert::Alert;
 use editor::Editor;
+use ext_ui::Handoff;
 use terminal::{Screen, read_input, terminal, terminal_hung_up};
 use transcript::{Item, Tone, Transcript};
 
@@ -301,7 +302,19 @@ impl Ui<'_> {
                 self.transcript.notice(Tone::Warn, line);
             }
             self.sync_extension_editor();
-            if let Err(e) = terminal.draw(|frame| self.draw(frame)) {
+            match std::mem::take(&mut self.ext.handoff) {
+                Handoff::Asked(ack, program) => {
+                    terminal::hand_over(&ack)?;
+                    self.ext.handoff = Handoff::Given(program);
+                }
+                Handoff::Given(program) if !program.gone() => self.ext.handoff = Handoff::Given(program),
+                // Given back, or its extension ended.
+                Handoff::Given(_) | Handoff::Returning => terminal::take_back(&mut terminal)?,
+                Handoff::Ours => {}
+            }
+            if !matches!(self.ext.handoff, Handoff::Given(_))
+                && let Err(e) = terminal.draw(|frame| self.draw(frame))
+            {
                 break if terminal_hung_up() { Ok(Ended::HungUp) } else { Err(e) };
             }
             self.quit |= self.quit_when_idle && !self.shared.is_busy() && self.running.is_none();

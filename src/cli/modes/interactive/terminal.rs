@@ -108,6 +108,31 @@ pub(super) fn external_editor(
     })
 }
 
+/// An extension's component asked for the terminal (upstream's `tui.stop()`, to run a full-screen
+/// program): input reading paused, the terminal as it was before pi, SIGINT no longer pi's (the
+/// program runs in pi's process group: `pi tty-run`), and `ack` written with pi's process group
+/// — the extension waits for that file before it starts the program.
+pub(super) fn hand_over(ack: &std::path::Path) -> std::io::Result<()> {
+    use std::sync::atomic::Ordering::SeqCst;
+    INPUT_PAUSED.store(true, SeqCst);
+    // The input thread finishes the poll it is in (50 ms) before the program reads the keys.
+    std::thread::sleep(Duration::from_millis(80));
+    plain_keys();
+    ratatui::restore();
+    crate::cli::signals::hold_sigint(true);
+    let pgid = rustix::process::getpgrp().as_raw_nonzero().get();
+    pi_observe::core::write_private(ack, pgid.to_string().as_bytes())
+}
+
+/// The terminal back from an extension's program (upstream's `tui.start()`), drawn whole.
+pub(super) fn take_back(terminal: &mut Screen) -> std::io::Result<()> {
+    use std::sync::atomic::Ordering::SeqCst;
+    crate::cli::signals::hold_sigint(false);
+    let restored = restore_screen(terminal);
+    INPUT_PAUSED.store(false, SeqCst);
+    restored
+}
+
 /// Raw mode, the alternate screen and bracketed paste again, and the next frame drawn whole.
 fn restore_screen(terminal: &mut Screen) -> std::io::Result<()> {
     use ratatui::crossterm::{event::EnableBracketedPaste, execute, terminal as term};
