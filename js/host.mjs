@@ -743,6 +743,41 @@ function addAutocompleteProvider(factory) {
   send({ type: "ui", id, method: "custom", autocomplete: true, lines: [] });
 }
 
+/** Upstream's `ctx.ui.onTerminalInput(handler)`: each key pi's terminal reads (its bytes) goes to
+ *  the handlers; the keys travel to this process after pi has taken them, so a handler's
+ *  `consume` / `data` answer changes nothing (said in the log once). Returns the unsubscribe. */
+const inputListeners = new Set();
+let inputListening = false;
+let consumeSaid = false;
+function onTerminalInput(handler) {
+  inputListeners.add(handler);
+  if (!inputListening && componentsDrawn) {
+    inputListening = true;
+    const id = nextDialog++;
+    customs.set(id, (input) => {
+      if (input.data === undefined) return;
+      for (const listener of inputListeners) {
+        try {
+          const answer = listener(input.data);
+          if ((answer?.consume || answer?.data !== undefined) && !consumeSaid) {
+            consumeSaid = true;
+            log("pi js host: ctx.ui.onTerminalInput: pi reads keys before extensions hear them; consume/data are not applied");
+          }
+        } catch (error) {
+          log(`pi js host: onTerminalInput: ${error?.stack ?? error}`);
+        }
+      }
+    });
+    dialogs.set(id, () => {
+      customs.delete(id);
+      dialogs.delete(id);
+      inputListening = false;
+    });
+    send({ type: "ui", id, method: "custom", terminalInput: true, lines: [] });
+  }
+  return () => inputListeners.delete(handler);
+}
+
 /** A displayed custom message in pi's transcript: drawn by the extension's renderer
  *  (`registerMessageRenderer`), else as `[customType] text`. */
 function showMessage(message) {
@@ -865,6 +900,7 @@ const protocolUI = {
   setEditorComponent,
   getEditorComponent: () => editorComponent?.factory,
   addAutocompleteProvider,
+  onTerminalInput,
   custom,
 };
 

@@ -154,3 +154,36 @@ export default function (pi) {
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `ctx.ui.onTerminalInput`: the extension hears each key the terminal reads (as its bytes),
+/// while the keys still do what they do in pi; unsubscribing stops it.
+#[test]
+fn an_extension_hears_the_terminals_input() {
+    let dir = scratch("editor-component-input");
+    let extension = dir.join("listen.mjs");
+    std::fs::write(
+        &extension,
+        r#"export default function (pi) {
+  const heard = [];
+  let stop;
+  pi.on("session_start", (_e, ctx) => { stop = ctx.ui.onTerminalInput((data) => { heard.push(data); }); ctx.ui.setStatus("l", "listening"); });
+  pi.registerCommand("heard", { description: "What was heard", handler: async (_a, ctx) => {
+    ctx.ui.notify(`heard ${JSON.stringify(heard.slice(0, 4))}`);
+    stop();
+  } });
+}
+"#,
+    )
+    .unwrap();
+    let mut tui = Tui::start(&dir, &json!([]), &["-e", extension.to_str().unwrap()]);
+    tui.shows("listening");
+    tui.keys("xy\x1b[D\x1b[C");
+    tui.wait_for("the typed text", |s| s.lines().any(|l| l.trim_end() == "> xy"));
+    tui.keys("\x15");
+    tui.wait_for("the cleared editor", |s| s.lines().any(|l| l.trim_end() == ">"));
+    tui.enter("/heard");
+    tui.shows(r#"heard ["x","y","\u001b[D","\u001b[C"]"#);
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

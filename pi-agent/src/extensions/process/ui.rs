@@ -61,7 +61,7 @@ pub const DIALOGS: [&str; 4] = ["select", "confirm", "input", "editor"];
 /// attached) and gives `None`; a dialog gives its `id`, the answer to wait for (cancelled at
 /// once when no UI is attached), and whether it waits for the user (a dialog or a component they
 /// close) rather than standing for as long as the session (an editor in pi's place, an
-/// autocomplete provider) — only the first keeps the extension's reply deadlines from running.
+/// autocomplete provider, a terminal input listener) — only the first keeps the extension's reply deadlines from running.
 pub(super) fn dialog(
     ui: Option<&UiHandle>,
     mut request: Value,
@@ -75,7 +75,8 @@ pub(super) fn dialog(
     if method == "custom" {
         let id = id?;
         request["customId"] = id.clone();
-        let standing = ["editor", "autocomplete"].iter().any(|k| request.get(*k) == Some(&Value::Bool(true)));
+        let standing =
+            ["editor", "autocomplete", "terminalInput"].iter().any(|k| request.get(*k) == Some(&Value::Bool(true)));
         let answer = match ui {
             Some(ui) => ui.0.custom(request, input(&id)),
             None => Box::pin(async { json!({"cancelled": true}) }),

@@ -108,6 +108,8 @@ pub struct ExtScreen {
     /// Extensions with autocomplete providers (`ctx.ui.addAutocompleteProvider`): asked as
     /// the user types.
     completers: Vec<Component>,
+    /// Extensions listening to the terminal's input (`ctx.ui.onTerminalInput`): told each key.
+    listeners: Vec<Component>,
     /// The terminal and an extension's full-screen program (upstream's `tui.stop()` /
     /// `tui.start()` in a component).
     pub handoff: Handoff,
@@ -214,6 +216,8 @@ impl ExtScreen {
                             let _ = component.reply.send(json!({"cancelled": true}));
                         }
                     }
+                } else if request.get("terminalInput") == Some(&Value::Bool(true)) {
+                    self.listeners.push(component);
                 } else if request.get("autocomplete") == Some(&Value::Bool(true)) {
                     self.completers.push(component);
                 } else if request.get("editor") == Some(&Value::Bool(true)) {
@@ -357,6 +361,19 @@ impl ExtScreen {
                 Shown::Nothing
             }
             _ => Shown::Nothing,
+        }
+    }
+
+    /// Tells the extensions listening to the terminal's input about `key` (as its bytes).
+    pub fn tell_listeners(&mut self, key: &KeyEvent) {
+        if self.listeners.is_empty() {
+            return;
+        }
+        self.listeners.retain(|l| !l.input.is_closed());
+        if let Some(data) = key_bytes(key) {
+            for listener in &self.listeners {
+                let _ = listener.input.send(json!({"data": data}));
+            }
         }
     }
 

@@ -25,6 +25,7 @@ pub(super) fn keymap() -> (Keymap, Vec<String>) {
 impl Ui<'_> {
     /// One key.
     pub(super) fn key(&mut self, key: KeyEvent, replies: &Replies) {
+        self.ext.tell_listeners(&key);
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if self.alert.is_some() && !(ctrl && matches!(key.code, KeyCode::Char('c' | 'd'))) {
             if Alert::dismissed_by(&key) {
