@@ -639,6 +639,18 @@ fn everyday_slash_commands_do_what_upstream_does() {
     assert!(String::from_utf8_lossy(&tui.raw).contains(&osc), "no OSC 52 with the answer");
     tui.enter("/name");
     tui.shows("session name: release prep");
+    // /clone: the branch as it is, in a new session file.
+    let files = |dir: &Path| {
+        std::fs::read_dir(dir.join("sessions"))
+            .unwrap()
+            .flatten()
+            .flat_map(|p| std::fs::read_dir(p.path()).unwrap().flatten())
+            .count()
+    };
+    let before = files(&dir);
+    tui.enter("/clone");
+    tui.shows("cloned: ");
+    assert_eq!(files(&dir), before + 1, "a new session file");
     tui.keys("\x04");
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();

@@ -16,6 +16,7 @@ commands:
   /new                  a fresh session
   /resume [N|PATH]      this project's sessions, or continue one
   /fork [N]             your messages, or fork before message N
+  /clone                this branch as it is, in a new session file
   /trust                trust this project (its .pi/ loads at the next start or /reload)
   /reload               settings, extensions, skills and prompt templates read again
   /observe              the telemetry pipeline: sinks, delivered, dropped, traces
@@ -42,6 +43,7 @@ pub(super) const BUILTIN_COMMANDS: &[&str] = &[
     "/new",
     "/resume",
     "/fork",
+    "/clone",
     "/export",
     "/settings",
     "/scoped-models",
@@ -125,6 +127,7 @@ impl Ui<'_> {
             }
             "/resume" => self.resume(rest, replies),
             "/fork" => self.fork(rest, replies),
+            "/clone" => self.send(Job::Clone, Done::Session("cloned"), replies),
             "/tree" => {
                 let mut words = rest.split_whitespace();
                 match words.next() {
