@@ -591,6 +591,7 @@ let terminalGroup;
 let handoffId; // the request that holds the terminal (closed by `start()`)
 function handTerminalOver() {
   if (terminalGroup !== undefined || !componentsDrawn) return;
+  patchSpawnSync();
   const token = `${process.pid}-${Date.now()}`;
   const ack = join(tmpdir(), `pi-tty-${token}`);
   handoffId = nextDialog++;
@@ -613,15 +614,23 @@ function takeTerminalBack() {
   send({ type: "ui", method: "custom_close", customId: handoffId });
   handoffId = undefined;
 }
-const childProcess = createRequire(import.meta.url)("node:child_process");
-const originalSpawnSync = childProcess.spawnSync;
-childProcess.spawnSync = function (command, args, options) {
-  const [argv, opts] = Array.isArray(args) ? [args, options] : [[], args];
-  if (terminalGroup === undefined || opts?.stdio !== "inherit") return originalSpawnSync.apply(this, arguments);
-  const helper = ["tty-run", "--pgid", String(terminalGroup), "--", String(command), ...argv.map(String)];
-  return originalSpawnSync(process.env.PI_EXECUTABLE, helper, { ...opts, stdio: "ignore" });
-};
-syncBuiltinESMExports();
+/** `spawnSync(…, {stdio: "inherit"})` through `pi tty-run` while the terminal is handed over;
+ *  installed the first time it is (every importer's binding follows: `syncBuiltinESMExports`),
+ *  so an extension's start pays nothing for it. */
+let spawnSyncPatched = false;
+function patchSpawnSync() {
+  if (spawnSyncPatched) return;
+  spawnSyncPatched = true;
+  const childProcess = createRequire(import.meta.url)("node:child_process");
+  const originalSpawnSync = childProcess.spawnSync;
+  childProcess.spawnSync = function (command, args, options) {
+    const [argv, opts] = Array.isArray(args) ? [args, options] : [[], args];
+    if (terminalGroup === undefined || opts?.stdio !== "inherit") return originalSpawnSync.apply(this, arguments);
+    const helper = ["tty-run", "--pgid", String(terminalGroup), "--", String(command), ...argv.map(String)];
+    return originalSpawnSync(process.env.PI_EXECUTABLE, helper, { ...opts, stdio: "ignore" });
+  };
+  syncBuiltinESMExports();
+}
 
 /** Upstream's `ctx.ui.custom(factory)`: the component the factory returns, drawn by pi in a box
  *  or as an overlay (`overlayOptions` are plain data: pi-tui's `visible` callback stays here). */
