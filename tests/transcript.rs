@@ -25,14 +25,8 @@ fn markdown_is_rendered_and_edits_show_as_a_coloured_diff() {
     }
     assert!(!screen.contains("**") && !screen.contains("```") && !screen.contains("## Done"), "{screen}");
     // The removed line is red, the added one green.
-    let colour_of = |text: &str| {
-        let vt = tui.screen.screen();
-        let (row, line) = screen.lines().enumerate().find(|(_, l)| l.contains(text)).unwrap();
-        let col = line.find(text).unwrap() as u16;
-        vt.cell(row as u16, col).unwrap().fgcolor()
-    };
-    assert_eq!(colour_of("-2 beta"), vt100::Color::Idx(1), "red");
-    assert_eq!(colour_of("+2 BETA two"), vt100::Color::Idx(2), "green");
+    assert_eq!(tui.colour_of("-2 beta"), vt100::Color::Idx(1), "red");
+    assert_eq!(tui.colour_of("+2 BETA two"), vt100::Color::Idx(2), "green");
     tui.keys("\x04");
     assert_eq!(tui.exit_code(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -100,13 +94,8 @@ fn a_theme_colours_the_screen_and_settings_switch_it() {
     std::fs::write(dir.join("agent/settings.json"), r#"{"theme": "ocean"}"#).unwrap();
     let mut tui = Tui::start(&dir, &json!([{"text": "Answered."}, {"text": "Again."}]), &["--theme", "ocean.json"]);
     tui.enter("colour me");
-    let screen = tui.shows("Answered.");
-    let colour_of = |tui: &Tui, screen: &str, text: &str| {
-        let (row, line) = screen.lines().enumerate().find(|(_, l)| l.contains(text)).unwrap();
-        let col = line.find(text).unwrap() as u16;
-        tui.screen.screen().cell(row as u16, col).unwrap().fgcolor()
-    };
-    assert_eq!(colour_of(&tui, &screen, "colour me"), vt100::Color::Rgb(0x12, 0x34, 0x56));
+    tui.shows("Answered.");
+    assert_eq!(tui.colour_of("colour me"), vt100::Color::Rgb(0x12, 0x34, 0x56));
     // `/settings`, `theme` found by typing, Enter: the next theme (after ocean: dark).
     tui.enter("/settings");
     tui.shows("Settings");
@@ -115,8 +104,8 @@ fn a_theme_colours_the_screen_and_settings_switch_it() {
     tui.keys("\r");
     tui.shows("settings: theme = dark (now)");
     tui.keys("\x1b");
-    let screen = tui.wait_for("the picker closed", |s| !s.contains("Settings ·") && s.contains("colour me"));
-    assert_eq!(colour_of(&tui, &screen, "colour me"), vt100::Color::Idx(6), "dark's user message colour");
+    tui.wait_for("the picker closed", |s| !s.contains("Settings ·") && s.contains("colour me"));
+    assert_eq!(tui.colour_of("colour me"), vt100::Color::Idx(6), "dark's user message colour");
     let settings = std::fs::read_to_string(dir.join("agent/settings.json")).unwrap();
     assert!(settings.contains(r#""theme": "dark""#), "{settings}");
     tui.keys("\x04");
@@ -145,18 +134,13 @@ fn extensions_draw_with_the_theme_and_switch_it() {
     )
     .unwrap();
     let mut tui = Tui::start(&dir, &json!([{"text": "Answered."}]), &["-e", extension.to_str().unwrap()]);
-    let screen = tui.shows("ERRORCOLOURED");
-    let colour_of = |tui: &Tui, screen: &str, text: &str| {
-        let (row, line) = screen.lines().enumerate().find(|(_, l)| l.contains(text)).unwrap();
-        let col = line.find(text).unwrap() as u16;
-        tui.screen.screen().cell(row as u16, col).unwrap().fgcolor()
-    };
-    assert_eq!(colour_of(&tui, &screen, "ERRORCOLOURED"), vt100::Color::Idx(1), "dark's error colour");
+    tui.shows("ERRORCOLOURED");
+    assert_eq!(tui.colour_of("ERRORCOLOURED"), vt100::Color::Idx(1), "dark's error colour");
     tui.enter("first prompt");
     tui.shows("Answered.");
     tui.enter("/switch");
-    let screen = tui.shows("themes dark,light switched true missing false now light");
-    assert_eq!(colour_of(&tui, &screen, "first prompt"), vt100::Color::Rgb(0x00, 0x70, 0x7a), "light's user colour");
+    tui.shows("themes dark,light switched true missing false now light");
+    assert_eq!(tui.colour_of("first prompt"), vt100::Color::Rgb(0x00, 0x70, 0x7a), "light's user colour");
     let settings = std::fs::read_to_string(dir.join("agent/settings.json")).unwrap();
     assert!(settings.contains(r#""theme": "light""#), "{settings}");
     tui.keys("\x04");

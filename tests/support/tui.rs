@@ -123,6 +123,18 @@ impl Tui {
         }
     }
 
+    /// The foreground colour of the first cell of `text` where the screen shows it.
+    pub fn colour_of(&self, text: &str) -> vt100::Color {
+        let screen = self.contents();
+        let (row, line) = screen
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.contains(text))
+            .unwrap_or_else(|| panic!("no {text:?} on screen:\n{screen}"));
+        let col = line[..line.find(text).unwrap()].chars().count() as u16;
+        self.screen.screen().cell(row as u16, col).unwrap().fgcolor()
+    }
+
     pub fn pid(&self) -> i32 {
         self.session.get_process().pid().as_raw()
     }

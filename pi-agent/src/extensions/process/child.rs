@@ -336,49 +336,7 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
                         let _ = write_line(&mut *stdin.lock().await, &message).await;
                     });
                 }
-                Ok(Line::Action(mut action, id)) => {
-                    // The extension hears when its new, forked or other session has started
-                    // (`withSession`), or its tree navigation is done.
-                    if let (Some(done), Some(id)) = (action.session_done(), id.clone()) {
-                        let (tx, rx) = tokio::sync::oneshot::channel();
-                        *done = Some(tx);
-                        let stdin = peer.stdin.clone();
-                        tokio::spawn(async move {
-                            let result = match rx.await.ok().flatten() {
-                                Some(Value::Object(mut session)) => {
-                                    session.insert("cancelled".into(), Value::Bool(false));
-                                    Value::Object(session)
-                                }
-                                _ => serde_json::json!({"cancelled": true}),
-                            };
-                            let message = serde_json::json!({"type": "query_result", "id": id, "result": result});
-                            let _ = write_line(&mut *stdin.lock().await, &message).await;
-                        });
-                    }
-                    // The extension hears how its compaction went (`onComplete` / `onError`).
-                    if let (super::ExtensionAction::Compact { done, .. }, Some(id)) = (&mut action, id) {
-                        let (tx, rx) = tokio::sync::oneshot::channel();
-                        *done = Some(tx);
-                        let stdin = peer.stdin.clone();
-                        tokio::spawn(async move {
-                            let outcome = rx.await.unwrap_or_else(|_| Err("the compaction did not run".into()));
-                            let result = match outcome {
-                                Ok(result) => serde_json::json!({"ok": true, "result": result}),
-                                Err(error) => serde_json::json!({"ok": false, "error": error}),
-                            };
-                            let message = serde_json::json!({"type": "query_result", "id": id, "result": result});
-                            let _ = write_line(&mut *stdin.lock().await, &message).await;
-                        });
-                    }
-                    match (&action, super::ABORT.get()) {
-                        (super::ExtensionAction::Abort, Some(abort)) => abort(),
-                        _ => {
-                            if let Some(actions) = &peer.actions {
-                                let _ = actions.send(action);
-                            }
-                        }
-                    }
-                }
+                Ok(Line::Action(action, id)) => take_action(&peer, action, id),
                 Ok(Line::Log) => {}
                 Err(why) => break why,
             },
@@ -390,6 +348,57 @@ async fn read_replies(mut lines: tokio::io::Lines<BufReader<tokio::process::Chil
     for (_, tx) in lock(&peer.pending).drain() {
         let _ = tx.send(Err(end.clone()));
     }
+}
+
+/// An extension's action: to the mode (an abort at once); the extension hears how a session
+/// action (`withSession`) or a compaction (`onComplete` / `onError`) went when it asked with an
+/// `id`.
+fn take_action(peer: &Peer, mut action: super::ExtensionAction, id: Option<Value>) {
+    if let (Some(done), Some(id)) = (action.session_done(), id.clone()) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        *done = Some(tx);
+        answer_later(&peer.stdin, id, rx, |session| match session.ok().flatten() {
+            Some(Value::Object(mut session)) => {
+                session.insert("cancelled".into(), Value::Bool(false));
+                Value::Object(session)
+            }
+            _ => serde_json::json!({"cancelled": true}),
+        });
+    }
+    if let (super::ExtensionAction::Compact { done, .. }, Some(id)) = (&mut action, id) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        *done = Some(tx);
+        answer_later(&peer.stdin, id, rx, |outcome| {
+            match outcome.unwrap_or_else(|_| Err("the compaction did not run".into())) {
+                Ok(result) => serde_json::json!({"ok": true, "result": result}),
+                Err(error) => serde_json::json!({"ok": false, "error": error}),
+            }
+        });
+    }
+    match (&action, super::ABORT.get()) {
+        (super::ExtensionAction::Abort, Some(abort)) => abort(),
+        _ => {
+            if let Some(actions) = &peer.actions {
+                let _ = actions.send(action);
+            }
+        }
+    }
+}
+
+/// Answers the extension's request `id` with a `query_result` once `outcome` is told (shaped by
+/// `answer`; a dropped sender is an `Err`).
+fn answer_later<T: Send + 'static>(
+    stdin: &Stdin,
+    id: Value,
+    outcome: tokio::sync::oneshot::Receiver<T>,
+    answer: impl FnOnce(Result<T, tokio::sync::oneshot::error::RecvError>) -> Value + Send + 'static,
+) {
+    let stdin = stdin.clone();
+    tokio::spawn(async move {
+        let result = answer(outcome.await);
+        let message = serde_json::json!({"type": "query_result", "id": id, "result": result});
+        let _ = write_line(&mut *stdin.lock().await, &message).await;
+    });
 }
 
 /// Where a custom component's keys and width go: `{"type":"ui_input","customId":…,…}` lines on

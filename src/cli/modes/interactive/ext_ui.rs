@@ -83,6 +83,36 @@ impl Component {
     }
 }
 
+/// An extension's autocomplete suggestions: each `(value, label and description)`.
+fn suggestions(request: &Value) -> Shown {
+    let items = request.get("items").and_then(Value::as_array).into_iter().flatten();
+    let items = items
+        .filter_map(|item| {
+            let value = text(item, "value")?;
+            let label = text(item, "label").unwrap_or_else(|| value.clone());
+            let shown = match text(item, "description") {
+                Some(description) => format!("{label}  {}", plain(&description)),
+                None => label,
+            };
+            Some((value, shown))
+        })
+        .collect();
+    let seq = request.get("seq").and_then(Value::as_u64).unwrap_or_default();
+    Shown::Suggestions(seq, text(request, "prefix").unwrap_or_default(), items)
+}
+
+/// What an extension drew for a call of its tool.
+fn tool_drawn(request: &Value) -> Shown {
+    let lines = |key: &str| request.get(key).and_then(|l| serde_json::from_value(l.clone()).ok());
+    let drawn = super::transcript::Drawn {
+        call: lines("call"),
+        partial: lines("partial"),
+        collapsed: lines("collapsed"),
+        expanded: lines("expanded"),
+    };
+    Shown::ToolDrawn(text(request, "toolCallId").unwrap_or_default(), drawn)
+}
+
 /// An open dialog.
 struct Dialog {
     method: String,
@@ -296,71 +326,52 @@ impl ExtScreen {
             "setTitle" => Shown::Title(text(request, "title").unwrap_or_default()),
             "set_editor_text" => Shown::EditorText(text(request, "text").unwrap_or_default()),
             "setTheme" => Shown::Theme(text(request, "name").unwrap_or_default()),
-            "custom_close" if matches!(&self.handoff, Handoff::Given(c) if request.get("customId") == Some(&c.id)) => {
-                if let Handoff::Given(c) = std::mem::take(&mut self.handoff) {
-                    let _ = c.reply.send(json!({"closed": true}));
-                }
-                self.handoff = Handoff::Returning;
-                Shown::Nothing
-            }
-            "autocomplete_result" => {
-                let items = request.get("items").and_then(Value::as_array).into_iter().flatten();
-                let items = items
-                    .filter_map(|item| {
-                        let value = text(item, "value")?;
-                        let label = text(item, "label").unwrap_or_else(|| value.clone());
-                        let shown = match text(item, "description") {
-                            Some(description) => format!("{label}  {}", plain(&description)),
-                            None => label,
-                        };
-                        Some((value, shown))
-                    })
-                    .collect();
-                let seq = request.get("seq").and_then(Value::as_u64).unwrap_or_default();
-                Shown::Suggestions(seq, text(request, "prefix").unwrap_or_default(), items)
-            }
-            "custom_close" if self.completers.iter().any(|c| request.get("customId") == Some(&c.id)) => {
-                self.completers.retain(|c| request.get("customId") != Some(&c.id));
-                Shown::Nothing
-            }
+            "autocomplete_result" => suggestions(request),
             "setToolsExpanded" => Shown::ToolsExpanded(request.get("expanded") == Some(&Value::Bool(true))),
-            "tool_render" => {
-                let lines = |key: &str| request.get(key).and_then(|l| serde_json::from_value(l.clone()).ok());
-                let drawn = super::transcript::Drawn {
-                    call: lines("call"),
-                    partial: lines("partial"),
-                    collapsed: lines("collapsed"),
-                    expanded: lines("expanded"),
-                };
-                Shown::ToolDrawn(text(request, "toolCallId").unwrap_or_default(), drawn)
-            }
+            "tool_render" => tool_drawn(request),
             "editor_submit" if self.editor.is_some() => Shown::Submit(text(request, "text").unwrap_or_default()),
             "editor_change" if self.editor.is_some() => Shown::EditorChanged(text(request, "text").unwrap_or_default()),
             "editor_action" if self.editor.is_some() => Shown::Action(text(request, "action").unwrap_or_default()),
-            "custom_render" | "custom_close"
-                if self.editor.as_ref().is_some_and(|e| request.get("customId") == Some(&e.id)) =>
-            {
-                if request["method"] == "custom_close" {
-                    let _ = self.editor.take().map(|e| e.reply.send(json!({"closed": true})));
-                } else if let Some(editor) = &mut self.editor {
-                    editor.lines =
-                        request.get("lines").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default();
-                }
-                Shown::Nothing
-            }
             "custom_render" | "custom_close" => {
-                let Some(at) = self.components.iter().position(|c| request.get("customId") == Some(&c.id)) else {
-                    return Shown::Nothing;
-                };
-                if request["method"] == "custom_close" {
-                    let _ = self.components.remove(at).reply.send(json!({"closed": true}));
-                } else {
-                    self.components[at].lines =
-                        request.get("lines").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default();
-                }
+                self.component_call(request);
                 Shown::Nothing
             }
             _ => Shown::Nothing,
+        }
+    }
+
+    /// A frame or the end of a component (`custom_render`, `custom_close`), whichever kind it
+    /// is: the terminal's holder, the editor in pi's place, an open component, a completer or a
+    /// listener.
+    fn component_call(&mut self, request: &Value) {
+        let is = |c: &Component| request.get("customId") == Some(&c.id);
+        let closing = request["method"] == "custom_close";
+        let frame = || request.get("lines").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default();
+        let closed = |c: Component| {
+            let _ = c.reply.send(json!({"closed": true}));
+        };
+        if matches!(&self.handoff, Handoff::Given(c) if is(c)) {
+            if closing && let Handoff::Given(c) = std::mem::replace(&mut self.handoff, Handoff::Returning) {
+                closed(c);
+            }
+        } else if self.editor.as_ref().is_some_and(is) {
+            match (closing, self.editor.take()) {
+                (true, Some(editor)) => closed(editor),
+                (false, Some(mut editor)) => {
+                    editor.lines = frame();
+                    self.editor = Some(editor);
+                }
+                _ => {}
+            }
+        } else if let Some(at) = self.components.iter().position(is) {
+            if closing {
+                closed(self.components.remove(at));
+            } else {
+                self.components[at].lines = frame();
+            }
+        } else if closing {
+            self.completers.retain(|c| !is(c));
+            self.listeners.retain(|c| !is(c));
         }
     }
 
