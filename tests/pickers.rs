@@ -98,8 +98,9 @@ fn settings_are_changed_in_the_global_settings_file() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `/scoped-models` puts models in the settings' `enabledModels`; Ctrl+P then cycles through
-/// them only. `--models PATTERNS` sets the scope for one run (upstream's meaning).
+/// `/scoped-models` is upstream's selector: Enter enables a model for Ctrl+P in this session at
+/// once, Ctrl+S saves the scope to the settings' `enabledModels` (Esc alone keeps it to the
+/// session). `--models PATTERNS` sets the scope for one run (upstream's meaning).
 #[test]
 fn scoped_models_are_what_ctrl_p_cycles_through() {
     let dir = scratch("pickers-scope");
@@ -110,20 +111,30 @@ fn scoped_models_are_what_ctrl_p_cycles_through() {
     let mut tui = Tui::start(&dir, &json!([]), &["--models-file", models.to_str().unwrap()]);
     tui.shows("/help for commands");
     tui.enter("/scoped-models");
-    tui.shows("Models for Ctrl+P");
+    tui.shows("Model Configuration");
+    tui.shows("all enabled");
     tui.keys("faux-other");
-    tui.shows("› [ ] faux/faux-other");
+    tui.shows("→ faux-other [faux]");
     tui.keys("\r");
-    tui.shows("faux/faux-other: in the Ctrl+P models");
-    tui.shows("[x] faux/faux-other");
+    let screen = tui.shows("1/3 enabled");
+    assert!(screen.contains("faux-other [faux] ✓") && screen.contains("(unsaved)"), "{screen}");
     tui.keys("\x1b");
-    tui.wait_for("the list closed", |s| !s.contains("Models for Ctrl+P"));
-    let written = std::fs::read_to_string(dir.join("agent/settings.json")).unwrap();
-    assert!(written.contains("\"faux/faux-other\""), "{written}");
+    tui.wait_for("the list closed", |s| !s.contains("Model Configuration"));
+    assert!(!dir.join("agent/settings.json").exists(), "session-only until saved");
     tui.keys("\x10"); // Ctrl+P: into the scope
     tui.shows("model: faux/faux-other");
     tui.keys("\x10"); // the only one in it
     tui.shows("no other model to cycle to");
+    // Ctrl+S saves it; Ctrl+A then enables all (only for the session).
+    tui.enter("/scoped-models");
+    tui.shows("1/3 enabled");
+    tui.keys("\x13");
+    tui.shows("model scope saved to");
+    tui.keys("\x01");
+    tui.shows("all enabled");
+    tui.keys("\x1b");
+    let written = std::fs::read_to_string(dir.join("agent/settings.json")).unwrap();
+    assert!(written.contains("\"enabledModels\": [\n    \"faux/faux-other\"\n  ]"), "{written}");
     tui.keys("\x04");
     assert_eq!(tui.exit_code(), 0);
 

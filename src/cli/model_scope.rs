@@ -15,8 +15,14 @@ pub fn scoped_models(args: &AgentArgs, cfg: &Config, registry: &Registry) -> Vec
         Some(list) => list.split(',').map(|p| p.trim().to_owned()).filter(|p| !p.is_empty()).collect(),
         None => enabled_models(cfg),
     };
+    matching(&patterns, registry)
+}
+
+/// The models that can run here matching `patterns` (as [`scoped_models`] reads them), in the
+/// patterns' order.
+pub fn matching(patterns: &[String], registry: &Registry) -> Vec<pi_agent::model::ModelInfo> {
     let mut scoped: Vec<pi_agent::model::ModelInfo> = Vec::new();
-    for pattern in &patterns {
+    for pattern in patterns {
         let pattern = pattern.split_once(':').map_or(pattern.as_str(), |(p, _)| p).to_ascii_lowercase();
         for model in registry.models() {
             let name =

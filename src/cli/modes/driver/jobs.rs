@@ -220,13 +220,17 @@ pub(super) async fn set_model(
 pub(super) async fn cycle_model(
     harness: &mut Harness,
     (args, cfg): (&AgentArgs, &Config),
-    backward: bool,
+    (backward, session_scope): (bool, Option<&[String]>),
     sink: Sink<'_>,
 ) -> JobResult {
     let current = harness.agent.model().clone();
     let registry = setup::registry(args, cfg).map_err(|e| e.to_string())?;
-    // The scope (`--models`, `enabledModels`) when there is one, else the provider's models.
-    let scoped = crate::cli::model_scope::scoped_models(args, cfg, &registry);
+    // The scope (this session's, `--models`, `enabledModels`) when there is one, else the
+    // provider's models.
+    let scoped = match session_scope {
+        Some(names) => crate::cli::model_scope::matching(names, &registry),
+        None => crate::cli::model_scope::scoped_models(args, cfg, &registry),
+    };
     let is_scoped = !scoped.is_empty();
     let same: Vec<&pi_agent::model::ModelInfo> = if is_scoped {
         scoped.iter().collect()

@@ -101,6 +101,9 @@ pub enum Job {
     CycleModel {
         /// To the previous model instead.
         backward: bool,
+        /// The models to cycle through as `/scoped-models` set them for this session (`provider/id`);
+        /// `None`: `--models`, else the settings' `enabledModels`.
+        scope: Option<Vec<String>>,
     },
     /// The next thinking level (`null` when the model does not reason).
     CycleThinkingLevel,
@@ -381,7 +384,9 @@ impl<'a> Driver<'a> {
             Job::SetModel { provider, model } => {
                 jobs::set_model(harness, (self.args, cfg), provider, model, &mut sink).await
             }
-            Job::CycleModel { backward } => jobs::cycle_model(harness, (self.args, cfg), backward, &mut sink).await,
+            Job::CycleModel { backward, scope } => {
+                jobs::cycle_model(harness, (self.args, cfg), (backward, scope.as_deref()), &mut sink).await
+            }
             Job::CycleThinkingLevel => Ok(jobs::cycle_thinking_level(harness, &mut sink).await),
             Job::SetThinkingLevel { level } => jobs::set_thinking_level(harness, level, &mut sink).await,
             Job::SetAutoCompaction(enabled) => {

@@ -2,6 +2,7 @@
 //! (`/skill:name`), a prompt template, an extension's command — goes to the agent as typed.
 
 use super::picker::{Picker, Purpose};
+use super::selector::Selector;
 use super::transcript::Tone;
 use super::{Done, Replies, Ui};
 use crate::cli::modes::driver::Job;
@@ -97,7 +98,7 @@ impl Ui<'_> {
             "/copy" => self.copy(),
             "/export" => self.export(rest, replies),
             "/settings" => self.open_settings(None),
-            "/scoped-models" => self.open_scoped_models(None),
+            "/scoped-models" => self.open_scoped_models(),
             "/login" | "/logout" => self.transcript.notice(
                 Tone::Info,
                 "pi offers no subscription logins (OAuth): set the provider's API key variable (ANTHROPIC_API_KEY, OPENAI_API_KEY, …) or `apiKey` in ~/.pi/agent/models.json",
@@ -253,31 +254,7 @@ impl Ui<'_> {
         };
         let items = super::settings_panel::items(&file);
         let title = format!("Settings · {}", file.display());
-        self.picker = Some(Picker::new(Purpose::Setting, &title, items, selected));
-    }
-
-    /// `/scoped-models`: the models that can run here, those in the settings' `enabledModels`
-    /// marked; `selected` the one just toggled.
-    pub(super) fn open_scoped_models(&mut self, selected: Option<&str>) {
-        let Some(file) = super::settings_panel::global_file() else {
-            return self
-                .transcript
-                .notice(Tone::Warn, "/scoped-models: no agent folder (set HOME or PI_CODING_AGENT_DIR)");
-        };
-        let enabled = crate::cli::model_scope::enabled_models_in(&file);
-        let items = self
-            .registry
-            .models()
-            .iter()
-            .filter(|m| crate::cli::models_cmd::status(m, &self.registry) == "ready")
-            .map(|m| {
-                let name = format!("{}/{}", m.provider, m.id);
-                let mark = if enabled.contains(&name) { "[x]" } else { "[ ]" };
-                (format!("{mark} {name}"), name)
-            })
-            .collect();
-        let title = "Models for Ctrl+P (enabledModels; Enter adds or removes)";
-        self.picker = Some(Picker::new(Purpose::ScopedModel, title, items, selected));
+        self.selector = Some(Selector::List(Picker::new(Purpose::Setting, &title, items, selected)));
     }
 
     /// The session picker (`/resume`, `pi -r`) over `sessions`: each as its time and first
@@ -299,7 +276,7 @@ impl Ui<'_> {
                 (format!("{when}  {first}"), path.display().to_string())
             })
             .collect();
-        self.picker = Some(Picker::new(Purpose::Session, "Resume a session", items, None));
+        self.selector = Some(Selector::List(Picker::new(Purpose::Session, "Resume a session", items, None)));
     }
 
     /// This project's session files, newest first (the folder new sessions go to).
@@ -365,7 +342,7 @@ impl Ui<'_> {
                     (format!("{name} (extension)"), name)
                 }))
                 .collect();
-            self.picker = Some(Picker::new(Purpose::Model, "Model", items, Some(&here)));
+            self.selector = Some(Selector::List(Picker::new(Purpose::Model, "Model", items, Some(&here))));
             return;
         }
         let (provider, model) = match rest.split_once('/') {

@@ -79,8 +79,8 @@ impl Ui<'_> {
 
         frame.render_widget(Paragraph::new(footer_lines), footer);
         self.ext.draw(frame);
-        if let Some(picker) = &self.picker {
-            picker.draw(frame);
+        if let Some(selector) = &self.selector {
+            selector.draw(frame, &self.keymap);
         }
         if let Some(alert) = &self.alert {
             alert.draw(frame);

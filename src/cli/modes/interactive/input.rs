@@ -8,7 +8,6 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::alert::Alert;
 use super::keys::{Action, Keymap};
-use super::picker::{Picked, Purpose};
 use super::transcript::Tone;
 use super::{Done, Replies, Ui, complete, ext_ui};
 use crate::cli::modes::driver::Job;
@@ -33,17 +32,8 @@ impl Ui<'_> {
             }
             return;
         }
-        if let Some(picker) = &mut self.picker {
-            let purpose = picker.purpose;
-            match picker.key(&key) {
-                Picked::Open => {}
-                Picked::Cancelled => self.picker = None,
-                Picked::Chosen(value) => {
-                    self.picker = None;
-                    self.picked(purpose, value, replies);
-                }
-            }
-            return;
+        if self.selector.is_some() {
+            return self.selector_key(&key, replies);
         }
         if self.ext.is_open() && !(ctrl && matches!(key.code, KeyCode::Char('c' | 'd'))) {
             return self.ext.key(key);
@@ -226,7 +216,8 @@ impl Ui<'_> {
             Action::ModelSelect => return self.builtin("/model", replies),
             Action::ModelCycleForward | Action::ModelCycleBackward => {
                 let backward = action == Action::ModelCycleBackward;
-                self.send(Job::CycleModel { backward }, Done::Cycle("no other model to cycle to"), replies);
+                let scope = self.model_scope.clone();
+                self.send(Job::CycleModel { backward, scope }, Done::Cycle("no other model to cycle to"), replies);
             }
             Action::ThinkingCycle => {
                 self.send(Job::CycleThinkingLevel, Done::Cycle("this model does not reason"), replies);
@@ -280,39 +271,16 @@ impl Ui<'_> {
             Action::Yank => self.editor.yank(),
             Action::YankPop => self.editor.yank_pop(),
             Action::Undo => self.editor.undo(),
+            // The selectors' actions are their own (picker, session picker, tree, scope); the
+            // editor has no selection for `tui.input.copy`.
+            _ => return false,
         }
         true
     }
 
-    /// What a picker's choice does: switch to the model, or continue the session.
-    fn picked(&mut self, purpose: Purpose, value: String, replies: &Replies) {
-        match purpose {
-            Purpose::Model => {
-                let (provider, model) = value.split_once('/').unwrap_or(("", &value));
-                let job = Job::SetModel { provider: provider.to_owned(), model: model.to_owned() };
-                self.send(job, Done::Model, replies);
-            }
-            Purpose::Session => {
-                self.send(Job::SwitchSession { path: value.into() }, Done::Session("resumed"), replies);
-            }
-            Purpose::Setting => self.change_setting(&value, replies),
-            Purpose::ScopedModel => {
-                let Some(file) = super::settings_panel::global_file() else { return };
-                match super::settings_panel::toggle_enabled_model(&file, &value) {
-                    Ok(now_in) => {
-                        let said = if now_in { "in the Ctrl+P models" } else { "out of the Ctrl+P models" };
-                        self.transcript.notice(Tone::Info, format!("{value}: {said}"));
-                    }
-                    Err(why) => self.transcript.notice(Tone::Error, format!("/scoped-models: {why}")),
-                }
-                self.open_scoped_models(Some(&value));
-            }
-        }
-    }
-
     /// A `/settings` option moved to its next value: written, taken by this session where it
     /// can be, and the list shown again on it.
-    fn change_setting(&mut self, key: &str, replies: &Replies) {
+    pub(super) fn change_setting(&mut self, key: &str, replies: &Replies) {
         let Some(file) = super::settings_panel::global_file() else { return };
         match super::settings_panel::cycle(&file, key, &self.themes.names()) {
             Ok(value) => {

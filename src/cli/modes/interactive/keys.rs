@@ -1,13 +1,30 @@
-//! Upstream's keybindings: the actions of the main screen by their namespaced ids
-//! (`tui.editor.cursorWordLeft`, `app.model.cycleForward`, …), their default keys, and
-//! `~/.pi/agent/keybindings.json` (an id → a key or a list of keys, in upstream's format:
-//! `ctrl+shift+x`, `alt+enter`, `pageUp`, `f5`, `ctrl+-`) replacing an action's defaults.
+//! Upstream's keybindings: every action by its namespaced id (`tui.editor.cursorWordLeft`,
+//! `app.model.cycleForward`, `app.tree.editLabel`, …) — the main screen's and the selectors'
+//! (lists, the session picker, the tree navigator, the scoped-models selector) —, their default
+//! keys, and `~/.pi/agent/keybindings.json` (an id → a key or a list of keys, in upstream's
+//! format: `ctrl+shift+x`, `alt+enter`, `pageUp`, `f5`, `ctrl+-`) replacing an action's defaults.
 
 use std::path::Path;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-/// What a key does on the main screen.
+/// Where an action applies: the same key means different things in different places (Ctrl+P
+/// cycles models on the main screen and shows paths in the session picker).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Context {
+    /// The editor and the app (`tui.editor.*`, `tui.input.*`, `app.*` outside the selectors).
+    Main,
+    /// Any list (`tui.select.*`).
+    Select,
+    /// The session picker (`/resume`, `pi -r`).
+    Sessions,
+    /// The tree navigator (`/tree`).
+    Tree,
+    /// The scoped-models selector (`/scoped-models`).
+    Models,
+}
+
+/// What a key does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
     CursorUp,
@@ -52,60 +69,124 @@ pub enum Action {
     ToolsExpand,
     FollowUp,
     Dequeue,
+    /// `tui.input.copy`: the editor has no selection of its own (the terminal's selection
+    /// copies), so it never applies and Ctrl+C goes on to `app.clear`.
+    Copy,
+    SelectUp,
+    SelectDown,
+    SelectPageUp,
+    SelectPageDown,
+    SelectConfirm,
+    SelectCancel,
+    SessionTogglePath,
+    SessionToggleSort,
+    SessionToggleNamed,
+    SessionRename,
+    SessionDelete,
+    SessionDeleteNoninvasive,
+    TreeFoldOrUp,
+    TreeUnfoldOrDown,
+    TreeEditLabel,
+    TreeToggleLabelTime,
+    TreeFilterDefault,
+    TreeFilterNoTools,
+    TreeFilterUserOnly,
+    TreeFilterLabeledOnly,
+    TreeFilterAll,
+    TreeFilterCycleForward,
+    TreeFilterCycleBackward,
+    ModelsSave,
+    ModelsEnableAll,
+    ModelsClearAll,
+    ModelsToggleProvider,
+    ModelsReorderUp,
+    ModelsReorderDown,
 }
+
+use Context::{Main, Models, Select, Sessions, Tree};
 
 /// Every action with its id and default keys, in the order a key is tried: where two actions
 /// share a key (Ctrl+D: exit on an empty editor, else delete), the first that applies runs.
-const ACTIONS: &[(Action, &str, &[&str])] = &[
-    (Action::Interrupt, "app.interrupt", &["escape"]),
-    (Action::Clear, "app.clear", &["ctrl+c"]),
-    (Action::Exit, "app.exit", &["ctrl+d"]),
-    (Action::Suspend, "app.suspend", &["ctrl+z"]),
-    (Action::ExternalEditor, "app.editor.external", &["ctrl+g"]),
-    (Action::PasteImage, "app.clipboard.pasteImage", &["ctrl+v"]),
-    (Action::SessionNew, "app.session.new", &[]),
-    (Action::SessionTree, "app.session.tree", &[]),
-    (Action::SessionFork, "app.session.fork", &[]),
-    (Action::SessionResume, "app.session.resume", &[]),
-    (Action::ModelSelect, "app.model.select", &["ctrl+l"]),
-    (Action::ModelCycleForward, "app.model.cycleForward", &["ctrl+p"]),
-    (Action::ModelCycleBackward, "app.model.cycleBackward", &["shift+ctrl+p"]),
-    (Action::ThinkingCycle, "app.thinking.cycle", &["shift+tab"]),
-    (Action::ThinkingToggle, "app.thinking.toggle", &["ctrl+t"]),
-    (Action::ToolsExpand, "app.tools.expand", &["ctrl+o"]),
-    (Action::FollowUp, "app.message.followUp", &["alt+enter"]),
-    (Action::Dequeue, "app.message.dequeue", &["alt+up"]),
-    (Action::CursorUp, "tui.editor.cursorUp", &["up"]),
-    (Action::CursorDown, "tui.editor.cursorDown", &["down"]),
-    (Action::CursorLeft, "tui.editor.cursorLeft", &["left", "ctrl+b"]),
-    (Action::CursorRight, "tui.editor.cursorRight", &["right", "ctrl+f"]),
-    (Action::CursorWordLeft, "tui.editor.cursorWordLeft", &["alt+left", "ctrl+left", "alt+b"]),
-    (Action::CursorWordRight, "tui.editor.cursorWordRight", &["alt+right", "ctrl+right", "alt+f"]),
-    (Action::CursorLineStart, "tui.editor.cursorLineStart", &["home", "ctrl+a"]),
-    (Action::CursorLineEnd, "tui.editor.cursorLineEnd", &["end", "ctrl+e"]),
-    (Action::JumpForward, "tui.editor.jumpForward", &["ctrl+]"]),
-    (Action::JumpBackward, "tui.editor.jumpBackward", &["ctrl+alt+]"]),
-    (Action::PageUp, "tui.editor.pageUp", &["pageUp"]),
-    (Action::PageDown, "tui.editor.pageDown", &["pageDown"]),
-    (Action::DeleteCharBackward, "tui.editor.deleteCharBackward", &["backspace"]),
-    (Action::DeleteCharForward, "tui.editor.deleteCharForward", &["delete", "ctrl+d"]),
-    (Action::DeleteWordBackward, "tui.editor.deleteWordBackward", &["ctrl+w", "alt+backspace"]),
-    (Action::DeleteWordForward, "tui.editor.deleteWordForward", &["alt+d", "alt+delete"]),
-    (Action::DeleteToLineStart, "tui.editor.deleteToLineStart", &["ctrl+u"]),
-    (Action::DeleteToLineEnd, "tui.editor.deleteToLineEnd", &["ctrl+k"]),
+const ACTIONS: &[(Action, &str, &[&str], Context)] = &[
+    (Action::Interrupt, "app.interrupt", &["escape"], Main),
+    (Action::Clear, "app.clear", &["ctrl+c"], Main),
+    (Action::Copy, "tui.input.copy", &["ctrl+c"], Main),
+    (Action::Exit, "app.exit", &["ctrl+d"], Main),
+    (Action::Suspend, "app.suspend", &["ctrl+z"], Main),
+    (Action::ExternalEditor, "app.editor.external", &["ctrl+g"], Main),
+    (Action::PasteImage, "app.clipboard.pasteImage", &["ctrl+v"], Main),
+    (Action::SessionNew, "app.session.new", &[], Main),
+    (Action::SessionTree, "app.session.tree", &[], Main),
+    (Action::SessionFork, "app.session.fork", &[], Main),
+    (Action::SessionResume, "app.session.resume", &[], Main),
+    (Action::ModelSelect, "app.model.select", &["ctrl+l"], Main),
+    (Action::ModelCycleForward, "app.model.cycleForward", &["ctrl+p"], Main),
+    (Action::ModelCycleBackward, "app.model.cycleBackward", &["shift+ctrl+p"], Main),
+    (Action::ThinkingCycle, "app.thinking.cycle", &["shift+tab"], Main),
+    (Action::ThinkingToggle, "app.thinking.toggle", &["ctrl+t"], Main),
+    (Action::ToolsExpand, "app.tools.expand", &["ctrl+o"], Main),
+    (Action::FollowUp, "app.message.followUp", &["alt+enter"], Main),
+    (Action::Dequeue, "app.message.dequeue", &["alt+up"], Main),
+    (Action::CursorUp, "tui.editor.cursorUp", &["up"], Main),
+    (Action::CursorDown, "tui.editor.cursorDown", &["down"], Main),
+    (Action::CursorLeft, "tui.editor.cursorLeft", &["left", "ctrl+b"], Main),
+    (Action::CursorRight, "tui.editor.cursorRight", &["right", "ctrl+f"], Main),
+    (Action::CursorWordLeft, "tui.editor.cursorWordLeft", &["alt+left", "ctrl+left", "alt+b"], Main),
+    (Action::CursorWordRight, "tui.editor.cursorWordRight", &["alt+right", "ctrl+right", "alt+f"], Main),
+    (Action::CursorLineStart, "tui.editor.cursorLineStart", &["home", "ctrl+a"], Main),
+    (Action::CursorLineEnd, "tui.editor.cursorLineEnd", &["end", "ctrl+e"], Main),
+    (Action::JumpForward, "tui.editor.jumpForward", &["ctrl+]"], Main),
+    (Action::JumpBackward, "tui.editor.jumpBackward", &["ctrl+alt+]"], Main),
+    (Action::PageUp, "tui.editor.pageUp", &["pageUp"], Main),
+    (Action::PageDown, "tui.editor.pageDown", &["pageDown"], Main),
+    (Action::DeleteCharBackward, "tui.editor.deleteCharBackward", &["backspace"], Main),
+    (Action::DeleteCharForward, "tui.editor.deleteCharForward", &["delete", "ctrl+d"], Main),
+    (Action::DeleteWordBackward, "tui.editor.deleteWordBackward", &["ctrl+w", "alt+backspace"], Main),
+    (Action::DeleteWordForward, "tui.editor.deleteWordForward", &["alt+d", "alt+delete"], Main),
+    (Action::DeleteToLineStart, "tui.editor.deleteToLineStart", &["ctrl+u"], Main),
+    (Action::DeleteToLineEnd, "tui.editor.deleteToLineEnd", &["ctrl+k"], Main),
     // Ctrl+J is a newline too: it is what most terminals send for Shift+Enter.
-    (Action::NewLine, "tui.input.newLine", &["shift+enter", "ctrl+j"]),
-    (Action::Submit, "tui.input.submit", &["enter"]),
-    (Action::Tab, "tui.input.tab", &["tab"]),
-    (Action::Yank, "tui.editor.yank", &["ctrl+y"]),
-    (Action::YankPop, "tui.editor.yankPop", &["alt+y"]),
-    (Action::Undo, "tui.editor.undo", &["ctrl+-"]),
+    (Action::NewLine, "tui.input.newLine", &["shift+enter", "ctrl+j"], Main),
+    (Action::Submit, "tui.input.submit", &["enter"], Main),
+    (Action::Tab, "tui.input.tab", &["tab"], Main),
+    (Action::Yank, "tui.editor.yank", &["ctrl+y"], Main),
+    (Action::YankPop, "tui.editor.yankPop", &["alt+y"], Main),
+    (Action::Undo, "tui.editor.undo", &["ctrl+-"], Main),
+    (Action::SelectUp, "tui.select.up", &["up"], Select),
+    (Action::SelectDown, "tui.select.down", &["down"], Select),
+    (Action::SelectPageUp, "tui.select.pageUp", &["pageUp"], Select),
+    (Action::SelectPageDown, "tui.select.pageDown", &["pageDown"], Select),
+    (Action::SelectConfirm, "tui.select.confirm", &["enter"], Select),
+    (Action::SelectCancel, "tui.select.cancel", &["escape", "ctrl+c"], Select),
+    (Action::SessionTogglePath, "app.session.togglePath", &["ctrl+p"], Sessions),
+    (Action::SessionToggleSort, "app.session.toggleSort", &["ctrl+s"], Sessions),
+    (Action::SessionToggleNamed, "app.session.toggleNamedFilter", &["ctrl+n"], Sessions),
+    (Action::SessionRename, "app.session.rename", &["ctrl+r"], Sessions),
+    (Action::SessionDelete, "app.session.delete", &["ctrl+d"], Sessions),
+    (Action::SessionDeleteNoninvasive, "app.session.deleteNoninvasive", &["ctrl+backspace"], Sessions),
+    (Action::TreeFoldOrUp, "app.tree.foldOrUp", &["ctrl+left", "alt+left"], Tree),
+    (Action::TreeUnfoldOrDown, "app.tree.unfoldOrDown", &["ctrl+right", "alt+right"], Tree),
+    (Action::TreeEditLabel, "app.tree.editLabel", &["shift+l"], Tree),
+    (Action::TreeToggleLabelTime, "app.tree.toggleLabelTimestamp", &["shift+t"], Tree),
+    (Action::TreeFilterDefault, "app.tree.filter.default", &["ctrl+d"], Tree),
+    (Action::TreeFilterNoTools, "app.tree.filter.noTools", &["ctrl+t"], Tree),
+    (Action::TreeFilterUserOnly, "app.tree.filter.userOnly", &["ctrl+u"], Tree),
+    (Action::TreeFilterLabeledOnly, "app.tree.filter.labeledOnly", &["ctrl+l"], Tree),
+    (Action::TreeFilterAll, "app.tree.filter.all", &["ctrl+a"], Tree),
+    (Action::TreeFilterCycleForward, "app.tree.filter.cycleForward", &["ctrl+o"], Tree),
+    (Action::TreeFilterCycleBackward, "app.tree.filter.cycleBackward", &["shift+ctrl+o"], Tree),
+    (Action::ModelsSave, "app.models.save", &["ctrl+s"], Models),
+    (Action::ModelsEnableAll, "app.models.enableAll", &["ctrl+a"], Models),
+    (Action::ModelsClearAll, "app.models.clearAll", &["ctrl+x"], Models),
+    (Action::ModelsToggleProvider, "app.models.toggleProvider", &["ctrl+p"], Models),
+    (Action::ModelsReorderUp, "app.models.reorderUp", &["alt+up"], Models),
+    (Action::ModelsReorderDown, "app.models.reorderDown", &["alt+down"], Models),
 ];
 
 impl Action {
     /// The action of upstream's id (`app.model.select`).
     pub fn by_id(id: &str) -> Option<Action> {
-        ACTIONS.iter().find(|(_, name, _)| *name == id).map(|(action, ..)| *action)
+        ACTIONS.iter().find(|(_, name, ..)| *name == id).map(|(action, ..)| *action)
     }
 }
 
@@ -113,6 +194,7 @@ impl Action {
 #[derive(Debug, Clone, PartialEq)]
 struct Binding {
     action: Action,
+    context: Context,
     keys: Vec<KeySpec>,
 }
 
@@ -126,8 +208,9 @@ impl Default for Keymap {
     fn default() -> Self {
         let bindings = ACTIONS
             .iter()
-            .map(|(action, _, keys)| Binding {
+            .map(|(action, _, keys, context)| Binding {
                 action: *action,
+                context: *context,
                 keys: keys.iter().filter_map(|k| KeySpec::parse(k).ok()).collect(),
             })
             .collect();
@@ -153,7 +236,7 @@ impl Keymap {
         };
         let mut warnings = Vec::new();
         for (id, keys) in map {
-            let Some((action, ..)) = ACTIONS.iter().find(|(_, name, _)| *name == id) else {
+            let Some((action, ..)) = ACTIONS.iter().find(|(_, name, ..)| *name == id) else {
                 warnings.push(format!("{shown}: {id:?} is not a keybinding id this pi has"));
                 continue;
             };
@@ -179,16 +262,29 @@ impl Keymap {
         (keymap, warnings)
     }
 
-    /// The actions `key` is bound to, in the order they are tried.
+    /// The main screen's actions `key` is bound to, in the order they are tried.
     pub fn actions(&self, key: &KeyEvent) -> Vec<Action> {
-        self.bindings.iter().filter(|b| b.keys.iter().any(|k| k.matches(key))).map(|b| b.action).collect()
+        self.actions_in(key, &[Main])
+    }
+
+    /// The actions of `contexts` that `key` is bound to, in the table's order (a selector asks
+    /// for its own context, `Select`, and the editor's actions it borrows).
+    pub fn actions_in(&self, key: &KeyEvent, contexts: &[Context]) -> Vec<Action> {
+        let bound = |b: &&Binding| contexts.contains(&b.context) && b.keys.iter().any(|k| k.matches(key));
+        self.bindings.iter().filter(bound).map(|b| b.action).collect()
+    }
+
+    /// The keys of `action` as upstream writes them (`ctrl+s`), for hints.
+    pub fn keys_of(&self, action: Action) -> String {
+        let binding = self.bindings.iter().find(|b| b.action == action);
+        binding.map(|b| b.keys.iter().map(|k| k.text.as_str()).collect::<Vec<_>>().join("/")).unwrap_or_default()
     }
 
     /// Every action with keys, `id  key, key` a line (for `/hotkeys`; ids as `keybindings.json`
     /// names them).
     pub fn describe(&self) -> String {
         let mut out = String::new();
-        for ((_, id, _), binding) in ACTIONS.iter().zip(&self.bindings) {
+        for ((_, id, ..), binding) in ACTIONS.iter().zip(&self.bindings) {
             let keys: Vec<&str> = binding.keys.iter().map(|k| k.text.as_str()).collect();
             if !keys.is_empty() {
                 out.push_str(&format!("  {id:<32} {}\n", keys.join(", ")));

@@ -22,6 +22,8 @@ mod keys;
 mod markdown;
 mod overlay;
 mod picker;
+mod scope_picker;
+mod selector;
 mod settings_panel;
 mod terminal;
 pub mod theme;
@@ -140,6 +142,10 @@ pub async fn run(
         let _ = events_tx.send(event);
     });
     let (jobs, queued) = mpsc::unbounded_channel();
+    let scope_at_start = crate::cli::model_scope::scoped_models(args, cfg, &registry)
+        .iter()
+        .map(|m| format!("{}/{}", m.provider, m.id))
+        .collect();
     let ui = Ui {
         shared: shared.clone(),
         jobs,
@@ -162,7 +168,9 @@ pub async fn run(
         keymap,
         jump: None,
         external_edit: false,
-        picker: None,
+        selector: None,
+        model_scope: None,
+        scope_at_start,
         completion: None,
         project_files: None,
         pending_images: Vec::new(),
@@ -232,8 +240,12 @@ struct Ui<'a> {
     jump: Option<bool>,
     /// Ctrl+G: the editor's text goes to `$VISUAL` / `$EDITOR` before the next frame.
     external_edit: bool,
-    /// The model selector or session picker, while open.
-    picker: Option<picker::Picker>,
+    /// A selector over the screen (model, settings, scope, sessions, tree), while open.
+    selector: Option<selector::Selector>,
+    /// The models Ctrl+P cycles through as `/scoped-models` set them in this session.
+    model_scope: Option<Vec<String>>,
+    /// The model scope at start (`--models`, else `enabledModels`), as `provider/id`.
+    scope_at_start: Vec<String>,
     /// `@file` or Tab completions for the word before the cursor, while listed.
     completion: Option<complete::Completion>,
     /// The project's paths while an `@` reference is typed (walked at its `@`).

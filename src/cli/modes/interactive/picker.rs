@@ -1,8 +1,11 @@
 //! A list to choose from, over the screen, narrowed as you type (each typed word's letters in
 //! order, as `pi --list-models SEARCH`): the model selector (Ctrl+L, `/model`) and the session
-//! picker (`/resume`, `pi -r`). Up/Down (or Ctrl+P/N) move, Enter chooses, Esc cancels.
+//! picker (`/resume`, `pi -r`). Upstream's `tui.select.*` keys: Up/Down move, PageUp/PageDown
+//! move by a page, Enter chooses, Esc or Ctrl+C cancels (rebindable in `keybindings.json`).
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::keys::{Action, Context, Keymap};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::Block;
@@ -16,8 +19,6 @@ pub enum Purpose {
     Session,
     /// A `/settings` option to move to its next value (the list stays open).
     Setting,
-    /// A model to add to the Ctrl+P scope or take out (`/scoped-models`; the list stays open).
-    ScopedModel,
 }
 
 /// An open picker.
@@ -57,33 +58,26 @@ impl Picker {
         (0..self.items.len()).filter(|&i| crate::cli::models_cmd::matches(&self.query, &self.items[i].0)).collect()
     }
 
-    pub fn key(&mut self, key: &KeyEvent) -> Picked {
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    pub fn key(&mut self, key: &KeyEvent, keymap: &Keymap) -> Picked {
         let count = self.shown().len();
-        match key.code {
-            KeyCode::Esc => return Picked::Cancelled,
-            KeyCode::Char('c') if ctrl => return Picked::Cancelled,
-            KeyCode::Enter => {
+        let last = count.saturating_sub(1);
+        match keymap.actions_in(key, &[Context::Select]).first() {
+            Some(Action::SelectCancel) => return Picked::Cancelled,
+            Some(Action::SelectConfirm) => {
                 return match self.shown().get(self.selected) {
                     Some(&i) => Picked::Chosen(self.items[i].1.clone()),
                     None => Picked::Open,
                 };
             }
-            KeyCode::Up => self.selected = self.selected.saturating_sub(1),
-            KeyCode::Char('p') if ctrl => self.selected = self.selected.saturating_sub(1),
-            KeyCode::Down => self.selected = (self.selected + 1).min(count.saturating_sub(1)),
-            KeyCode::Char('n') if ctrl => self.selected = (self.selected + 1).min(count.saturating_sub(1)),
-            KeyCode::PageUp => self.selected = self.selected.saturating_sub(ROWS),
-            KeyCode::PageDown => self.selected = (self.selected + ROWS).min(count.saturating_sub(1)),
-            KeyCode::Backspace => {
-                self.query.pop();
-                self.selected = 0;
+            Some(Action::SelectUp) => self.selected = self.selected.saturating_sub(1),
+            Some(Action::SelectDown) => self.selected = (self.selected + 1).min(last),
+            Some(Action::SelectPageUp) => self.selected = self.selected.saturating_sub(ROWS),
+            Some(Action::SelectPageDown) => self.selected = (self.selected + ROWS).min(last),
+            _ => {
+                if type_into(&mut self.query, key) {
+                    self.selected = 0;
+                }
             }
-            KeyCode::Char(c) if !ctrl => {
-                self.query.push(c);
-                self.selected = 0;
-            }
-            _ => {}
         }
         Picked::Open
     }
@@ -118,12 +112,25 @@ impl Picker {
     }
 }
 
+/// A key typed into a selector's search `query`: a character without Ctrl or Alt is added,
+/// Backspace takes the last one off. True when the query changed.
+pub fn type_into(query: &mut String, key: &KeyEvent) -> bool {
+    match key.code {
+        KeyCode::Backspace => query.pop().is_some(),
+        KeyCode::Char(c) if !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) => {
+            query.push(c);
+            true
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn press(p: &mut Picker, code: KeyCode) -> Picked {
-        p.key(&KeyEvent::new(code, KeyModifiers::NONE))
+        p.key(&KeyEvent::new(code, KeyModifiers::NONE), &Keymap::default())
     }
 
     #[test]

@@ -73,24 +73,15 @@ pub fn global_file() -> Option<std::path::PathBuf> {
     crate::cli::paths::agent_dir().map(|dir| dir.join("settings.json"))
 }
 
-/// Adds `model` (`provider/id`) to `enabledModels` in `file`, or takes it out when there; true
-/// when it is in now.
-pub fn toggle_enabled_model(file: &Path, model: &str) -> Result<bool, String> {
+/// Writes `models` (`provider/id`, in cycle order) as `enabledModels` in `file`; `None` (every
+/// model) removes the key.
+pub fn save_enabled_models(file: &Path, models: Option<&[String]>) -> Result<(), String> {
     let mut doc = read(file)?;
-    let mut list = crate::cli::model_scope::listed(&Value::Object(doc.clone()));
-    let now_in = match list.iter().position(|m| m == model) {
-        Some(at) => {
-            list.remove(at);
-            false
-        }
-        None => {
-            list.push(model.to_owned());
-            true
-        }
+    match models {
+        Some(list) => doc.insert("enabledModels".into(), Value::from(list.to_vec())),
+        None => doc.remove("enabledModels"),
     };
-    doc.insert("enabledModels".into(), Value::from(list));
-    write(file, doc)?;
-    Ok(now_in)
+    write(file, doc)
 }
 
 fn write(file: &Path, doc: Map<String, Value>) -> Result<(), String> {
@@ -167,10 +158,10 @@ mod tests {
                 "compaction": {"reserveTokens": 1000, "enabled": false}})
         );
         assert!(items(&file)[1].0.ends_with("false"));
-        assert!(toggle_enabled_model(&file, "faux/faux-1").unwrap());
-        assert_eq!(crate::cli::model_scope::enabled_models_in(&file), ["faux/faux-1"]);
-        assert!(!toggle_enabled_model(&file, "faux/faux-1").unwrap());
-        assert!(crate::cli::model_scope::enabled_models_in(&file).is_empty());
+        save_enabled_models(&file, Some(&["faux/b".to_owned(), "faux/a".to_owned()])).unwrap();
+        assert_eq!(crate::cli::model_scope::enabled_models_in(&file), ["faux/b", "faux/a"]);
+        save_enabled_models(&file, None).unwrap();
+        assert!(!std::fs::read_to_string(&file).unwrap().contains("enabledModels"));
         std::fs::write(&file, "[1]").unwrap();
         assert!(cycle(&file, "retry.enabled", &[]).unwrap_err().contains("not a JSON object"));
         std::fs::remove_dir_all(&dir).unwrap();

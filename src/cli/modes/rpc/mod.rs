@@ -248,7 +248,7 @@ fn job_of(command: Command, kind: &str) -> Result<Job, RpcError> {
         Command::Clone => Job::Clone,
         Command::Compact { custom_instructions } => Job::Compact { instructions: custom_instructions },
         Command::SetModel { provider, model_id } => Job::SetModel { provider, model: model_id },
-        Command::CycleModel => Job::CycleModel { backward: false },
+        Command::CycleModel => Job::CycleModel { backward: false, scope: None },
         Command::CycleThinkingLevel => Job::CycleThinkingLevel,
         Command::SetThinkingLevel { level } => Job::SetThinkingLevel { level },
         Command::SetAutoCompaction { enabled } => Job::SetAutoCompaction(enabled),

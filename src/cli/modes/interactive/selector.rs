@@ -1,0 +1,101 @@
+//! The selectors that open over the screen and take every key while open: a list to choose from
+//! (the model selector, `/settings`), the scoped-models selector, the session picker and the tree
+//! navigator — each with upstream's keys of its context ([`keys::Context`](super::keys::Context)).
+
+use ratatui::crossterm::event::KeyEvent;
+
+use super::Replies;
+use super::picker::{Picked, Picker, Purpose};
+use super::scope_picker::{ScopeKey, ScopePicker};
+use super::transcript::Tone;
+use super::{Done, Ui};
+use crate::cli::modes::driver::Job;
+
+/// An open selector.
+pub(super) enum Selector {
+    List(Picker),
+    Scope(ScopePicker),
+}
+
+impl Selector {
+    pub(super) fn draw(&self, frame: &mut ratatui::Frame<'_>, keymap: &super::keys::Keymap) {
+        match self {
+            Selector::List(picker) => picker.draw(frame),
+            Selector::Scope(picker) => picker.draw(frame, keymap),
+        }
+    }
+}
+
+impl Ui<'_> {
+    /// A key while a selector is open.
+    pub(super) fn selector_key(&mut self, key: &KeyEvent, replies: &Replies) {
+        let Some(selector) = &mut self.selector else { return };
+        match selector {
+            Selector::List(picker) => {
+                let purpose = picker.purpose;
+                match picker.key(key, &self.keymap) {
+                    Picked::Open => {}
+                    Picked::Cancelled => self.selector = None,
+                    Picked::Chosen(value) => {
+                        self.selector = None;
+                        self.picked(purpose, value, replies);
+                    }
+                }
+            }
+            Selector::Scope(picker) => match picker.key(key, &self.keymap) {
+                ScopeKey::Open => {}
+                ScopeKey::Closed => self.selector = None,
+                ScopeKey::Changed(scope) => self.model_scope = Some(scope.unwrap_or_else(|| self.ready_models())),
+                ScopeKey::Save(scope) => {
+                    let Some(file) = super::settings_panel::global_file() else { return };
+                    match super::settings_panel::save_enabled_models(&file, scope.as_deref()) {
+                        Ok(()) => {
+                            self.transcript.notice(Tone::Info, format!("model scope saved to {}", file.display()))
+                        }
+                        Err(why) => self.transcript.notice(Tone::Error, format!("/scoped-models: {why}")),
+                    }
+                }
+            },
+        }
+    }
+
+    /// What a list's choice does: switch to the model, continue the session, change a setting.
+    fn picked(&mut self, purpose: Purpose, value: String, replies: &Replies) {
+        match purpose {
+            Purpose::Model => {
+                let (provider, model) = value.split_once('/').unwrap_or(("", &value));
+                let job = Job::SetModel { provider: provider.to_owned(), model: model.to_owned() };
+                self.send(job, Done::Model, replies);
+            }
+            Purpose::Session => {
+                self.send(Job::SwitchSession { path: value.into() }, Done::Session("resumed"), replies);
+            }
+            Purpose::Setting => self.change_setting(&value, replies),
+        }
+    }
+
+    /// The models that can run here, as `provider/id`.
+    fn ready_models(&self) -> Vec<String> {
+        let ready = |m: &&pi_agent::model::ModelInfo| crate::cli::models_cmd::status(m, &self.registry) == "ready";
+        self.registry.models().iter().filter(ready).map(|m| format!("{}/{}", m.provider, m.id)).collect()
+    }
+
+    /// `/scoped-models`: the models that can run here, the scope in use (this session's, else
+    /// `--models` or the settings' `enabledModels` as at start) enabled.
+    pub(super) fn open_scoped_models(&mut self) {
+        let ready = |m: &&pi_agent::model::ModelInfo| crate::cli::models_cmd::status(m, &self.registry) == "ready";
+        let models = self
+            .registry
+            .models()
+            .iter()
+            .filter(ready)
+            .map(|m| super::scope_picker::Model {
+                full_id: format!("{}/{}", m.provider, m.id),
+                provider: m.provider.clone(),
+                name: m.name.clone().unwrap_or_else(|| m.id.clone()),
+            })
+            .collect();
+        let enabled = self.model_scope.clone().unwrap_or_else(|| self.scope_at_start.clone());
+        self.selector = Some(Selector::Scope(ScopePicker::new(models, enabled)));
+    }
+}
