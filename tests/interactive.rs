@@ -176,13 +176,14 @@ fn slash_commands_and_shell_commands() {
     tui.shows("In the new session.");
     assert_eq!(session_files(&dir).len(), 2);
 
-    // The picker: each earlier session by its time and first message; typing narrows it.
+    // The picker: this folder's sessions by their first message, count and age; typing narrows
+    // it.
     tui.enter("/resume");
-    let screen = tui.shows("Resume a session");
-    assert!(screen.contains("  first"), "{screen}");
+    let screen = tui.shows("Resume Session (Current Folder)");
+    assert!(screen.contains("│› in the new one") && screen.contains("│  first"), "{screen}");
     let name = first_file.file_name().unwrap().to_str().unwrap().to_owned();
     tui.keys("firs");
-    tui.shows("1 of 1");
+    tui.wait_for("one left", |s| s.contains("│› first") && !s.contains("│  in the new one"));
     tui.keys("\r");
     let screen = tui.shows("resumed: ");
     // The resumed conversation (its context: the compaction summary, then what was kept) is on

@@ -24,7 +24,7 @@ fn resume_flag_opens_the_session_picker_at_start() {
         .output()
         .unwrap();
     let mut tui = Tui::start(&dir, &json!([]), &["-r"]);
-    tui.shows("Resume a session");
+    tui.shows("Resume Session (Current Folder)");
     tui.shows("the earlier question");
     tui.keys("\r");
     let screen = tui.shows("resumed: ");
@@ -35,6 +35,69 @@ fn resume_flag_opens_the_session_picker_at_start() {
     let out = pi().args(["-p", "x", "-r"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("-r/--resume picks a session in the interactive mode"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The session picker's own keys (upstream's `app.session.*`): Tab shows every project's
+/// sessions, Ctrl+R renames, Ctrl+N shows only named ones, Ctrl+P shows paths, Ctrl+S cycles the
+/// sort, Ctrl+D deletes after a confirmation.
+#[test]
+fn the_session_picker_renames_filters_sorts_and_deletes() {
+    let dir = scratch("pickers-sessions");
+    let other = dir.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(dir.join("script.json"), json!([{"text": "Noted."}]).to_string()).unwrap();
+    for (cwd, prompt) in [(&dir, "alpha question"), (&dir, "beta question"), (&other, "gamma elsewhere")] {
+        let out = pi()
+            .args(["-p", prompt, "--cwd"])
+            .arg(cwd)
+            .flag("--faux-script", dir.join("script.json"))
+            .env("PI_CODING_AGENT_DIR", dir.join("agent"))
+            .env("PI_CODING_AGENT_SESSION_DIR", dir.join("sessions"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let mut tui = Tui::start(&dir, &json!([]), &["-r"]);
+    let screen =
+        tui.wait_for("this folder's two", |s| s.contains("│› beta question") && s.contains("│  alpha question"));
+    assert!(!screen.contains("gamma elsewhere"), "{screen}");
+    tui.keys("\t");
+    tui.shows("Resume Session (All)");
+    tui.shows("gamma elsewhere");
+    tui.keys("\t");
+    tui.shows("Resume Session (Current Folder)");
+    // Ctrl+R: the selected (newest) session named; it shows by its name.
+    tui.keys("\x12");
+    tui.shows("Rename Session");
+    tui.keys("release notes\r");
+    tui.shows("│› release notes");
+    tui.keys("\x0e"); // Ctrl+N: named only
+    tui.shows("Name: Named");
+    tui.wait_for("only the named one", |s| !s.contains("alpha question"));
+    tui.keys("\x0e\x10"); // all again; Ctrl+P: paths
+    tui.shows("path (on)");
+    tui.shows(".jsonl");
+    tui.keys("\x13"); // Ctrl+S
+    tui.shows("Sort: Recent");
+    tui.keys("\x1b[B\x04"); // the older one; Ctrl+D
+    tui.shows("Delete session?");
+    tui.keys("\r");
+    tui.wait_for("alpha's session gone", |s| s.contains("Session deleted") && !s.contains("alpha question"));
+    tui.keys("\x1b");
+    tui.wait_for("the picker closed", |s| !s.contains("Resume Session"));
+    tui.keys("\x04");
+    assert_eq!(tui.exit_code(), 0);
+    let sessions = dir.join("sessions");
+    let texts: Vec<String> = std::fs::read_dir(&sessions)
+        .unwrap()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .map(|f| std::fs::read_to_string(f.path()).unwrap())
+        .filter(|t| t.contains(r#""type":"message""#))
+        .collect();
+    assert_eq!(texts.len(), 2, "alpha's file deleted (the others: beta's, gamma's)");
+    assert!(texts.iter().any(|t| t.contains("beta question") && t.contains(r#""name":"release notes""#)));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -233,7 +233,7 @@ impl Ui<'_> {
     fn resume(&mut self, rest: &str, replies: &Replies) {
         let sessions = self.project_sessions();
         if rest.is_empty() {
-            return self.pick_session(sessions);
+            return self.open_session_picker();
         }
         let path = match rest.parse::<usize>() {
             Ok(n) if (1..=sessions.len()).contains(&n) => sessions[n - 1].clone(),
@@ -257,26 +257,17 @@ impl Ui<'_> {
         self.selector = Some(Selector::List(Picker::new(Purpose::Setting, &title, items, selected)));
     }
 
-    /// The session picker (`/resume`, `pi -r`) over `sessions`: each as its time and first
-    /// message.
-    pub(super) fn pick_session(&mut self, sessions: Vec<std::path::PathBuf>) {
-        if sessions.is_empty() {
+    /// The session picker (`/resume`, `pi -r`): this project's sessions first.
+    pub(super) fn open_session_picker(&mut self) {
+        let probe = crate::cli::setup::new_session_path(&self.cwd, self.cfg);
+        let (root, _) = crate::cli::setup::sessions_dir(self.cfg);
+        let here = probe.parent().map(std::path::Path::to_path_buf).unwrap_or_else(|| root.clone());
+        let current = self.shared.with_state(|state| state.session_file.clone()).map(std::path::PathBuf::from);
+        let picker = super::session_picker::SessionPicker::new(here, root, current);
+        if picker.is_empty() {
             return self.transcript.notice(Tone::Info, "no earlier sessions for this project");
         }
-        let items = sessions
-            .iter()
-            .map(|path| {
-                // `2026-12-04T13-56-17-303Z.jsonl` → `2026-12-04 13:56`.
-                let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-                let when = match (stem.get(..10), stem.get(11..16)) {
-                    (Some(day), Some(time)) => format!("{day} {}", time.replace('-', ":")),
-                    _ => stem.clone(),
-                };
-                let first = first_message(path).unwrap_or_else(|| "(no message)".into());
-                (format!("{when}  {first}"), path.display().to_string())
-            })
-            .collect();
-        self.selector = Some(Selector::List(Picker::new(Purpose::Session, "Resume a session", items, None)));
+        self.selector = Some(Selector::Sessions(picker));
     }
 
     /// This project's session files, newest first (the folder new sessions go to).
@@ -351,22 +342,4 @@ impl Ui<'_> {
         };
         self.send(Job::SetModel { provider, model }, Done::Model, replies);
     }
-}
-
-/// The first user message of a session file (its first line, at most 60 characters), read from
-/// the file's first 64 KiB.
-fn first_message(path: &std::path::Path) -> Option<String> {
-    use std::io::Read as _;
-    let mut head = Vec::new();
-    std::fs::File::open(path).ok()?.take(64 * 1024).read_to_end(&mut head).ok()?;
-    let text = String::from_utf8_lossy(&head);
-    let line = text.lines().find(|l| l.contains(r#""role":"user""#))?;
-    let entry: serde_json::Value = serde_json::from_str(line).ok()?;
-    let content = &entry["message"]["content"];
-    let text = match content {
-        serde_json::Value::String(text) => text.clone(),
-        blocks => blocks.as_array()?.iter().find_map(|b| b["text"].as_str().map(str::to_owned))?,
-    };
-    let first = text.lines().find(|l| !l.trim().is_empty())?.trim();
-    Some(first.chars().take(60).collect())
 }

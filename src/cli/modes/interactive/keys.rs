@@ -367,6 +367,8 @@ impl KeySpec {
                 got.to_ascii_lowercase() == want || (self.ctrl && control_alias(want) == Some(got))
             }
             (KeyCode::BackTab, KeyCode::BackTab) => true,
+            // Ctrl+Backspace where the terminal cannot say it (no kitty protocol): Ctrl+H.
+            (KeyCode::Backspace, KeyCode::Char('h')) => self.ctrl,
             (want, got) => want == got && shift == self.shift,
         }
     }

@@ -24,6 +24,8 @@ mod overlay;
 mod picker;
 mod scope_picker;
 mod selector;
+mod session_list;
+mod session_picker;
 mod settings_panel;
 mod terminal;
 pub mod theme;
@@ -180,8 +182,7 @@ pub async fn run(
     };
     let mut ui = ui;
     if args.resume {
-        let sessions = ui.project_sessions();
-        ui.pick_session(sessions);
+        ui.open_session_picker();
     }
     // What extensions ask for (`ctx.compact`, `ctx.newSession`, follow-up prompts…) the screen
     // sends as if typed, so it shows their outcome.

@@ -1,7 +1,7 @@
 //! A list to choose from, over the screen, narrowed as you type (each typed word's letters in
-//! order, as `pi --list-models SEARCH`): the model selector (Ctrl+L, `/model`) and the session
-//! picker (`/resume`, `pi -r`). Upstream's `tui.select.*` keys: Up/Down move, PageUp/PageDown
-//! move by a page, Enter chooses, Esc or Ctrl+C cancels (rebindable in `keybindings.json`).
+//! order, as `pi --list-models SEARCH`): the model selector (Ctrl+L, `/model`) and `/settings`.
+//! Upstream's `tui.select.*` keys: Up/Down move, PageUp/PageDown move by a page, Enter chooses,
+//! Esc or Ctrl+C cancels (rebindable in `keybindings.json`).
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -15,8 +15,6 @@ use ratatui::widgets::Block;
 pub enum Purpose {
     /// `provider/id` of the model to switch to.
     Model,
-    /// The path of the session file to continue.
-    Session,
     /// A `/settings` option to move to its next value (the list stays open).
     Setting,
 }

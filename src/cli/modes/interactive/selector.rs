@@ -7,6 +7,7 @@ use ratatui::crossterm::event::KeyEvent;
 use super::Replies;
 use super::picker::{Picked, Picker, Purpose};
 use super::scope_picker::{ScopeKey, ScopePicker};
+use super::session_picker::{SessionKey, SessionPicker};
 use super::transcript::Tone;
 use super::{Done, Ui};
 use crate::cli::modes::driver::Job;
@@ -15,6 +16,7 @@ use crate::cli::modes::driver::Job;
 pub(super) enum Selector {
     List(Picker),
     Scope(ScopePicker),
+    Sessions(SessionPicker),
 }
 
 impl Selector {
@@ -22,6 +24,7 @@ impl Selector {
         match self {
             Selector::List(picker) => picker.draw(frame),
             Selector::Scope(picker) => picker.draw(frame, keymap),
+            Selector::Sessions(picker) => picker.draw(frame, keymap),
         }
     }
 }
@@ -56,6 +59,19 @@ impl Ui<'_> {
                     }
                 }
             },
+            Selector::Sessions(picker) => match picker.key(key, &self.keymap) {
+                SessionKey::Open => {}
+                SessionKey::Cancelled => self.selector = None,
+                SessionKey::Chosen(path) => {
+                    self.selector = None;
+                    self.send(Job::SwitchSession { path }, Done::Session("resumed"), replies);
+                }
+                SessionKey::RenameCurrent(name) => {
+                    self.send(Job::SetSessionName(name.clone()), Done::Quiet, replies);
+                    self.transcript.notice(Tone::Info, format!("session name: {name}"));
+                    self.selector = None;
+                }
+            },
         }
     }
 
@@ -66,9 +82,6 @@ impl Ui<'_> {
                 let (provider, model) = value.split_once('/').unwrap_or(("", &value));
                 let job = Job::SetModel { provider: provider.to_owned(), model: model.to_owned() };
                 self.send(job, Done::Model, replies);
-            }
-            Purpose::Session => {
-                self.send(Job::SwitchSession { path: value.into() }, Done::Session("resumed"), replies);
             }
             Purpose::Setting => self.change_setting(&value, replies),
         }
