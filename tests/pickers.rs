@@ -196,6 +196,7 @@ fn scoped_models_are_what_ctrl_p_cycles_through() {
     tui.keys("\x01");
     tui.shows("all enabled");
     tui.keys("\x1b");
+    tui.wait_for("the selector closed", |s| !s.contains("Model Configuration"));
     let written = std::fs::read_to_string(dir.join("agent/settings.json")).unwrap();
     assert!(written.contains("\"enabledModels\": [\n    \"faux/faux-other\"\n  ]"), "{written}");
     tui.keys("\x04");

@@ -100,6 +100,8 @@ pub struct Navigation {
     /// The branch summary written, and the usage of the call that wrote it (none when an
     /// extension supplied it).
     pub summary: Option<(String, Option<Usage>)>,
+    /// The text of the user message navigated to (the leaf went to its parent): for the editor.
+    pub editor_text: Option<String>,
 }
 
 /// How a prompt ended.
@@ -481,6 +483,12 @@ impl Agent {
     /// Names the session (upstream's `session_info` entry).
     pub fn set_session_name(&mut self, name: &str) -> Result<(), AgentError> {
         self.append(EntryKind::SessionInfo { name: name.to_owned() })?;
+        Ok(())
+    }
+
+    /// Labels an entry (upstream's `label` entry); `None` removes its label.
+    pub fn set_label(&mut self, target_id: &str, label: Option<&str>) -> Result<(), AgentError> {
+        self.append(EntryKind::Label { target_id: target_id.to_owned(), label: label.map(str::to_owned) })?;
         Ok(())
     }
 

@@ -34,8 +34,13 @@ impl Agent {
             || Payload::new().safe("summarize", summarize).safe("targetId", pi_observe_core::id_or_invalid(target_id));
         trace_operation_with(names::AGENT_BRANCH_NAVIGATION, payload, |span: Span| async move {
             let (old_leaf, abandoned) = abandoned_by(&session, target_id)?;
-            let mut navigation =
-                Navigation { moved: false, cancelled_by: None, abandoned_entries: abandoned.len(), summary: None };
+            let mut navigation = Navigation {
+                moved: false,
+                cancelled_by: None,
+                abandoned_entries: abandoned.len(),
+                summary: None,
+                editor_text: None,
+            };
             let event = crate::extensions::BeforeTreeEvent {
                 old_leaf_id: old_leaf.clone(),
                 target_id: target_id.to_owned(),
@@ -65,7 +70,7 @@ impl Agent {
                 },
                 None => None,
             };
-            self.move_leaf(&session, target_id, old_leaf.as_deref(), summary.as_ref())?;
+            navigation.editor_text = self.move_leaf(&session, target_id, old_leaf.as_deref(), summary.as_ref())?;
             navigation.moved = true;
             span.record(|| {
                 let mut p = Payload::new()
@@ -115,8 +120,25 @@ impl Agent {
         target_id: &str,
         old_leaf: Option<&str>,
         summary: Option<&(String, Option<Usage>)>,
-    ) -> Result<(), AgentError> {
-        lock(session).set_leaf(Some(target_id))?;
+    ) -> Result<Option<String>, AgentError> {
+        // As upstream: a user message (or an extension's) is not kept — the leaf goes to its
+        // parent and its text goes back to the editor, to be edited and sent again.
+        let retyped = {
+            let writer = lock(session);
+            let target = writer.entries().iter().find(|e| e.id == target_id);
+            match target.map(|e| (&e.kind, e.parent_id.clone())) {
+                Some((EntryKind::Message { message: crate::message::Message::User(user) }, parent)) => {
+                    Some((parent, user.content.text()))
+                }
+                Some((EntryKind::CustomMessage { content, .. }, parent)) => Some((parent, content.text())),
+                _ => None,
+            }
+        };
+        let new_leaf = match &retyped {
+            Some((parent, _)) => parent.clone(),
+            None => Some(target_id.to_owned()),
+        };
+        lock(session).set_leaf(new_leaf.as_deref())?;
         if let Some((text, usage)) = summary {
             let kind = EntryKind::BranchSummary {
                 from_id: old_leaf.unwrap_or_default().to_owned(),
@@ -129,7 +151,7 @@ impl Agent {
         }
         let writer = lock(session);
         (self.messages, self.trust_usage_from) = compaction::context_from(writer.branch(writer.leaf()));
-        Ok(())
+        Ok(retyped.map(|(_, text)| text))
     }
 }
 

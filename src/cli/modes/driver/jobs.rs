@@ -314,6 +314,7 @@ pub(super) async fn navigate(
         cancelled_by: navigation.cancelled_by,
         abandoned_entries: navigation.abandoned_entries,
         summarized: navigation.summary.is_some(),
+        editor_text: navigation.editor_text,
     })
 }
 

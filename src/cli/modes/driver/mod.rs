@@ -19,8 +19,8 @@ mod outcome;
 pub use outcome::{JobOutput, JobResult};
 mod state;
 
-pub use state::{State, model_json};
-use state::{state_of, tree_rows};
+pub use state::{NodeKind, State, TreeNode, model_json};
+use state::{state_of, tree_nodes};
 
 use super::harness::Harness;
 use crate::cli::args::AgentArgs;
@@ -118,6 +118,8 @@ pub enum Job {
     SetAutoRetry(bool),
     /// Name the session.
     SetSessionName(String),
+    /// Labels an entry of the session tree (`None` removes the label).
+    SetLabel { target: String, label: Option<String> },
     /// Write the session as an HTML page (to this file, else `pi-session-<file>.html` in the
     /// working directory).
     ExportHtml(Option<std::path::PathBuf>),
@@ -378,8 +380,8 @@ impl<'a> Driver<'a> {
                 Ok(loaded)
             }
             Job::Tree => {
-                let rows = harness.agent.with_session(tree_rows).ok_or("no session file (--no-session)")?;
-                Ok(JobOutput::Tree(rows))
+                let (nodes, leaf) = harness.agent.with_session(tree_nodes).ok_or("no session file (--no-session)")?;
+                Ok(JobOutput::Tree { nodes, leaf })
             }
             Job::SetModel { provider, model } => {
                 jobs::set_model(harness, (self.args, cfg), provider, model, &mut sink).await
@@ -400,6 +402,10 @@ impl<'a> Driver<'a> {
             }
             Job::SetSessionName(name) => {
                 harness.agent.set_session_name(&name).map_err(|e| e.to_string())?;
+                Ok(JobOutput::Nothing)
+            }
+            Job::SetLabel { target, label } => {
+                harness.agent.set_label(&target, label.as_deref()).map_err(|e| e.to_string())?;
                 Ok(JobOutput::Nothing)
             }
             Job::ExportHtml(out) => {

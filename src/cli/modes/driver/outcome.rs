@@ -29,8 +29,8 @@ pub enum JobOutput {
     Switched { cancelled: bool },
     /// What `/reload` loaded.
     Reloaded { extensions: usize, skills: usize, prompts: usize },
-    /// The session tree, depth first.
-    Tree(Vec<Value>),
+    /// The session's entries (file order) for the tree navigator, and the leaf.
+    Tree { nodes: Vec<super::state::TreeNode>, leaf: Option<String> },
     /// The model now in use.
     Model(Value),
     /// The next model, with its thinking level.
@@ -38,7 +38,15 @@ pub enum JobOutput {
     /// A shell command's output.
     Bash { output: String, exit_code: Option<i64>, cancelled: bool, truncated: bool },
     /// Where `/tree ID` left the leaf.
-    Navigated { moved: bool, cancelled_by: Option<String>, abandoned_entries: usize, summarized: bool },
+    Navigated {
+        moved: bool,
+        cancelled_by: Option<String>,
+        abandoned_entries: usize,
+        summarized: bool,
+        /// The user message navigated to, for the editor (the leaf went to its parent).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        editor_text: Option<String>,
+    },
     /// The next thinking level.
     ThinkingLevel { level: &'static str },
     /// Where the session's HTML page was written.

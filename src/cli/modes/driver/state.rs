@@ -2,10 +2,10 @@
 //! the agent (model, session, conversation, totals, fork points, commands), refreshed after each
 //! job and as messages end, and the views built from it.
 
-use pi_agent::message::{Message, Usage};
+use pi_agent::message::{Message, StopReason, Usage};
 use pi_agent::model::ModelInfo;
 use pi_agent::session::{EntryKind, SessionWriter};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::cli::modes::harness::Harness;
 
@@ -41,45 +41,162 @@ pub fn model_json(model: &ModelInfo) -> Value {
     pi_agent::extensions::process::model_wire(model)
 }
 
-/// The session's entries depth first (children in file order), with what each says.
-pub(super) fn tree_rows(session: &SessionWriter) -> Vec<Value> {
+/// One entry of the session tree as the tree navigator shows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TreeNode {
+    pub id: String,
+    pub parent: Option<String>,
+    pub kind: NodeKind,
+    /// What it says, on one line (`user: …`, `[read: src/main.rs]`, `[compaction: 12k tokens]`).
+    pub text: String,
+    /// The user message's whole text (it goes back to the editor when the tree moves above it).
+    pub user_text: Option<String>,
+    /// Its label and when it was set.
+    pub label: Option<(String, String)>,
+}
+
+/// What an entry is, for the navigator's filters and colours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum NodeKind {
+    User,
+    /// A reply; `silent` when it only called tools (hidden unless it is where the session is).
+    Assistant {
+        silent: bool,
+    },
+    ToolResult,
+    /// Bookkeeping: labels, extension state, model and thinking changes, the session's name.
+    Setting,
+    /// Summaries, shell commands, extension messages.
+    Other,
+}
+
+/// The session's entries in file order with what each says, labels applied, and the leaf.
+pub(super) fn tree_nodes(session: &SessionWriter) -> (Vec<TreeNode>, Option<String>) {
     let entries = session.entries();
-    let mut children: std::collections::HashMap<Option<&str>, Vec<usize>> = std::collections::HashMap::new();
-    for (i, entry) in entries.iter().enumerate() {
-        children.entry(entry.parent_id.as_deref()).or_default().push(i);
-    }
-    let leaf = session.leaf();
-    let mut rows = Vec::with_capacity(entries.len());
-    let mut stack: Vec<(usize, usize)> = children.get(&None).into_iter().flatten().rev().map(|&i| (i, 0)).collect();
-    while let Some((i, depth)) = stack.pop() {
-        let entry = &entries[i];
-        let text = match &entry.kind {
-            EntryKind::Message { message } => {
-                let text = match message {
-                    Message::User(user) => user.content.text(),
-                    Message::Assistant(a) if a.text().is_empty() => {
-                        a.tool_calls().iter().map(|(_, name, _)| format!("[{name}]")).collect::<Vec<_>>().join(" ")
-                    }
-                    Message::Assistant(a) => a.text(),
-                    Message::ToolResult(r) => format!("[{} result]", r.tool_name),
-                    other => other.context_text().unwrap_or_default(),
-                };
-                format!("{}: {text}", message.role())
+    let mut labels: std::collections::HashMap<&str, Option<(String, String)>> = std::collections::HashMap::new();
+    let mut calls: std::collections::HashMap<String, (String, Value)> = std::collections::HashMap::new();
+    for entry in entries {
+        match &entry.kind {
+            EntryKind::Label { target_id, label } => {
+                labels.insert(target_id, label.clone().map(|l| (l, entry.timestamp.clone())));
             }
-            EntryKind::Compaction { .. } => "compaction".into(),
-            EntryKind::BranchSummary { .. } => "branch summary".into(),
-            EntryKind::ModelChange { provider, model_id } => format!("model {provider}/{model_id}"),
-            other => other.type_name().to_owned(),
-        };
-        let text: String = text.lines().next().unwrap_or("").chars().take(100).collect();
-        rows.push(json!({"id": entry.id, "depth": depth, "text": text, "leaf": leaf == Some(entry.id.as_str())}));
-        if let Some(kids) = children.get(&Some(entry.id.as_str())) {
-            // A chain (one child) stays at its depth; a fork indents its branches.
-            let next = if kids.len() > 1 { depth + 1 } else { depth };
-            stack.extend(kids.iter().rev().map(|&k| (k, next)));
+            EntryKind::Message { message: Message::Assistant(a) } => {
+                calls.extend(a.tool_calls().into_iter().map(|(id, name, args)| (id, (name, args))));
+            }
+            _ => {}
         }
     }
-    rows
+    let one_line = |text: &str| -> String { text.replace(['\n', '\t'], " ").trim().chars().take(200).collect() };
+    let nodes = entries
+        .iter()
+        .map(|entry| {
+            let mut user_text = None;
+            let (kind, text) = match &entry.kind {
+                EntryKind::Message { message } => match message {
+                    Message::User(user) => {
+                        let text = user.content.text();
+                        let shown = format!("user: {}", one_line(&text));
+                        user_text = Some(text);
+                        (NodeKind::User, shown)
+                    }
+                    Message::Assistant(a) => {
+                        let text = one_line(&a.text());
+                        let failed = matches!(a.stop_reason, StopReason::Error | StopReason::Aborted);
+                        let shown = match () {
+                            _ if !text.is_empty() => text,
+                            _ if a.stop_reason == StopReason::Aborted => "(aborted)".into(),
+                            _ => a.error_message.as_deref().map(one_line).unwrap_or_else(|| "(no content)".into()),
+                        };
+                        (
+                            NodeKind::Assistant { silent: a.text().trim().is_empty() && !failed },
+                            format!("assistant: {shown}"),
+                        )
+                    }
+                    Message::ToolResult(r) => {
+                        let shown = match calls.get(&r.tool_call_id) {
+                            Some((name, args)) => tool_call_line(name, args),
+                            None => format!("[{}]", r.tool_name),
+                        };
+                        (NodeKind::ToolResult, shown)
+                    }
+                    Message::BashExecution(b) => (NodeKind::Other, format!("[bash]: {}", one_line(&b.command))),
+                    Message::Custom(c) => {
+                        (NodeKind::Other, format!("[{}]: {}", c.custom_type, one_line(&c.content.text())))
+                    }
+                    other => (NodeKind::Other, format!("[{}]", other.role())),
+                },
+                EntryKind::CustomMessage { custom_type, content, .. } => {
+                    (NodeKind::Other, format!("[{custom_type}]: {}", one_line(&content.text())))
+                }
+                EntryKind::Compaction { tokens_before, .. } => {
+                    (NodeKind::Other, format!("[compaction: {}k tokens]", (*tokens_before as f64 / 1000.0).round()))
+                }
+                EntryKind::BranchSummary { summary, .. } => {
+                    (NodeKind::Other, format!("[branch summary]: {}", one_line(summary)))
+                }
+                EntryKind::ModelChange { model_id, .. } => (NodeKind::Setting, format!("[model: {model_id}]")),
+                EntryKind::ThinkingLevelChange { thinking_level } => {
+                    (NodeKind::Setting, format!("[thinking: {thinking_level}]"))
+                }
+                EntryKind::Custom { custom_type, .. } => (NodeKind::Setting, format!("[custom: {custom_type}]")),
+                EntryKind::Label { label, .. } => {
+                    (NodeKind::Setting, format!("[label: {}]", label.as_deref().unwrap_or("(cleared)")))
+                }
+                EntryKind::SessionInfo { name } => (NodeKind::Setting, format!("[title: {name}]")),
+                EntryKind::Unknown(value) => {
+                    (NodeKind::Setting, format!("[{}]", value["type"].as_str().unwrap_or("unknown")))
+                }
+            };
+            TreeNode {
+                id: entry.id.clone(),
+                parent: entry.parent_id.clone(),
+                kind,
+                text,
+                user_text,
+                label: labels.get(entry.id.as_str()).cloned().flatten(),
+            }
+        })
+        .collect();
+    (nodes, session.leaf().map(str::to_owned))
+}
+
+/// A tool call as the tree shows it, upstream's way: `[read: src/main.rs:10-29]`,
+/// `[bash: cargo test]`, `[grep: /todo/ in src]`, other tools with their arguments.
+fn tool_call_line(name: &str, args: &Value) -> String {
+    let arg = |key: &str| args[key].as_str().unwrap_or_default().to_owned();
+    let home = std::env::var("HOME").unwrap_or_default();
+    let short = |path: String| match path.strip_prefix(&home) {
+        Some(rest) if !home.is_empty() => format!("~{rest}"),
+        _ => path,
+    };
+    let path = || short(if args["path"].is_string() { arg("path") } else { arg("file_path") });
+    let place = || short(args["path"].as_str().unwrap_or(".").to_owned());
+    match name {
+        "read" => {
+            let (offset, limit) = (args["offset"].as_u64(), args["limit"].as_u64());
+            let range = match (offset, limit) {
+                (None, None) => String::new(),
+                (start, Some(limit)) => format!(":{}-{}", start.unwrap_or(1), start.unwrap_or(1) + limit - 1),
+                (Some(start), None) => format!(":{start}"),
+            };
+            format!("[read: {}{range}]", path())
+        }
+        "write" | "edit" => format!("[{name}: {}]", path()),
+        "bash" => {
+            let command = arg("command").replace(['\n', '\t'], " ");
+            let cut: String = command.trim().chars().take(50).collect();
+            let more = if command.trim().chars().count() > 50 { "..." } else { "" };
+            format!("[bash: {cut}{more}]")
+        }
+        "grep" => format!("[grep: /{}/ in {}]", arg("pattern"), place()),
+        "find" => format!("[find: {} in {}]", arg("pattern"), place()),
+        "ls" => format!("[ls: {}]", place()),
+        _ => {
+            let json = args.to_string();
+            let cut: String = json.chars().take(40).collect();
+            format!("[{name}: {cut}{}]", if json.chars().count() > 40 { "..." } else { "" })
+        }
+    }
 }
 
 pub(super) fn state_of(harness: &Harness) -> State {

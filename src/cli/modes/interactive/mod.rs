@@ -30,6 +30,7 @@ mod settings_panel;
 mod terminal;
 pub mod theme;
 mod transcript;
+mod tree_nav;
 mod whole_lines;
 
 use std::process::ExitCode;
@@ -40,7 +41,6 @@ use pi_agent::events::AgentEvent;
 use pi_agent::extensions::process::ExtensionAction;
 use pi_agent::{PromptSource, QueueKind};
 use ratatui::crossterm::event::{Event, KeyEventKind};
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -519,12 +519,21 @@ impl Ui<'_> {
                 self.show_conversation("forked: ");
                 self.editor.set_text(&text);
             }
-            (Done::Tree { navigate: false }, JobOutput::Tree(rows)) => {
-                let listing = tree_listing(&rows);
-                self.transcript.notice(
-                    Tone::Info,
-                    format!("session tree (● = where you are; /tree ID continues from an entry):\n{listing}"),
-                );
+            (Done::Tree { navigate: false }, JobOutput::Tree { nodes, .. }) if nodes.is_empty() => {
+                self.transcript.notice(Tone::Info, "No entries in session");
+            }
+            (Done::Tree { navigate: false }, JobOutput::Tree { nodes, leaf }) => {
+                let height = ratatui::crossterm::terminal::size().map_or(24, |(_, rows)| usize::from(rows));
+                self.selector = Some(selector::Selector::Tree(tree_nav::TreeNav::new(nodes, leaf, height / 2)));
+            }
+            (Done::Tree { navigate: true }, JobOutput::Navigated { moved: true, summarized, editor_text, .. }) => {
+                self.show_conversation(if summarized { "tree (the branch left summarized): " } else { "tree: " });
+                if let Some(text) = editor_text.filter(|_| self.editor.is_empty()) {
+                    self.editor.set_text(&text);
+                }
+            }
+            (Done::Tree { navigate: true }, JobOutput::Navigated { cancelled_by: Some(extension), .. }) => {
+                self.transcript.notice(Tone::Warn, format!("tree: the move was cancelled by {extension}"));
             }
             (Done::Reload, JobOutput::Reloaded { extensions, skills, prompts }) => self.transcript.notice(
                 Tone::Info,
@@ -572,19 +581,4 @@ impl Ui<'_> {
         self.transcript.set_thinking_label(label);
         self.transcript.notice(Tone::Info, said);
     }
-}
-
-/// The session tree as `/tree` lists it: one entry a line, indented by depth, `●` at the leaf.
-fn tree_listing(rows: &[Value]) -> String {
-    let line = |row: &Value| {
-        let depth = row["depth"].as_u64().unwrap_or(0) as usize;
-        let mark = if row["leaf"] == true { "●" } else { " " };
-        format!(
-            "{mark} {}{} {}",
-            "  ".repeat(depth),
-            row["id"].as_str().unwrap_or(""),
-            row["text"].as_str().unwrap_or("")
-        )
-    };
-    rows.iter().map(line).collect::<Vec<_>>().join("\n")
 }

@@ -9,6 +9,7 @@ use super::picker::{Picked, Picker, Purpose};
 use super::scope_picker::{ScopeKey, ScopePicker};
 use super::session_picker::{SessionKey, SessionPicker};
 use super::transcript::Tone;
+use super::tree_nav::{TreeKey, TreeNav};
 use super::{Done, Ui};
 use crate::cli::modes::driver::Job;
 
@@ -17,6 +18,7 @@ pub(super) enum Selector {
     List(Picker),
     Scope(ScopePicker),
     Sessions(SessionPicker),
+    Tree(TreeNav),
 }
 
 impl Selector {
@@ -25,6 +27,7 @@ impl Selector {
             Selector::List(picker) => picker.draw(frame),
             Selector::Scope(picker) => picker.draw(frame, keymap),
             Selector::Sessions(picker) => picker.draw(frame, keymap),
+            Selector::Tree(nav) => nav.draw(frame, keymap),
         }
     }
 }
@@ -71,6 +74,22 @@ impl Ui<'_> {
                     self.transcript.notice(Tone::Info, format!("session name: {name}"));
                     self.selector = None;
                 }
+            },
+            Selector::Tree(nav) => match nav.key(key, &self.keymap) {
+                TreeKey::Open => {}
+                TreeKey::Cancelled => self.selector = None,
+                TreeKey::AlreadyThere => {
+                    self.selector = None;
+                    self.transcript.notice(Tone::Info, "Already at this point");
+                }
+                TreeKey::Navigate { target, summarize } => {
+                    self.selector = None;
+                    if summarize {
+                        self.running = Some("summarizing the branch".into());
+                    }
+                    self.send(Job::Navigate { target, summarize }, Done::Tree { navigate: true }, replies);
+                }
+                TreeKey::Label { id, label } => self.send(Job::SetLabel { target: id, label }, Done::Quiet, replies),
             },
         }
     }
