@@ -13,7 +13,7 @@ commands:
   /model [PROVIDER/ID]  the models, or switch to one
   /session              session file, id, messages, tokens, cost
   /compact [FOCUS]      summarize the older conversation now
-  /tree [ID [summarize]] the session tree, or continue from entry ID
+  /tree [ID [summarize]] the session tree to move in, or continue from entry ID
   /new                  a fresh session
   /resume [N|PATH]      this project's sessions, or continue one
   /fork [N]             your messages, or fork before message N
@@ -25,7 +25,7 @@ commands:
   /copy                 copy the last answer (terminal clipboard, OSC 52; and a clipboard tool)
   /export [FILE]        the session as one HTML page (default pi-session-<file>.html here)
   /settings             common options of ~/.pi/agent/settings.json (Enter changes one)
-  /scoped-models        the models Ctrl+P cycles through (Enter adds or removes one)
+  /scoped-models        the models Ctrl+P cycles through (Enter toggles, Ctrl+S saves)
   /hotkeys              the keys
   /changelog            what changed in pi
   /login, /logout, /share  what pi offers instead of upstream's

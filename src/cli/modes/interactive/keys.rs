@@ -444,4 +444,120 @@ mod tests {
         assert!(warnings[0].contains("not a JSON object"), "{warnings:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// Every id of upstream's keybindings.md (0.73.1), all 72, is one this pi has.
+    #[test]
+    fn every_upstream_keybinding_id_is_known() {
+        const UPSTREAM: [&str; 72] = [
+            "app.clear",
+            "app.clipboard.pasteImage",
+            "app.editor.external",
+            "app.exit",
+            "app.interrupt",
+            "app.message.dequeue",
+            "app.message.followUp",
+            "app.model.cycleBackward",
+            "app.model.cycleForward",
+            "app.model.select",
+            "app.models.clearAll",
+            "app.models.enableAll",
+            "app.models.reorderDown",
+            "app.models.reorderUp",
+            "app.models.save",
+            "app.models.toggleProvider",
+            "app.session.delete",
+            "app.session.deleteNoninvasive",
+            "app.session.fork",
+            "app.session.new",
+            "app.session.rename",
+            "app.session.resume",
+            "app.session.toggleNamedFilter",
+            "app.session.togglePath",
+            "app.session.toggleSort",
+            "app.session.tree",
+            "app.suspend",
+            "app.thinking.cycle",
+            "app.thinking.toggle",
+            "app.tools.expand",
+            "app.tree.editLabel",
+            "app.tree.filter.all",
+            "app.tree.filter.cycleBackward",
+            "app.tree.filter.cycleForward",
+            "app.tree.filter.default",
+            "app.tree.filter.labeledOnly",
+            "app.tree.filter.noTools",
+            "app.tree.filter.userOnly",
+            "app.tree.foldOrUp",
+            "app.tree.toggleLabelTimestamp",
+            "app.tree.unfoldOrDown",
+            "tui.editor.cursorDown",
+            "tui.editor.cursorLeft",
+            "tui.editor.cursorLineEnd",
+            "tui.editor.cursorLineStart",
+            "tui.editor.cursorRight",
+            "tui.editor.cursorUp",
+            "tui.editor.cursorWordLeft",
+            "tui.editor.cursorWordRight",
+            "tui.editor.deleteCharBackward",
+            "tui.editor.deleteCharForward",
+            "tui.editor.deleteToLineEnd",
+            "tui.editor.deleteToLineStart",
+            "tui.editor.deleteWordBackward",
+            "tui.editor.deleteWordForward",
+            "tui.editor.jumpBackward",
+            "tui.editor.jumpForward",
+            "tui.editor.pageDown",
+            "tui.editor.pageUp",
+            "tui.editor.undo",
+            "tui.editor.yank",
+            "tui.editor.yankPop",
+            "tui.input.copy",
+            "tui.input.newLine",
+            "tui.input.submit",
+            "tui.input.tab",
+            "tui.select.cancel",
+            "tui.select.confirm",
+            "tui.select.down",
+            "tui.select.pageDown",
+            "tui.select.pageUp",
+            "tui.select.up",
+        ];
+        let unknown: Vec<&&str> = UPSTREAM.iter().filter(|id| Action::by_id(id).is_none()).collect();
+        assert!(unknown.is_empty(), "{unknown:?}");
+        assert_eq!(ACTIONS.len(), 72);
+    }
+
+    #[test]
+    fn selector_keys_live_in_their_context_and_rebind() {
+        let map = Keymap::default();
+        let ctrl_p = key(KeyCode::Char('p'), KeyModifiers::CONTROL);
+        assert_eq!(map.actions(&ctrl_p), [Action::ModelCycleForward]);
+        assert_eq!(map.actions_in(&ctrl_p, &[Context::Sessions]), [Action::SessionTogglePath]);
+        assert_eq!(map.actions_in(&ctrl_p, &[Context::Models]), [Action::ModelsToggleProvider]);
+        let ctrl_h = key(KeyCode::Char('h'), KeyModifiers::CONTROL);
+        assert_eq!(
+            map.actions_in(&ctrl_h, &[Context::Sessions]),
+            [Action::SessionDeleteNoninvasive],
+            "legacy Ctrl+Backspace"
+        );
+        assert_eq!(
+            map.actions_in(&key(KeyCode::Char('L'), KeyModifiers::SHIFT), &[Context::Tree]),
+            [Action::TreeEditLabel]
+        );
+        let dir = std::env::temp_dir().join(format!("pi-keys-sel-{}", pi_observe::core::SpanId::random()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("k.json"),
+            r#"{"app.session.toggleSort": "f6", "tui.select.down": ["down", "ctrl+j"]}"#,
+        )
+        .unwrap();
+        let (map, warnings) = Keymap::load(&dir.join("k.json"));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            map.actions_in(&key(KeyCode::F(6), KeyModifiers::NONE), &[Context::Sessions]),
+            [Action::SessionToggleSort]
+        );
+        assert_eq!(map.keys_of(Action::SelectDown), "down/ctrl+j");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
