@@ -337,6 +337,22 @@ impl Exporter {
         Payload { signal, items, wire }
     }
 
+    /// How long a TCP connection to the traces endpoint takes: one connection opened and closed
+    /// (`None` when there is no network endpoint or none connects within a second).
+    pub(crate) async fn connect_time(&self) -> Option<Duration> {
+        if self.capture.is_some() || self.console {
+            return None;
+        }
+        let url = reqwest::Url::parse(&self.endpoints[Signal::Traces as usize]).ok()?;
+        let address = (url.host_str()?.trim_matches(['[', ']']).to_owned(), url.port_or_known_default()?);
+        let started = Instant::now();
+        let connect = tokio::net::TcpStream::connect(address);
+        match tokio::time::timeout(Duration::from_secs(1), connect).await {
+            Ok(Ok(_)) => Some(started.elapsed()),
+            _ => None,
+        }
+    }
+
     /// Sends `payload`, retrying until `deadline`.
     pub(crate) async fn send(&self, payload: &Payload, deadline: Instant) -> Delivery {
         if let Some(capture) = &self.capture {

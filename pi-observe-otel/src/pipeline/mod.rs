@@ -202,6 +202,7 @@ impl OtelSubscriber {
                 traces_off: config.traces_exporter == Some(crate::config::TracesExporter::None),
                 degraded_until: None,
                 degraded_for: DEGRADED_FOR,
+                connect_time: std::cell::Cell::new(None),
             };
             let handle =
                 std::thread::Builder::new().name("pi-observe-otlp".into()).spawn(move || state.run()).map_err(|e| {

@@ -55,6 +55,18 @@ pub(super) struct Worker {
     pub(super) degraded_until: Option<Instant>,
     /// How long the next failure keeps the receiver from being tried.
     pub(super) degraded_for: Duration,
+    /// With a spool: how long a TCP connection to the receiver took, probed once alongside the
+    /// first export (`Some(None)`: no connection within a second).
+    pub(super) connect_time: std::cell::Cell<Option<Option<Duration>>>,
+}
+
+/// With a spool, how long an export may wait for the receiver's first answer of the run before
+/// the receiver is taken as stalled (the batch spooled, later ones too while degraded): fifty
+/// connection round trips — a TLS handshake and a batch take a few — at least 100 ms, at most
+/// a second (and a second when no connection could be timed).
+pub(super) fn first_answer_patience(connect_time: Option<Duration>) -> Duration {
+    connect_time
+        .map_or(Duration::from_secs(1), |rtt| (rtt * 50).clamp(Duration::from_millis(100), Duration::from_secs(1)))
 }
 
 /// Finished spans waiting for the next export, in the form their exporter takes: `SpanData`
@@ -314,11 +326,30 @@ impl Worker {
     fn attempt(
         &self,
         runtime: &tokio::runtime::Runtime,
-        deadline: Instant,
+        (deadline, first_answer): (Instant, bool),
         export: impl std::future::Future<Output = Delivery>,
     ) -> Delivery {
         let counters = &self.counters;
+        let started = Instant::now();
         runtime.block_on(async {
+            // Before the receiver's first answer of the run (with a spool), a stalled receiver
+            // is told from a slow one by how long a connection to it takes, probed once while
+            // the export goes on.
+            let stalled = async {
+                if !first_answer {
+                    return std::future::pending().await;
+                }
+                let connect_time = match self.connect_time.get() {
+                    Some(known) => known,
+                    None => {
+                        let probed = self.exporter.connect_time().await;
+                        self.connect_time.set(Some(probed));
+                        probed
+                    }
+                };
+                let by = started + first_answer_patience(connect_time);
+                tokio::time::sleep_until(by.min(deadline).into()).await;
+            };
             let cut = async {
                 loop {
                     let hurry = counters.hurry.notified();
@@ -338,6 +369,7 @@ impl Worker {
             };
             tokio::select! {
                 delivery = export => delivery,
+                () = stalled => Delivery::Failed("no answer to the run's first export in time: taken as stalled".into()),
                 () = cut => Delivery::Failed(if counters.link.unreachable.load(Relaxed) {
                     "not sent at the exit: the receiver refused connections".into()
                 } else {
@@ -356,11 +388,12 @@ impl Worker {
         let skip = self.spool.is_some()
             && (self.degraded_until.is_some_and(|until| Instant::now() < until)
                 || (link.closing.load(Relaxed) && link.unreachable.load(Relaxed)));
+        let first_answer = self.spool.is_some() && self.counters.slowest_answer_micros.load(Relaxed) == 0;
         let started = Instant::now();
         let delivery = if skip {
             Delivery::Failed("receiver unavailable".into())
         } else {
-            self.attempt(runtime, deadline, self.exporter.send(payload, deadline))
+            self.attempt(runtime, (deadline, first_answer), self.exporter.send(payload, deadline))
         };
         match delivery {
             Delivery::Exported => {
@@ -446,7 +479,7 @@ impl Worker {
         }
         let deadline = self.cut_off(deadline);
         let delivery = match spans {
-            Batch::Sdk(spans) => self.attempt(runtime, deadline, self.exporter.export_sdk(spans, deadline)),
+            Batch::Sdk(spans) => self.attempt(runtime, (deadline, false), self.exporter.export_sdk(spans, deadline)),
             Batch::Wire(_) | Batch::Encoded(_) => {
                 let payload = match spans {
                     Batch::Encoded(spans) => self.exporter.traces_payload_encoded(&spans, &self.scope),
@@ -517,5 +550,19 @@ impl Hasher for IdHasher {
             word[..chunk.len()].copy_from_slice(chunk);
             self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(word);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_answers_patience_follows_the_connection_time() {
+        let ms = Duration::from_millis;
+        assert_eq!(first_answer_patience(Some(Duration::from_micros(80))), ms(100), "loopback: the floor");
+        assert_eq!(first_answer_patience(Some(ms(8))), ms(400), "fifty round trips");
+        assert_eq!(first_answer_patience(Some(ms(90))), ms(1000), "at most a second");
+        assert_eq!(first_answer_patience(None), ms(1000), "no connection timed");
     }
 }
