@@ -458,68 +458,65 @@ fn spans_a_receiver_rejects_in_a_partial_success_are_counted_as_rejected() {
     assert_eq!(run.stats.dropped_rejected, 3);
 }
 
-/// With a spool, a flush does not wait out its whole deadline for a receiver that accepted the
-/// connection and never answers: past the first-answer patience the export is cut, the batch
-/// spooled, and the batches after it go straight to the spool (the receiver is taken as stalled).
+/// Runs `run` against an OTLP subscriber with a spool (in a fresh folder, batches of four, its
+/// own export timeout `timeout`) sending to a receiver that accepts connections and never
+/// answers; then asserts that every span went to the spool after one attempt — the receiver taken
+/// as stalled, the batches after the first spooled without trying.
+fn against_a_stalled_receiver(timeout: Duration, run: impl FnOnce(&Observability, &Arc<OtelSubscriber>)) {
+    let stall = Receiver::start(vec![Answer::Stall; 8]);
+    let dir = std::env::temp_dir().join(format!("pi-otel-stalled-spool-{}", pi_observe_core::SpanId::random()));
+    let hub = Observability::new();
+    let cfg = OtlpConfig {
+        metrics: Some(false),
+        timeout: Some(timeout),
+        max_export_batch_size: Some(4),
+        spool: Some(pi_observe_spool::SpoolConfig::new(&dir)),
+        ..config(&stall.endpoint)
+    };
+    let otel = OtelSubscriber::new(cfg).unwrap();
+    let _o = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
+    run(&hub, &otel);
+    let _ = pi_observe_core::Subscriber::shutdown(otel.as_ref(), Duration::from_secs(1));
+    let stats = otel.stats();
+    assert_eq!(stats.spans_spooled, stats.spans_started, "{stats:?}");
+    assert_eq!(*stall.attempts.lock().unwrap(), 1, "one attempt; the rest went straight to the spool");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// With a spool, a receiver that takes connections and never answers the run's first export is
 /// taken as stalled while the run goes on — no flush asked, the export's own timeout far off:
 /// the batches are spooled (a loopback connection takes well under 2 ms, so the first answer's
 /// patience is its 100 ms floor).
 #[test]
 fn a_silent_receiver_is_taken_as_stalled_during_the_run() {
-    let stall = Receiver::start(vec![Answer::Stall; 8]);
-    let dir = std::env::temp_dir().join(format!("pi-otel-stalled-run-{}", pi_observe_core::SpanId::random()));
-    let hub = Observability::new();
-    let cfg = OtlpConfig {
-        metrics: Some(false),
-        timeout: Some(Duration::from_secs(60)),
-        max_export_batch_size: Some(4),
-        spool: Some(pi_observe_spool::SpoolConfig::new(&dir)),
-        ..config(&stall.endpoint)
-    };
-    let otel = OtelSubscriber::new(cfg).unwrap();
-    let _o = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    runtime.block_on(hub.scope(workload()));
-    let began = Instant::now();
-    let spooled = loop {
-        let stats = otel.stats();
-        if stats.spans_spooled > 0 && stats.spans_spooled == stats.spans_started {
-            break stats;
+    against_a_stalled_receiver(Duration::from_secs(60), |hub, otel| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(hub.scope(workload()));
+        let began = Instant::now();
+        loop {
+            let stats = otel.stats();
+            if stats.spans_spooled > 0 && stats.spans_spooled == stats.spans_started {
+                break;
+            }
+            assert!(began.elapsed() < Duration::from_secs(30), "not spooled: {stats:?}");
+            std::thread::yield_now();
         }
-        assert!(began.elapsed() < Duration::from_secs(30), "not spooled: {stats:?}");
-        std::thread::yield_now();
-    };
-    assert_eq!(*stall.attempts.lock().unwrap(), 1, "one attempt; the rest straight to the spool: {spooled:?}");
-    let _ = pi_observe_core::Subscriber::shutdown(otel.as_ref(), Duration::from_secs(1));
-    std::fs::remove_dir_all(&dir).unwrap();
+    });
 }
 
+/// With a spool, a flush does not wait out its whole deadline for a receiver that accepted the
+/// connection and never answers: past the first-answer patience the export is cut, the batch
+/// spooled, and the batches after it go straight to the spool.
 #[test]
 fn a_flush_with_a_spool_takes_a_silent_receiver_as_stalled() {
-    let stall = Receiver::start(vec![Answer::Stall; 8]);
-    let dir = std::env::temp_dir().join(format!("pi-otel-stalled-spool-{}", pi_observe_core::SpanId::random()));
-    let hub = Observability::new();
-    let cfg = OtlpConfig {
-        metrics: Some(false),
-        timeout: Some(Duration::from_secs(30)),
-        max_export_batch_size: Some(4),
-        spool: Some(pi_observe_spool::SpoolConfig::new(&dir)),
-        ..config(&stall.endpoint)
-    };
-    let otel = OtelSubscriber::new(cfg).unwrap();
-    let _o = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    for _ in 0..3 {
-        runtime.block_on(hub.scope(workload()));
-        // The flush's own deadline is far off: only taking the receiver as stalled returns it.
-        let flushed = Instant::now();
-        pi_observe_core::Subscriber::flush(otel.as_ref(), Duration::from_secs(20)).unwrap();
-        assert!(flushed.elapsed() < Duration::from_secs(10), "waited out the deadline: {:?}", flushed.elapsed());
-    }
-    let _ = pi_observe_core::Subscriber::shutdown(otel.as_ref(), Duration::from_secs(1));
-    let stats = otel.stats();
-    assert_eq!(stats.spans_spooled, stats.spans_started, "{stats:?}");
-    assert_eq!(*stall.attempts.lock().unwrap(), 1, "one attempt; the rest went straight to the spool");
-    std::fs::remove_dir_all(&dir).unwrap();
+    against_a_stalled_receiver(Duration::from_secs(30), |hub, otel| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        for _ in 0..3 {
+            runtime.block_on(hub.scope(workload()));
+            // The flush's own deadline is far off: only taking the receiver as stalled returns it.
+            let flushed = Instant::now();
+            pi_observe_core::Subscriber::flush(otel.as_ref(), Duration::from_secs(20)).unwrap();
+            assert!(flushed.elapsed() < Duration::from_secs(10), "waited out the deadline: {:?}", flushed.elapsed());
+        }
+    });
 }
