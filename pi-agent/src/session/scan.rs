@@ -111,12 +111,16 @@ fn scan_blocks(
     each: impl FnMut(AttributedUsage),
 ) -> Result<ScanSummary, SessionError> {
     let file = std::fs::File::open(path).map_err(|e| SessionError::io(path, e))?;
-    if !file.metadata().map_err(|e| SessionError::io(path, e))?.is_file() {
+    let metadata = file.metadata().map_err(|e| SessionError::io(path, e))?;
+    if !metadata.is_file() {
         return Err(SessionError::NotAFile { path: path.display().to_string() });
     }
     let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
-    let next_block = move || -> std::io::Result<Option<Vec<u8>>> {
-        let mut block = Vec::with_capacity(block_bytes + 4096);
+    // `block` is a buffer back from the parsers (or a new one): at most a few are ever made, so
+    // memory stays flat and no block's pages are faulted in afresh.
+    let next_block = move |mut block: Vec<u8>| -> std::io::Result<Option<Vec<u8>>> {
+        block.clear();
+        block.reserve(block_bytes + 4096);
         (&mut reader).take(block_bytes as u64).read_to_end(&mut block)?;
         if block.last().is_some_and(|&b| b != b'\n') {
             reader.read_until(b'\n', &mut block)?;
@@ -125,6 +129,7 @@ fn scan_blocks(
         Ok((!block.is_empty()).then_some(block))
     };
     let mut fold = Fold::new(path, each);
+    fold.file_bytes = metadata.len();
     let torn_tail = fold_blocks(&mut fold, next_block, threads)?;
     Ok(ScanSummary { torn_tail, unreadable_usage: fold.unreadable_usage })
 }
@@ -132,15 +137,17 @@ fn scan_blocks(
 /// Reads every block through `fold`, parsing on `threads` threads; stops at a torn tail.
 fn fold_blocks(
     fold: &mut Fold<'_, impl FnMut(AttributedUsage)>,
-    mut next_block: impl FnMut() -> std::io::Result<Option<Vec<u8>>> + Send,
+    mut next_block: impl FnMut(Vec<u8>) -> std::io::Result<Option<Vec<u8>>> + Send,
     threads: usize,
 ) -> Result<Option<TornTail>, SessionError> {
     let path = fold.path;
     if threads <= 1 {
-        while let Some(block) = next_block().map_err(|e| SessionError::io(path, e))? {
+        let mut buffer = Vec::new();
+        while let Some(block) = next_block(buffer).map_err(|e| SessionError::io(path, e))? {
             if let Some(torn) = fold.block(parse_block(&block))? {
                 return Ok(Some(torn));
             }
+            buffer = block;
         }
         return fold.finish();
     }
@@ -148,24 +155,28 @@ fn fold_blocks(
         let (blocks, queued) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>)>(threads);
         let queued = std::sync::Arc::new(std::sync::Mutex::new(queued));
         let (parsed_tx, parsed) = std::sync::mpsc::sync_channel::<(usize, Vec<ParsedLine>)>(threads);
+        // Parsed blocks' buffers go back to the reader.
+        let (spent, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
         for _ in 0..threads {
-            let (queued, parsed_tx) = (queued.clone(), parsed_tx.clone());
+            let (queued, parsed_tx, spent) = (queued.clone(), parsed_tx.clone(), spent.clone());
             scope.spawn(move || {
                 // Ends when the reader is done, or when the fold stopped early and hung up. The
                 // lock is held only while waiting for a block, never while parsing one.
                 loop {
                     let next = queued.lock().unwrap_or_else(|e| e.into_inner()).recv();
                     let Ok((seq, block)) = next else { break };
-                    if parsed_tx.send((seq, parse_block(&block))).is_err() {
+                    let lines = parse_block(&block);
+                    let _ = spent.send(block);
+                    if parsed_tx.send((seq, lines)).is_err() {
                         break;
                     }
                 }
             });
         }
-        drop((queued, parsed_tx));
+        drop((queued, parsed_tx, spent));
         let reading = scope.spawn(move || -> std::io::Result<()> {
             let mut seq = 0;
-            while let Some(block) = next_block()? {
+            while let Some(block) = next_block(recycled.try_recv().unwrap_or_default())? {
                 if blocks.send((seq, block)).is_err() {
                     break;
                 }
@@ -305,6 +316,9 @@ struct Fold<'p, F> {
     each: F,
     // Keyed by a 64-bit hash of the entry id (8 bytes an entry instead of a string).
     states: HashMap<u64, Rc<State>, BuildHasherDefault<PreHashed>>,
+    /// The distinct states seen, by their hash: every entry's state is one of these, so memory
+    /// follows how many (owner, model) pairs a file has, not how often they change.
+    distinct: HashMap<u64, Vec<Rc<State>>>,
     header: bool,
     /// A v1 file: entries have no ids and each one follows the previous.
     linear: bool,
@@ -312,6 +326,9 @@ struct Fold<'p, F> {
     number: usize,
     offset: u64,
     unreadable_usage: usize,
+    /// The file's size: with the first block's lines, how many entries to make room for at once
+    /// (the map is not grown, and copied, twenty times over).
+    file_bytes: u64,
 }
 
 impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
@@ -320,16 +337,24 @@ impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
             path,
             each,
             states: HashMap::default(),
+            distinct: HashMap::new(),
             header: false,
             linear: false,
             previous: None,
             number: 0,
             offset: 0,
             unreadable_usage: 0,
+            file_bytes: 0,
         }
     }
 
     fn block(&mut self, lines: Vec<ParsedLine>) -> Result<Option<TornTail>, SessionError> {
+        if self.offset == 0 && !lines.is_empty() {
+            let bytes: usize = lines.iter().map(|l| l.length).sum();
+            let expected = self.file_bytes / (bytes / lines.len()).max(1) as u64;
+            // At most 16 M entries' room ahead of time; a bigger file grows the map as it goes.
+            self.states.reserve(expected.min(1 << 24) as usize);
+        }
         for line in lines {
             self.number += 1;
             let start = self.offset;
@@ -361,7 +386,8 @@ impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
         let Some((id, parent)) = ids else { return Err(self.corrupt("bad entry (no id)".into())) };
         self.previous = Some(id);
         let inherited = parent.and_then(|p| self.states.get(&p)).cloned().unwrap_or_default();
-        let state = apply(parsed.change, inherited);
+        let state = apply(parsed.change, inherited.clone());
+        let state = if Rc::ptr_eq(&state, &inherited) { state } else { self.intern(state) };
         self.unreadable_usage += usize::from(parsed.unreadable_usage);
         if let Some(usage) = parsed.usage {
             (self.each)(AttributedUsage {
@@ -374,6 +400,22 @@ impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
         }
         self.states.insert(id, state);
         Ok(())
+    }
+
+    /// The state equal to `state` seen before, else `state` (kept from now on).
+    fn intern(&mut self, state: Rc<State>) -> Rc<State> {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        state.attribution.hash(&mut hasher);
+        state.model.hash(&mut hasher);
+        let same = self.distinct.entry(hasher.finish()).or_default();
+        match same.iter().find(|s| s.attribution == state.attribution && s.model == state.model) {
+            Some(seen) => seen.clone(),
+            None => {
+                same.push(state.clone());
+                state
+            }
+        }
     }
 
     fn corrupt(&self, reason: String) -> SessionError {
@@ -525,5 +567,18 @@ mod tests {
             }
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Owners change at every prompt here (alice, bob, alice…) and models cycle through four:
+    /// the states kept are the distinct (owner, model) pairs, not one per change.
+    #[test]
+    fn states_are_kept_once_however_often_they_change() {
+        let text = session_text(400);
+        let mut fold = Fold::new(Path::new("s.jsonl"), |_| {});
+        assert!(fold.block(parse_block(text.as_bytes())).unwrap().is_none());
+        let kept: usize = fold.distinct.values().map(Vec::len).sum();
+        // Owner-only states (before a prompt's reply) and owner + model: at most 2 + 2 × 4.
+        assert!(kept <= 10, "{kept} states kept for 800 entries");
+        assert_eq!(fold.states.len(), 800);
     }
 }
