@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::io::{BufRead, Read};
+use std::io::Read;
 use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -115,15 +115,29 @@ fn scan_blocks(
     if !metadata.is_file() {
         return Err(SessionError::NotAFile { path: path.display().to_string() });
     }
-    let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
-    // `block` is a buffer back from the parsers (or a new one): at most a few are ever made, so
-    // memory stays flat and no block's pages are faulted in afresh.
+    // Read straight into the block (no buffer in between to copy out of); the part line at a
+    // block's end is carried to the front of the next one. `block` is a buffer back from the
+    // parsers (or a new one): at most a few are ever made, so memory stays flat and no block's
+    // pages are faulted in afresh.
+    let (mut file, mut carry) = (file, Vec::new());
     let next_block = move |mut block: Vec<u8>| -> std::io::Result<Option<Vec<u8>>> {
         block.clear();
-        block.reserve(block_bytes + 4096);
-        (&mut reader).take(block_bytes as u64).read_to_end(&mut block)?;
-        if block.last().is_some_and(|&b| b != b'\n') {
-            reader.read_until(b'\n', &mut block)?;
+        block.reserve(block_bytes + carry.len() + 4096);
+        block.append(&mut carry);
+        loop {
+            let before = block.len();
+            (&mut file).take(block_bytes as u64).read_to_end(&mut block)?;
+            // The file ended: the block takes all of it (an unterminated last line too).
+            if block.len() - before < block_bytes {
+                break;
+            }
+            // A whole number of lines: the rest starts the next block. No line end in what was
+            // read: read on (a line longer than a block).
+            if let Some(last) = memchr::memrchr(b'\n', &block[before..]) {
+                carry.extend_from_slice(&block[before + last + 1..]);
+                block.truncate(before + last + 1);
+                break;
+            }
         }
         read.fetch_add(block.len() as u64, Ordering::Relaxed);
         Ok((!block.is_empty()).then_some(block))
