@@ -97,30 +97,35 @@ pub fn scan_usage_counting(
     threads: usize,
     each: impl FnMut(AttributedUsage),
 ) -> Result<ScanSummary, SessionError> {
-    scan_blocks(path, read, threads, BLOCK_BYTES, each)
+    scan_blocks(path, read, (threads, BLOCK_BYTES, MAX_KEPT_ENTRIES), each)
 }
 
-/// Lines are handed to parser threads in blocks of this many bytes, completed to a whole line.
-const BLOCK_BYTES: usize = 1 << 20;
+/// The entries whose branch state the map keeps, at most (≈ 30 bytes each with the map's spare
+/// room: 30 MiB); a file expected to hold more is read in two passes and the map keeps only
+/// branch points, so memory does not grow with the entry count.
+const MAX_KEPT_ENTRIES: u64 = 1 << 20;
 
-fn scan_blocks(
-    path: &Path,
-    read: &AtomicU64,
-    threads: usize,
+/// How many entries a file of `bytes` holds, judged by its first 64 KiB's lines.
+fn expected_entries(file: &std::fs::File, bytes: u64) -> u64 {
+    use std::os::unix::fs::FileExt;
+    let mut head = vec![0u8; 64 * 1024];
+    let got = file.read_at(&mut head, 0).unwrap_or(0);
+    let lines = memchr::memchr_iter(b'\n', &head[..got]).count().max(1) as u64;
+    bytes / (got as u64 / lines).max(1)
+}
+
+/// A reader of blocks of whole lines from `file`, each at least `block_bytes` long (but the
+/// last), straight into the buffer it is given (no buffer in between to copy out of); the part
+/// line at a block's end is carried to the front of the next one. Buffers come back from the
+/// parsers: at most a few are ever made, so memory stays flat and no block's pages are faulted
+/// in afresh. Adds what it hands out to `read`.
+fn block_reader(
+    mut file: std::fs::File,
     block_bytes: usize,
-    each: impl FnMut(AttributedUsage),
-) -> Result<ScanSummary, SessionError> {
-    let file = std::fs::File::open(path).map_err(|e| SessionError::io(path, e))?;
-    let metadata = file.metadata().map_err(|e| SessionError::io(path, e))?;
-    if !metadata.is_file() {
-        return Err(SessionError::NotAFile { path: path.display().to_string() });
-    }
-    // Read straight into the block (no buffer in between to copy out of); the part line at a
-    // block's end is carried to the front of the next one. `block` is a buffer back from the
-    // parsers (or a new one): at most a few are ever made, so memory stays flat and no block's
-    // pages are faulted in afresh.
-    let (mut file, mut carry) = (file, Vec::new());
-    let next_block = move |mut block: Vec<u8>| -> std::io::Result<Option<Vec<u8>>> {
+    read: &AtomicU64,
+) -> impl FnMut(Vec<u8>) -> std::io::Result<Option<Vec<u8>>> + Send + '_ {
+    let mut carry = Vec::new();
+    move |mut block: Vec<u8>| {
         block.clear();
         block.reserve(block_bytes + carry.len() + 4096);
         block.append(&mut carry);
@@ -141,9 +146,61 @@ fn scan_blocks(
         }
         read.fetch_add(block.len() as u64, Ordering::Relaxed);
         Ok((!block.is_empty()).then_some(block))
-    };
+    }
+}
+
+/// The first of two passes over a file with many entries: the ids some entry names as its
+/// parent without being the entry just before it — the branch points, the only entries whose
+/// state a later line can ask for out of order. Lines it cannot read are left to the second
+/// pass to report.
+fn branch_targets(path: &Path, block_bytes: usize) -> Result<std::collections::HashSet<u64>, SessionError> {
+    #[derive(Deserialize)]
+    struct Ids<'a> {
+        #[serde(default, borrow)]
+        id: Option<Cow<'a, str>>,
+        #[serde(default, rename = "parentId", borrow)]
+        parent_id: Option<Cow<'a, str>>,
+    }
+    let file = std::fs::File::open(path).map_err(|e| SessionError::io(path, e))?;
+    let ignored = AtomicU64::new(0);
+    let mut next_block = block_reader(file, block_bytes, &ignored);
+    let (mut targets, mut previous, mut buffer) = (std::collections::HashSet::new(), None, Vec::new());
+    while let Some(block) = next_block(buffer).map_err(|e| SessionError::io(path, e))? {
+        for line in block.split(|&b| b == b'\n') {
+            let Ok(ids) = serde_json::from_slice::<Ids<'_>>(line) else { continue };
+            let Some(id) = ids.id.as_deref().map(key) else { continue };
+            if let Some(parent) = ids.parent_id.as_deref().map(key).filter(|p| Some(*p) != previous) {
+                targets.insert(parent);
+            }
+            previous = Some(id);
+        }
+        buffer = block;
+    }
+    Ok(targets)
+}
+
+/// Lines are handed to parser threads in blocks of this many bytes, completed to a whole line.
+const BLOCK_BYTES: usize = 1 << 20;
+
+fn scan_blocks(
+    path: &Path,
+    read: &AtomicU64,
+    (threads, block_bytes, max_kept): (usize, usize, u64),
+    each: impl FnMut(AttributedUsage),
+) -> Result<ScanSummary, SessionError> {
+    let file = std::fs::File::open(path).map_err(|e| SessionError::io(path, e))?;
+    let metadata = file.metadata().map_err(|e| SessionError::io(path, e))?;
+    if !metadata.is_file() {
+        return Err(SessionError::NotAFile { path: path.display().to_string() });
+    }
     let mut fold = Fold::new(path, each);
     fold.file_bytes = metadata.len();
+    // A file of more entries than the map holds in its budget is read twice: first for the
+    // entries some later entry branches from (all the map then keeps), then for its rows.
+    if expected_entries(&file, metadata.len()) > max_kept {
+        fold.targets = Some(branch_targets(path, block_bytes)?);
+    }
+    let next_block = block_reader(file, block_bytes, read);
     let torn_tail = fold_blocks(&mut fold, next_block, threads)?;
     Ok(ScanSummary { torn_tail, unreadable_usage: fold.unreadable_usage })
 }
@@ -244,11 +301,18 @@ struct Parsed {
     /// The hashed id and parent id, if the line has an id.
     ids: Option<(u64, Option<u64>)>,
     change: Change,
-    usage: Option<Usage>,
+    /// What the line bills, boxed: only some lines carry it, and every line's `Parsed` is moved
+    /// through the block queues (200 bytes a line unboxed).
+    billed: Option<Box<Billed>>,
     /// The line carries usage in a shape this version cannot read.
     unreadable_usage: bool,
+}
+
+/// A usage-carrying line's usage, its UTC day, and whether it is an assistant message.
+struct Billed {
+    usage: Usage,
+    day: String,
     assistant: bool,
-    day: Option<String>,
 }
 
 /// How a line changes what is in force on its branch.
@@ -259,7 +323,8 @@ enum Change {
 }
 
 fn parse_block(block: &[u8]) -> Vec<ParsedLine> {
-    let (mut lines, mut start) = (Vec::new(), 0);
+    // Room for lines of 256 bytes; longer ones leave room unused, shorter ones grow it.
+    let (mut lines, mut start) = (Vec::with_capacity(block.len() / 256 + 1), 0);
     let ends = memchr::memchr_iter(b'\n', block).map(|newline| newline + 1).chain(std::iter::once(block.len()));
     for end in ends {
         if end > start {
@@ -296,10 +361,8 @@ fn parse_line(bytes: &[u8]) -> Result<Option<Parsed>, String> {
                     version: None,
                     ids: id("id").map(|i| (i, id("parentId"))),
                     change: Change::Keep,
-                    usage: None,
+                    billed: None,
                     unreadable_usage,
-                    assistant: false,
-                    day: None,
                 }));
             }
             _ => return Err(format!("not a session entry ({e})")),
@@ -312,15 +375,14 @@ fn parse_line(bytes: &[u8]) -> Result<Option<Parsed>, String> {
         ids: line.id.as_deref().map(|id| (key(id), line.parent_id.as_deref().map(key))),
         change,
         // The UTC day, also for a timestamp written with an offset.
-        day: usage.is_some().then(|| {
+        billed: usage.map(|usage| {
             let stamp = line.timestamp.as_deref().unwrap_or_default();
-            crate::time::parse_iso8601(stamp)
+            let day = crate::time::parse_iso8601(stamp)
                 .map(crate::time::date)
-                .unwrap_or_else(|| stamp.get(..10).unwrap_or("unknown").to_owned())
+                .unwrap_or_else(|| stamp.get(..10).unwrap_or("unknown").to_owned());
+            Box::new(Billed { usage, day, assistant })
         }),
-        usage,
         unreadable_usage: false,
-        assistant,
     }))
 }
 
@@ -343,6 +405,10 @@ struct Fold<'p, F> {
     /// The file's size: with the first block's lines, how many entries to make room for at once
     /// (the map is not grown, and copied, twenty times over).
     file_bytes: u64,
+    /// In a two-pass scan, the entries other lines branch from: the map keeps only these, and
+    /// the entry just before (`last`) serves the others.
+    targets: Option<std::collections::HashSet<u64>>,
+    last: Option<(u64, Rc<State>)>,
 }
 
 impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
@@ -359,11 +425,13 @@ impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
             offset: 0,
             unreadable_usage: 0,
             file_bytes: 0,
+            targets: None,
+            last: None,
         }
     }
 
     fn block(&mut self, lines: Vec<ParsedLine>) -> Result<Option<TornTail>, SessionError> {
-        if self.offset == 0 && !lines.is_empty() {
+        if self.offset == 0 && !lines.is_empty() && self.targets.is_none() {
             let bytes: usize = lines.iter().map(|l| l.length).sum();
             let expected = self.file_bytes / (bytes / lines.len()).max(1) as u64;
             // At most 16 M entries' room ahead of time; a bigger file grows the map as it goes.
@@ -399,20 +467,28 @@ impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
         };
         let Some((id, parent)) = ids else { return Err(self.corrupt("bad entry (no id)".into())) };
         self.previous = Some(id);
-        let inherited = parent.and_then(|p| self.states.get(&p)).cloned().unwrap_or_default();
+        let inherited = match (parent, &self.last) {
+            (Some(p), Some((last, state))) if p == *last => state.clone(),
+            (Some(p), _) => self.states.get(&p).cloned().unwrap_or_default(),
+            (None, _) => Rc::default(),
+        };
         let state = apply(parsed.change, inherited.clone());
         let state = if Rc::ptr_eq(&state, &inherited) { state } else { self.intern(state) };
         self.unreadable_usage += usize::from(parsed.unreadable_usage);
-        if let Some(usage) = parsed.usage {
+        if let Some(billed) = parsed.billed {
+            let Billed { usage, day, assistant } = *billed;
             (self.each)(AttributedUsage {
-                day: parsed.day.unwrap_or_else(|| "unknown".into()),
+                day,
                 attribution: state.attribution.clone(),
                 model: state.model.as_deref().unwrap_or("unknown").to_owned(),
                 usage,
-                assistant_message: parsed.assistant,
+                assistant_message: assistant,
             });
         }
-        self.states.insert(id, state);
+        if self.targets.as_ref().is_none_or(|targets| targets.contains(&id)) {
+            self.states.insert(id, state.clone());
+        }
+        self.last = Some((id, state));
         Ok(())
     }
 
@@ -543,7 +619,7 @@ mod tests {
         block_bytes: usize,
     ) -> (Result<Option<TornTail>, String>, Vec<AttributedUsage>, u64) {
         let (mut rows, read) = (Vec::new(), AtomicU64::new(0));
-        let result = scan_blocks(path, &read, threads, block_bytes, |row| rows.push(row))
+        let result = scan_blocks(path, &read, (threads, block_bytes, MAX_KEPT_ENTRIES), |row| rows.push(row))
             .map(|summary| summary.torn_tail)
             .map_err(|e| e.to_string());
         (result, rows, read.into_inner())
@@ -594,5 +670,26 @@ mod tests {
         // Owner-only states (before a prompt's reply) and owner + model: at most 2 + 2 × 4.
         assert!(kept <= 10, "{kept} states kept for 800 entries");
         assert_eq!(fold.states.len(), 800);
+    }
+
+    /// A file of more entries than the map's budget is read twice and the map keeps only branch
+    /// points: the rows are those of one pass (every third prompt here branches from the first).
+    #[test]
+    fn a_two_pass_scan_keeps_only_branch_points_and_gives_the_same_rows() {
+        let dir = std::env::temp_dir().join(format!("pi-scan-two-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.jsonl");
+        std::fs::write(&path, session_text(300)).unwrap();
+        let rows = |max_kept: u64, threads: usize| {
+            let (mut rows, read) = (Vec::new(), AtomicU64::new(0));
+            scan_blocks(&path, &read, (threads, 4096, max_kept), |row| rows.push(row)).unwrap();
+            rows.iter().map(|r| format!("{r:?}")).collect::<Vec<_>>()
+        };
+        let one_pass = rows(MAX_KEPT_ENTRIES, 1);
+        assert_eq!(one_pass.len(), 300);
+        assert_eq!(rows(0, 1), one_pass);
+        assert_eq!(rows(0, 3), one_pass);
+        assert_eq!(branch_targets(&path, 97).unwrap(), [key("m0")].into_iter().collect());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
