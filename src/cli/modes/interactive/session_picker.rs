@@ -18,8 +18,9 @@ use super::theme::{Token, fg};
 
 /// An open session picker.
 pub struct SessionPicker {
-    /// This folder's sessions.
+    /// This folder's sessions, and the folder.
     here: Vec<Summary>,
+    here_dir: PathBuf,
     /// Every project's, once asked for (Tab).
     all: Option<Vec<Summary>>,
     /// The sessions folder (all projects' folders are in it).
@@ -61,7 +62,8 @@ impl SessionPicker {
     /// Over the session files in `here_dir`; `root` holds every project's folder.
     pub fn new(here_dir: PathBuf, root: PathBuf, current: Option<PathBuf>) -> SessionPicker {
         SessionPicker {
-            here: session_list::load(&[here_dir]),
+            here: session_list::load(std::slice::from_ref(&here_dir)),
+            here_dir,
             all: None,
             root,
             show_all: false,
@@ -95,11 +97,7 @@ impl SessionPicker {
     }
 
     fn reload(&mut self) {
-        let dirs: Vec<PathBuf> =
-            self.here.first().and_then(|s| s.path.parent()).map(PathBuf::from).into_iter().collect();
-        if !dirs.is_empty() {
-            self.here = session_list::load(&dirs);
-        }
+        self.here = session_list::load(std::slice::from_ref(&self.here_dir));
         if self.all.is_some() {
             self.all = Some(session_list::load(&session_list::project_dirs(&self.root)));
         }
