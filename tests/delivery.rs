@@ -296,6 +296,8 @@ fn session(dir: &Path, prompts: usize) -> PathBuf {
     path
 }
 
+/// `pi export` against a receiver that takes connections and never answers: every span
+/// spooled, the receiver tried once.
 #[test]
 fn export_against_a_stalled_collector_spools_instead_of_waiting_out_every_flush() {
     let d = scratch("spool-export");
@@ -318,6 +320,10 @@ fn export_against_a_stalled_collector_spools_instead_of_waiting_out_every_flush(
     assert!(stderr(&out).contains(&summary), "{}", stderr(&out));
     // Before the spool, every flush waited its 5 s deadline for the stalled receiver.
     assert!(took < Duration::from_secs(15), "export took {took:?}");
+    // A backfill asks the receiver with an empty export while it reads the sessions: unanswered,
+    // no batch is even tried.
+    assert_eq!(*stalled.attempts.lock().unwrap(), 1, "one question, no batch sent: {}", stderr(&out));
+    assert!(stderr(&out).contains("taken as stalled"), "{}", stderr(&out));
     drop(stalled);
 
     // Delivered later, exactly once, with the replay's ids.

@@ -104,6 +104,11 @@ pub struct OtlpConfig {
     /// With a spool, how long shutdown waits for the receiver before spooling what is left
     /// (default 200 ms); without one, shutdown waits its whole deadline.
     pub exit_patience: Option<Duration>,
+    /// With a spool, ask the receiver at once with an empty traces export whether it answers
+    /// (a backfill: while the sessions are still being read), so that a stalled receiver is known
+    /// before the first batch and every batch goes straight to the spool. Default off: the first
+    /// batch is the question.
+    pub check_receiver_first: bool,
     /// Metric temporality (`OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`; default
     /// cumulative).
     pub metric_temporality: Option<crate::metrics::Temporality>,
@@ -224,6 +229,7 @@ impl Default for OtlpConfig {
             client_certificate: None,
             spool: None,
             exit_patience: None,
+            check_receiver_first: false,
             metric_temporality: None,
             traces_exporter: None,
             metrics_signal: SignalSettings::default(),

@@ -243,6 +243,16 @@ impl Exporter {
         Delivery::Failed(why)
     }
 
+    /// An export with no spans: a question the receiver answers like any other.
+    pub(crate) fn empty_traces(&self) -> Payload {
+        self.payload(Signal::Traces, 0, Body::Traces(ExportTraceServiceRequest::default()))
+    }
+
+    /// Sends to a receiver over the network (not to a capture or the console).
+    pub(crate) fn sends_over_network(&self) -> bool {
+        self.capture.is_none() && !self.console
+    }
+
     /// A batch of spans, encoded for the wire.
     pub(crate) fn traces_payload(&self, spans: Vec<SpanData>) -> Payload {
         let items = spans.len() as u64;

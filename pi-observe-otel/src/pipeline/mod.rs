@@ -202,7 +202,9 @@ impl OtelSubscriber {
                 traces_off: config.traces_exporter == Some(crate::config::TracesExporter::None),
                 degraded_until: None,
                 degraded_for: DEGRADED_FOR,
+                degraded_why: None,
                 connect_time: std::cell::Cell::new(None),
+                check_receiver_first: config.check_receiver_first,
             };
             let handle =
                 std::thread::Builder::new().name("pi-observe-otlp".into()).spawn(move || state.run()).map_err(|e| {

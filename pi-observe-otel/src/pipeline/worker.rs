@@ -55,9 +55,14 @@ pub(super) struct Worker {
     pub(super) degraded_until: Option<Instant>,
     /// How long the next failure keeps the receiver from being tried.
     pub(super) degraded_for: Duration,
+    /// Why the receiver is not being tried.
+    pub(super) degraded_why: Option<String>,
     /// With a spool: how long a TCP connection to the receiver took, probed once alongside the
     /// first export (`Some(None)`: no connection within a second).
     pub(super) connect_time: std::cell::Cell<Option<Option<Duration>>>,
+    /// With a spool, ask the receiver with an empty export before any batch
+    /// ([`crate::OtlpConfig::check_receiver_first`]).
+    pub(super) check_receiver_first: bool,
 }
 
 /// With a spool, how long an export may wait for the receiver's first answer of the run before
@@ -134,6 +139,9 @@ impl Worker {
                 .push("OTLP: cannot start the export runtime".into());
             return;
         };
+        if self.check_receiver_first && self.spool.is_some() && self.exporter.sends_over_network() {
+            self.check_receiver(&runtime);
+        }
         let mut next_export = Instant::now() + self.delay;
         let mut next_metrics = Instant::now() + self.metric_interval;
         // Double buffering: the queue's vector and this one swap places, so both keep their
@@ -203,6 +211,31 @@ impl Worker {
                 return;
             }
         }
+    }
+
+    /// An empty traces export, patient as a first export is: answered, the receiver's answer
+    /// time is known; not answered in time (or refused), the receiver is taken as down for a
+    /// while and the batches go straight to the spool. Nothing is spooled for the question.
+    fn check_receiver(&mut self, runtime: &tokio::runtime::Runtime) {
+        let question = self.exporter.empty_traces();
+        let (started, deadline) = (Instant::now(), Instant::now() + self.timeout);
+        match self.attempt(runtime, (deadline, true), self.exporter.send(&question, deadline)) {
+            Delivery::Exported => {
+                let took = started.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
+                self.counters.slowest_answer_micros.fetch_max(took.max(1), Relaxed);
+            }
+            Delivery::Failed(why) => self.degrade(why),
+            // Refused for what it says (auth, format): the batches will say it too.
+            _ => {}
+        }
+    }
+
+    /// The receiver failed for good (`why`): batches go straight to the spool for a while,
+    /// twice as long after each failure in a row.
+    fn degrade(&mut self, why: String) {
+        self.degraded_until = Some(Instant::now() + self.degraded_for);
+        self.degraded_for = (self.degraded_for * 2).min(MAX_DEGRADED_FOR);
+        self.degraded_why = Some(why);
     }
 
     /// Exports open spans (as incomplete), the last batch and the metrics, within `deadline`.
@@ -391,7 +424,10 @@ impl Worker {
         let first_answer = self.spool.is_some() && self.counters.slowest_answer_micros.load(Relaxed) == 0;
         let started = Instant::now();
         let delivery = if skip {
-            Delivery::Failed("receiver unavailable".into())
+            Delivery::Failed(match &self.degraded_why {
+                Some(why) => format!("receiver unavailable: {why}"),
+                None => "receiver unavailable".into(),
+            })
         } else {
             self.attempt(runtime, (deadline, first_answer), self.exporter.send(payload, deadline))
         };
@@ -405,11 +441,13 @@ impl Worker {
             }
             Delivery::Failed(why) => {
                 self.exporter.note_unsent(payload, &why);
-                let Some(spool) = &self.spool else { return Shipped::Lost(Delivery::Failed(why)) };
-                if !skip && !link.closing.load(Relaxed) {
-                    self.degraded_until = Some(Instant::now() + self.degraded_for);
-                    self.degraded_for = (self.degraded_for * 2).min(MAX_DEGRADED_FOR);
+                if self.spool.is_none() {
+                    return Shipped::Lost(Delivery::Failed(why));
                 }
+                if !skip && !self.counters.link.closing.load(Relaxed) {
+                    self.degrade(why.clone());
+                }
+                let Some(spool) = &self.spool else { return Shipped::Lost(Delivery::Failed(why)) };
                 let (meta, body) = self.exporter.spool_batch(payload);
                 match spool.write(&meta, &body) {
                     Ok(()) => Shipped::Spooled,

@@ -156,6 +156,14 @@ impl SinkSetup {
         }
     }
 
+    /// A backfill: remote sinks ask their receiver at once whether it answers, so a stalled
+    /// one is known while the sessions are read and their batches go straight to the spool.
+    pub fn check_receivers_first(&mut self) {
+        for (_, sink) in &mut self.sinks {
+            sink.check_receiver_first();
+        }
+    }
+
     /// The files these sinks would write, as (flag, path), for
     /// [`crate::cli::files::check_outputs`].
     pub fn output_files(&self) -> Vec<(&'static str, &Path)> {

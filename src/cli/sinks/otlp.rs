@@ -60,6 +60,10 @@ impl Sink for OtlpSink {
         self.config.metrics = Some(false);
     }
 
+    fn check_receiver_first(&mut self) {
+        self.config.check_receiver_first = true;
+    }
+
     fn probe(&self, trace: TraceId) -> Result<Vec<ProbeOutcome>, CliError> {
         Ok(pi_observe::otel::probe(&self.config, trace)?)
     }

@@ -95,6 +95,10 @@ pub trait Sink: Send {
     /// For a backfill (`pi export`): metrics off (replayed spans are idempotent, sums are not).
     fn without_metrics(&mut self) {}
 
+    /// For a backfill (`pi export`): find out at once whether the receiver answers, while the
+    /// sessions are still being read.
+    fn check_receiver_first(&mut self) {}
+
     /// `pi observe test`: one probe per request it would make (none for a local sink).
     fn probe(&self, _trace: TraceId) -> Result<Vec<ProbeOutcome>, CliError> {
         Ok(Vec::new())
