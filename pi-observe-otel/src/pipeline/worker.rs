@@ -382,6 +382,11 @@ impl Worker {
                 };
                 let by = started + first_answer_patience(connect_time);
                 tokio::time::sleep_until(by.min(deadline).into()).await;
+                // While exiting, the exit's own patience (200 ms by default) decides instead:
+                // a last batch is not cut sooner than before.
+                if counters.link.closing.load(Relaxed) {
+                    std::future::pending::<()>().await;
+                }
             };
             let cut = async {
                 loop {
