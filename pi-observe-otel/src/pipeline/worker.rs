@@ -57,8 +57,9 @@ pub(super) struct Worker {
     pub(super) degraded_for: Duration,
     /// Why the receiver is not being tried.
     pub(super) degraded_why: Option<String>,
-    /// With a spool: how long a TCP connection to the receiver took, probed once alongside the
-    /// first export (`Some(None)`: no connection within a second).
+    /// With a spool: how long a TCP connection to the receiver took, probed once when an
+    /// export has waited the least patience for the run's first answer (`Some(None)`: no
+    /// connection within a second).
     pub(super) connect_time: std::cell::Cell<Option<Option<Duration>>>,
     /// With a spool, ask the receiver with an empty export before any batch
     /// ([`crate::OtlpConfig::check_receiver_first`]).
@@ -366,12 +367,15 @@ impl Worker {
         let started = Instant::now();
         runtime.block_on(async {
             // Before the receiver's first answer of the run (with a spool), a stalled receiver
-            // is told from a slow one by how long a connection to it takes, probed once while
-            // the export goes on.
+            // is told from a slow one by how long a connection to it takes, probed once (while
+            // the export goes on) if the export outlasts the least patience.
             let stalled = async {
                 if !first_answer {
                     return std::future::pending().await;
                 }
+                // A receiver that answers within the least patience never costs a probe.
+                tokio::time::sleep_until((started + first_answer_patience(Some(Duration::ZERO))).min(deadline).into())
+                    .await;
                 let connect_time = match self.connect_time.get() {
                     Some(known) => known,
                     None => {
