@@ -7,11 +7,10 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::io::Read;
 use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -19,7 +18,10 @@ use serde::de::IgnoredAny;
 use super::entry::ATTRIBUTION_CUSTOM_TYPE;
 use super::reader::{SessionError, TornTail};
 use super::report::{AttributedUsage, Attribution, attribution_of};
+
+mod blocks;
 use crate::message::Usage;
+use blocks::{block_reader, branch_targets, expected_entries, fold_blocks};
 
 /// What a scan met besides the rows it reported.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -105,80 +107,6 @@ pub fn scan_usage_counting(
 /// branch points, so memory does not grow with the entry count.
 const MAX_KEPT_ENTRIES: u64 = 1 << 20;
 
-/// How many entries a file of `bytes` holds, judged by its first 64 KiB's lines.
-fn expected_entries(file: &std::fs::File, bytes: u64) -> u64 {
-    use std::os::unix::fs::FileExt;
-    let mut head = vec![0u8; 64 * 1024];
-    let got = file.read_at(&mut head, 0).unwrap_or(0);
-    let lines = memchr::memchr_iter(b'\n', &head[..got]).count().max(1) as u64;
-    bytes / (got as u64 / lines).max(1)
-}
-
-/// A reader of blocks of whole lines from `file`, each at least `block_bytes` long (but the
-/// last), straight into the buffer it is given (no buffer in between to copy out of); the part
-/// line at a block's end is carried to the front of the next one. Buffers come back from the
-/// parsers: at most a few are ever made, so memory stays flat and no block's pages are faulted
-/// in afresh. Adds what it hands out to `read`.
-fn block_reader(
-    mut file: std::fs::File,
-    block_bytes: usize,
-    read: &AtomicU64,
-) -> impl FnMut(Vec<u8>) -> std::io::Result<Option<Vec<u8>>> + Send + '_ {
-    let mut carry = Vec::new();
-    move |mut block: Vec<u8>| {
-        block.clear();
-        block.reserve(block_bytes + carry.len() + 4096);
-        block.append(&mut carry);
-        loop {
-            let before = block.len();
-            (&mut file).take(block_bytes as u64).read_to_end(&mut block)?;
-            // The file ended: the block takes all of it (an unterminated last line too).
-            if block.len() - before < block_bytes {
-                break;
-            }
-            // A whole number of lines: the rest starts the next block. No line end in what was
-            // read: read on (a line longer than a block).
-            if let Some(last) = memchr::memrchr(b'\n', &block[before..]) {
-                carry.extend_from_slice(&block[before + last + 1..]);
-                block.truncate(before + last + 1);
-                break;
-            }
-        }
-        read.fetch_add(block.len() as u64, Ordering::Relaxed);
-        Ok((!block.is_empty()).then_some(block))
-    }
-}
-
-/// The first of two passes over a file with many entries: the ids some entry names as its
-/// parent without being the entry just before it — the branch points, the only entries whose
-/// state a later line can ask for out of order. Lines it cannot read are left to the second
-/// pass to report.
-fn branch_targets(path: &Path, block_bytes: usize) -> Result<std::collections::HashSet<u64>, SessionError> {
-    #[derive(Deserialize)]
-    struct Ids<'a> {
-        #[serde(default, borrow)]
-        id: Option<Cow<'a, str>>,
-        #[serde(default, rename = "parentId", borrow)]
-        parent_id: Option<Cow<'a, str>>,
-    }
-    let file = std::fs::File::open(path).map_err(|e| SessionError::io(path, e))?;
-    let ignored = AtomicU64::new(0);
-    let mut next_block = block_reader(file, block_bytes, &ignored);
-    let (mut targets, mut previous, mut buffer) = (std::collections::HashSet::new(), None, Vec::new());
-    while let Some(block) = next_block(buffer).map_err(|e| SessionError::io(path, e))? {
-        for line in block.split(|&b| b == b'\n') {
-            let Ok(ids) = serde_json::from_slice::<Ids<'_>>(line) else { continue };
-            let Some(id) = ids.id.as_deref().map(key) else { continue };
-            if let Some(parent) = ids.parent_id.as_deref().map(key).filter(|p| Some(*p) != previous) {
-                targets.insert(parent);
-            }
-            previous = Some(id);
-        }
-        buffer = block;
-    }
-    Ok(targets)
-}
-
 /// Lines are handed to parser threads in blocks of this many bytes, completed to a whole line.
 const BLOCK_BYTES: usize = 1 << 20;
 
@@ -203,87 +131,6 @@ fn scan_blocks(
     let next_block = block_reader(file, block_bytes, read);
     let torn_tail = fold_blocks(&mut fold, next_block, threads)?;
     Ok(ScanSummary { torn_tail, unreadable_usage: fold.unreadable_usage })
-}
-
-/// Reads every block through `fold`, parsing on `threads` threads; stops at a torn tail.
-fn fold_blocks(
-    fold: &mut Fold<'_, impl FnMut(AttributedUsage)>,
-    mut next_block: impl FnMut(Vec<u8>) -> std::io::Result<Option<Vec<u8>>> + Send,
-    threads: usize,
-) -> Result<Option<TornTail>, SessionError> {
-    let path = fold.path;
-    if threads <= 1 {
-        let mut buffer = Vec::new();
-        while let Some(block) = next_block(buffer).map_err(|e| SessionError::io(path, e))? {
-            if let Some(torn) = fold.block(parse_block(&block))? {
-                return Ok(Some(torn));
-            }
-            buffer = block;
-        }
-        return fold.finish();
-    }
-    std::thread::scope(|scope| {
-        let (blocks, queued) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>)>(threads);
-        let queued = std::sync::Arc::new(std::sync::Mutex::new(queued));
-        let (parsed_tx, parsed) = std::sync::mpsc::sync_channel::<(usize, Vec<ParsedLine>)>(threads);
-        // Parsed blocks' buffers go back to the reader.
-        let (spent, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
-        for _ in 0..threads {
-            let (queued, parsed_tx, spent) = (queued.clone(), parsed_tx.clone(), spent.clone());
-            scope.spawn(move || {
-                // Ends when the reader is done, or when the fold stopped early and hung up. The
-                // lock is held only while waiting for a block, never while parsing one.
-                loop {
-                    let next = queued.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                    let Ok((seq, block)) = next else { break };
-                    let lines = parse_block(&block);
-                    let _ = spent.send(block);
-                    if parsed_tx.send((seq, lines)).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop((queued, parsed_tx, spent));
-        let reading = scope.spawn(move || -> std::io::Result<()> {
-            let mut seq = 0;
-            while let Some(block) = next_block(recycled.try_recv().unwrap_or_default())? {
-                if blocks.send((seq, block)).is_err() {
-                    break;
-                }
-                seq += 1;
-            }
-            Ok(())
-        });
-        let folded = fold_in_order(parsed, fold);
-        let read_result = reading.join().unwrap_or_else(|_| Err(std::io::Error::other("reader thread panicked")));
-        match folded? {
-            Some(torn) => Ok(Some(torn)),
-            None => {
-                read_result.map_err(|e| SessionError::io(path, e))?;
-                fold.finish()
-            }
-        }
-    })
-}
-
-/// Folds parsed blocks as they arrive, in their file order; returns (hanging up on the parsers)
-/// at the first torn tail or error.
-fn fold_in_order(
-    parsed: std::sync::mpsc::Receiver<(usize, Vec<ParsedLine>)>,
-    fold: &mut Fold<'_, impl FnMut(AttributedUsage)>,
-) -> Result<Option<TornTail>, SessionError> {
-    let (mut waiting, mut next) = (std::collections::BTreeMap::new(), 0);
-    for (seq, lines) in parsed {
-        waiting.insert(seq, lines);
-        while let Some(lines) = waiting.remove(&next) {
-            if let Some(torn) = fold.block(lines)? {
-                return Ok(Some(torn));
-            }
-            next += 1;
-        }
-    }
-    Ok(None)
 }
 
 /// One line as parsed on its own: its length, whether a newline ended it, and what it says.
