@@ -33,6 +33,15 @@ const DEFAULT_EXIT_PATIENCE: Duration = Duration::from_millis(200);
 /// (connection, TLS and a batch included) before taking it as stalled and spooling.
 const FIRST_ANSWER_PATIENCE: Duration = Duration::from_secs(1);
 
+/// With a spool, how long an export may wait for the receiver's first answer of the run before
+/// the receiver is taken as stalled (the batch spooled, later ones too while degraded): fifty
+/// connection round trips — a TLS handshake and a batch take a few — at least 100 ms, at most
+/// a second (and a second when no connection could be timed).
+fn first_answer_patience(connect_time: Option<Duration>) -> Duration {
+    connect_time
+        .map_or(FIRST_ANSWER_PATIENCE, |rtt| (rtt * 50).clamp(Duration::from_millis(100), FIRST_ANSWER_PATIENCE))
+}
+
 /// With a spool, the least a flush waits for an answer once the receiver has answered (then: four
 /// times its slowest answer this run).
 const MIN_ANSWER_PATIENCE: Duration = Duration::from_millis(250);
@@ -395,5 +404,19 @@ impl Subscriber for OtelSubscriber {
             Some(pending) => self.wait_for_shutdown(pending),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_answers_patience_follows_the_connection_time() {
+        let ms = Duration::from_millis;
+        assert_eq!(first_answer_patience(Some(Duration::from_micros(80))), ms(100), "loopback: the floor");
+        assert_eq!(first_answer_patience(Some(ms(8))), ms(400), "fifty round trips");
+        assert_eq!(first_answer_patience(Some(ms(90))), ms(1000), "at most a second");
+        assert_eq!(first_answer_patience(None), ms(1000), "no connection timed");
     }
 }

@@ -12,7 +12,7 @@ use opentelemetry_sdk::trace::SpanData;
 use pi_observe_core::{DropReason, EventKind, HubSlot, ObsEvent, SpanId};
 use pi_observe_spool::Spool;
 
-use super::{Control, Counters, DEGRADED_FOR, MAX_DEGRADED_FOR, MAX_OPEN_SPANS, Queue};
+use super::{Control, Counters, DEGRADED_FOR, MAX_DEGRADED_FOR, MAX_OPEN_SPANS, Queue, first_answer_patience};
 use crate::convert::{Conventions, proto_span, span_data, span_parts};
 use crate::export::Shipped;
 use crate::export::{Delivery, Exporter, Payload};
@@ -64,15 +64,6 @@ pub(super) struct Worker {
     /// With a spool, ask the receiver with an empty export before any batch
     /// ([`crate::OtlpConfig::check_receiver_first`]).
     pub(super) check_receiver_first: bool,
-}
-
-/// With a spool, how long an export may wait for the receiver's first answer of the run before
-/// the receiver is taken as stalled (the batch spooled, later ones too while degraded): fifty
-/// connection round trips — a TLS handshake and a batch take a few — at least 100 ms, at most
-/// a second (and a second when no connection could be timed).
-pub(super) fn first_answer_patience(connect_time: Option<Duration>) -> Duration {
-    connect_time
-        .map_or(Duration::from_secs(1), |rtt| (rtt * 50).clamp(Duration::from_millis(100), Duration::from_secs(1)))
 }
 
 /// Finished spans waiting for the next export, in the form their exporter takes: `SpanData`
@@ -597,19 +588,5 @@ impl Hasher for IdHasher {
             word[..chunk.len()].copy_from_slice(chunk);
             self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(word);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_first_answers_patience_follows_the_connection_time() {
-        let ms = Duration::from_millis;
-        assert_eq!(first_answer_patience(Some(Duration::from_micros(80))), ms(100), "loopback: the floor");
-        assert_eq!(first_answer_patience(Some(ms(8))), ms(400), "fifty round trips");
-        assert_eq!(first_answer_patience(Some(ms(90))), ms(1000), "at most a second");
-        assert_eq!(first_answer_patience(None), ms(1000), "no connection timed");
     }
 }
