@@ -86,67 +86,10 @@ pub(super) fn tree_nodes(session: &SessionWriter) -> (Vec<TreeNode>, Option<Stri
             _ => {}
         }
     }
-    let one_line = |text: &str| -> String { text.replace(['\n', '\t'], " ").trim().chars().take(200).collect() };
     let nodes = entries
         .iter()
         .map(|entry| {
-            let mut user_text = None;
-            let (kind, text) = match &entry.kind {
-                EntryKind::Message { message } => match message {
-                    Message::User(user) => {
-                        let text = user.content.text();
-                        let shown = format!("user: {}", one_line(&text));
-                        user_text = Some(text);
-                        (NodeKind::User, shown)
-                    }
-                    Message::Assistant(a) => {
-                        let text = one_line(&a.text());
-                        let failed = matches!(a.stop_reason, StopReason::Error | StopReason::Aborted);
-                        let shown = match () {
-                            _ if !text.is_empty() => text,
-                            _ if a.stop_reason == StopReason::Aborted => "(aborted)".into(),
-                            _ => a.error_message.as_deref().map(one_line).unwrap_or_else(|| "(no content)".into()),
-                        };
-                        (
-                            NodeKind::Assistant { silent: a.text().trim().is_empty() && !failed },
-                            format!("assistant: {shown}"),
-                        )
-                    }
-                    Message::ToolResult(r) => {
-                        let shown = match calls.get(&r.tool_call_id) {
-                            Some((name, args)) => tool_call_line(name, args),
-                            None => format!("[{}]", r.tool_name),
-                        };
-                        (NodeKind::ToolResult, shown)
-                    }
-                    Message::BashExecution(b) => (NodeKind::Other, format!("[bash]: {}", one_line(&b.command))),
-                    Message::Custom(c) => {
-                        (NodeKind::Other, format!("[{}]: {}", c.custom_type, one_line(&c.content.text())))
-                    }
-                    other => (NodeKind::Other, format!("[{}]", other.role())),
-                },
-                EntryKind::CustomMessage { custom_type, content, .. } => {
-                    (NodeKind::Other, format!("[{custom_type}]: {}", one_line(&content.text())))
-                }
-                EntryKind::Compaction { tokens_before, .. } => {
-                    (NodeKind::Other, format!("[compaction: {}k tokens]", (*tokens_before as f64 / 1000.0).round()))
-                }
-                EntryKind::BranchSummary { summary, .. } => {
-                    (NodeKind::Other, format!("[branch summary]: {}", one_line(summary)))
-                }
-                EntryKind::ModelChange { model_id, .. } => (NodeKind::Setting, format!("[model: {model_id}]")),
-                EntryKind::ThinkingLevelChange { thinking_level } => {
-                    (NodeKind::Setting, format!("[thinking: {thinking_level}]"))
-                }
-                EntryKind::Custom { custom_type, .. } => (NodeKind::Setting, format!("[custom: {custom_type}]")),
-                EntryKind::Label { label, .. } => {
-                    (NodeKind::Setting, format!("[label: {}]", label.as_deref().unwrap_or("(cleared)")))
-                }
-                EntryKind::SessionInfo { name } => (NodeKind::Setting, format!("[title: {name}]")),
-                EntryKind::Unknown(value) => {
-                    (NodeKind::Setting, format!("[{}]", value["type"].as_str().unwrap_or("unknown")))
-                }
-            };
+            let (kind, text, user_text) = describe(&entry.kind, &calls);
             TreeNode {
                 id: entry.id.clone(),
                 parent: entry.parent_id.clone(),
@@ -158,6 +101,66 @@ pub(super) fn tree_nodes(session: &SessionWriter) -> (Vec<TreeNode>, Option<Stri
         })
         .collect();
     (nodes, session.leaf().map(str::to_owned))
+}
+
+/// What an entry says on one line, its kind, and (for a user message) its whole text;
+/// `calls` names each tool call by id, so a tool result shows its call.
+fn describe(
+    kind: &EntryKind,
+    calls: &std::collections::HashMap<String, (String, Value)>,
+) -> (NodeKind, String, Option<String>) {
+    let one_line = |text: &str| -> String { text.replace(['\n', '\t'], " ").trim().chars().take(200).collect() };
+    let mut user_text = None;
+    let (kind, text) = match kind {
+        EntryKind::Message { message } => match message {
+            Message::User(user) => {
+                let text = user.content.text();
+                let shown = format!("user: {}", one_line(&text));
+                user_text = Some(text);
+                (NodeKind::User, shown)
+            }
+            Message::Assistant(a) => {
+                let text = one_line(&a.text());
+                let failed = matches!(a.stop_reason, StopReason::Error | StopReason::Aborted);
+                let shown = match () {
+                    _ if !text.is_empty() => text,
+                    _ if a.stop_reason == StopReason::Aborted => "(aborted)".into(),
+                    _ => a.error_message.as_deref().map(one_line).unwrap_or_else(|| "(no content)".into()),
+                };
+                (NodeKind::Assistant { silent: a.text().trim().is_empty() && !failed }, format!("assistant: {shown}"))
+            }
+            Message::ToolResult(r) => {
+                let shown = match calls.get(&r.tool_call_id) {
+                    Some((name, args)) => tool_call_line(name, args),
+                    None => format!("[{}]", r.tool_name),
+                };
+                (NodeKind::ToolResult, shown)
+            }
+            Message::BashExecution(b) => (NodeKind::Other, format!("[bash]: {}", one_line(&b.command))),
+            Message::Custom(c) => (NodeKind::Other, format!("[{}]: {}", c.custom_type, one_line(&c.content.text()))),
+            other => (NodeKind::Other, format!("[{}]", other.role())),
+        },
+        EntryKind::CustomMessage { custom_type, content, .. } => {
+            (NodeKind::Other, format!("[{custom_type}]: {}", one_line(&content.text())))
+        }
+        EntryKind::Compaction { tokens_before, .. } => {
+            (NodeKind::Other, format!("[compaction: {}k tokens]", (*tokens_before as f64 / 1000.0).round()))
+        }
+        EntryKind::BranchSummary { summary, .. } => {
+            (NodeKind::Other, format!("[branch summary]: {}", one_line(summary)))
+        }
+        EntryKind::ModelChange { model_id, .. } => (NodeKind::Setting, format!("[model: {model_id}]")),
+        EntryKind::ThinkingLevelChange { thinking_level } => {
+            (NodeKind::Setting, format!("[thinking: {thinking_level}]"))
+        }
+        EntryKind::Custom { custom_type, .. } => (NodeKind::Setting, format!("[custom: {custom_type}]")),
+        EntryKind::Label { label, .. } => {
+            (NodeKind::Setting, format!("[label: {}]", label.as_deref().unwrap_or("(cleared)")))
+        }
+        EntryKind::SessionInfo { name } => (NodeKind::Setting, format!("[title: {name}]")),
+        EntryKind::Unknown(value) => (NodeKind::Setting, format!("[{}]", value["type"].as_str().unwrap_or("unknown"))),
+    };
+    (kind, text, user_text)
 }
 
 /// A tool call as the tree shows it, upstream's way: `[read: src/main.rs:10-29]`,

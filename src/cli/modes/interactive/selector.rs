@@ -106,21 +106,21 @@ impl Ui<'_> {
         }
     }
 
+    /// The models that can run here (their key is set).
+    fn ready(&self) -> impl Iterator<Item = &pi_agent::model::ModelInfo> {
+        self.registry.models().iter().filter(|m| crate::cli::models_cmd::status(m, &self.registry) == "ready")
+    }
+
     /// The models that can run here, as `provider/id`.
     fn ready_models(&self) -> Vec<String> {
-        let ready = |m: &&pi_agent::model::ModelInfo| crate::cli::models_cmd::status(m, &self.registry) == "ready";
-        self.registry.models().iter().filter(ready).map(|m| format!("{}/{}", m.provider, m.id)).collect()
+        self.ready().map(|m| format!("{}/{}", m.provider, m.id)).collect()
     }
 
     /// `/scoped-models`: the models that can run here, the scope in use (this session's, else
     /// `--models` or the settings' `enabledModels` as at start) enabled.
     pub(super) fn open_scoped_models(&mut self) {
-        let ready = |m: &&pi_agent::model::ModelInfo| crate::cli::models_cmd::status(m, &self.registry) == "ready";
         let models = self
-            .registry
-            .models()
-            .iter()
-            .filter(ready)
+            .ready()
             .map(|m| super::scope_picker::Model {
                 full_id: format!("{}/{}", m.provider, m.id),
                 provider: m.provider.clone(),

@@ -120,36 +120,55 @@ fn first_line(content: &serde_json::Value) -> String {
     text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default().chars().take(200).collect()
 }
 
-/// Where `query` matches `text`: a rank (lower is better) or `None`.
-fn rank(query: &str, text: &str) -> Option<usize> {
-    let query = query.trim();
-    if query.is_empty() {
-        return Some(0);
+/// A search as typed: `re:PATTERN` (compiled once per list, not per session), `"a phrase"`,
+/// or words whose letters come in order.
+enum Search {
+    All,
+    Pattern(Option<regex::Regex>),
+    Phrase(String),
+    Words(String),
+}
+
+impl Search {
+    fn parse(query: &str) -> Search {
+        let query = query.trim();
+        if query.is_empty() {
+            Search::All
+        } else if let Some(pattern) = query.strip_prefix("re:") {
+            // A pattern that does not compile matches nothing.
+            Search::Pattern(regex::RegexBuilder::new(pattern).case_insensitive(true).build().ok())
+        } else if let Some(phrase) = query.strip_prefix('"') {
+            Search::Phrase(phrase.strip_suffix('"').unwrap_or(phrase).to_lowercase())
+        } else {
+            Search::Words(query.to_owned())
+        }
     }
-    if let Some(pattern) = query.strip_prefix("re:") {
-        let re = regex::RegexBuilder::new(pattern).case_insensitive(true).build().ok()?;
-        return re.find(text).map(|m| m.start());
+
+    /// Where it matches `text`: a rank (lower is better) or `None`.
+    fn rank(&self, text: &str) -> Option<usize> {
+        match self {
+            Search::All => Some(0),
+            Search::Pattern(re) => re.as_ref()?.find(text).map(|m| m.start()),
+            Search::Phrase(phrase) => text.to_lowercase().find(phrase.as_str()),
+            Search::Words(words) => match text.to_lowercase().find(&words.to_lowercase()) {
+                Some(at) => Some(at),
+                // Scattered letters rank after every whole match.
+                None => crate::cli::models_cmd::matches(words, text).then_some(10_000),
+            },
+        }
     }
-    let lower = text.to_lowercase();
-    if let Some(phrase) = query.strip_prefix('"').map(|q| q.strip_suffix('"').unwrap_or(q)) {
-        return lower.find(&phrase.to_lowercase());
-    }
-    if let Some(at) = lower.find(&query.to_lowercase()) {
-        return Some(at);
-    }
-    // Scattered letters rank after every whole match.
-    crate::cli::models_cmd::matches(query, text).then_some(10_000)
 }
 
 /// The rows to show: named-only when asked, narrowed by `query`, in `sort`'s order (threaded
 /// only without a query, as upstream).
 pub fn rows(sessions: &[Summary], query: &str, sort: Sort, named_only: bool) -> Vec<Row> {
     let text = |s: &Summary| format!("{} {} {}", s.name.as_deref().unwrap_or(""), s.first, s.cwd);
+    let search = Search::parse(query);
     let mut kept: Vec<(usize, usize)> = sessions
         .iter()
         .enumerate()
         .filter(|(_, s)| !named_only || s.name.is_some())
-        .filter_map(|(i, s)| rank(query, &text(s)).map(|r| (i, r)))
+        .filter_map(|(i, s)| search.rank(&text(s)).map(|r| (i, r)))
         .collect();
     kept.sort_by_key(|&(i, r)| {
         let relevance = if sort == Sort::Relevance { r } else { 0 };

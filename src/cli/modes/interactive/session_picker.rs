@@ -201,7 +201,7 @@ impl SessionPicker {
     /// Draws it centred over the screen: the title and toggles, the hints (or the question
     /// being asked), the search, then a window of sessions.
     pub fn draw(&self, frame: &mut ratatui::Frame<'_>, keymap: &Keymap) {
-        let (muted, dim, accent) = (fg(Token::Muted), fg(Token::Dim), fg(Token::Accent));
+        let (muted, accent) = (fg(Token::Muted), fg(Token::Accent));
         let width = frame.area().width.saturating_sub(4).min(110);
         let inner = usize::from(width.saturating_sub(2));
         if let Mode::Rename { name, .. } = &self.mode {
@@ -264,36 +264,7 @@ impl SessionPicker {
         let first = self.selected.saturating_sub(ROWS / 2).min(rows.len().saturating_sub(ROWS));
         let now = SystemTime::now();
         for (i, row) in rows.iter().enumerate().skip(first).take(ROWS) {
-            let session = &self.sessions()[row.index];
-            let here = i == self.selected;
-            let deleting = matches!(&self.mode, Mode::ConfirmDelete(p) if *p == session.path);
-            let mut right = format!("{} {}", session.messages, session_list::age(session.modified, now));
-            if self.show_all {
-                right = format!("{} {right}", session.cwd);
-            }
-            if self.show_path {
-                right = format!("{} {right}", session.path.display());
-            }
-            let prefix = if row.depth == 0 { String::new() } else { format!("{}└─ ", "   ".repeat(row.depth - 1)) };
-            let text = session.name.as_deref().unwrap_or(&session.first).replace(char::is_control, " ");
-            let room = inner.saturating_sub(2 + prefix.chars().count() + right.chars().count() + 2).max(10);
-            let text: String =
-                if text.chars().count() > room { text.chars().take(room - 1).chain(['…']).collect() } else { text };
-            let colour = match () {
-                _ if deleting => fg(Token::Error),
-                _ if self.current.as_ref() == Some(&session.path) => accent,
-                _ if session.name.is_some() => fg(Token::Warning),
-                _ => Default::default(),
-            };
-            let colour = if here { colour.add_modifier(Modifier::BOLD) } else { colour };
-            let gap = inner.saturating_sub(2 + prefix.chars().count() + text.chars().count() + right.chars().count());
-            lines.push(Line::from(vec![
-                Span::styled(if here { "› " } else { "  " }, accent),
-                Span::styled(prefix, dim),
-                Span::styled(text, colour),
-                Span::raw(" ".repeat(gap.max(1))),
-                Span::styled(right, if deleting { fg(Token::Error) } else { dim }),
-            ]));
+            lines.push(self.session_line(*row, i == self.selected, inner, now));
         }
         if rows.len() > ROWS {
             lines.push(Line::styled(format!("  ({}/{})", self.selected + 1, rows.len()), muted));
@@ -301,5 +272,40 @@ impl SessionPicker {
         let title = if self.show_all { " Resume Session (All) " } else { " Resume Session (Current Folder) " };
         let block = Block::bordered().title(Span::styled(title, Modifier::BOLD)).border_style(fg(Token::BorderAccent));
         super::alert::boxed(frame, width, lines, block);
+    }
+
+    /// One session's line: the cursor, its place in the thread, its name or first message
+    /// (cut to fit), then its path, folder, message count and age on the right.
+    fn session_line(&self, row: Row, here: bool, inner: usize, now: SystemTime) -> Line<'static> {
+        let (dim, accent) = (fg(Token::Dim), fg(Token::Accent));
+        let session = &self.sessions()[row.index];
+        let deleting = matches!(&self.mode, Mode::ConfirmDelete(p) if *p == session.path);
+        let mut right = format!("{} {}", session.messages, session_list::age(session.modified, now));
+        if self.show_all {
+            right = format!("{} {right}", session.cwd);
+        }
+        if self.show_path {
+            right = format!("{} {right}", session.path.display());
+        }
+        let prefix = if row.depth == 0 { String::new() } else { format!("{}└─ ", "   ".repeat(row.depth - 1)) };
+        let text = session.name.as_deref().unwrap_or(&session.first).replace(char::is_control, " ");
+        let room = inner.saturating_sub(2 + prefix.chars().count() + right.chars().count() + 2).max(10);
+        let text: String =
+            if text.chars().count() > room { text.chars().take(room - 1).chain(['…']).collect() } else { text };
+        let colour = match () {
+            _ if deleting => fg(Token::Error),
+            _ if self.current.as_ref() == Some(&session.path) => accent,
+            _ if session.name.is_some() => fg(Token::Warning),
+            _ => Default::default(),
+        };
+        let colour = if here { colour.add_modifier(Modifier::BOLD) } else { colour };
+        let gap = inner.saturating_sub(2 + prefix.chars().count() + text.chars().count() + right.chars().count());
+        Line::from(vec![
+            Span::styled(if here { "› " } else { "  " }, accent),
+            Span::styled(prefix, dim),
+            Span::styled(text, colour),
+            Span::raw(" ".repeat(gap.max(1))),
+            Span::styled(right, if deleting { fg(Token::Error) } else { dim }),
+        ])
     }
 }

@@ -43,6 +43,8 @@ struct Shown {
 /// The open navigator.
 pub struct TreeNav {
     nodes: Vec<TreeNode>,
+    /// Each node's index by its id (walks up the tree look parents up by id at every step).
+    index: HashMap<String, usize>,
     leaf: Option<String>,
     /// Node indices depth first, the active branch's children first.
     order: Vec<usize>,
@@ -98,8 +100,10 @@ impl TreeNav {
     /// Over the session's `nodes` (file order) with the session at `leaf`; `rows` entries shown
     /// at once.
     pub fn new(nodes: Vec<TreeNode>, leaf: Option<String>, rows: usize) -> TreeNav {
+        let index = nodes.iter().enumerate().map(|(i, n)| (n.id.clone(), i)).collect();
         let mut nav = TreeNav {
             nodes,
+            index,
             leaf,
             order: Vec::new(),
             active: HashSet::new(),
@@ -121,7 +125,7 @@ impl TreeNav {
     }
 
     fn index_of(&self, id: &str) -> Option<usize> {
-        self.nodes.iter().position(|n| n.id == id)
+        self.index.get(id).copied()
     }
 
     /// Depth first from the roots, the children on the active branch before the others.
