@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::attribution::Attribution;
 use crate::context::{self, ObsContext, Scoped};
+use crate::delivery::{self, Subscribers, Tally};
 use crate::event::ObsEvent;
 use crate::policy::ContentPolicy;
 use crate::shared::{Entry, HubInner, Observability};
@@ -143,12 +144,16 @@ impl Observability {
 
     /// A hub with this default policy for [`Observability::subscribe`].
     pub fn with_policy(policy: ContentPolicy) -> Self {
+        let generation = delivery::next_generation();
         Observability {
             inner: Arc::new(HubInner {
                 active: AtomicUsize::new(0),
                 reading_payloads: AtomicUsize::new(0),
                 next_id: AtomicU64::new(1),
-                subscribers: RwLock::new(Arc::from(Vec::new())),
+                id: delivery::next_generation(),
+                generation: AtomicU64::new(generation),
+                subscribers: RwLock::new(Subscribers { generation, entries: Arc::from(Vec::new()) }),
+                shards: Default::default(),
                 default_policy: Arc::new(policy),
                 stats: Stats::default(),
             }),
@@ -243,10 +248,10 @@ impl Observability {
         }
         let id = self.inner.next_id.fetch_add(1, Relaxed);
         let reads_payloads = catch_unwind(AssertUnwindSafe(|| subscriber.wants_payloads())).unwrap_or(true);
-        let mut guard = self.inner.subscribers.write().unwrap_or_else(|e| e.into_inner());
-        let mut entries = guard.to_vec();
-        entries.push(Entry { id, subscriber, policy, reads_payloads });
-        *guard = Arc::from(entries);
+        let mut entries = self.inner.subscribers.write().unwrap_or_else(|e| e.into_inner());
+        let mut list = entries.entries.to_vec();
+        list.push(Entry { id, subscriber, policy, reads_payloads });
+        self.replace_entries(&mut entries, list);
         if reads_payloads {
             self.inner.reading_payloads.fetch_add(1, Relaxed);
         }
@@ -256,20 +261,30 @@ impl Observability {
     }
 
     fn unsubscribe(&self, id: u64) {
-        let mut guard = self.inner.subscribers.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(gone) = guard.iter().find(|e| e.id == id) {
+        let mut entries = self.inner.subscribers.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(gone) = entries.entries.iter().find(|e| e.id == id) {
             if gone.reads_payloads {
                 self.inner.reading_payloads.fetch_sub(1, Relaxed);
             }
-            let entries: Vec<Entry> = guard.iter().filter(|e| e.id != id).cloned().collect();
-            *guard = Arc::from(entries);
+            let list: Vec<Entry> = entries.entries.iter().filter(|e| e.id != id).cloned().collect();
+            self.replace_entries(&mut entries, list);
             self.inner.active.fetch_sub(1, Relaxed);
             INTEREST.fetch_sub(1, Relaxed);
         }
+        drop(entries);
+        // This thread lets go of the subscriber now; others at their next emit on this hub.
+        delivery::forget(&self.inner);
+    }
+
+    /// Installs a new subscriber list under a new generation (the write lock is held).
+    fn replace_entries(&self, current: &mut Subscribers, list: Vec<Entry>) {
+        let generation = delivery::next_generation();
+        *current = Subscribers { generation, entries: Arc::from(list) };
+        self.inner.generation.store(generation, std::sync::atomic::Ordering::Release);
     }
 
     fn snapshot(&self) -> Arc<[Entry]> {
-        self.inner.subscribers.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.inner.subscribers.read().unwrap_or_else(|e| e.into_inner()).entries.clone()
     }
 
     /// True when some subscriber reads payloads; when none does, emitters skip building them
@@ -294,27 +309,40 @@ impl Observability {
 
     /// Delivers one event: applies each distinct policy once, then calls every subscriber,
     /// catching and counting panics. Never blocks on I/O, never panics.
+    #[inline]
     pub fn emit(&self, event: ObsEvent) {
-        if !self.has_subscribers() {
-            return;
+        if self.has_subscribers() {
+            // Built in place by an inlined caller: the event is not copied to get here.
+            self.emit_from(&mut Some(event));
         }
+    }
+
+    /// [`Observability::emit`] of the event in `original`.
+    fn emit_from(&self, original: &mut Option<ObsEvent>) {
         let stats = &self.inner.stats;
         if DELIVERING.with(Cell::get) {
             stats.drop_events(DropReason::Reentrant, 1);
             return;
         }
-        let entries = self.snapshot();
+        // Events are large: everything below takes the slot by reference, so the event is
+        // moved once, into the subscriber that keeps it.
+        let deliver = |entries: &[Entry], tally: Tally<'_>| self.deliver_all(entries, original, tally);
+        if let Some(mut deliver) = delivery::with_subscribers(&self.inner, deliver) {
+            deliver(&self.snapshot(), Tally::Hub(stats));
+        }
+    }
+
+    /// [`Observability::emit`] of the event in `original` to `entries`, counting in `tally`.
+    fn deliver_all(&self, entries: &[Entry], original: &mut Option<ObsEvent>, tally: Tally<'_>) {
         if entries.is_empty() {
             return;
         }
-        stats.emitted.fetch_add(1, Relaxed);
+        let stats = &self.inner.stats;
+        tally.emitted();
         let _delivering = DeliveringGuard::enter();
         // Subscribers sharing a policy share one redacted copy; the last subscriber of each
         // policy gets that copy to keep (`on_owned_event`), the others see it by reference.
         let opens_group = |k: usize| !entries[..k].iter().any(|e| Arc::ptr_eq(&e.policy, &entries[k].policy));
-        // Events are large: closures below capture the slot by reference so the event is moved
-        // once, into the subscriber that keeps it.
-        let mut original = Some(event);
         for (i, entry) in entries.iter().enumerate() {
             if !opens_group(i) {
                 continue;
@@ -325,27 +353,25 @@ impl Observability {
                 copy = original.clone();
                 &mut copy
             } else {
-                &mut original
+                &mut *original
             };
             let Some(redacted) = slot.as_mut() else { return };
             entry.policy.apply_in_place(redacted, stats);
             let mut group = entries[i..].iter().filter(|e| Arc::ptr_eq(&e.policy, &entry.policy)).peekable();
             while let Some(member) = group.next() {
                 if group.peek().is_some() {
-                    self.deliver(member, |s| slot.as_ref().map_or((), |e| s.on_event(e)));
+                    self.deliver(member, &tally, |s| slot.as_ref().map_or((), |e| s.on_event(e)));
                 } else {
-                    self.deliver(member, |s| slot.take().map_or((), |e| s.on_owned_event(e)));
+                    self.deliver(member, &tally, |s| slot.take().map_or((), |e| s.on_owned_event(e)));
                 }
             }
         }
     }
 
-    fn deliver(&self, entry: &Entry, call: impl FnOnce(&dyn Subscriber)) {
+    fn deliver(&self, entry: &Entry, tally: &Tally<'_>, call: impl FnOnce(&dyn Subscriber)) {
         let stats = &self.inner.stats;
         match catch_unwind(AssertUnwindSafe(|| call(entry.subscriber.as_ref()))) {
-            Ok(()) => {
-                stats.delivered.fetch_add(1, Relaxed);
-            }
+            Ok(()) => tally.delivered(),
             Err(_) => {
                 stats.subscriber_panics.fetch_add(1, Relaxed);
                 stats.drop_events(DropReason::SubscriberPanic, 1);
@@ -365,7 +391,11 @@ impl Observability {
 
     /// A copy of the self-telemetry counters.
     pub fn stats(&self) -> StatsSnapshot {
-        self.inner.stats.snapshot()
+        let mut snapshot = self.inner.stats.snapshot();
+        let (emitted, delivered) = self.inner.shards.totals();
+        snapshot.emitted += emitted;
+        snapshot.delivered += delivered;
+        snapshot
     }
 
     /// Flushes every subscriber within one overall deadline. Returns the first failure; every

@@ -46,6 +46,7 @@ mod attribution;
 pub mod canary;
 mod config_error;
 mod context;
+mod delivery;
 mod event;
 mod hub;
 mod ids;

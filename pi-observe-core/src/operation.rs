@@ -222,12 +222,20 @@ fn begin(name: Cow<'static, str>, payload: impl PayloadSource) -> Option<(Arc<Sp
     if !any_interest() {
         return None;
     }
-    let parent = context::current();
-    let hub = parent.hub().clone();
+    // The parent is read in place: only what the span and its child context keep is cloned.
+    context::with_current(|parent| begin_under(parent, name, payload))
+}
+
+fn begin_under(
+    parent: &ObsContext,
+    name: Cow<'static, str>,
+    payload: impl PayloadSource,
+) -> Option<(Arc<SpanInner>, ObsContext)> {
+    let hub = parent.hub();
     if !hub.has_subscribers() {
         return None;
     }
-    let mut payload = build_payload(&hub, payload);
+    let mut payload = build_payload(hub, payload);
     if parent.span_id.is_some() && parent.span.is_none() {
         // A remote parent: say whether the caller sampled the trace (parent-based samplers).
         let sampled = parent.trace_flags & TraceParent::SAMPLED != 0;
@@ -267,8 +275,8 @@ fn begin(name: Cow<'static, str>, payload: impl PayloadSource) -> Option<(Arc<Sp
         span_id: Some(span_id),
         span: Some(inner.clone()),
         trace_flags,
-        attribution: parent.attribution,
-        hub: parent.hub,
+        attribution: parent.attribution.clone(),
+        hub: parent.hub.clone(),
     };
     Some((inner, child))
 }

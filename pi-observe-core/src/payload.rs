@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-/// Fields kept inline in a payload's one allocation (most payloads have at most this many).
+/// Plain fields kept inside a payload, and fields kept inline in a shared payload's one
+/// allocation (most payloads have at most this many).
 const INLINE_FIELDS: usize = 4;
 
 type Fields = SmallVec<[Field; INLINE_FIELDS]>;
@@ -273,13 +274,41 @@ pub struct Field {
 
 /// An ordered set of classified fields; keys are unique (a later insert replaces the value).
 ///
-/// Cloning is cheap: the fields are shared copy-on-write, so the start record, the running
-/// operation and the end record of one operation hold one allocation until something changes.
-/// Up to four fields live inside that allocation (no second one for a buffer).
+/// Cloning is cheap either way. Up to four *plain* fields — a `&'static str` key with a
+/// `&'static str`, number or boolean value: the fixed vocabulary of most operations — live inside
+/// the payload itself, so building one allocates nothing and a copy is a few words. A payload
+/// with more fields, or with an owned key or value (text, arrays), keeps its fields in one
+/// shared allocation, copy-on-write, so the start record, the running operation and the end
+/// record of one operation hold that allocation once until something changes.
 #[derive(Clone, Default)]
 pub struct Payload {
-    /// `None` for the empty payload (no allocation); shared after a clone.
-    fields: Option<Arc<Fields>>,
+    fields: Repr,
+}
+
+/// Where a payload's fields are.
+// Inline on purpose: the point is that small payloads need no allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone)]
+enum Repr {
+    /// At most [`INLINE_FIELDS`] fields, never spilled to the heap; plain ones, except when a
+    /// policy rewrote a value in place (still correct, only a costlier copy).
+    Inline(Fields),
+    /// Shared copy-on-write.
+    Shared(Arc<Fields>),
+}
+
+impl Default for Repr {
+    fn default() -> Self {
+        Repr::Inline(Fields::new())
+    }
+}
+
+impl Field {
+    /// True when copying this field copies no heap data (static key, static string or scalar).
+    fn is_plain(&self) -> bool {
+        matches!(self.key, Cow::Borrowed(_))
+            && matches!(self.value, Value::Str(Cow::Borrowed(_)) | Value::I64(_) | Value::F64(_) | Value::Bool(_))
+    }
 }
 
 impl fmt::Debug for Payload {
@@ -301,12 +330,14 @@ impl Payload {
     }
 
     /// Adds a [`Class::Safe`] field.
+    #[inline]
     pub fn safe(mut self, key: impl Into<Cow<'static, str>>, value: impl Into<Value>) -> Self {
         self.insert(key, value, Class::Safe);
         self
     }
 
     /// Adds a [`Class::Content`] field of the given kind.
+    #[inline]
     pub fn content(mut self, kind: ContentKind, key: impl Into<Cow<'static, str>>, value: impl Into<Value>) -> Self {
         self.insert(key, value, Class::Content(kind));
         self
@@ -325,18 +356,32 @@ impl Payload {
     }
 
     /// Adds a [`Class::Secret`] field (never exported; useful so the type system knows it exists).
+    #[inline]
     pub fn secret(mut self, key: impl Into<Cow<'static, str>>, value: impl Into<Value>) -> Self {
         self.insert(key, value, Class::Secret);
         self
     }
 
     /// Adds or replaces a field.
+    #[inline]
     pub fn insert(&mut self, key: impl Into<Cow<'static, str>>, value: impl Into<Value>, class: Class) {
         self.push_field(Field { key: key.into(), value: value.into(), class });
     }
 
     /// Adds or replaces a field, keeping the position of an existing key.
     pub fn push_field(&mut self, field: Field) {
+        if let Repr::Inline(fields) = &mut self.fields {
+            let slot = fields.iter().position(|f| f.key == field.key);
+            let fits = slot.is_some() || fields.len() < INLINE_FIELDS;
+            if fits && field.is_plain() {
+                match slot {
+                    Some(index) => fields[index] = field,
+                    None => fields.push(field),
+                }
+                return;
+            }
+            self.fields = Repr::Shared(Arc::new(std::mem::take(fields)));
+        }
         let fields = self.fields_mut();
         match fields.iter_mut().find(|f| f.key == field.key) {
             Some(existing) => *existing = field,
@@ -396,12 +441,19 @@ impl Payload {
     }
 
     fn as_slice(&self) -> &[Field] {
-        self.fields.as_deref().map_or(&[], SmallVec::as_slice)
+        match &self.fields {
+            Repr::Inline(fields) => fields,
+            Repr::Shared(fields) => fields,
+        }
     }
 
-    /// The fields for writing: copies them first if they are shared.
+    /// The fields for writing: copies them first if they are shared. Callers may change or
+    /// remove fields, never add one (that is [`Payload::push_field`]'s job).
     pub(crate) fn fields_mut(&mut self) -> &mut Fields {
-        Arc::make_mut(self.fields.get_or_insert_with(Default::default))
+        match &mut self.fields {
+            Repr::Inline(fields) => fields,
+            Repr::Shared(fields) => Arc::make_mut(fields),
+        }
     }
 }
 
@@ -417,7 +469,11 @@ impl IntoIterator for Payload {
     type Item = Field;
     type IntoIter = PayloadIntoIter;
     fn into_iter(self) -> Self::IntoIter {
-        PayloadIntoIter(self.fields.map(Arc::unwrap_or_clone).unwrap_or_default().into_iter())
+        let fields = match self.fields {
+            Repr::Inline(fields) => fields,
+            Repr::Shared(fields) => Arc::unwrap_or_clone(fields),
+        };
+        PayloadIntoIter(fields.into_iter())
     }
 }
 
@@ -510,6 +566,33 @@ mod tests {
         });
         assert_eq!(calls, 1, "retain asks once per field");
         assert_eq!(Payload::new(), Payload::new().safe("x", 1).into_iter().filter(|_| false).collect());
+    }
+
+    #[test]
+    fn small_plain_payloads_live_inline_and_others_are_shared() {
+        let inline = |p: &Payload| matches!(p.fields, Repr::Inline(_));
+        let small = Payload::new().safe("a", "x").safe("b", 1).safe("c", 0.5).safe("d", true);
+        assert!(inline(&small), "four plain fields need no allocation");
+        let mut replaced = small.clone();
+        replaced.insert("a", "y", Class::Safe);
+        assert!(inline(&replaced) && replaced.get("a") == Some(&Value::from("y")));
+
+        let fifth = small.clone().safe("e", 5);
+        assert!(!inline(&fifth));
+        assert_eq!(fifth.iter().map(|f| f.key.as_ref()).collect::<Vec<_>>(), ["a", "b", "c", "d", "e"]);
+        for owned in [
+            Payload::new().safe("a", 1).safe("text", String::from("owned")),
+            Payload::new().safe(String::from("key"), 1),
+            Payload::new().safe("list", vec![1i64, 2]),
+        ] {
+            assert!(!inline(&owned), "{owned:?}");
+            let copy = owned.clone();
+            let (Repr::Shared(a), Repr::Shared(b)) = (&owned.fields, &copy.fields) else { unreachable!() };
+            assert!(Arc::ptr_eq(a, b), "shared payloads share one allocation");
+        }
+        let mut shrunk = fifth;
+        shrunk.retain(|f| f.key != "e");
+        assert_eq!(shrunk, small, "equality does not depend on where the fields are");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use crate::attribution::Attribution;
+use crate::delivery::{Shards, Subscribers};
 use crate::event::{ErrorInfo, Timestamp};
 use crate::ids::{SpanId, TraceId};
 use crate::payload::Payload;
@@ -55,7 +56,13 @@ pub(crate) struct HubInner {
     /// Active subscribers that read payloads ([`Subscriber::wants_payloads`]).
     pub(crate) reading_payloads: AtomicUsize,
     pub(crate) next_id: AtomicU64,
-    pub(crate) subscribers: RwLock<Arc<[Entry]>>,
+    /// Unique in the process (from the generation counter).
+    pub(crate) id: u64,
+    /// The generation of `subscribers`, readable without the lock ([`crate::delivery`]).
+    pub(crate) generation: AtomicU64,
+    pub(crate) subscribers: RwLock<Subscribers>,
+    /// Each emitting thread's delivery counters.
+    pub(crate) shards: Shards,
     pub(crate) default_policy: Arc<ContentPolicy>,
     pub(crate) stats: Stats,
 }

@@ -355,3 +355,71 @@ fn payloads_are_not_built_when_no_subscriber_reads_them() {
     assert_eq!(built.load(Ordering::SeqCst), 1);
     drop(ids_only);
 }
+
+/// A subscriber that says when it is dropped.
+struct DropFlag(Arc<AtomicUsize>, Arc<std::sync::atomic::AtomicBool>);
+
+impl pi_observe_core::Subscriber for DropFlag {
+    fn on_event(&self, _: &ObsEvent) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.1.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn threads_count_their_deliveries_and_let_go_of_an_unsubscribed_subscriber() {
+    let hub = Observability::new();
+    let (seen, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(std::sync::atomic::AtomicBool::new(false)));
+    let sub = hub.subscribe(DropFlag(seen.clone(), dropped.clone()));
+    let (_capture, _keep) = CaptureSubscriber::attach(&hub);
+    let op = |hub: &Observability| hub.in_scope(|| trace_operation_sync("op", (), |_| ()));
+    // Four threads (and this one) emit: every thread's counts are in the hub's totals.
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| (0..25).for_each(|_| op(&hub)));
+        }
+    });
+    op(&hub);
+    let stats = hub.stats();
+    assert_eq!((stats.emitted, stats.delivered), (202, 404), "{stats:?}");
+    assert_eq!(seen.load(Ordering::SeqCst), 202);
+
+    // A thread that emitted keeps the list it used until it emits again.
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let other = std::thread::spawn({
+        let hub = hub.clone();
+        move || {
+            op(&hub);
+            wait.recv().unwrap();
+            op(&hub);
+        }
+    });
+    while hub.stats().emitted < 204 {
+        std::thread::yield_now();
+    }
+    drop(sub);
+    op(&hub);
+    assert_eq!(seen.load(Ordering::SeqCst), 204, "nothing is delivered after the unsubscribe");
+    assert!(!dropped.load(Ordering::SeqCst), "the other thread still holds the old list");
+    go.send(()).unwrap();
+    other.join().unwrap();
+    assert!(dropped.load(Ordering::SeqCst), "let go of at that thread's next emit");
+    assert_eq!(seen.load(Ordering::SeqCst), 204);
+    assert_eq!(hub.stats().emitted, 208);
+}
+
+#[test]
+fn the_unsubscribing_thread_lets_go_of_the_subscriber_at_once() {
+    let hub = Observability::new();
+    let (seen, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(std::sync::atomic::AtomicBool::new(false)));
+    let sub = hub.subscribe(DropFlag(seen.clone(), dropped.clone()));
+    hub.in_scope(|| trace_operation_sync("op", (), |_| ()));
+    assert_eq!(seen.load(Ordering::SeqCst), 2);
+    drop(sub);
+    assert!(dropped.load(Ordering::SeqCst));
+}

@@ -154,7 +154,9 @@ impl OtelSubscriber {
             }),
             wake: Condvar::new(),
             capacity,
-            wake_at: batch_size.min(capacity).max(1),
+            // Half the queue: a burst costs the producer one wake-up, not one per batch, and
+            // the other half absorbs what comes while the worker takes the first.
+            wake_at: (capacity / 2).max(batch_size.min(capacity)).max(1),
         });
         let disabled = config.disabled;
         let spool = config.spool.clone().map(|c| Arc::new(Spool::new(c)));
