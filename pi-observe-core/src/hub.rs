@@ -98,7 +98,7 @@ impl WeakObservability {
 /// [`Subscriber::on_subscribe`] (the first hub wins) and held weakly. Cheap to clone and share
 /// with a worker thread; recording before subscription or after the hub is gone does nothing.
 #[derive(Debug, Clone, Default)]
-pub struct HubSlot(Arc<OnceLock<WeakObservability>>);
+pub struct HubSlot(Arc<OnceLock<(WeakObservability, Arc<Stats>)>>);
 
 impl HubSlot {
     /// An empty slot.
@@ -108,18 +108,19 @@ impl HubSlot {
 
     /// Remembers `hub` (keeps the first one).
     pub fn set(&self, hub: &Observability) {
-        let _ = self.0.set(hub.downgrade());
+        let _ = self.0.set((hub.downgrade(), hub.inner.stats.clone()));
     }
 
     /// The hub, if subscribed and alive.
     pub fn hub(&self) -> Option<Observability> {
-        self.0.get().and_then(WeakObservability::upgrade)
+        self.0.get().and_then(|(hub, _)| hub.upgrade())
     }
 
-    /// Counts `count` records dropped for `reason` on the hub.
+    /// Counts `count` records dropped for `reason` on the hub (one relaxed add: a full queue's
+    /// drop path stays cheap). Counts after the hub is gone are lost with it.
     pub fn record_dropped(&self, reason: DropReason, count: u64) {
-        if let Some(hub) = self.hub() {
-            hub.record_dropped(reason, count);
+        if let Some((_, stats)) = self.0.get() {
+            stats.drop_events(reason, count);
         }
     }
 }
@@ -155,7 +156,7 @@ impl Observability {
                 subscribers: RwLock::new(Subscribers { generation, entries: Arc::from(Vec::new()) }),
                 shards: Default::default(),
                 default_policy: Arc::new(policy),
-                stats: Stats::default(),
+                stats: Arc::default(),
             }),
         }
     }

@@ -62,41 +62,45 @@ enum Settlement {
 
 impl SpanInner {
     fn settle(&self, how: Settlement) {
-        let (mut payload, explicit) = {
+        let cancelled = matches!(how, Settlement::Cancelled);
+        // The end record is built under the lock, its payload taken straight into it.
+        let mut event = {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             if state.settled {
                 return;
             }
             state.settled = true;
-            (std::mem::take(&mut state.payload), state.status.take())
-        };
-        let error = match how {
-            Settlement::Returned(automatic) => match explicit {
-                Some(Status::Ok) => None,
-                Some(Status::Error(error)) => Some(error),
-                None => automatic,
-            },
-            Settlement::Panicked(error) => Some(error),
-            Settlement::Cancelled => {
-                payload.insert(names::ABORTED, true, crate::Class::Safe);
-                Some(ErrorInfo::new(names::ERROR_CANCELLED, "operation dropped before it completed"))
+            let explicit = state.status.take();
+            let error = match how {
+                Settlement::Returned(automatic) => match explicit {
+                    Some(Status::Ok) => None,
+                    Some(Status::Error(error)) => Some(error),
+                    None => automatic,
+                },
+                Settlement::Panicked(error) => Some(error),
+                Settlement::Cancelled => {
+                    Some(ErrorInfo::new(names::ERROR_CANCELLED, "operation dropped before it completed"))
+                }
+            };
+            let elapsed = self.started.elapsed();
+            ObsEvent {
+                kind: if error.is_some() { EventKind::Error } else { EventKind::End },
+                name: self.name.clone(),
+                trace_id: self.trace_id,
+                span_id: Some(self.span_id),
+                parent_span_id: self.parent,
+                timestamp: self.start.saturating_add(elapsed),
+                duration: Some(elapsed),
+                context: self.attribution.clone(),
+                payload: std::mem::take(&mut state.payload),
+                error,
+                captured: 0,
             }
         };
-        let elapsed = self.started.elapsed();
-        let kind = if error.is_some() { EventKind::Error } else { EventKind::End };
-        self.hub.emit(ObsEvent {
-            kind,
-            name: self.name.clone(),
-            trace_id: self.trace_id,
-            span_id: Some(self.span_id),
-            parent_span_id: self.parent,
-            timestamp: self.start.saturating_add(elapsed),
-            duration: Some(elapsed),
-            context: self.attribution.clone(),
-            payload,
-            error,
-            captured: 0,
-        });
+        if cancelled {
+            event.payload.insert(names::ABORTED, true, crate::Class::Safe);
+        }
+        self.hub.emit(event);
     }
 }
 

@@ -64,7 +64,9 @@ pub(crate) struct HubInner {
     /// Each emitting thread's delivery counters.
     pub(crate) shards: Shards,
     pub(crate) default_policy: Arc<ContentPolicy>,
-    pub(crate) stats: Stats,
+    /// Shared with the [`crate::HubSlot`]s of its subscribers (drops are counted without
+    /// reaching the hub).
+    pub(crate) stats: Arc<Stats>,
 }
 
 #[derive(Clone)]
