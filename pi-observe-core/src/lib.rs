@@ -44,6 +44,7 @@
 
 mod attribution;
 pub mod canary;
+mod class;
 mod config_error;
 mod context;
 mod delivery;
