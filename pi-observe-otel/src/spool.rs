@@ -29,7 +29,7 @@ pub fn deliver_spooled(config: &OtlpConfig, spool: &Spool, deadline: Instant) ->
     })
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, ConfigError> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, ConfigError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -463,6 +463,15 @@ fn spans_a_receiver_rejects_in_a_partial_success_are_counted_as_rejected() {
 /// answers; then asserts that every span went to the spool after one attempt — the receiver taken
 /// as stalled, the batches after the first spooled without trying.
 fn against_a_stalled_receiver(timeout: Duration, run: impl FnOnce(&Observability, &Arc<OtelSubscriber>)) {
+    against_a_stalled_receiver_asked(timeout, false, run)
+}
+
+/// [`against_a_stalled_receiver`], the receiver asked first (a backfill) when `ask_first`.
+fn against_a_stalled_receiver_asked(
+    timeout: Duration,
+    ask_first: bool,
+    run: impl FnOnce(&Observability, &Arc<OtelSubscriber>),
+) {
     let stall = Receiver::start(vec![Answer::Stall; 8]);
     let dir = std::env::temp_dir().join(format!("pi-otel-stalled-spool-{}", pi_observe_core::SpanId::random()));
     let hub = Observability::new();
@@ -471,6 +480,7 @@ fn against_a_stalled_receiver(timeout: Duration, run: impl FnOnce(&Observability
         timeout: Some(timeout),
         max_export_batch_size: Some(4),
         spool: Some(pi_observe_spool::SpoolConfig::new(&dir)),
+        check_receiver_first: ask_first,
         ..config(&stall.endpoint)
     };
     let otel = OtelSubscriber::new(cfg).unwrap();
@@ -519,4 +529,45 @@ fn a_flush_with_a_spool_takes_a_silent_receiver_as_stalled() {
             assert!(flushed.elapsed() < Duration::from_secs(10), "waited out the deadline: {:?}", flushed.elapsed());
         }
     });
+}
+
+/// A backfill asks the receiver with an empty export as it starts; unanswered, the first flush
+/// takes it as stalled and every batch goes to the spool — the question the only request sent.
+#[test]
+fn a_backfill_whose_question_goes_unanswered_spools_every_batch() {
+    against_a_stalled_receiver_asked(Duration::from_secs(30), true, |hub, otel| {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        for _ in 0..3 {
+            runtime.block_on(hub.scope(workload()));
+            pi_observe_core::Subscriber::flush(otel.as_ref(), Duration::from_secs(20)).unwrap();
+        }
+    });
+}
+
+/// A run that ends before its first batch was due waits for the question's answer with the
+/// exit's own patience, not the question's shorter one: a receiver that answers late (but within
+/// the exit's patience) gets every batch, nothing spooled.
+#[test]
+fn a_backfills_late_answer_within_the_exits_patience_lets_its_batches_through() {
+    let receiver = Receiver::start(vec![Answer::Late(Duration::from_millis(300))]);
+    let dir = std::env::temp_dir().join(format!("pi-otel-late-answer-{}", pi_observe_core::SpanId::random()));
+    let hub = Observability::new();
+    let cfg = OtlpConfig {
+        metrics: Some(false),
+        spool: Some(pi_observe_spool::SpoolConfig::new(&dir)),
+        check_receiver_first: true,
+        exit_patience: Some(Duration::from_secs(10)),
+        ..config(&receiver.endpoint)
+    };
+    let otel = OtelSubscriber::new(cfg).unwrap();
+    let _o = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(hub.scope(workload()));
+    pi_observe_core::Subscriber::shutdown(otel.as_ref(), Duration::from_secs(20)).unwrap();
+    let stats = otel.stats();
+    assert!(stats.spans_started > 0);
+    assert_eq!(stats.spans_exported, stats.spans_started, "{stats:?}");
+    assert_eq!(stats.spans_spooled, 0, "{stats:?}");
+    assert_eq!(*receiver.attempts.lock().unwrap(), 2, "the question, then one batch");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -18,6 +18,7 @@ use crate::metrics::Aggregator;
 use crate::stats::Counters;
 use crate::stats::ExportStats;
 
+mod question;
 mod worker;
 
 use worker::{Batch, Worker};
@@ -181,6 +182,11 @@ impl OtelSubscriber {
             if let Some(spool) = &spool {
                 draining = crate::spool::drain_in_background(&config, spool.clone(), counters.clone());
             }
+            let question = if config.check_receiver_first && spool.is_some() && exporter.sends_over_network() {
+                question::Question::ask(&config, &counters)
+            } else {
+                None
+            };
             let state = Worker {
                 queue: queue.clone(),
                 exporter,
@@ -215,7 +221,7 @@ impl OtelSubscriber {
                 degraded_for: DEGRADED_FOR,
                 degraded_why: None,
                 connect_time: std::cell::Cell::new(None),
-                check_receiver_first: config.check_receiver_first,
+                question,
             };
             let handle =
                 std::thread::Builder::new().name("pi-observe-otlp".into()).spawn(move || state.run()).map_err(|e| {

@@ -12,6 +12,7 @@ use opentelemetry_sdk::trace::SpanData;
 use pi_observe_core::{DropReason, EventKind, HubSlot, ObsEvent, SpanId};
 use pi_observe_spool::Spool;
 
+use super::question::Question;
 use super::{Control, Counters, DEGRADED_FOR, MAX_DEGRADED_FOR, MAX_OPEN_SPANS, Queue, first_answer_patience};
 use crate::convert::{Conventions, proto_span, span_data, span_parts};
 use crate::export::Shipped;
@@ -61,9 +62,9 @@ pub(super) struct Worker {
     /// export has waited the least patience for the run's first answer (`Some(None)`: no
     /// connection within a second).
     pub(super) connect_time: std::cell::Cell<Option<Option<Duration>>>,
-    /// With a spool, ask the receiver with an empty export before any batch
-    /// ([`crate::OtlpConfig::check_receiver_first`]).
-    pub(super) check_receiver_first: bool,
+    /// With a spool, the receiver asked with an empty export as the subscriber started
+    /// ([`crate::OtlpConfig::check_receiver_first`]), its answer awaited before the first payload.
+    pub(super) question: Option<Arc<Question>>,
 }
 
 /// Finished spans waiting for the next export, in the form their exporter takes: `SpanData`
@@ -131,9 +132,6 @@ impl Worker {
                 .push("OTLP: cannot start the export runtime".into());
             return;
         };
-        if self.check_receiver_first && self.spool.is_some() && self.exporter.sends_over_network() {
-            self.check_receiver(&runtime);
-        }
         let mut next_export = Instant::now() + self.delay;
         let mut next_metrics = Instant::now() + self.metric_interval;
         // Double buffering: the queue's vector and this one swap places, so both keep their
@@ -205,20 +203,20 @@ impl Worker {
         }
     }
 
-    /// An empty traces export, patient as a first export is: answered, the receiver's answer
-    /// time is known; not answered in time (or refused), the receiver is taken as down for a
-    /// while and the batches go straight to the spool. Nothing is spooled for the question.
-    fn check_receiver(&mut self, runtime: &tokio::runtime::Runtime) {
-        let question = self.exporter.empty_traces();
-        let (started, deadline) = (Instant::now(), Instant::now() + self.timeout);
-        match self.attempt(runtime, (deadline, true), self.exporter.send(&question, deadline)) {
-            Delivery::Exported => {
-                let took = started.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
+    /// Takes the answer to the backfill's question, waiting for it as long as the link deserves:
+    /// answered, the receiver's answer time is known; not answered in time (or refused), the
+    /// receiver is taken as down for a while and the batches go straight to the spool.
+    fn settle_question(&mut self) {
+        let Some(question) = self.question.take() else { return };
+        match question.answer(&self.counters) {
+            Some((Delivery::Exported, took)) => {
+                let took = took.as_micros().min(u128::from(u64::MAX)) as u64;
                 self.counters.slowest_answer_micros.fetch_max(took.max(1), Relaxed);
             }
-            Delivery::Failed(why) => self.degrade(why),
+            Some((Delivery::Failed(why), _)) => self.degrade(why),
+            None => self.degrade("no answer to the run's first export in time: taken as stalled".into()),
             // Refused for what it says (auth, format): the batches will say it too.
-            _ => {}
+            Some(_) => {}
         }
     }
 
@@ -415,6 +413,7 @@ impl Worker {
     /// Sends `payload` until `deadline` (cut short when shutdown's deadline passes); what fails
     /// with a retryable outcome is spooled when there is a spool.
     fn ship(&mut self, runtime: &tokio::runtime::Runtime, payload: &Payload, deadline: Instant) -> Shipped {
+        self.settle_question();
         let deadline = self.cut_off(deadline);
         let link = &self.counters.link;
         // A receiver that failed recently, or refuses connections while we exit, is not tried.
