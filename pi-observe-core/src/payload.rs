@@ -14,7 +14,7 @@ pub use crate::class::{Class, ContentKind};
 
 /// Plain fields kept inside a payload, and fields kept inline in a shared payload's one
 /// allocation (most payloads have at most this many).
-const INLINE_FIELDS: usize = 4;
+const INLINE_FIELDS: usize = 3;
 
 type Fields = SmallVec<[Field; INLINE_FIELDS]>;
 
@@ -160,7 +160,7 @@ pub struct Field {
 
 /// An ordered set of classified fields; keys are unique (a later insert replaces the value).
 ///
-/// Cloning is cheap either way. Up to four *plain* fields — a `&'static str` key with a
+/// Cloning is cheap either way. Up to three *plain* fields — a `&'static str` key with a
 /// `&'static str`, number or boolean value: the fixed vocabulary of most operations — live inside
 /// the payload itself, so building one allocates nothing and a copy is a few words. A payload
 /// with more fields, or with an owned key or value (text, arrays), keeps its fields in one
@@ -457,15 +457,15 @@ mod tests {
     #[test]
     fn small_plain_payloads_live_inline_and_others_are_shared() {
         let inline = |p: &Payload| matches!(p.fields, Repr::Inline(_));
-        let small = Payload::new().safe("a", "x").safe("b", 1).safe("c", 0.5).safe("d", true);
-        assert!(inline(&small), "four plain fields need no allocation");
+        let small = Payload::new().safe("a", "x").safe("b", 1).safe("c", true);
+        assert!(inline(&small), "three plain fields need no allocation");
         let mut replaced = small.clone();
         replaced.insert("a", "y", Class::Safe);
         assert!(inline(&replaced) && replaced.get("a") == Some(&Value::from("y")));
 
-        let fifth = small.clone().safe("e", 5);
-        assert!(!inline(&fifth));
-        assert_eq!(fifth.iter().map(|f| f.key.as_ref()).collect::<Vec<_>>(), ["a", "b", "c", "d", "e"]);
+        let fourth = small.clone().safe("d", 5);
+        assert!(!inline(&fourth));
+        assert_eq!(fourth.iter().map(|f| f.key.as_ref()).collect::<Vec<_>>(), ["a", "b", "c", "d"]);
         for owned in [
             Payload::new().safe("a", 1).content(ContentKind::Prompt, "text", String::from("owned")),
             Payload::new().safe(String::from("key"), 1),
@@ -476,8 +476,8 @@ mod tests {
             let (Repr::Shared(a), Repr::Shared(b)) = (&owned.fields, &copy.fields) else { unreachable!() };
             assert!(Arc::ptr_eq(a, b), "shared payloads share one allocation");
         }
-        let mut shrunk = fifth;
-        shrunk.retain(|f| f.key != "e");
+        let mut shrunk = fourth;
+        shrunk.retain(|f| f.key != "d");
         assert_eq!(shrunk, small, "equality does not depend on where the fields are");
     }
 
