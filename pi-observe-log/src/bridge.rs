@@ -5,6 +5,8 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, OnceLock};
 
 use pi_observe_core::{EventKind, ObsEvent, Subscriber, Value};
+
+use crate::setup::FieldText;
 use tracing_core::callsite::{Callsite, Identifier};
 use tracing_core::field::{Field, FieldSet, Value as TracingValue};
 use tracing_core::metadata::Kind;
@@ -97,6 +99,16 @@ impl<'a> FieldValue<'a> {
         }
     }
 
+    fn as_text(&self) -> FieldText<'_> {
+        match self {
+            FieldValue::Str(s) => FieldText::Str(s),
+            FieldValue::Text(s) => FieldText::Str(s),
+            FieldValue::I64(v) => FieldText::I64(*v),
+            FieldValue::F64(v) => FieldText::F64(*v),
+            FieldValue::Bool(v) => FieldText::Bool(*v),
+        }
+    }
+
     fn as_value(&self) -> &dyn TracingValue {
         match self {
             FieldValue::Str(s) => s,
@@ -133,7 +145,7 @@ impl Subscriber for TracingSubscriber {
         let parent = event.parent_span_id.map(|id| id.hex());
         let mut nanos = itoa::Buffer::new();
         let mut duration_ns = itoa::Buffer::new();
-        let mut fields: Vec<(Name<'_>, FieldValue<'_>)> = Vec::with_capacity(MAX_FIELDS);
+        let mut fields: Vec<(Name<'_>, FieldValue<'_>)> = Vec::with_capacity(16);
         fields.extend([
             (Name::fixed("event.name"), FieldValue::Str(&event.name)),
             (Name::fixed("event.kind"), FieldValue::Str(event.kind.as_str())),
@@ -163,7 +175,10 @@ impl Subscriber for TracingSubscriber {
             fields.push((Name { prefix: "payload.", key: &field.key }, FieldValue::from_value(&field.value)));
         }
         fields.truncate(MAX_FIELDS);
-        dispatch(level, &fields);
+        let direct = fields.iter().map(|(name, value)| (name.prefix, name.key, value.as_text()));
+        if !crate::setup::write_direct(level, direct) {
+            dispatch(level, &fields);
+        }
     }
 
     /// Each event is handed to `tracing` as it comes: nothing is kept to finish.
@@ -209,6 +224,48 @@ impl Callsite for Fallback {
 
     fn metadata(&self) -> &Metadata<'_> {
         &FALLBACK_METADATA
+    }
+}
+
+/// A callsite with no fields at one level, for asking the filter about target [`TARGET`] at that
+/// level ([`crate::setup::write_direct`]); never dispatched.
+struct LevelSite(&'static Metadata<'static>);
+
+impl Callsite for LevelSite {
+    fn set_interest(&self, _: Interest) {}
+
+    fn metadata(&self) -> &Metadata<'_> {
+        self.0
+    }
+}
+
+macro_rules! level_site {
+    ($site:ident, $meta:ident, $level:expr) => {
+        static $site: LevelSite = LevelSite(&$meta);
+        static $meta: Metadata<'static> = Metadata::new(
+            "pi_observe event",
+            TARGET,
+            $level,
+            None,
+            None,
+            None,
+            FieldSet::new(&[], Identifier(&$site)),
+            Kind::EVENT,
+        );
+    };
+}
+
+level_site!(ERROR_SITE, ERROR_METADATA, Level::ERROR);
+level_site!(INFO_SITE, INFO_METADATA, Level::INFO);
+level_site!(DEBUG_SITE, DEBUG_METADATA, Level::DEBUG);
+
+/// The field-less metadata of target [`TARGET`] at `level` (the bridge's levels: error, info,
+/// debug; anything else as debug).
+pub(crate) fn level_metadata(level: Level) -> &'static Metadata<'static> {
+    match level {
+        Level::ERROR => &ERROR_METADATA,
+        Level::INFO => &INFO_METADATA,
+        _ => &DEBUG_METADATA,
     }
 }
 

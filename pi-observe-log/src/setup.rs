@@ -141,11 +141,96 @@ impl<'a> MakeWriter<'a> for LogWriter {
 
 /// The filter: `PI_LOG`, else `RUST_LOG`, else `default`.
 pub fn env_filter(default: &str) -> Result<EnvFilter, LogInitError> {
-    let (source_name, value) = [("PI_LOG", std::env::var("PI_LOG").ok()), ("RUST_LOG", std::env::var("RUST_LOG").ok())]
+    let (source_name, value) = filter_directives(default);
+    EnvFilter::builder().parse(&value).map_err(|e| LogInitError::Filter { source_name, value, message: e.to_string() })
+}
+
+/// Where the filter comes from (`PI_LOG`, `RUST_LOG` or `default filter`) and its directives.
+fn filter_directives(default: &str) -> (String, String) {
+    [("PI_LOG", std::env::var("PI_LOG").ok()), ("RUST_LOG", std::env::var("RUST_LOG").ok())]
         .into_iter()
         .find_map(|(name, value)| value.filter(|v| !v.trim().is_empty()).map(|v| (name.to_owned(), v)))
-        .unwrap_or_else(|| ("default filter".to_owned(), default.to_owned()));
-    EnvFilter::builder().parse(&value).map_err(|e| LogInitError::Filter { source_name, value, message: e.to_string() })
+        .unwrap_or_else(|| ("default filter".to_owned(), default.to_owned()))
+}
+
+/// Set by [`init_json_logging`] when its filter only names targets and levels (no span or field
+/// directives): the `pi_observe` bridge may then write its lines straight into the installed
+/// writer ([`write_direct`]), the filter asked by target and level alone.
+static DIRECT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes one `pi_observe` record as the line [`FlatJson`] would make of it — `timestamp`,
+/// `level`, `fields` in order, `target` — straight into the writer of the JSON logging
+/// [`init_json_logging`] installed, when that is this thread's `tracing` subscriber: no
+/// callsite, `ValueSet` or layer in between. `false` when it is not (the caller dispatches the
+/// event through `tracing` instead); `true` also when the filter leaves the level out.
+pub(crate) fn write_direct<'f>(
+    level: tracing::Level,
+    fields: impl Iterator<Item = (&'static str, &'f str, FieldText<'f>)>,
+) -> bool {
+    if !DIRECT.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
+    let mut fields = Some(fields);
+    tracing::dispatcher::get_default(|dispatch| {
+        let Some(writer) = dispatch.downcast_ref::<LogWriter>() else { return false };
+        let Some(fields) = fields.take() else { return false };
+        if !dispatch.enabled(crate::bridge::level_metadata(level)) {
+            return true;
+        }
+        thread_local! {
+            static LINE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        }
+        let mut spare = String::new();
+        LINE.with(|kept| {
+            let mut kept = kept.try_borrow_mut();
+            let line = match &mut kept {
+                Ok(kept) => &mut **kept,
+                Err(_) => &mut spare,
+            };
+            line.clear();
+            line.push_str("{\"timestamp\":\"");
+            push_now(line);
+            line.push_str("\",\"level\":\"");
+            line.push_str(level.as_str());
+            line.push('"');
+            for (prefix, key, value) in fields {
+                line.push_str(",\"");
+                json_string_body(line, prefix);
+                json_string_body(line, key);
+                line.push_str("\":");
+                value.write(line);
+            }
+            line.push_str(",\"target\":");
+            json_string(line, crate::bridge::TARGET);
+            line.push_str("}\n");
+            let _ = writer.0.push_line(line.as_bytes());
+            #[cfg(any(test, feature = "testing"))]
+            crate::testing::DIRECT_LINES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if line.capacity() > crate::batched::KEPT_LINE_CAPACITY {
+                *line = String::new();
+            }
+        });
+        true
+    })
+}
+
+/// A field's value as [`JsonFields`] writes it.
+pub(crate) enum FieldText<'a> {
+    Str(&'a str),
+    I64(i64),
+    F64(f64),
+    Bool(bool),
+}
+
+impl FieldText<'_> {
+    fn write(&self, out: &mut String) {
+        match self {
+            FieldText::Str(text) => json_string(out, text),
+            FieldText::I64(v) => out.push_str(itoa::Buffer::new().format(*v)),
+            FieldText::F64(v) => push_f64(out, *v),
+            FieldText::Bool(v) => out.push_str(if *v { "true" } else { "false" }),
+        }
+    }
 }
 
 /// A JSON-lines `tracing` subscriber writing to `writer`: one object per event with the
@@ -278,17 +363,20 @@ impl Visit for JsonFields<'_> {
         self.name(field).push_str(if value { "true" } else { "false" });
     }
     fn record_f64(&mut self, field: &Field, value: f64) {
-        // As `serde_json` writes a float (`12.0`, not `12`); not finite → `null`.
-        let out = self.name(field);
-        match serde_json::Number::from_f64(value) {
-            Some(number) => {
-                let _ = write!(out, "{number}");
-            }
-            None => out.push_str("null"),
-        }
+        push_f64(self.name(field), value);
     }
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         json_string(self.name(field), &format!("{value:?}"));
+    }
+}
+
+/// Appends `value` as `serde_json` writes a float (`12.0`, not `12`); not finite → `null`.
+fn push_f64(out: &mut String, value: f64) {
+    match serde_json::Number::from_f64(value) {
+        Some(number) => {
+            let _ = write!(out, "{number}");
+        }
+        None => out.push_str("null"),
     }
 }
 
@@ -296,6 +384,12 @@ impl Visit for JsonFields<'_> {
 /// that needs one is ASCII, so every cut falls on a character boundary).
 fn json_string(out: &mut String, text: &str) {
     out.push('"');
+    json_string_body(out, text);
+    out.push('"');
+}
+
+/// Appends `text` escaped for the inside of a JSON string.
+fn json_string_body(out: &mut String, text: &str) {
     let mut start = 0;
     for (i, byte) in text.bytes().enumerate() {
         let escaped = match byte {
@@ -316,7 +410,6 @@ fn json_string(out: &mut String, text: &str) {
         start = i + 1;
     }
     out.push_str(&text[start..]);
-    out.push('"');
 }
 
 /// A bounded, non-blocking writer in front of `inner`: when `bytes` are waiting, new lines are
@@ -329,6 +422,7 @@ pub fn non_blocking(inner: impl Write + Send + 'static, bytes: usize) -> std::io
 /// until exit.
 pub fn init_json_logging(config: &JsonLogConfig) -> Result<LogGuard, LogInitError> {
     let filter = env_filter(&config.default_filter)?;
+    let by_target_and_level = !filter_directives(&config.default_filter).1.contains(['[', '{']);
     let (writer, path) = match &config.destination {
         LogDestination::Stderr => (non_blocking(std::io::stderr(), config.buffered_bytes), "stderr".to_owned()),
         LogDestination::File(path) => {
@@ -342,6 +436,7 @@ pub fn init_json_logging(config: &JsonLogConfig) -> Result<LogGuard, LogInitErro
     let writer = writer.map_err(|source| LogInitError::File { path, source })?;
     tracing::subscriber::set_global_default(json_subscriber(writer.clone(), filter))
         .map_err(|_| LogInitError::AlreadyInstalled)?;
+    DIRECT.store(by_target_and_level, std::sync::atomic::Ordering::Relaxed);
     Ok(LogGuard { writer })
 }
 

@@ -66,3 +66,12 @@ impl Write for GatedWriter {
         Ok(())
     }
 }
+
+/// Lines the `pi_observe` bridge wrote straight into the installed JSON log's writer.
+pub(crate) static DIRECT_LINES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many lines the `pi_observe` bridge has written straight into the JSON log that
+/// `init_json_logging` installed (not through `tracing`).
+pub fn direct_lines() -> u64 {
+    DIRECT_LINES.load(std::sync::atomic::Ordering::Relaxed)
+}
