@@ -1,27 +1,24 @@
 //! The OTel subscriber: a bounded queue in front of a worker thread that pairs records into
 //! spans, batches them and exports them. `on_event` never blocks and never does I/O.
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use opentelemetry::InstrumentationScope;
 use pi_observe_core::{DropReason, EventKind, HubSlot, ObsEvent, Observability, Subscriber, SubscriberError};
 use pi_observe_spool::Spool;
 
 use crate::config::{ConfigError, OtlpConfig};
 use crate::export::Exporter;
-use crate::metrics::Aggregator;
 use crate::stats::Counters;
 use crate::stats::ExportStats;
 
 mod question;
 mod worker;
 
-use worker::{Batch, Worker};
+use worker::Worker;
 
 /// Most spans kept open at once; starts beyond it are dropped (a runaway would otherwise grow
 /// without bound).
@@ -167,13 +164,6 @@ impl OtelSubscriber {
         } else {
             let mut exporter = Exporter::new(&config, &config.resource())?;
             exporter.sdk = sdk;
-            let batch = if exporter.sdk.is_some() {
-                Batch::Sdk(Vec::new())
-            } else if exporter.traces_as_protobuf_bytes() {
-                Batch::Encoded(crate::wire::EncodedSpans::default())
-            } else {
-                Batch::Wire(Vec::new())
-            };
             exporter.link = counters.link.clone();
             if spool.is_some() {
                 // What is not delivered is kept, so a batch does not wait out long retries.
@@ -187,42 +177,13 @@ impl OtelSubscriber {
             } else {
                 None
             };
-            let state = Worker {
+            let parts = worker::Parts {
                 queue: queue.clone(),
-                exporter,
                 counters: counters.clone(),
                 hub: hub.clone(),
-                conventions: config.conventions,
-                scope: InstrumentationScope::builder("pi-observe")
-                    .with_version(env!("CARGO_PKG_VERSION"))
-                    .with_schema_url(config.schema_url())
-                    .build(),
-                batch_size,
-                delay: config.schedule_delay.unwrap_or(Duration::from_secs(1)),
-                timeout: config.timeout.unwrap_or(Duration::from_secs(10)),
-                sample_ratio: config.sample_ratio.unwrap_or(1.0),
-                parent_based: config.parent_based.unwrap_or(false),
-                parent_decisions: HashMap::new(),
-                metrics: config.metrics.unwrap_or(true).then(|| {
-                    let limit = config.metric_cardinality_limit.unwrap_or(crate::metrics::DEFAULT_CARDINALITY_LIMIT);
-                    Aggregator::with_limit(config.dims(), limit).delta(config.metric_temporality.unwrap_or_default())
-                }),
-                metric_interval: config.metric_interval.unwrap_or(Duration::from_secs(10)),
-                metrics_stopped: false,
-                logs: config.logs.unwrap_or(false).then(Vec::new),
-                logs_stopped: false,
-                open: HashMap::default(),
-                conversations: HashMap::new(),
-                batch,
-                stopped: false,
                 spool: spool.clone(),
-                traces_off: config.traces_exporter == Some(crate::config::TracesExporter::None),
-                degraded_until: None,
-                degraded_for: DEGRADED_FOR,
-                degraded_why: None,
-                connect_time: std::cell::Cell::new(None),
-                question,
             };
+            let state = Worker::new(&config, exporter, parts, batch_size, question);
             let handle =
                 std::thread::Builder::new().name("pi-observe-otlp".into()).spawn(move || state.run()).map_err(|e| {
                     ConfigError { setting: "OTLP exporter".into(), message: format!("cannot start worker: {e}") }

@@ -58,7 +58,9 @@ impl Question {
                     let deadline = asking.asked_at + config.timeout.unwrap_or(Duration::from_secs(10));
                     runtime.block_on(asking.send(&exporter, &counters, deadline))
                 }
-                _ => None,
+                // Not asked (the worker built the same exporter and runtime already, so this
+                // does not happen): the first batch is the question, as without one.
+                _ => Some(Delivery::Rejected("the receiver could not be asked".into())),
             };
             // Unanswered (cut by the shutdown or the deadline), the worker's patience decides.
             if let Some(answer) = answer {

@@ -122,7 +122,69 @@ impl Batch {
     }
 }
 
+/// What the worker shares with its subscriber.
+pub(super) struct Parts {
+    pub(super) queue: Arc<Queue>,
+    pub(super) counters: Arc<Counters>,
+    pub(super) hub: HubSlot,
+    pub(super) spool: Option<Arc<Spool>>,
+}
+
 impl Worker {
+    /// The worker for `config`, exporting with `exporter` in batches of `batch_size`; `question`:
+    /// the backfill's question, already asked.
+    pub(super) fn new(
+        config: &crate::config::OtlpConfig,
+        exporter: Exporter,
+        Parts { queue, counters, hub, spool }: Parts,
+        batch_size: usize,
+        question: Option<Arc<Question>>,
+    ) -> Worker {
+        let batch = if exporter.sdk.is_some() {
+            Batch::Sdk(Vec::new())
+        } else if exporter.traces_as_protobuf_bytes() {
+            Batch::Encoded(crate::wire::EncodedSpans::default())
+        } else {
+            Batch::Wire(Vec::new())
+        };
+        Worker {
+            queue,
+            exporter,
+            counters,
+            hub,
+            conventions: config.conventions,
+            scope: InstrumentationScope::builder("pi-observe")
+                .with_version(env!("CARGO_PKG_VERSION"))
+                .with_schema_url(config.schema_url())
+                .build(),
+            batch_size,
+            delay: config.schedule_delay.unwrap_or(Duration::from_secs(1)),
+            timeout: config.timeout.unwrap_or(Duration::from_secs(10)),
+            sample_ratio: config.sample_ratio.unwrap_or(1.0),
+            parent_based: config.parent_based.unwrap_or(false),
+            parent_decisions: HashMap::new(),
+            metrics: config.metrics.unwrap_or(true).then(|| {
+                let limit = config.metric_cardinality_limit.unwrap_or(crate::metrics::DEFAULT_CARDINALITY_LIMIT);
+                Aggregator::with_limit(config.dims(), limit).delta(config.metric_temporality.unwrap_or_default())
+            }),
+            metric_interval: config.metric_interval.unwrap_or(Duration::from_secs(10)),
+            metrics_stopped: false,
+            logs: config.logs.unwrap_or(false).then(Vec::new),
+            logs_stopped: false,
+            open: HashMap::default(),
+            conversations: HashMap::new(),
+            batch,
+            stopped: false,
+            spool,
+            traces_off: config.traces_exporter == Some(crate::config::TracesExporter::None),
+            degraded_until: None,
+            degraded_for: DEGRADED_FOR,
+            degraded_why: None,
+            connect_time: std::cell::Cell::new(None),
+            question,
+        }
+    }
+
     pub(super) fn run(mut self) {
         let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
             self.counters
@@ -215,7 +277,7 @@ impl Worker {
             }
             Some((Delivery::Failed(why), _)) => self.degrade(why),
             None => self.degrade("no answer to the run's first export in time: taken as stalled".into()),
-            // Refused for what it says (auth, format): the batches will say it too.
+            // Refused for what it says (auth, format), or not asked: the batches will say it.
             Some(_) => {}
         }
     }
