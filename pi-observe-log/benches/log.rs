@@ -4,7 +4,7 @@
 //! (`fmt().json().flatten_event(true)`, what `json_subscriber` was before), in the same run.
 //! `cargo bench -p pi-observe-log --bench log`
 
-#![allow(missing_docs)]
+#![allow(missing_docs, clippy::unwrap_used)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use pi_observe_core::{Observability, Payload, names, trace_operation_sync};
@@ -94,5 +94,45 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// A subscriber that does nothing: the cost of the operation itself.
+struct Noop;
+
+impl pi_observe_core::Subscriber for Noop {
+    fn on_event(&self, _: &pi_observe_core::ObsEvent) {}
+}
+
+/// The raw contract-event file (`--events-jsonl`): what one provider request costs the calling
+/// thread with the file sink subscribed (its lines written by the sink's own thread), against
+/// the same operation delivered to a subscriber that does nothing.
+fn jsonl(c: &mut Criterion) {
+    let dir = std::env::temp_dir().join(format!("pi-log-bench-{}", std::process::id()));
+    let hub = Observability::new();
+    let sink = pi_observe_log::JsonlFileSink::create(&dir.join("events.jsonl"), 1 << 16).unwrap();
+    let _subscription = hub.subscribe_arc(sink.clone(), std::sync::Arc::new(Default::default()));
+    let mut group = c.benchmark_group("jsonl");
+    group.bench_function("provider_request", |b| {
+        b.iter_custom(|iters| {
+            let mut took = std::time::Duration::ZERO;
+            // Bursts the buffer takes whole; the writer catches up (untimed) between them.
+            for chunk in (0..iters).collect::<Vec<_>>().chunks(2_000) {
+                let started = std::time::Instant::now();
+                for _ in chunk {
+                    provider_request(&hub);
+                }
+                took += started.elapsed();
+                pi_observe_core::Subscriber::flush(sink.as_ref(), std::time::Duration::from_secs(30)).unwrap();
+            }
+            took
+        })
+    });
+    drop(_subscription);
+    let _noop = hub.subscribe(Noop);
+    group.bench_function("provider_request_noop_subscriber", |b| b.iter(|| provider_request(&hub)));
+    group.finish();
+    let (written, lost) = sink.counts();
+    assert_eq!(lost, 0, "{written} written");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group!(benches, bench, jsonl);
 criterion_main!(benches);
