@@ -1,8 +1,9 @@
 //! A backfill's question to its receiver ([`crate::OtlpConfig::check_receiver_first`]): an empty
 //! traces export, sent on a thread of its own as the subscriber starts, while the caller is still
 //! reading what it will export. The worker waits for the answer only when it has a first payload
-//! to send — by then the question has usually been answered, or has waited the whole time the
-//! run took to get there — and only as long as the link deserves ([`question_patience`]).
+//! to send — a full batch, a flush or the exit; by then the question has usually been answered,
+//! or has waited the whole time the run took to get there — and only as long as the link
+//! deserves ([`question_patience`]), counted from when it was asked.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Condvar, Mutex};
@@ -105,9 +106,8 @@ impl Question {
         self.changed.notify_all();
     }
 
-    /// Waits for the answer and how long it took, until the patience for the link runs out —
-    /// or, while exiting, until `exit_by` (the exit's own patience decides). `None`: no answer
-    /// in time.
+    /// Waits for the answer and how long it took, until the patience for the link runs out (or,
+    /// while exiting, the shutdown's deadline, if that comes first). `None`: no answer in time.
     pub(super) fn answer(&self, counters: &Counters) -> Option<(Delivery, Duration)> {
         let exit_by = if counters.link.closing.load(Relaxed) {
             *counters.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner())
@@ -121,7 +121,7 @@ impl Question {
             }
             // Until the connection time is known, the longest patience it could give.
             let patience = question_patience(asked.connect_time.unwrap_or(None));
-            let by = exit_by.unwrap_or(self.asked_at + patience);
+            let by = exit_by.map_or(self.asked_at + patience, |exit| exit.min(self.asked_at + patience));
             let now = Instant::now();
             if now >= by {
                 return None;
