@@ -29,8 +29,6 @@ pub enum Answer {
     Stall,
     /// Close the connection without answering.
     Reset,
-    /// Accept (200), after this long.
-    Late(std::time::Duration),
 }
 
 /// A request's path and headers.
@@ -246,15 +244,10 @@ async fn serve<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
         let (answer, retry_at, partial) = match answer {
             Answer::RetryAt(status, date) => (Answer::Status(status, None), Some(date), None),
             Answer::Partial(rejected) => (Answer::Status(200, None), None, Some(rejected)),
-            Answer::Late(delay) => {
-                tokio::time::sleep(delay).await;
-                (Answer::Status(200, None), None, None)
-            }
             other => (other, None, None),
         };
         match answer {
-            Answer::Reset => return,
-            Answer::RetryAt(..) | Answer::Partial(_) | Answer::Late(_) => unreachable!("mapped above"),
+            Answer::Reset | Answer::RetryAt(..) | Answer::Partial(_) => return,
             Answer::Stall => {
                 let mut sink = [0u8; 64];
                 while let Ok(n) = socket.read(&mut sink).await {
