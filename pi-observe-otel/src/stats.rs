@@ -91,6 +91,21 @@ pub struct ExportStats {
 }
 
 impl Counters {
+    /// Resolves once `by` names an instant and that instant has passed; `by` is asked now and
+    /// again each time `hurry` is notified (a shutdown or a flush began).
+    pub(crate) async fn hurried_until(&self, by: impl Fn(&Counters) -> Option<Instant>) {
+        loop {
+            let hurry = self.hurry.notified();
+            tokio::pin!(hurry);
+            hurry.as_mut().enable();
+            if let Some(by) = by(self) {
+                tokio::time::sleep_until(by.into()).await;
+                return;
+            }
+            hurry.await;
+        }
+    }
+
     /// Counts one metrics (`at` 0) or logs (`at` 1) export; `true` when the signal must stop
     /// (credentials refused, or the backend takes no such signal — said once).
     pub(crate) fn count_signal(&self, at: usize, signal: &str, shipped: crate::export::Shipped) -> bool {

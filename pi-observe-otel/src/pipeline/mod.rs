@@ -16,6 +16,7 @@ use crate::stats::Counters;
 use crate::stats::ExportStats;
 
 mod question;
+mod ship;
 mod worker;
 
 use worker::Worker;
@@ -31,13 +32,16 @@ const DEFAULT_EXIT_PATIENCE: Duration = Duration::from_millis(200);
 /// (connection, TLS and a batch included) before taking it as stalled and spooling.
 const FIRST_ANSWER_PATIENCE: Duration = Duration::from_secs(1);
 
-/// With a spool, how long an export may wait for the receiver's first answer of the run before
-/// the receiver is taken as stalled (the batch spooled, later ones too while degraded): fifty
-/// connection round trips — a TLS handshake and a batch take a few — at least 100 ms, at most
-/// a second (and a second when no connection could be timed).
-fn first_answer_patience(connect_time: Option<Duration>) -> Duration {
-    connect_time
-        .map_or(FIRST_ANSWER_PATIENCE, |rtt| (rtt * 50).clamp(Duration::from_millis(100), FIRST_ANSWER_PATIENCE))
+/// With a spool, the least an export waits for the receiver's first answer of the run.
+const LEAST_FIRST_ANSWER_PATIENCE: Duration = Duration::from_millis(100);
+
+/// How long to wait for a receiver's first answer before taking it as stalled: fifty connection
+/// round trips (`connect_time`; a TLS handshake and a request take a few), at least `least`, at
+/// most a second (and a second when no connection could be timed). An export waits at least
+/// [`LEAST_FIRST_ANSWER_PATIENCE`] (the batch spooled, later ones too while degraded); a
+/// backfill's question less ([`question`]).
+fn answer_patience(connect_time: Option<Duration>, least: Duration) -> Duration {
+    connect_time.map_or(FIRST_ANSWER_PATIENCE, |rtt| (rtt * 50).clamp(least, FIRST_ANSWER_PATIENCE))
 }
 
 /// With a spool, the least a flush waits for an answer once the receiver has answered (then: four
@@ -383,9 +387,12 @@ mod tests {
     #[test]
     fn the_first_answers_patience_follows_the_connection_time() {
         let ms = Duration::from_millis;
-        assert_eq!(first_answer_patience(Some(Duration::from_micros(80))), ms(100), "loopback: the floor");
-        assert_eq!(first_answer_patience(Some(ms(8))), ms(400), "fifty round trips");
-        assert_eq!(first_answer_patience(Some(ms(90))), ms(1000), "at most a second");
-        assert_eq!(first_answer_patience(None), ms(1000), "no connection timed");
+        for least in [LEAST_FIRST_ANSWER_PATIENCE, ms(25)] {
+            let patience = |rtt| answer_patience(rtt, least);
+            assert_eq!(patience(Some(Duration::from_micros(80))), least, "loopback: the floor");
+            assert_eq!(patience(Some(ms(8))), ms(400), "fifty round trips");
+            assert_eq!(patience(Some(ms(90))), ms(1000), "at most a second");
+            assert_eq!(patience(None), ms(1000), "no connection timed");
+        }
     }
 }

@@ -13,18 +13,15 @@ use crate::config::OtlpConfig;
 use crate::export::{Delivery, Exporter};
 use crate::stats::Counters;
 
-use super::FIRST_ANSWER_PATIENCE;
-
 /// The least an unanswered question is waited for, from when it was asked.
 const LEAST_QUESTION_PATIENCE: Duration = Duration::from_millis(25);
 
-/// How long the worker may wait for the answer to the question, from when it was asked: fifty
-/// connection round trips (an empty export needs one, a TLS handshake two more), at least
-/// `LEAST_QUESTION_PATIENCE`, at most a second (and a second when no connection could be timed).
-/// Shorter than a live run's first batch gets ([`super::first_answer_patience`]): there is no
-/// batch to ingest, and the run's own work went on while the question waited.
-pub(super) fn question_patience(connect_time: Option<Duration>) -> Duration {
-    connect_time.map_or(FIRST_ANSWER_PATIENCE, |rtt| (rtt * 50).clamp(LEAST_QUESTION_PATIENCE, FIRST_ANSWER_PATIENCE))
+/// How long the worker may wait for the answer to the question, from when it was asked: as a
+/// first answer ([`super::answer_patience`]), but at least `LEAST_QUESTION_PATIENCE` rather than
+/// a first batch's 100 ms — there is no batch to ingest, and the run's own work went on while
+/// the question waited.
+fn question_patience(connect_time: Option<Duration>) -> Duration {
+    super::answer_patience(connect_time, LEAST_QUESTION_PATIENCE)
 }
 
 /// The question, as the asking thread and the worker share it.
@@ -81,19 +78,7 @@ impl Question {
             self.publish(|asked| asked.connect_time = Some(connect_time));
             std::future::pending::<()>().await;
         };
-        let shutdown = async {
-            loop {
-                let hurry = counters.hurry.notified();
-                tokio::pin!(hurry);
-                hurry.as_mut().enable();
-                let shutdown = *counters.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(by) = shutdown {
-                    tokio::time::sleep_until(by.into()).await;
-                    return;
-                }
-                hurry.await;
-            }
-        };
+        let shutdown = counters.hurried_until(|c| *c.shutdown_deadline.lock().unwrap_or_else(|e| e.into_inner()));
         tokio::select! {
             delivery = exporter.send(&question, deadline) => Some(delivery),
             () = probe => None,
@@ -128,19 +113,5 @@ impl Question {
             }
             asked = self.changed.wait_timeout(asked, by - now).map(|(a, _)| a).unwrap_or_else(|e| e.into_inner().0);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_questions_patience_follows_the_connection_time() {
-        let ms = Duration::from_millis;
-        assert_eq!(question_patience(Some(Duration::from_micros(80))), ms(25), "loopback: the floor");
-        assert_eq!(question_patience(Some(ms(8))), ms(400), "fifty round trips");
-        assert_eq!(question_patience(Some(ms(90))), ms(1000), "at most a second");
-        assert_eq!(question_patience(None), ms(1000), "no connection timed");
     }
 }
