@@ -113,46 +113,53 @@ impl SessionPicker {
         self.mode = Mode::ConfirmDelete(session.path.clone());
     }
 
+    /// A key while "delete this session?" is asked: confirm deletes, cancel keeps it, any other
+    /// key waits for the answer.
+    fn confirm_delete_key(&mut self, path: PathBuf, first: Option<Action>) -> SessionKey {
+        match first {
+            Some(Action::SelectConfirm) => {
+                self.status = Some(match session_list::delete(&path) {
+                    Ok(said) => (Token::Accent, said.to_owned()),
+                    Err(why) => (Token::Error, why),
+                });
+                self.reload();
+            }
+            Some(Action::SelectCancel) => {}
+            _ => self.mode = Mode::ConfirmDelete(path),
+        }
+        SessionKey::Open
+    }
+
+    /// A key while a session's new name is typed: confirm renames (the current session through
+    /// the caller), cancel keeps the old name, anything else types.
+    fn rename_key(&mut self, path: PathBuf, mut name: String, first: Option<Action>, key: &KeyEvent) -> SessionKey {
+        match first {
+            Some(Action::SelectCancel) => {}
+            Some(Action::SelectConfirm) if name.trim().is_empty() => self.mode = Mode::Rename { path, name },
+            Some(Action::SelectConfirm) if Some(&path) == self.current.as_ref() => {
+                return SessionKey::RenameCurrent(name.trim().to_owned());
+            }
+            Some(Action::SelectConfirm) => {
+                if let Err(why) = session_list::rename(&path, name.trim()) {
+                    self.status = Some((Token::Error, format!("Failed to rename: {why}")));
+                }
+                self.reload();
+            }
+            _ => {
+                super::picker::type_into(&mut name, key);
+                self.mode = Mode::Rename { path, name };
+            }
+        }
+        SessionKey::Open
+    }
+
     pub fn key(&mut self, key: &KeyEvent, keymap: &Keymap) -> SessionKey {
         self.status = None;
         let actions = keymap.actions_in(key, &[Context::Sessions, Context::Select]);
         let first = actions.first().copied();
         match std::mem::replace(&mut self.mode, Mode::List) {
-            Mode::ConfirmDelete(path) => {
-                match first {
-                    Some(Action::SelectConfirm) => {
-                        self.status = Some(match session_list::delete(&path) {
-                            Ok(said) => (Token::Accent, said.to_owned()),
-                            Err(why) => (Token::Error, why),
-                        });
-                        self.reload();
-                    }
-                    Some(Action::SelectCancel) => {}
-                    // Every other key waits for the answer.
-                    _ => self.mode = Mode::ConfirmDelete(path),
-                }
-                return SessionKey::Open;
-            }
-            Mode::Rename { path, mut name } => {
-                match first {
-                    Some(Action::SelectCancel) => {}
-                    Some(Action::SelectConfirm) if name.trim().is_empty() => self.mode = Mode::Rename { path, name },
-                    Some(Action::SelectConfirm) if Some(&path) == self.current.as_ref() => {
-                        return SessionKey::RenameCurrent(name.trim().to_owned());
-                    }
-                    Some(Action::SelectConfirm) => {
-                        if let Err(why) = session_list::rename(&path, name.trim()) {
-                            self.status = Some((Token::Error, format!("Failed to rename: {why}")));
-                        }
-                        self.reload();
-                    }
-                    _ => {
-                        super::picker::type_into(&mut name, key);
-                        self.mode = Mode::Rename { path, name };
-                    }
-                }
-                return SessionKey::Open;
-            }
+            Mode::ConfirmDelete(path) => return self.confirm_delete_key(path, first),
+            Mode::Rename { path, name } => return self.rename_key(path, name, first, key),
             Mode::List => {}
         }
         if keymap.actions_in(key, &[Context::Main]).contains(&Action::Tab) {

@@ -308,33 +308,44 @@ impl TreeNav {
         let actions = keymap.actions_in(key, &[Context::Tree, Context::Select, Context::Main]);
         let has = |action: Action| actions.contains(&action);
         match std::mem::replace(&mut self.mode, Mode::Tree) {
-            Mode::Label { id, mut text } => {
-                if has(Action::SelectConfirm) {
-                    let label = Some(text.trim().to_owned()).filter(|l| !l.is_empty());
-                    if let Some(i) = self.index_of(&id) {
-                        self.nodes[i].label =
-                            label.clone().map(|l| (l, pi_agent::time::iso8601(pi_agent::time::now_millis())));
-                    }
-                    return TreeKey::Label { id, label };
-                }
-                if !has(Action::SelectCancel) {
-                    super::picker::type_into(&mut text, key);
-                    self.mode = Mode::Label { id, text };
-                }
-                return TreeKey::Open;
-            }
-            Mode::Ask { target, choice } => {
-                if has(Action::SelectConfirm) {
-                    return TreeKey::Navigate { target, summarize: choice == 1 };
-                }
-                if !has(Action::SelectCancel) {
-                    let choice = if has(Action::SelectUp) || has(Action::SelectDown) { 1 - choice } else { choice };
-                    self.mode = Mode::Ask { target, choice };
-                }
-                return TreeKey::Open;
-            }
-            Mode::Tree => {}
+            Mode::Label { id, text } => self.label_key(id, text, key, has),
+            Mode::Ask { target, choice } => self.ask_key(target, choice, has),
+            Mode::Tree => self.tree_key(key, &actions),
         }
+    }
+
+    /// A key while a label is being edited: confirm sets it, cancel leaves it, anything else
+    /// types.
+    fn label_key(&mut self, id: String, mut text: String, key: &KeyEvent, has: impl Fn(Action) -> bool) -> TreeKey {
+        if has(Action::SelectConfirm) {
+            let label = Some(text.trim().to_owned()).filter(|l| !l.is_empty());
+            if let Some(i) = self.index_of(&id) {
+                self.nodes[i].label = label.clone().map(|l| (l, pi_agent::time::iso8601(pi_agent::time::now_millis())));
+            }
+            return TreeKey::Label { id, label };
+        }
+        if !has(Action::SelectCancel) {
+            super::picker::type_into(&mut text, key);
+            self.mode = Mode::Label { id, text };
+        }
+        TreeKey::Open
+    }
+
+    /// A key while asking whether to summarize the branch left.
+    fn ask_key(&mut self, target: String, choice: usize, has: impl Fn(Action) -> bool) -> TreeKey {
+        if has(Action::SelectConfirm) {
+            return TreeKey::Navigate { target, summarize: choice == 1 };
+        }
+        if !has(Action::SelectCancel) {
+            let choice = if has(Action::SelectUp) || has(Action::SelectDown) { 1 - choice } else { choice };
+            self.mode = Mode::Ask { target, choice };
+        }
+        TreeKey::Open
+    }
+
+    /// A key on the tree itself: move, fold, page, choose, filter, search, label.
+    fn tree_key(&mut self, key: &KeyEvent, actions: &[Action]) -> TreeKey {
+        let has = |action: Action| actions.contains(&action);
         let count = self.shown.len();
         let last = count.saturating_sub(1);
         let id = self.selected_id();
@@ -371,7 +382,7 @@ impl TreeNav {
             }
             self.query.clear();
             self.refilter();
-        } else if let Some(filter) = self.filter_for(&actions) {
+        } else if let Some(filter) = self.filter_for(actions) {
             self.filter = filter;
             self.refilter();
         } else if has(Action::DeleteCharBackward) {
