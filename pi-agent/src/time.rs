@@ -66,6 +66,16 @@ pub fn parse_iso8601(text: &str) -> Option<i64> {
     i64::try_from(at.unix_timestamp_nanos().div_euclid(1_000_000)).ok()
 }
 
+/// The UTC day (`YYYY-MM-DD`) of an RFC 3339 timestamp, `None` when it is not one.
+pub fn utc_day(text: &str) -> Option<String> {
+    let at = OffsetDateTime::parse(text, &Rfc3339).ok()?;
+    // A UTC timestamp starts with its day: no arithmetic, no formatting.
+    if at.offset().is_utc() {
+        return text.get(..10).map(str::to_owned);
+    }
+    Some(date(i64::try_from(at.unix_timestamp_nanos().div_euclid(1_000_000)).ok()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,6 +94,10 @@ mod tests {
         assert_eq!(iso8601(1_733_234_400_123), "2024-12-03T14:00:00.123Z");
         assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(date(1_733_234_400_123), "2024-12-03");
+        assert_eq!(utc_day("2026-12-01T10:00:00.000Z").as_deref(), Some("2026-12-01"));
+        assert_eq!(utc_day("2026-12-01T23:30:00-02:00").as_deref(), Some("2026-12-02"));
+        assert_eq!(utc_day("2026-12-01T00:30:00+00:00").as_deref(), Some("2026-12-01"));
+        assert!(utc_day("2026-12-01").is_none() && utc_day("yesterday").is_none());
     }
 
     #[test]

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Deserialize;
 
-use super::{Fold, ParsedLine, SessionError, TornTail, key, parse_block};
+use super::line::{ParsedLine, Recent, parse_block};
+use super::{Fold, SessionError, TornTail, key};
 use crate::session::report::AttributedUsage;
 
 /// How many entries a file of `bytes` holds, judged by its first 64 KiB's lines.
@@ -94,9 +95,9 @@ pub(super) fn fold_blocks(
 ) -> Result<Option<TornTail>, SessionError> {
     let path = fold.path;
     if threads <= 1 {
-        let mut buffer = Vec::new();
+        let (mut buffer, mut recent) = (Vec::new(), Recent::default());
         while let Some(block) = next_block(buffer).map_err(|e| SessionError::io(path, e))? {
-            if let Some(torn) = fold.block(parse_block(&block))? {
+            if let Some(torn) = fold.block(parse_block(&block, &mut recent))? {
                 return Ok(Some(torn));
             }
             buffer = block;
@@ -112,12 +113,13 @@ pub(super) fn fold_blocks(
         for _ in 0..threads {
             let (queued, parsed_tx, spent) = (queued.clone(), parsed_tx.clone(), spent.clone());
             scope.spawn(move || {
+                let mut recent = Recent::default();
                 // Ends when the reader is done, or when the fold stopped early and hung up. The
                 // lock is held only while waiting for a block, never while parsing one.
                 loop {
                     let next = queued.lock().unwrap_or_else(|e| e.into_inner()).recv();
                     let Ok((seq, block)) = next else { break };
-                    let lines = parse_block(&block);
+                    let lines = parse_block(&block, &mut recent);
                     let _ = spent.send(block);
                     if parsed_tx.send((seq, lines)).is_err() {
                         break;

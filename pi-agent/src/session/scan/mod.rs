@@ -4,7 +4,6 @@
 //! tree. Memory is bounded by the number of entries, not the file size. Gives the same rows as
 //! [`attributed_usage`](super::attributed_usage) over [`read_session`](super::read_session).
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
@@ -12,16 +11,14 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use serde::Deserialize;
-use serde::de::IgnoredAny;
-
-use super::entry::ATTRIBUTION_CUSTOM_TYPE;
 use super::reader::{SessionError, TornTail};
-use super::report::{AttributedUsage, Attribution, attribution_of};
+use super::report::AttributedUsage;
 
 mod blocks;
-use crate::message::Usage;
+mod json;
+mod line;
 use blocks::{block_reader, branch_targets, expected_entries, fold_blocks};
+use line::{Billed, Change, Parsed, ParsedLine};
 
 /// What a scan met besides the rows it reported.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -33,54 +30,11 @@ pub struct ScanSummary {
     pub unreadable_usage: usize,
 }
 
-/// One line, as far as the report reads it.
-#[derive(Deserialize)]
-struct Line<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default, borrow)]
-    id: Option<Cow<'a, str>>,
-    #[serde(default, rename = "parentId", borrow)]
-    parent_id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    timestamp: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    provider: Option<Cow<'a, str>>,
-    #[serde(default, rename = "modelId", borrow)]
-    model_id: Option<Cow<'a, str>>,
-    #[serde(default, rename = "customType", borrow)]
-    custom_type: Option<Cow<'a, str>>,
-    #[serde(default)]
-    data: Option<serde_json::Value>,
-    #[serde(default, borrow)]
-    message: Option<MessageLine<'a>>,
-    #[serde(default)]
-    usage: Option<Usage>,
-    /// The header's format version.
-    #[serde(default)]
-    version: Option<u32>,
-}
-
-#[derive(Deserialize)]
-struct MessageLine<'a> {
-    #[serde(borrow)]
-    role: Cow<'a, str>,
-    #[serde(default, borrow)]
-    provider: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    model: Option<Cow<'a, str>>,
-    #[serde(default)]
-    usage: Option<Usage>,
-    #[serde(default)]
-    #[allow(dead_code)] // read past, never kept
-    content: IgnoredAny,
-}
-
 /// What is in force on a branch: attribution and model (shared until they change).
 #[derive(Debug, Default)]
 struct State {
-    attribution: Arc<Attribution>,
-    model: Option<Rc<str>>,
+    attribution: Arc<super::report::Attribution>,
+    model: Option<Arc<str>>,
 }
 
 /// Streams `path`, calling `each` with every usage-carrying entry, attributed through the entry
@@ -131,106 +85,6 @@ fn scan_blocks(
     let next_block = block_reader(file, block_bytes, read);
     let torn_tail = fold_blocks(&mut fold, next_block, threads)?;
     Ok(ScanSummary { torn_tail, unreadable_usage: fold.unreadable_usage })
-}
-
-/// One line as parsed on its own: its length, whether a newline ended it, and what it says.
-struct ParsedLine {
-    length: usize,
-    terminated: bool,
-    parsed: Result<Option<Parsed>, String>,
-}
-
-/// What a non-blank line contributes, knowing nothing of the lines before it.
-struct Parsed {
-    session_header: bool,
-    /// The header's format version (v1 entries have no ids: they chain in file order).
-    version: Option<u32>,
-    /// The hashed id and parent id, if the line has an id.
-    ids: Option<(u64, Option<u64>)>,
-    change: Change,
-    /// What the line bills, boxed: only some lines carry it, and every line's `Parsed` is moved
-    /// through the block queues (200 bytes a line unboxed).
-    billed: Option<Box<Billed>>,
-    /// The line carries usage in a shape this version cannot read.
-    unreadable_usage: bool,
-}
-
-/// A usage-carrying line's usage, its UTC day, and whether it is an assistant message.
-struct Billed {
-    usage: Usage,
-    day: String,
-    assistant: bool,
-}
-
-/// How a line changes what is in force on its branch.
-enum Change {
-    Keep,
-    Attribution(Attribution),
-    Model(String),
-}
-
-fn parse_block(block: &[u8]) -> Vec<ParsedLine> {
-    // Room for lines of 256 bytes; longer ones leave room unused, shorter ones grow it.
-    let (mut lines, mut start) = (Vec::with_capacity(block.len() / 256 + 1), 0);
-    let ends = memchr::memchr_iter(b'\n', block).map(|newline| newline + 1).chain(std::iter::once(block.len()));
-    for end in ends {
-        if end > start {
-            let bytes = &block[start..end];
-            lines.push(ParsedLine {
-                length: bytes.len(),
-                terminated: bytes.ends_with(b"\n"),
-                parsed: parse_line(bytes),
-            });
-        }
-        start = end;
-    }
-    lines
-}
-
-fn parse_line(bytes: &[u8]) -> Result<Option<Parsed>, String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8 ({e})"))?.trim();
-    if text.is_empty() {
-        return Ok(None);
-    }
-    let line: Line<'_> = match serde_json::from_str(text) {
-        Ok(line) => line,
-        // An object of a shape this version does not know: kept in the tree, counts nothing.
-        Err(e) => match serde_json::from_str::<serde_json::Value>(text) {
-            Ok(serde_json::Value::Object(object)) => {
-                let id = |k: &str| object.get(k).and_then(|v| v.as_str()).map(key);
-                let billed = |v: Option<&serde_json::Value>| v.is_some_and(|v| !v.is_null());
-                let message = object.get("message");
-                let unreadable_usage = billed(object.get("usage"))
-                    || billed(message.and_then(|m| m.get("usage")))
-                    || message.and_then(|m| m.get("role")).and_then(|r| r.as_str()) == Some("assistant");
-                return Ok(Some(Parsed {
-                    session_header: false,
-                    version: None,
-                    ids: id("id").map(|i| (i, id("parentId"))),
-                    change: Change::Keep,
-                    billed: None,
-                    unreadable_usage,
-                }));
-            }
-            _ => return Err(format!("not a session entry ({e})")),
-        },
-    };
-    let (change, usage, assistant) = change_of(&line);
-    Ok(Some(Parsed {
-        session_header: line.kind == "session",
-        version: line.version,
-        ids: line.id.as_deref().map(|id| (key(id), line.parent_id.as_deref().map(key))),
-        change,
-        // The UTC day, also for a timestamp written with an offset.
-        billed: usage.map(|usage| {
-            let stamp = line.timestamp.as_deref().unwrap_or_default();
-            let day = crate::time::parse_iso8601(stamp)
-                .map(crate::time::date)
-                .unwrap_or_else(|| stamp.get(..10).unwrap_or("unknown").to_owned());
-            Box::new(Billed { usage, day, assistant })
-        }),
-        unreadable_usage: false,
-    }))
 }
 
 /// The in-order half of a scan: line numbers, the header rule, the entry tree and its states.
@@ -395,46 +249,22 @@ fn key(id: &str) -> u64 {
     BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(id)
 }
 
-/// How `line` changes the branch's state, its usage (if it carries any) and whether it is an
-/// assistant message.
-fn change_of(line: &Line<'_>) -> (Change, Option<Usage>, bool) {
-    let model = |provider: &Option<Cow<'_, str>>, model: &Option<Cow<'_, str>>| {
-        Change::Model(format!("{}/{}", provider.as_deref().unwrap_or(""), model.as_deref().unwrap_or("")))
-    };
-    match (line.kind.as_ref(), &line.message) {
-        ("custom", _) if line.custom_type.as_deref() == Some(ATTRIBUTION_CUSTOM_TYPE) => {
-            let attribution = line.data.as_ref().map(attribution_of).unwrap_or_default();
-            (Change::Attribution(attribution), None, false)
-        }
-        ("model_change", _) => (model(&line.provider, &line.model_id), None, false),
-        ("message", Some(message)) if message.role == "assistant" => {
-            (model(&message.provider, &message.model), Some(message.usage.unwrap_or_default()), true)
-        }
-        ("message", Some(message)) if message.role == "toolResult" => (Change::Keep, message.usage, false),
-        ("compaction" | "branch_summary", _) => (Change::Keep, line.usage, false),
-        _ => (Change::Keep, None, false),
-    }
-}
-
 /// The state after a change; unchanged state is shared, not copied (most entries keep the
 /// branch's model and owner).
 fn apply(change: Change, inherited: Rc<State>) -> Rc<State> {
     match change {
         Change::Keep => inherited,
-        Change::Attribution(attribution) if *inherited.attribution == attribution => inherited,
-        Change::Attribution(attribution) => {
-            Rc::new(State { attribution: Arc::new(attribution), model: inherited.model.clone() })
-        }
-        Change::Model(model) if inherited.model.as_deref() == Some(model.as_str()) => inherited,
-        Change::Model(model) => {
-            Rc::new(State { attribution: inherited.attribution.clone(), model: Some(model.into()) })
-        }
+        Change::Attribution(attribution) if *inherited.attribution == *attribution => inherited,
+        Change::Attribution(attribution) => Rc::new(State { attribution, model: inherited.model.clone() }),
+        Change::Model(model) if inherited.model.as_deref() == Some(&*model) => inherited,
+        Change::Model(model) => Rc::new(State { attribution: inherited.attribution.clone(), model: Some(model) }),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::ATTRIBUTION_CUSTOM_TYPE;
 
     /// A session of `turns` prompts by alternating users, on two branches, as JSON lines.
     fn session_text(turns: usize) -> String {
@@ -512,7 +342,7 @@ mod tests {
     fn states_are_kept_once_however_often_they_change() {
         let text = session_text(400);
         let mut fold = Fold::new(Path::new("s.jsonl"), |_| {});
-        assert!(fold.block(parse_block(text.as_bytes())).unwrap().is_none());
+        assert!(fold.block(line::parse_block(text.as_bytes(), &mut line::Recent::default())).unwrap().is_none());
         let kept: usize = fold.distinct.values().map(Vec::len).sum();
         // Owner-only states (before a prompt's reply) and owner + model: at most 2 + 2 × 4.
         assert!(kept <= 10, "{kept} states kept for 800 entries");

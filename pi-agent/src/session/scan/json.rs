@@ -1,0 +1,306 @@
+//! A strict walker over one JSON object's members for the scan: it finds where each value ends,
+//! checking as it goes that the text is JSON, without building anything — so a message's
+//! content, most of a session file's bytes, is passed over at `memchr` speed and only the few
+//! values the report reads are handed to serde.
+//!
+//! It accepts no text `serde_json` would reject: strings are checked for control characters and
+//! bad escapes as serde checks a string it skips, numbers and literals against the grammar,
+//! nesting up to a depth below serde's own limit. Where it gives up (`None`) the caller parses
+//! the line with serde, which then decides.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+/// Nesting deeper than this is left to serde (whose limit is 128).
+const MAX_DEPTH: u32 = 100;
+
+/// Walks the object that is the whole of `text` (whitespace around it allowed), calling `member`
+/// with each member's key, unescaped, and its value; `member` reads or skips the value and
+/// returns where it ends. `None` when `text` is not exactly one JSON object, a key cannot be
+/// read, or `member` gave up.
+pub(super) fn for_each_member<'a>(text: &'a str, member: impl FnMut(&str, Value<'a>) -> Option<usize>) -> Option<()> {
+    let start = whitespace(text.as_bytes(), 0);
+    let end = Value { text, at: start, depth: 0 }.members(member)?;
+    (whitespace(text.as_bytes(), end) == text.len()).then_some(())
+}
+
+/// A JSON value not yet read: where it starts in its text.
+#[derive(Clone, Copy)]
+pub(super) struct Value<'a> {
+    text: &'a str,
+    at: usize,
+    depth: u32,
+}
+
+impl<'a> Value<'a> {
+    /// Past the value, checked but not built.
+    pub(super) fn skip(self) -> Option<usize> {
+        value(self.text.as_bytes(), self.at, self.depth)
+    }
+
+    /// Past the value if it is `null`.
+    pub(super) fn null(self) -> Option<usize> {
+        literal(self.text.as_bytes(), self.at, b"null")
+    }
+
+    /// Reads the value's text with serde into `into`; past the value.
+    pub(super) fn read<T: serde::de::DeserializeOwned>(self, into: &mut T) -> Option<usize> {
+        let end = self.skip()?;
+        *into = serde_json::from_str(self.text.get(self.at..end)?).ok()?;
+        Some(end)
+    }
+
+    /// Reads the value's JSON text into `into` (`None` for `null`); past the value.
+    pub(super) fn text(self, into: &mut Option<&'a str>) -> Option<usize> {
+        let end = self.skip()?;
+        let text = self.text.get(self.at..end)?;
+        *into = (text != "null").then_some(text);
+        Some(end)
+    }
+
+    /// Reads a string (borrowed when it has no escapes) or `null` into `into`; past the value.
+    pub(super) fn string(self, into: &mut Option<Cow<'a, str>>) -> Option<usize> {
+        let end = self.skip()?;
+        let text = self.text.get(self.at..end)?;
+        *into = match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+            _ if text == "null" => None,
+            None => return None,
+            Some(inner) if inner.contains('\\') => Some(Cow::Owned(serde_json::from_str(text).ok()?)),
+            Some(inner) => Some(Cow::Borrowed(inner)),
+        };
+        Some(end)
+    }
+
+    /// Walks the value as an object (`None` if it is not one), as [`for_each_member`] does;
+    /// past the value.
+    pub(super) fn members(self, mut member: impl FnMut(&str, Value<'a>) -> Option<usize>) -> Option<usize> {
+        let (text, depth) = (self.text, self.depth + 1);
+        if text.as_bytes().get(self.at) != Some(&b'{') {
+            return None;
+        }
+        object(text.as_bytes(), self.at, depth, &mut |key: Range<usize>, at| {
+            // The ranges lie on quotes and structural bytes (ASCII): char boundaries.
+            let raw = text.get(key.clone())?;
+            let key = if raw.contains('\\') {
+                Cow::Owned(serde_json::from_str::<String>(text.get(key.start - 1..key.end + 1)?).ok()?)
+            } else {
+                Cow::Borrowed(raw)
+            };
+            member(&key, Value { text, at, depth })
+        })
+    }
+}
+
+fn whitespace(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(at) {
+        at += 1;
+    }
+    at
+}
+
+/// Past the JSON value at `at` (no whitespace before it).
+fn value(bytes: &[u8], at: usize, depth: u32) -> Option<usize> {
+    match *bytes.get(at)? {
+        b'"' => string_end(bytes, at),
+        b'{' => object(bytes, at, depth + 1, &mut |_, at| value(bytes, at, depth + 1)),
+        b'[' => array(bytes, at, depth + 1),
+        b't' => literal(bytes, at, b"true"),
+        b'f' => literal(bytes, at, b"false"),
+        b'n' => literal(bytes, at, b"null"),
+        b'-' | b'0'..=b'9' => number(bytes, at),
+        _ => None,
+    }
+}
+
+/// Past the object whose `{` is at `at`, calling `member` with each key's text (inside its
+/// quotes, still escaped) and where its value starts; `member` returns where the value ends.
+fn object(
+    bytes: &[u8],
+    at: usize,
+    depth: u32,
+    member: &mut impl FnMut(Range<usize>, usize) -> Option<usize>,
+) -> Option<usize> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    let mut at = whitespace(bytes, at + 1);
+    if bytes.get(at) == Some(&b'}') {
+        return Some(at + 1);
+    }
+    loop {
+        if bytes.get(at) != Some(&b'"') {
+            return None;
+        }
+        let key_end = string_end(bytes, at)?;
+        let key = at + 1..key_end - 1;
+        at = whitespace(bytes, key_end);
+        if bytes.get(at) != Some(&b':') {
+            return None;
+        }
+        at = whitespace(bytes, member(key, whitespace(bytes, at + 1))?);
+        match bytes.get(at)? {
+            b',' => at = whitespace(bytes, at + 1),
+            b'}' => return Some(at + 1),
+            _ => return None,
+        }
+    }
+}
+
+fn array(bytes: &[u8], at: usize, depth: u32) -> Option<usize> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    let mut at = whitespace(bytes, at + 1);
+    if bytes.get(at) == Some(&b']') {
+        return Some(at + 1);
+    }
+    loop {
+        at = whitespace(bytes, value(bytes, at, depth)?);
+        match bytes.get(at)? {
+            b',' => at = whitespace(bytes, at + 1),
+            b']' => return Some(at + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// Past the string whose opening quote is at `at`: the runs between escapes are found with
+/// `memchr` and checked for control characters in one pass the compiler vectorises.
+fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
+    let mut at = at + 1;
+    loop {
+        let stop = at + memchr::memchr2(b'"', b'\\', bytes.get(at..)?)?;
+        if bytes[at..stop].iter().fold(false, |control, &b| control | (b < 0x20)) {
+            return None;
+        }
+        if bytes[stop] == b'"' {
+            return Some(stop + 1);
+        }
+        at = match *bytes.get(stop + 1)? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => stop + 2,
+            b'u' if bytes.get(stop + 2..stop + 6)?.iter().all(u8::is_ascii_hexdigit) => stop + 6,
+            _ => return None,
+        };
+    }
+}
+
+fn literal(bytes: &[u8], at: usize, word: &[u8]) -> Option<usize> {
+    (bytes.get(at..at + word.len())? == word).then_some(at + word.len())
+}
+
+/// Past the number at `at`: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+fn number(bytes: &[u8], at: usize) -> Option<usize> {
+    let digits = |from: usize| from + bytes[from..].iter().take_while(|b| b.is_ascii_digit()).count();
+    let mut at = at + usize::from(bytes[at] == b'-');
+    at = match *bytes.get(at)? {
+        b'0' => at + 1,
+        b'1'..=b'9' => digits(at),
+        _ => return None,
+    };
+    if bytes.get(at) == Some(&b'.') {
+        let end = digits(at + 1);
+        if end == at + 1 {
+            return None;
+        }
+        at = end;
+    }
+    if let Some(b'e' | b'E') = bytes.get(at) {
+        at += 1;
+        if let Some(b'+' | b'-') = bytes.get(at) {
+            at += 1;
+        }
+        let end = digits(at);
+        if end == at {
+            return None;
+        }
+        at = end;
+    }
+    Some(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(text: &str) -> Option<Vec<(String, String)>> {
+        let mut seen = Vec::new();
+        for_each_member(text, |key, value| {
+            let end = value.skip()?;
+            seen.push((key.to_owned(), text[value.at..end].to_owned()));
+            Some(end)
+        })?;
+        Some(seen)
+    }
+
+    #[test]
+    fn members_are_keys_and_their_values_text() {
+        let text = " {\"a\" : 1 , \"b\\u0063\":{\"x\":[true,null,\"s\\\"\"]},\"c\":-0.5e+3,\"d\":\"\"}\r\n";
+        let got = members(text).unwrap();
+        let want = [("a", "1"), ("bc", "{\"x\":[true,null,\"s\\\"\"]}"), ("c", "-0.5e+3"), ("d", "\"\"")];
+        assert_eq!(got, want.map(|(k, v)| (k.to_owned(), v.to_owned())));
+        assert_eq!(members("{}").unwrap(), []);
+        let mut read = Vec::new();
+        for_each_member("{\"a\":\"x\\ny\",\"b\":\"plain\",\"c\":null,\"d\":{\"e\":[2]}}", |key, value| {
+            let mut text = None;
+            let end = match key {
+                "d" => value.members(|_, value| {
+                    let mut numbers: Vec<u32> = Vec::new();
+                    let end = value.read(&mut numbers)?;
+                    read.push(format!("{numbers:?}"));
+                    Some(end)
+                })?,
+                _ => value.string(&mut text)?,
+            };
+            read.push(format!("{text:?}"));
+            Some(end)
+        })
+        .unwrap();
+        assert_eq!(read, ["Some(\"x\\ny\")", "Some(\"plain\")", "None", "[2]", "None"]);
+    }
+
+    /// Everything serde rejects, the walker rejects: every prefix of a valid object (a torn
+    /// line), and each kind of bad token.
+    #[test]
+    fn what_serde_rejects_is_rejected() {
+        let valid = "{\"a\":[1,-2.5e3,{\"b\":\"c\\u00e9\\n\"},true,false,null],\"d\":{}}";
+        assert!(members(valid).is_some());
+        for end in 0..valid.len() {
+            assert!(members(&valid[..end]).is_none(), "{}", &valid[..end]);
+        }
+        assert!(members("[]").is_none(), "not an object");
+        let bad = [
+            "{\"a\":1,}",
+            "{\"a\" 1}",
+            "{a:1}",
+            "{\"a\":01}",
+            "{\"a\":1.}",
+            "{\"a\":1e}",
+            "{\"a\":-}",
+            "{\"a\":tru}",
+            "{\"a\":nul}",
+            "{\"a\":\"\\x\"}",
+            "{\"a\":\"\\u12g4\"}",
+            "{\"a\":\"tab\there\"}",
+            "{\"a\":[1 2]}",
+            "{\"a\":[1,]}",
+            "{\"a\":1} x",
+            "{\"a\":1}{}",
+            "{\"a\":+1}",
+            "{\"a\":.5}",
+            "{\"a\":\"\\ud800\"}",
+            "{\"\\ud800\":1}",
+        ];
+        for text in bad {
+            let walked = members(text).is_some();
+            let serde = serde_json::from_str::<serde_json::Value>(text).is_ok();
+            // A lone surrogate is read past in a skipped value (as serde skips it), never in a key.
+            if text == "{\"a\":\"\\ud800\"}" {
+                assert!(walked, "{text}");
+                continue;
+            }
+            assert!(!walked && !serde, "{text}: walker {walked}, serde {serde}");
+        }
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(120), "]".repeat(120));
+        assert!(members(&deep).is_none(), "nesting past the limit is left to serde");
+    }
+}
