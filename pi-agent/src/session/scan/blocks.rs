@@ -104,50 +104,64 @@ pub(super) fn fold_blocks(
         }
         return fold.finish();
     }
-    std::thread::scope(|scope| {
-        let (blocks, queued) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>)>(threads);
-        let queued = std::sync::Arc::new(std::sync::Mutex::new(queued));
+    // Each parsing thread reads its own next block (taking turns at the file) and parses it
+    // while the bytes are still in its core's cache; the fold puts the blocks back in order.
+    let reader = std::sync::Mutex::new(Reader { next_block, seq: 0, failed: None });
+    let folded = std::thread::scope(|scope| {
         let (parsed_tx, parsed) = std::sync::mpsc::sync_channel::<(usize, Vec<ParsedLine>)>(threads);
-        // Parsed blocks' buffers go back to the reader.
-        let (spent, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
         for _ in 0..threads {
-            let (queued, parsed_tx, spent) = (queued.clone(), parsed_tx.clone(), spent.clone());
+            let (reader, parsed_tx) = (&reader, parsed_tx.clone());
             scope.spawn(move || {
-                let mut recent = Recent::default();
-                // Ends when the reader is done, or when the fold stopped early and hung up. The
-                // lock is held only while waiting for a block, never while parsing one.
+                let (mut recent, mut buffer) = (Recent::default(), Vec::new());
+                // Ends at the end of the file, at a read error, or when the fold stopped early
+                // and hung up. The lock is held while reading a block, never while parsing one.
                 loop {
-                    let next = queued.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                    let Ok((seq, block)) = next else { break };
+                    let next = reader.lock().unwrap_or_else(|e| e.into_inner()).next(buffer);
+                    let Some((seq, block)) = next else { break };
                     let lines = parse_block(&block, &mut recent);
-                    let _ = spent.send(block);
                     if parsed_tx.send((seq, lines)).is_err() {
                         break;
                     }
+                    buffer = block;
                 }
             });
         }
-        drop((queued, parsed_tx, spent));
-        let reading = scope.spawn(move || -> std::io::Result<()> {
-            let mut seq = 0;
-            while let Some(block) = next_block(recycled.try_recv().unwrap_or_default())? {
-                if blocks.send((seq, block)).is_err() {
-                    break;
-                }
-                seq += 1;
+        drop(parsed_tx);
+        fold_in_order(parsed, fold)
+    });
+    match folded? {
+        Some(torn) => Ok(Some(torn)),
+        None => match reader.into_inner().unwrap_or_else(|e| e.into_inner()).failed {
+            Some(e) => Err(SessionError::io(path, e)),
+            None => fold.finish(),
+        },
+    }
+}
+
+/// The file's blocks handed out in turn, numbered in file order; the first read error stops it.
+struct Reader<F> {
+    next_block: F,
+    seq: usize,
+    failed: Option<std::io::Error>,
+}
+
+impl<F: FnMut(Vec<u8>) -> std::io::Result<Option<Vec<u8>>>> Reader<F> {
+    /// The next block, read into `buffer`, and its number; `None` at the end or after an error.
+    fn next(&mut self, buffer: Vec<u8>) -> Option<(usize, Vec<u8>)> {
+        if self.failed.is_some() {
+            return None;
+        }
+        match (self.next_block)(buffer) {
+            Ok(block) => {
+                self.seq += 1;
+                Some((self.seq - 1, block?))
             }
-            Ok(())
-        });
-        let folded = fold_in_order(parsed, fold);
-        let read_result = reading.join().unwrap_or_else(|_| Err(std::io::Error::other("reader thread panicked")));
-        match folded? {
-            Some(torn) => Ok(Some(torn)),
-            None => {
-                read_result.map_err(|e| SessionError::io(path, e))?;
-                fold.finish()
+            Err(e) => {
+                self.failed = Some(e);
+                None
             }
         }
-    })
+    }
 }
 
 /// Folds parsed blocks as they arrive, in their file order; returns (hanging up on the parsers)

@@ -93,6 +93,10 @@ struct Fold<'p, F> {
     each: F,
     // Keyed by a 64-bit hash of the entry id (8 bytes an entry instead of a string).
     states: HashMap<u64, Rc<State>, BuildHasherDefault<PreHashed>>,
+    /// Entries not yet in `states`, in file order: most entries follow the one before them
+    /// (served by `last`), so the map is filled from here only when a line names another
+    /// parent — appending is cheaper than inserting at a random place in a large map.
+    pending: Vec<(u64, Rc<State>)>,
     /// The distinct states seen, by their hash: every entry's state is one of these, so memory
     /// follows how many (owner, model) pairs a file has, not how often they change.
     distinct: HashMap<u64, Vec<Rc<State>>>,
@@ -118,6 +122,7 @@ impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
             path,
             each,
             states: HashMap::default(),
+            pending: Vec::new(),
             distinct: HashMap::new(),
             header: false,
             linear: false,
@@ -135,8 +140,8 @@ impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
         if self.offset == 0 && !lines.is_empty() && self.targets.is_none() {
             let bytes: usize = lines.iter().map(|l| l.length).sum();
             let expected = self.file_bytes / (bytes / lines.len()).max(1) as u64;
-            // At most 16 M entries' room ahead of time; a bigger file grows the map as it goes.
-            self.states.reserve(expected.min(1 << 24) as usize);
+            // At most 16 M entries' room ahead of time; a bigger file grows the list as it goes.
+            self.pending.reserve(expected.min(1 << 24) as usize);
         }
         for line in lines {
             self.number += 1;
@@ -170,7 +175,11 @@ impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
         self.previous = Some(id);
         let inherited = match (parent, &self.last) {
             (Some(p), Some((last, state))) if p == *last => state.clone(),
-            (Some(p), _) => self.states.get(&p).cloned().unwrap_or_default(),
+            (Some(p), _) => {
+                // In file order, so a repeated id keeps its last state, as it would inserted.
+                self.states.extend(self.pending.drain(..));
+                self.states.get(&p).cloned().unwrap_or_default()
+            }
             (None, _) => Rc::default(),
         };
         let state = apply(parsed.change, inherited.clone());
@@ -187,7 +196,7 @@ impl<'p, F: FnMut(AttributedUsage)> Fold<'p, F> {
             });
         }
         if self.targets.as_ref().is_none_or(|targets| targets.contains(&id)) {
-            self.states.insert(id, state.clone());
+            self.pending.push((id, state.clone()));
         }
         self.last = Some((id, state));
         Ok(())
@@ -346,7 +355,7 @@ mod tests {
         let kept: usize = fold.distinct.values().map(Vec::len).sum();
         // Owner-only states (before a prompt's reply) and owner + model: at most 2 + 2 × 4.
         assert!(kept <= 10, "{kept} states kept for 800 entries");
-        assert_eq!(fold.states.len(), 800);
+        assert_eq!(fold.states.len() + fold.pending.len(), 800);
     }
 
     /// A file of more entries than the map's budget is read twice and the map keeps only branch
