@@ -87,39 +87,31 @@ pub(super) fn branch_targets(path: &Path, block_bytes: usize) -> Result<std::col
     Ok(targets)
 }
 
-/// Reads every block through `fold`, parsing on `threads` threads; stops at a torn tail.
+/// Reads every block through `fold`, parsing on `threads` threads (this one among them);
+/// stops at a torn tail.
 pub(super) fn fold_blocks(
     fold: &mut Fold<'_, impl FnMut(AttributedUsage)>,
-    mut next_block: impl FnMut(Vec<u8>) -> std::io::Result<Option<Vec<u8>>> + Send,
+    next_block: impl FnMut(Vec<u8>) -> std::io::Result<Option<Vec<u8>>> + Send,
     threads: usize,
 ) -> Result<Option<TornTail>, SessionError> {
     let path = fold.path;
-    if threads <= 1 {
-        let (mut buffer, mut recent) = (Vec::new(), Recent::default());
-        while let Some(block) = next_block(buffer).map_err(|e| SessionError::io(path, e))? {
-            if let Some(torn) = fold.block(parse_block(&block, &mut recent))? {
-                return Ok(Some(torn));
-            }
-            buffer = block;
-        }
-        return fold.finish();
-    }
-    // Each parsing thread reads its own next block (taking turns at the file) and parses it
-    // while the bytes are still in its core's cache; the fold puts the blocks back in order.
+    // Each thread reads its own next block (taking turns at the file) and parses it while the
+    // bytes are still in its core's cache. This thread also folds the blocks in file order as
+    // they become ready, so no thread waits only to fold.
     let reader = std::sync::Mutex::new(Reader { next_block, seq: 0, failed: None });
     let folded = std::thread::scope(|scope| {
         let (parsed_tx, parsed) = std::sync::mpsc::sync_channel::<(usize, Vec<ParsedLine>)>(threads);
-        for _ in 0..threads {
+        for _ in 1..threads {
             let (reader, parsed_tx) = (&reader, parsed_tx.clone());
             scope.spawn(move || {
                 let (mut recent, mut buffer) = (Recent::default(), Vec::new());
                 // Ends at the end of the file, at a read error, or when the fold stopped early
                 // and hung up. The lock is held while reading a block, never while parsing one.
                 loop {
+                    // Not in the loop's condition: the guard would live through the parsing.
                     let next = reader.lock().unwrap_or_else(|e| e.into_inner()).next(buffer);
                     let Some((seq, block)) = next else { break };
-                    let lines = parse_block(&block, &mut recent);
-                    if parsed_tx.send((seq, lines)).is_err() {
+                    if parsed_tx.send((seq, parse_block(&block, &mut recent))).is_err() {
                         break;
                     }
                     buffer = block;
@@ -127,7 +119,7 @@ pub(super) fn fold_blocks(
             });
         }
         drop(parsed_tx);
-        fold_in_order(parsed, fold)
+        fold_in_order(&reader, parsed, fold, threads)
     });
     match folded? {
         Some(torn) => Ok(Some(torn)),
@@ -164,21 +156,43 @@ impl<F: FnMut(Vec<u8>) -> std::io::Result<Option<Vec<u8>>>> Reader<F> {
     }
 }
 
-/// Folds parsed blocks as they arrive, in their file order; returns (hanging up on the parsers)
-/// at the first torn tail or error.
+/// Folds every block in file order as soon as it and all before it are parsed — by this thread
+/// or by the others (`parsed`) — reading and parsing blocks itself while the next one is not
+/// ready; returns (hanging up on the others) at the first torn tail or error.
 fn fold_in_order(
+    reader: &std::sync::Mutex<Reader<impl FnMut(Vec<u8>) -> std::io::Result<Option<Vec<u8>>>>>,
     parsed: std::sync::mpsc::Receiver<(usize, Vec<ParsedLine>)>,
     fold: &mut Fold<'_, impl FnMut(AttributedUsage)>,
+    threads: usize,
 ) -> Result<Option<TornTail>, SessionError> {
     let (mut waiting, mut next) = (std::collections::BTreeMap::new(), 0);
-    for (seq, lines) in parsed {
-        waiting.insert(seq, lines);
+    let (mut recent, mut buffer, mut reading) = (Recent::default(), Some(Vec::new()), true);
+    loop {
         while let Some(lines) = waiting.remove(&next) {
             if let Some(torn) = fold.block(lines)? {
                 return Ok(Some(torn));
             }
             next += 1;
         }
+        waiting.extend(parsed.try_iter());
+        if waiting.contains_key(&next) {
+            continue;
+        }
+        // Parse a block here rather than wait, unless enough are parsed ahead already.
+        if reading && waiting.len() < threads {
+            let block = buffer.take().and_then(|b| reader.lock().unwrap_or_else(|e| e.into_inner()).next(b));
+            match block {
+                Some((seq, block)) => {
+                    waiting.insert(seq, parse_block(&block, &mut recent));
+                    buffer = Some(block);
+                }
+                None => reading = false,
+            }
+            continue;
+        }
+        // The others are done when this thread is: every block is read, parsed and folded (a
+        // thread that panicked instead is reported by the scope).
+        let Ok((seq, lines)) = parsed.recv() else { return Ok(None) };
+        waiting.insert(seq, lines);
     }
-    Ok(None)
 }

@@ -164,17 +164,15 @@ fn array(bytes: &[u8], at: usize, depth: u32) -> Option<usize> {
     }
 }
 
-/// Past the string whose opening quote is at `at`: the runs between escapes are found with
-/// `memchr` and checked for control characters in one pass the compiler vectorises.
+/// Past the string whose opening quote is at `at`.
 fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
     let mut at = at + 1;
     loop {
-        let stop = at + memchr::memchr2(b'"', b'\\', bytes.get(at..)?)?;
-        if bytes[at..stop].iter().fold(false, |control, &b| control | (b < 0x20)) {
-            return None;
-        }
-        if bytes[stop] == b'"' {
-            return Some(stop + 1);
+        let stop = at + special(bytes.get(at..)?)?;
+        match bytes[stop] {
+            b'"' => return Some(stop + 1),
+            b'\\' => {}
+            _ => return None,
         }
         at = match *bytes.get(stop + 1)? {
             b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => stop + 2,
@@ -182,6 +180,23 @@ fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
             _ => return None,
         };
     }
+}
+
+/// Where the first quote, backslash or control character of `text` is. Most strings are short
+/// (keys, ids, names) and are stepped through; a long one (content) is searched with `memchr`
+/// and checked for control characters in one pass the compiler vectorises.
+fn special(text: &[u8]) -> Option<usize> {
+    const STEPPED: usize = 32;
+    let is_special = |b: &u8| matches!(b, b'"' | b'\\') || *b < 0x20;
+    let head = text.len().min(STEPPED);
+    if let Some(found) = text[..head].iter().position(is_special) {
+        return Some(found);
+    }
+    let stop = head + memchr::memchr2(b'"', b'\\', &text[head..])?;
+    if text[head..stop].iter().fold(false, |control, &b| control | (b < 0x20)) {
+        return text[head..stop].iter().position(is_special).map(|found| head + found);
+    }
+    Some(stop)
 }
 
 fn literal(bytes: &[u8], at: usize, word: &[u8]) -> Option<usize> {
