@@ -193,7 +193,7 @@ fn special(text: &[u8]) -> Option<usize> {
         return Some(found);
     }
     let stop = head + memchr::memchr2(b'"', b'\\', &text[head..])?;
-    if text[head..stop].iter().fold(false, |control, &b| control | (b < 0x20)) {
+    if text[head..stop].iter().fold(u8::MAX, |least, &b| least.min(b)) < 0x20 {
         return text[head..stop].iter().position(is_special).map(|found| head + found);
     }
     Some(stop)
