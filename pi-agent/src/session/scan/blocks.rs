@@ -2,15 +2,12 @@
 //! recycled buffers), the parallel parse folded in file order, and the first pass of a two-pass
 //! scan (the branch points).
 
-use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde::Deserialize;
-
-use super::line::{ParsedLine, Recent, parse_block};
-use super::{Fold, SessionError, TornTail, key};
+use super::line::{ParsedLine, Recent, ids, parse_block};
+use super::{Fold, SessionError, TornTail};
 use crate::session::report::AttributedUsage;
 
 /// How many entries a file of `bytes` holds, judged by its first 64 KiB's lines.
@@ -62,22 +59,17 @@ pub(super) fn block_reader(
 /// state a later line can ask for out of order. Lines it cannot read are left to the second
 /// pass to report.
 pub(super) fn branch_targets(path: &Path, block_bytes: usize) -> Result<std::collections::HashSet<u64>, SessionError> {
-    #[derive(Deserialize)]
-    struct Ids<'a> {
-        #[serde(default, borrow)]
-        id: Option<Cow<'a, str>>,
-        #[serde(default, rename = "parentId", borrow)]
-        parent_id: Option<Cow<'a, str>>,
-    }
     let file = std::fs::File::open(path).map_err(|e| SessionError::io(path, e))?;
     let ignored = AtomicU64::new(0);
     let mut next_block = block_reader(file, block_bytes, &ignored);
     let (mut targets, mut previous, mut buffer) = (std::collections::HashSet::new(), None, Vec::new());
     while let Some(block) = next_block(buffer).map_err(|e| SessionError::io(path, e))? {
-        for line in block.split(|&b| b == b'\n') {
-            let Ok(ids) = serde_json::from_slice::<Ids<'_>>(line) else { continue };
-            let Some(id) = ids.id.as_deref().map(key) else { continue };
-            if let Some(parent) = ids.parent_id.as_deref().map(key).filter(|p| Some(*p) != previous) {
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', &block).chain(std::iter::once(block.len())) {
+            let line = &block[start..end];
+            start = end + 1;
+            let Some((Some(id), parent)) = ids(line) else { continue };
+            if let Some(parent) = parent.filter(|p| Some(*p) != previous) {
                 targets.insert(parent);
             }
             previous = Some(id);

@@ -187,7 +187,7 @@ fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
 /// and checked for control characters in one pass the compiler vectorises.
 fn special(text: &[u8]) -> Option<usize> {
     const STEPPED: usize = 32;
-    let is_special = |b: &u8| matches!(b, b'"' | b'\\') || *b < 0x20;
+    let is_special = |b: &u8| SPECIAL[usize::from(*b)];
     let head = text.len().min(STEPPED);
     if let Some(found) = text[..head].iter().position(is_special) {
         return Some(found);
@@ -198,6 +198,17 @@ fn special(text: &[u8]) -> Option<usize> {
     }
     Some(stop)
 }
+
+/// The bytes that end a run of a string's plain characters: quote, backslash, control.
+static SPECIAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        table[byte] = byte < 0x20 || byte == b'"' as usize || byte == b'\\' as usize;
+        byte += 1;
+    }
+    table
+};
 
 fn literal(bytes: &[u8], at: usize, word: &[u8]) -> Option<usize> {
     (bytes.get(at..at + word.len())? == word).then_some(at + word.len())

@@ -262,6 +262,34 @@ fn fast_message<'a>(value: json::Value<'a>, into: &mut Option<MessageLine<'a>>) 
     Some(end)
 }
 
+/// A line's `id` and `parentId`, hashed, as serde reads them into a struct of those two
+/// fields (whatever else the line holds); `None` for a line serde cannot read so.
+pub(super) fn ids(line: &[u8]) -> Option<(Option<u64>, Option<u64>)> {
+    ids_as(line, true)
+}
+
+/// [`ids`], trying the fast reading first or not: the result is the same either way.
+fn ids_as(line: &[u8], fast: bool) -> Option<(Option<u64>, Option<u64>)> {
+    #[derive(Deserialize)]
+    struct Ids<'a> {
+        #[serde(default, borrow)]
+        id: Option<Cow<'a, str>>,
+        #[serde(default, rename = "parentId", borrow)]
+        parent_id: Option<Cow<'a, str>>,
+    }
+    let fast = std::str::from_utf8(line).ok().filter(|_| fast).and_then(|text| {
+        let (mut ids, mut seen) = (Ids { id: None, parent_id: None }, Seen::default());
+        json::for_each_member(text, |name, value| match name {
+            "id" => seen.first(0).and_then(|()| value.string(&mut ids.id)),
+            "parentId" => seen.first(1).and_then(|()| value.string(&mut ids.parent_id)),
+            _ => value.skip(),
+        })?;
+        Some(ids)
+    });
+    let ids = fast.or_else(|| serde_json::from_slice::<Ids<'_>>(line).ok())?;
+    Some((ids.id.as_deref().map(key), ids.parent_id.as_deref().map(key)))
+}
+
 /// The fields of a struct a line has named so far: serde rejects a field named twice, so the
 /// fast reading gives up on one.
 #[derive(Default)]
@@ -395,6 +423,7 @@ mod tests {
                 let fast = parse_line_as(text.as_bytes(), &mut Recent::default(), true);
                 let serde = parse_line_as(text.as_bytes(), &mut Recent::default(), false);
                 prop_assert_eq!(fast, serde, "{}", text);
+                prop_assert_eq!(ids_as(text.as_bytes(), true), ids_as(text.as_bytes(), false), "{}", text);
             }
         }
     }
