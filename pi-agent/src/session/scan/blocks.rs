@@ -136,10 +136,11 @@ impl<F: FnMut(Vec<u8>) -> std::io::Result<Option<Vec<u8>>>> Reader<F> {
             return None;
         }
         match (self.next_block)(buffer) {
-            Ok(block) => {
+            Ok(Some(block)) => {
                 self.seq += 1;
-                Some((self.seq - 1, block?))
+                Some((self.seq - 1, block))
             }
+            Ok(None) => None,
             Err(e) => {
                 self.failed = Some(e);
                 None
@@ -182,8 +183,9 @@ fn fold_in_order(
             }
             continue;
         }
-        // The others are done when this thread is: every block is read, parsed and folded (a
-        // thread that panicked instead is reported by the scope).
+        // Wait for the next block from another thread. The channel closes once they have all
+        // met the file's end: every block has then been folded (a thread that panicked
+        // instead is reported by the scope).
         let Ok((seq, lines)) = parsed.recv() else { return Ok(None) };
         waiting.insert(seq, lines);
     }

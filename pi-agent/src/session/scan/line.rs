@@ -114,6 +114,9 @@ pub(super) struct Recent {
 /// How many attributions, and models, [`Recent`] keeps.
 const RECENT: usize = 16;
 
+/// The longest attribution `data` text, or `provider/model`, [`Recent`] keeps, in bytes.
+const RECENT_TEXT: usize = 1024;
+
 impl Recent {
     /// The attribution of an attribution entry's `data` (its JSON text); `None` if it is not
     /// JSON serde reads as a value.
@@ -122,7 +125,10 @@ impl Recent {
             return Some(seen.clone());
         }
         let attribution = Arc::new(attribution_of(&serde_json::from_str(data).ok()?));
-        keep(&mut self.attributions, (data.into(), attribution.clone()));
+        // A few ids are a few dozen bytes; an odd large `data` is not kept (memory stays small).
+        if data.len() <= RECENT_TEXT {
+            keep(&mut self.attributions, (data.into(), attribution.clone()));
+        }
         Some(attribution)
     }
 
@@ -132,7 +138,9 @@ impl Recent {
             return seen.clone();
         }
         let joined: Arc<str> = format!("{provider}/{model}").into();
-        keep(&mut self.models, (provider.into(), model.into(), joined.clone()));
+        if joined.len() <= RECENT_TEXT {
+            keep(&mut self.models, (provider.into(), model.into(), joined.clone()));
+        }
         joined
     }
 }
