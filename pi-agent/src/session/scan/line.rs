@@ -178,7 +178,7 @@ fn parse_line(bytes: &[u8], recent: &mut Recent) -> Result<Option<Parsed>, Strin
 
 /// [`parse_line`], trying the fast reading first or not: the result is the same either way.
 fn parse_line_as(bytes: &[u8], recent: &mut Recent, fast: bool) -> Result<Option<Parsed>, String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8 ({e})"))?.trim();
+    let text = utf8(bytes).map_err(|e| format!("not UTF-8 ({e})"))?.trim();
     if text.is_empty() {
         return Ok(None);
     }
@@ -270,6 +270,12 @@ fn fast_message<'a>(value: json::Value<'a>, into: &mut Option<MessageLine<'a>>) 
     Some(end)
 }
 
+/// `bytes` as text: checked with SIMD (std's check goes byte by byte through non-ASCII text),
+/// std's error (which says where) when it is not UTF-8.
+fn utf8(bytes: &[u8]) -> Result<&str, std::str::Utf8Error> {
+    simdutf8::basic::from_utf8(bytes).or_else(|_| std::str::from_utf8(bytes))
+}
+
 /// A line's `id` and `parentId`, hashed, as serde reads them into a struct of those two
 /// fields (whatever else the line holds); `None` for a line serde cannot read so.
 pub(super) fn ids(line: &[u8]) -> Option<(Option<u64>, Option<u64>)> {
@@ -285,7 +291,7 @@ fn ids_as(line: &[u8], fast: bool) -> Option<(Option<u64>, Option<u64>)> {
         #[serde(default, rename = "parentId", borrow)]
         parent_id: Option<Cow<'a, str>>,
     }
-    let fast = std::str::from_utf8(line).ok().filter(|_| fast).and_then(|text| {
+    let fast = utf8(line).ok().filter(|_| fast).and_then(|text| {
         let (mut ids, mut seen) = (Ids { id: None, parent_id: None }, Seen::default());
         json::for_each_member(text, |name, value| match name {
             "id" => seen.first(0).and_then(|()| value.string(&mut ids.id)),
@@ -434,6 +440,17 @@ mod tests {
                 prop_assert_eq!(ids_as(text.as_bytes(), true), ids_as(text.as_bytes(), false), "{}", text);
             }
         }
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_says_where() {
+        let line = b"{\"type\":\"message\",\"x\":\"caf\xe9\"}\n";
+        let error = parse_line(line, &mut Recent::default()).err().unwrap();
+        assert_eq!(error, "not UTF-8 (invalid utf-8 sequence of 1 bytes from index 26)");
+        // The first pass reads ids as serde does, past the bytes of a member it skips.
+        assert_eq!(ids(line), Some((None, None)));
+        let text = "{\"type\":\"message\",\"x\":\"café — 漢字 🙂\"}";
+        assert!(parse_line(text.as_bytes(), &mut Recent::default()).unwrap().is_some());
     }
 
     #[test]
