@@ -164,22 +164,44 @@ fn array(bytes: &[u8], at: usize, depth: u32) -> Option<usize> {
     }
 }
 
-/// Past the string whose opening quote is at `at`.
+/// Past the string whose opening quote is at `at`. Most strings have no escape and end at the
+/// first special byte. One with escapes (file content, code: a `\n` every line) is not searched
+/// escape by escape: its end is the first quote after an even run of backslashes (`memchr`),
+/// then its escapes are checked in one pass over its backslashes and its bytes for control
+/// characters by their least byte.
 fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
-    let mut at = at + 1;
-    loop {
-        let stop = at + special(bytes.get(at..)?)?;
-        match bytes[stop] {
-            b'"' => return Some(stop + 1),
-            b'\\' => {}
-            _ => return None,
+    let first = at + 1 + special(bytes.get(at + 1..)?)?;
+    match bytes[first] {
+        b'"' => return Some(first + 1),
+        b'\\' => {}
+        _ => return None,
+    }
+    let mut search = first;
+    let end = loop {
+        let quote = search + memchr::memchr(b'"', bytes.get(search..)?)?;
+        let backslashes = bytes[first..quote].iter().rev().take_while(|&&b| b == b'\\').count();
+        if backslashes % 2 == 0 {
+            break quote;
         }
-        at = match *bytes.get(stop + 1)? {
-            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => stop + 2,
-            b'u' if bytes.get(stop + 2..stop + 6)?.iter().all(u8::is_ascii_hexdigit) => stop + 6,
+        search = quote + 1;
+    };
+    let escaped = &bytes[first..end];
+    if escaped.iter().fold(u8::MAX, |least, &b| least.min(b)) < 0x20 {
+        return None;
+    }
+    // Past the last escape read: a backslash before it was the escaped one of `\\`.
+    let mut past = 0;
+    for backslash in memchr::memchr_iter(b'\\', escaped) {
+        if backslash < past {
+            continue;
+        }
+        past = match *escaped.get(backslash + 1)? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => backslash + 2,
+            b'u' if escaped.get(backslash + 2..backslash + 6)?.iter().all(u8::is_ascii_hexdigit) => backslash + 6,
             _ => return None,
         };
     }
+    Some(end + 1)
 }
 
 /// Where the first quote, backslash or control character of `text` is. A run up to the next

@@ -348,7 +348,7 @@ mod tests {
 
     /// A JSON value's text, valid or nearly: odd spacing, escapes, numbers at the grammar's edges.
     fn value() -> impl Strategy<Value = String> {
-        let pieces = ["a", "é", "\\n", "\\\"", "\\u00e9", "\\ud800", "\\/", "\t", " ", "\\x", "{"];
+        let pieces = ["a", "é", "\\n", "\\\"", "\\\\", "\\u00e9", "\\ud800", "\\/", "\t", " ", "\\x", "{", "\\"];
         let string = prop::collection::vec(prop::sample::select(pieces.to_vec()), 0..4)
             .prop_map(|p| format!("\"{}\"", p.concat()));
         let numbers = ["0", "-1", "12", "1.5", "-0.0e+3", "1E2", "01", "1.", ".5", "18446744073709551616", "1e999"];
