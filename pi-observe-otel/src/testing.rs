@@ -198,56 +198,36 @@ struct Sinks {
     logs: Arc<Mutex<Vec<ExportLogsServiceRequest>>>,
 }
 
+/// One request as the test receiver read it.
+struct Request {
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
 async fn serve<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
     mut socket: S,
     sinks: Sinks,
     attempts: Arc<Mutex<usize>>,
     answers: Arc<Mutex<VecDeque<Answer>>>,
 ) {
-    loop {
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 8192];
-        let header_end = loop {
-            match socket.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-            if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break pos + 4;
-            }
-        };
-        let head = String::from_utf8_lossy(&buf[..header_end]).into_owned();
-        let headers: Vec<(String, String)> = head
-            .split("\r\n")
-            .skip(1)
-            .filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())))
-            .collect();
-        let get = |name: &str| headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
-        let length: usize = get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
-        let mut body = buf[header_end..].to_vec();
-        while body.len() < length {
-            match socket.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => body.extend_from_slice(&chunk[..n]),
-            }
-        }
-        let path = head.split_whitespace().nth(1).unwrap_or_default().to_owned();
-        sinks.heads.lock().unwrap().push((path.clone(), headers.clone()));
-        let is_traces = path != "/v1/metrics" && path != "/v1/logs";
-        let answer = if !is_traces {
+    while let Some(request) = read_request(&mut socket).await {
+        sinks.heads.lock().unwrap().push((request.path.clone(), request.headers.clone()));
+        let answer = if request.path == "/v1/metrics" || request.path == "/v1/logs" {
             Answer::Status(*sinks.other_signals.lock().unwrap(), None)
         } else {
             *attempts.lock().unwrap() += 1;
             sinks.arrivals.lock().unwrap().push(std::time::Instant::now());
             answers.lock().unwrap().pop_front().unwrap_or(Answer::Status(200, None))
         };
-        let (answer, retry_at, partial) = match answer {
-            Answer::RetryAt(status, date) => (Answer::Status(status, None), Some(date), None),
-            Answer::Partial(rejected) => (Answer::Status(200, None), None, Some(rejected)),
-            other => (other, None, None),
-        };
-        match answer {
-            Answer::Reset | Answer::RetryAt(..) | Answer::Partial(_) => return,
+        let (status, retry_after, retry_at, partial) = match answer {
+            Answer::Reset => return,
             Answer::Stall => {
                 let mut sink = [0u8; 64];
                 while let Ok(n) = socket.read(&mut sink).await {
@@ -257,70 +237,96 @@ async fn serve<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
                 }
                 return;
             }
-            Answer::Status(status, retry_after) => {
-                if status == 200 {
-                    if get("content-encoding").as_deref() == Some("gzip") {
-                        let mut out = Vec::new();
-                        flate2::read::GzDecoder::new(&body[..]).read_to_end(&mut out).unwrap();
-                        body = out;
-                    }
-                    let json = get("content-type").as_deref() == Some("application/json");
-                    if path == "/v1/metrics" {
-                        let request = if json {
-                            serde_json::from_slice::<ExportMetricsServiceRequest>(&body).unwrap()
-                        } else {
-                            ExportMetricsServiceRequest::decode(&body[..]).unwrap()
-                        };
-                        sinks.metrics.lock().unwrap().push(request);
-                    } else if path == "/v1/logs" {
-                        let request = if json {
-                            serde_json::from_slice::<ExportLogsServiceRequest>(&body).unwrap()
-                        } else {
-                            ExportLogsServiceRequest::decode(&body[..]).unwrap()
-                        };
-                        sinks.logs.lock().unwrap().push(request);
-                    } else {
-                        let request = if json {
-                            serde_json::from_slice::<ExportTraceServiceRequest>(&body).unwrap()
-                        } else {
-                            ExportTraceServiceRequest::decode(&body[..]).unwrap()
-                        };
-                        sinks.traces.lock().unwrap().push(Received { headers: headers.clone(), request });
-                    }
-                }
-                let body = partial
-                    .map(|rejected| {
-                        use opentelemetry_proto::tonic::collector::trace::v1::{
-                            ExportTracePartialSuccess, ExportTraceServiceResponse,
-                        };
-                        ExportTraceServiceResponse {
-                            partial_success: Some(ExportTracePartialSuccess {
-                                rejected_spans: rejected,
-                                error_message: "too old".into(),
-                            }),
-                        }
-                        .encode_to_vec()
-                    })
-                    .unwrap_or_default();
-                let mut response = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\n", body.len());
-                if !body.is_empty() {
-                    response.push_str("content-type: application/x-protobuf\r\n");
-                }
-                if let Some(secs) = retry_after {
-                    response.push_str(&format!("retry-after: {secs}\r\n"));
-                }
-                if let Some(date) = retry_at {
-                    response.push_str(&format!("retry-after: {date}\r\n"));
-                }
-                response.push_str("\r\n");
-                let mut bytes = response.into_bytes();
-                bytes.extend_from_slice(&body);
-                if socket.write_all(&bytes).await.is_err() {
-                    return;
-                }
-            }
+            Answer::Status(status, retry_after) => (status, retry_after, None, None),
+            Answer::RetryAt(status, date) => (status, None, Some(date), None),
+            Answer::Partial(rejected) => (200, None, None, Some(rejected)),
+        };
+        if status == 200 {
+            store(&sinks, request);
+        }
+        if socket.write_all(&response(status, retry_after, retry_at, partial)).await.is_err() {
+            return;
         }
     }
+}
+
+/// The next request on `socket`: its head, then a body of `content-length` bytes; `None` when
+/// the connection ends first.
+async fn read_request<S: tokio::io::AsyncRead + Unpin>(socket: &mut S) -> Option<Request> {
+    let (mut buf, mut chunk) = (Vec::new(), [0u8; 8192]);
+    let header_end = loop {
+        match socket.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break pos + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).into_owned();
+    let headers = head
+        .split("\r\n")
+        .skip(1)
+        .filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())))
+        .collect();
+    let path = head.split_whitespace().nth(1).unwrap_or_default().to_owned();
+    let mut request = Request { path, headers, body: buf[header_end..].to_vec() };
+    let length: usize = request.header("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+    while request.body.len() < length {
+        match socket.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => request.body.extend_from_slice(&chunk[..n]),
+        }
+    }
+    Some(request)
+}
+
+/// Keeps an accepted request's export, decoded by its path and content type.
+fn store(sinks: &Sinks, mut request: Request) {
+    if request.header("content-encoding") == Some("gzip") {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&request.body[..]).read_to_end(&mut out).unwrap();
+        request.body = out;
+    }
+    fn decode<T: prost::Message + Default + serde::de::DeserializeOwned>(json: bool, body: &[u8]) -> T {
+        if json { serde_json::from_slice(body).unwrap() } else { T::decode(body).unwrap() }
+    }
+    let json = request.header("content-type") == Some("application/json");
+    match request.path.as_str() {
+        "/v1/metrics" => sinks.metrics.lock().unwrap().push(decode(json, &request.body)),
+        "/v1/logs" => sinks.logs.lock().unwrap().push(decode(json, &request.body)),
+        _ => {
+            let request_body = decode(json, &request.body);
+            sinks.traces.lock().unwrap().push(Received { headers: request.headers, request: request_body });
+        }
+    }
+}
+
+/// The HTTP response: `status`, a `retry-after` in seconds or as a date, and for a partial
+/// success the protobuf body saying how many spans were rejected.
+fn response(status: u16, retry_after: Option<u32>, retry_at: Option<String>, partial: Option<i64>) -> Vec<u8> {
+    use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
+    let body = partial
+        .map(|rejected| {
+            let partial_success =
+                ExportTracePartialSuccess { rejected_spans: rejected, error_message: "too old".into() };
+            ExportTraceServiceResponse { partial_success: Some(partial_success) }.encode_to_vec()
+        })
+        .unwrap_or_default();
+    let mut response = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\n", body.len());
+    if !body.is_empty() {
+        response.push_str("content-type: application/x-protobuf\r\n");
+    }
+    if let Some(secs) = retry_after {
+        response.push_str(&format!("retry-after: {secs}\r\n"));
+    }
+    if let Some(date) = retry_at {
+        response.push_str(&format!("retry-after: {date}\r\n"));
+    }
+    response.push_str("\r\n");
+    let mut bytes = response.into_bytes();
+    bytes.extend_from_slice(&body);
+    bytes
 }
 
 /// The TLS fixture directory (this file is also compiled into the workspace root's tests).
