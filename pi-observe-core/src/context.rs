@@ -65,9 +65,15 @@ impl ObsContext {
         &self.attribution
     }
 
-    /// The hub events go to: the one set by a scope, else [`Observability::global`].
+    /// The hub events go to: the one set by a scope, else the current operation's (an
+    /// operation's own context names no hub: its span knows it), else
+    /// [`Observability::global`].
     pub fn hub(&self) -> &Observability {
-        self.hub.as_ref().unwrap_or_else(|| Observability::global())
+        match (&self.hub, &self.span) {
+            (Some(hub), _) => hub,
+            (None, Some(span)) => &span.hub,
+            (None, None) => Observability::global(),
+        }
     }
 
     /// The W3C `traceparent` for outgoing requests and child processes, when there is a trace.

@@ -125,8 +125,24 @@ thread_local! {
 /// is already inside a delivery); the caller then reads the list under the lock.
 pub(crate) fn with_subscribers<D: FnOnce(&[Entry], Tally<'_>)>(hub: &HubInner, deliver: D) -> Option<D> {
     let mut deliver = Some(deliver);
-    let _ = KEPT.try_with(|kept| {
-        let Ok(mut kept) = kept.try_borrow_mut() else { return };
+    with_kept(hub, |kept| {
+        if let Some(deliver) = deliver.take() {
+            deliver(&kept.entries, Tally::Shard(&kept.shard));
+        }
+    });
+    deliver
+}
+
+/// `read(entries)` on `hub`'s current subscribers as this thread keeps them; `None` when this
+/// thread cannot keep them (the caller then reads the list under the lock).
+pub(crate) fn with_entries<R>(hub: &HubInner, read: impl FnOnce(&[Entry]) -> R) -> Option<R> {
+    with_kept(hub, |kept| read(&kept.entries))
+}
+
+/// `f` on what this thread keeps of `hub`, brought up to date first.
+fn with_kept<R>(hub: &HubInner, f: impl FnOnce(&Kept) -> R) -> Option<R> {
+    KEPT.try_with(|kept| {
+        let Ok(mut kept) = kept.try_borrow_mut() else { return None };
         let generation = hub.generation.load(Acquire);
         if kept.as_ref().is_none_or(|k| k.generation != generation) {
             // Let go of the previous hub's shard before taking this one's (it may be the same hub).
@@ -137,11 +153,10 @@ pub(crate) fn with_subscribers<D: FnOnce(&[Entry], Tally<'_>)>(hub: &HubInner, d
             drop(current);
             *kept = Some(Kept { hub: hub.id, generation, entries, shard: hub.shards.acquire() });
         }
-        if let (Some(kept), Some(deliver)) = (kept.as_ref(), deliver.take()) {
-            deliver(&kept.entries, Tally::Shard(&kept.shard));
-        }
-    });
-    deliver
+        kept.as_ref().map(f)
+    })
+    .ok()
+    .flatten()
 }
 
 /// Forgets what this thread keeps of `hub` (after it unsubscribed someone: the subscriber is

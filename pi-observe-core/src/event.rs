@@ -82,6 +82,11 @@ impl Timestamp {
     pub fn saturating_add(self, d: Duration) -> Self {
         Timestamp(self.0.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
     }
+
+    /// This timestamp minus `d` (saturating at the epoch).
+    pub fn saturating_sub(self, d: Duration) -> Self {
+        Timestamp(self.0.saturating_sub(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
+    }
 }
 
 fn anchor() -> (u64, Instant) {
@@ -140,6 +145,9 @@ pub struct ObsEvent {
     /// Content kinds the policy that delivered this event captures (bit set); 0 for events that
     /// never passed through a policy. See [`ObsEvent::exportable_fields`].
     pub(crate) captured: u16,
+    /// On an operation's `end`, `error` and `event` records: its `start` record was not emitted
+    /// (see [`ObsEvent::start_skipped`]).
+    pub(crate) start_skipped: bool,
 }
 
 impl ObsEvent {
@@ -157,6 +165,26 @@ impl ObsEvent {
             payload: Payload::new(),
             error: None,
             captured: 0,
+            start_skipped: false,
+        }
+    }
+
+    /// True on an `end`, `error` or `event` record of an operation whose `start` record was not
+    /// emitted: every subscriber of the hub said it needs only some starts
+    /// ([`crate::Subscriber::starts`]) and this operation's was not among them. Such an operation
+    /// reaches subscribers as its end record alone, which carries everything its start would
+    /// have: the name, ids and context, the start payload (merged with what was recorded), and
+    /// the start time as [`ObsEvent::start_time`]. `false` on every other record.
+    pub fn start_skipped(&self) -> bool {
+        self.start_skipped
+    }
+
+    /// When the operation began: on an `end`/`error` record, its timestamp minus its duration
+    /// (exactly the start record's timestamp); otherwise the record's timestamp.
+    pub fn start_time(&self) -> Timestamp {
+        match self.duration {
+            Some(duration) => self.timestamp.saturating_sub(duration),
+            None => self.timestamp,
         }
     }
 
@@ -377,6 +405,7 @@ impl<'de> Deserialize<'de> for ObsEvent {
             payload,
             error: json.error,
             captured: 0,
+            start_skipped: false,
         })
     }
 }

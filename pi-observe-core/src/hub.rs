@@ -16,7 +16,7 @@ use crate::event::ObsEvent;
 use crate::policy::ContentPolicy;
 use crate::shared::{Entry, HubInner, Observability};
 use crate::stats::{DropReason, Stats, StatsSnapshot};
-use crate::subscriber::{Subscriber, SubscriberError};
+use crate::subscriber::{Starts, Subscriber, SubscriberError};
 use crate::traceparent::TraceParent;
 
 /// Live subscriptions across every hub in the process. When zero, instrumentation skips context
@@ -157,6 +157,7 @@ impl Observability {
                 shards: Default::default(),
                 default_policy: Arc::new(policy),
                 stats: Arc::default(),
+                running: Default::default(),
             }),
         }
     }
@@ -249,9 +250,10 @@ impl Observability {
         }
         let id = self.inner.next_id.fetch_add(1, Relaxed);
         let reads_payloads = catch_unwind(AssertUnwindSafe(|| subscriber.wants_payloads())).unwrap_or(true);
+        let starts = catch_unwind(AssertUnwindSafe(|| subscriber.starts())).unwrap_or(Starts::All);
         let mut entries = self.inner.subscribers.write().unwrap_or_else(|e| e.into_inner());
         let mut list = entries.entries.to_vec();
-        list.push(Entry { id, subscriber, policy, reads_payloads });
+        list.push(Entry { id, subscriber, policy, reads_payloads, starts });
         self.replace_entries(&mut entries, list);
         if reads_payloads {
             self.inner.reading_payloads.fetch_add(1, Relaxed);
@@ -262,6 +264,10 @@ impl Observability {
     }
 
     fn unsubscribe(&self, id: u64) {
+        // The subscriber hears of the operations still running that it has not seen start.
+        if let Some(leaving) = self.snapshot().iter().find(|e| e.id == id) {
+            self.announce_running(Some(leaving));
+        }
         let mut entries = self.inner.subscribers.write().unwrap_or_else(|e| e.into_inner());
         if let Some(gone) = entries.entries.iter().find(|e| e.id == id) {
             if gone.reads_payloads {
@@ -292,6 +298,43 @@ impl Observability {
     /// (one relaxed load).
     pub fn wants_payloads(&self) -> bool {
         self.inner.reading_payloads.load(Relaxed) != 0
+    }
+
+    /// Whether an operation named `name` emits its start record: unless every subscriber
+    /// needs only some starts ([`Starts::Only`]) and none of them names it.
+    pub(crate) fn wants_start(&self, name: &str) -> bool {
+        let wanted = |entries: &[Entry]| {
+            entries.iter().any(|entry| match entry.starts {
+                Starts::All => true,
+                Starts::Only(names) => names.contains(&name),
+            })
+        };
+        delivery::with_entries(&self.inner, wanted).unwrap_or_else(|| wanted(&self.snapshot()))
+    }
+
+    /// Delivers a start record for each operation running without having emitted one: to
+    /// `only`, or to every subscriber (which then hear of it as started: its later records
+    /// no longer say [`ObsEvent::start_skipped`]).
+    fn announce_running(&self, only: Option<&Entry>) {
+        let stats = &self.inner.stats;
+        for span in self.inner.running.snapshot() {
+            let skipped = match only {
+                Some(_) => span.start_skipped.load(Relaxed),
+                None => span.start_skipped.swap(false, Relaxed),
+            };
+            if !skipped {
+                continue;
+            }
+            let Some(start) = span.start_record() else { continue };
+            match only {
+                Some(entry) => {
+                    let mut start = start;
+                    entry.policy.apply_in_place(&mut start, stats);
+                    self.deliver(entry, &Tally::Hub(stats), |s| s.on_owned_event(start));
+                }
+                None => self.emit(start),
+            }
+        }
     }
 
     /// True when some subscriber's policy captures `kind`, so content of that kind that is
@@ -411,6 +454,7 @@ impl Observability {
     /// down side by side as in [`Observability::flush`].
     pub fn shutdown(&self, timeout: Duration) -> Result<(), SubscriberError> {
         let deadline = Instant::now() + timeout;
+        self.announce_running(None);
         let stats = &self.inner.stats;
         let snapshot = self.snapshot();
         let (begun, rest): (Vec<&Entry>, Vec<&Entry>) = snapshot.iter().partition(|entry| {

@@ -57,6 +57,7 @@ mod payload;
 mod policy;
 mod private_files;
 mod probe;
+mod running;
 mod shared;
 mod stats;
 mod subscriber;
@@ -86,5 +87,5 @@ pub use private_files::{create_private_dir_all, create_private_parent, private_f
 pub use probe::ProbeOutcome;
 pub use shared::{Observability, Status};
 pub use stats::{DropReason, StatsSnapshot};
-pub use subscriber::{Subscriber, SubscriberError, WithoutPayloads};
+pub use subscriber::{Starts, Subscriber, SubscriberError, WithoutPayloads};
 pub use traceparent::TraceParent;

@@ -6,6 +6,8 @@ use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::pin::Pin;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -18,6 +20,7 @@ use crate::hub::any_interest;
 use crate::ids::{SpanId, TraceId};
 use crate::names;
 use crate::payload::{Payload, PayloadSource};
+use crate::running::Running;
 use crate::shared::{Observability, SpanInner, SpanState, Status};
 use crate::traceparent::TraceParent;
 
@@ -63,6 +66,7 @@ enum Settlement {
 impl SpanInner {
     fn settle(&self, how: Settlement) {
         let cancelled = matches!(how, Settlement::Cancelled);
+        let slot = self.running.load(Relaxed);
         // The end record is built under the lock, its payload taken straight into it.
         let mut event = {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -95,12 +99,40 @@ impl SpanInner {
                 payload: std::mem::take(&mut state.payload),
                 error,
                 captured: 0,
+                start_skipped: self.start_skipped.load(Relaxed),
             }
         };
+        if slot != Running::NONE {
+            self.hub.inner.running.remove(slot);
+        }
         if cancelled {
             event.payload.insert(names::ABORTED, true, crate::Class::Safe);
         }
         self.hub.emit(event);
+    }
+}
+
+impl SpanInner {
+    /// The start record of this operation, with the payload it has now; `None` once it settled.
+    pub(crate) fn start_record(&self) -> Option<ObsEvent> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.settled {
+            return None;
+        }
+        Some(ObsEvent {
+            kind: EventKind::Start,
+            name: self.name.clone(),
+            trace_id: self.trace_id,
+            span_id: Some(self.span_id),
+            parent_span_id: self.parent,
+            timestamp: self.start,
+            duration: None,
+            context: self.attribution.clone(),
+            payload: state.payload.clone(),
+            error: None,
+            captured: 0,
+            start_skipped: false,
+        })
     }
 }
 
@@ -181,6 +213,7 @@ impl Span {
             payload,
             error: None,
             captured: 0,
+            start_skipped: inner.start_skipped.load(Relaxed),
         });
     }
 
@@ -249,6 +282,11 @@ fn begin_under(
     let span_id = SpanId::random();
     let started = Instant::now();
     let start = Timestamp::at(started);
+    // The start record is emitted unless no subscriber needs it; a remote parent's sampling
+    // decision always is.
+    let remote_parent = parent.span_id.is_some() && parent.span.is_none();
+    let emit_start = remote_parent || hub.wants_start(&name);
+    let (kept, start_payload) = if emit_start { (payload.clone(), Some(payload)) } else { (payload, None) };
     let inner = Arc::new(SpanInner {
         hub: hub.clone(),
         name: name.clone(),
@@ -258,21 +296,27 @@ fn begin_under(
         attribution: parent.attribution.clone(),
         start,
         started,
-        state: Mutex::new(SpanState { settled: false, payload: payload.clone(), status: None }),
+        state: Mutex::new(SpanState { settled: false, payload: kept, status: None }),
+        running: AtomicU64::new(Running::NONE),
+        start_skipped: AtomicBool::new(!emit_start),
     });
-    hub.emit(ObsEvent {
-        kind: EventKind::Start,
-        name,
-        trace_id,
-        span_id: Some(span_id),
-        parent_span_id: parent.span_id,
-        timestamp: start,
-        duration: None,
-        context: parent.attribution.clone(),
-        payload,
-        error: None,
-        captured: 0,
-    });
+    match start_payload {
+        Some(payload) => hub.emit(ObsEvent {
+            kind: EventKind::Start,
+            name,
+            trace_id,
+            span_id: Some(span_id),
+            parent_span_id: parent.span_id,
+            timestamp: start,
+            duration: None,
+            context: parent.attribution.clone(),
+            payload,
+            error: None,
+            captured: 0,
+            start_skipped: false,
+        }),
+        None => inner.running.store(hub.inner.running.insert(&inner), Relaxed),
+    }
     let trace_flags = if parent.trace_id.is_some() { parent.trace_flags } else { TraceParent::SAMPLED };
     let child = ObsContext {
         trace_id: Some(trace_id),
@@ -280,7 +324,8 @@ fn begin_under(
         span: Some(inner.clone()),
         trace_flags,
         attribution: parent.attribution.clone(),
-        hub: parent.hub.clone(),
+        // Its span knows the hub (see `ObsContext::hub`): one reference fewer to take and drop.
+        hub: None,
     };
     Some((inner, child))
 }
@@ -505,6 +550,7 @@ fn record_event_slow(name: Cow<'static, str>, payload: impl PayloadSource) {
         payload,
         error: None,
         captured: 0,
+        start_skipped: false,
     });
 }
 

@@ -67,6 +67,8 @@ pub(crate) struct HubInner {
     /// Shared with the [`crate::HubSlot`]s of its subscribers (drops are counted without
     /// reaching the hub).
     pub(crate) stats: Arc<Stats>,
+    /// Operations running without having emitted their start record.
+    pub(crate) running: crate::running::Running,
 }
 
 #[derive(Clone)]
@@ -75,6 +77,7 @@ pub(crate) struct Entry {
     pub(crate) subscriber: Arc<dyn Subscriber>,
     pub(crate) policy: Arc<ContentPolicy>,
     pub(crate) reads_payloads: bool,
+    pub(crate) starts: crate::Starts,
 }
 
 impl fmt::Debug for Observability {
@@ -112,6 +115,12 @@ pub(crate) struct SpanInner {
     pub(crate) start: Timestamp,
     pub(crate) started: Instant,
     pub(crate) state: Mutex<SpanState>,
+    /// Its place in the hub's list of operations whose start was not emitted
+    /// ([`crate::running::Running::NONE`] when its start was emitted).
+    pub(crate) running: std::sync::atomic::AtomicU64,
+    /// Its start record was not delivered (yet: a shutdown delivers those of running
+    /// operations), so its other records say [`crate::ObsEvent::start_skipped`].
+    pub(crate) start_skipped: std::sync::atomic::AtomicBool,
 }
 
 pub(crate) struct SpanState {

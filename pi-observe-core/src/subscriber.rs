@@ -32,6 +32,18 @@ pub trait Subscriber: Send + Sync + 'static {
         true
     }
 
+    /// Which `start` records this subscriber needs. Default [`Starts::All`].
+    ///
+    /// When every subscriber of a hub answers [`Starts::Only`], an operation not named there
+    /// (and without a remote parent) emits no start record: it reaches subscribers as its end
+    /// record alone ([`ObsEvent::start_skipped`] is true on it and on its point events), one
+    /// record per operation instead of two. The hub keeps such operations in a list while they
+    /// run, and delivers a start record for each one still running when the subscriber is
+    /// unsubscribed or the hub shut down, so an exporter can still report them as unfinished.
+    fn starts(&self) -> Starts {
+        Starts::All
+    }
+
     /// Handles one event the subscriber may keep: the hub hands over its copy instead of a
     /// reference (adapters that queue events override this to keep it without cloning; the
     /// default calls [`Subscriber::on_event`]). Of the subscribers sharing one policy, the last
@@ -111,6 +123,17 @@ where
     fn begin_shutdown(&self, _timeout: Duration) -> bool {
         true
     }
+}
+
+/// Which `start` records a subscriber needs ([`Subscriber::starts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Starts {
+    /// Every operation's start record, as the operation starts.
+    All,
+    /// Only the start records of operations with these names, and of operations whose parent
+    /// is remote (they carry the caller's sampling decision). The subscriber learns of the
+    /// others from their end records ([`ObsEvent::start_skipped`]).
+    Only(&'static [&'static str]),
 }
 
 /// A subscriber's `flush` or `shutdown` did not complete.

@@ -436,15 +436,16 @@ fn a_full_queue_drops_and_counts_every_record_it_could_not_take() {
         assert!(polled.elapsed() < Duration::from_secs(10), "the export never started");
         std::thread::yield_now();
     }
-    // ... so the queue (8 records) takes four more spans and drops the rest.
+    // ... so the queue (8 records) takes eight more spans, one record each (a tool call's
+    // start is not needed: its end alone makes the span), and drops the rest.
     for _ in 0..200 {
         runtime.block_on(hub.scope(span())).unwrap();
     }
     let _ = pi_observe_core::Subscriber::shutdown(otel.as_ref(), Duration::from_millis(300));
     let stats = otel.stats();
     assert_eq!(stats.spans_started, 201);
-    assert_eq!(stats.dropped_queue_full, 196, "{stats:?}");
-    assert_eq!(hub.stats().dropped(pi_observe_core::DropReason::QueueFull), 2 * 196, "starts and ends");
+    assert_eq!(stats.dropped_queue_full, 192, "{stats:?}");
+    assert_eq!(hub.stats().dropped(pi_observe_core::DropReason::QueueFull), 192, "one record per span");
     let accounted = stats.spans_exported + stats.spans_spooled + stats.spans_dropped() + stats.spans_sampled_out;
     assert_eq!(accounted, stats.spans_started, "{stats:?}");
 }
@@ -572,4 +573,66 @@ fn a_short_backfill_does_not_wait_the_exits_patience_for_its_question() {
     assert_eq!(stats.spans_spooled, stats.spans_started, "{stats:?}");
     assert_eq!(*stall.attempts.lock().unwrap(), 1, "the question only");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A capture that needs the same starts as the OTel subscriber, so that starts stay skipped.
+#[derive(Clone, Default)]
+struct SameStarts(CaptureSubscriber);
+
+impl pi_observe_core::Subscriber for SameStarts {
+    fn on_event(&self, event: &ObsEvent) {
+        self.0.on_event(event)
+    }
+
+    fn starts(&self) -> pi_observe_core::Starts {
+        pi_observe_core::Starts::Only(&[names::AGENT_PROMPT])
+    }
+}
+
+#[test]
+fn spans_made_from_their_end_alone_keep_ids_times_and_events_and_a_running_one_is_incomplete() {
+    let receiver = Receiver::start(vec![]);
+    let hub = Observability::new();
+    let capture = SameStarts::default();
+    let _c = hub.subscribe(capture.clone());
+    let otel = OtelSubscriber::new(OtlpConfig { metrics: Some(false), ..config(&receiver.endpoint) }).unwrap();
+    let _o = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(hub.scope(workload()));
+    // An operation that is still running when the hub shuts down.
+    let mut running = Box::pin(hub.scope(trace_operation(
+        names::AGENT_TOOL_CALL,
+        Payload::new().safe(names::TOOL_NAME, "read"),
+        std::future::pending::<Res>(),
+    )));
+    let noop = &mut std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(std::future::Future::poll(running.as_mut(), noop).is_pending());
+    hub.shutdown(Duration::from_secs(5)).unwrap();
+
+    let events = capture.0.take();
+    let skipped = events.iter().filter(|e| e.start_skipped()).count();
+    assert!(skipped >= 6, "the tool calls, turns and requests came as one record each: {skipped}");
+    let expected = pi_observe_core::testing::spans_from_events(&events);
+    let spans = receiver.spans();
+    assert_eq!((otel.stats().spans_started, otel.stats().spans_exported), (9, 9), "{:?}", otel.stats());
+    assert_eq!(spans.len(), expected.len());
+    for want in &expected {
+        let span = spans.iter().find(|s| hex(&s.span_id) == want.span_id.to_string()).expect("span exported");
+        assert_eq!(hex(&span.trace_id), want.trace_id.to_string());
+        assert_eq!(hex(&span.parent_span_id), want.parent_span_id.map(|p| p.to_string()).unwrap_or_default());
+        assert_eq!(pi_observe_otel::testing::operation(span), want.name);
+        assert_eq!(span.start_time_unix_nano, want.start.unix_nanos(), "{}", want.name);
+        assert_eq!(span.events.len(), want.events.len(), "{}", want.name);
+        let incomplete = span.attributes.iter().any(|kv| kv.key == "pi.incomplete");
+        match want.end {
+            Some(end) => {
+                assert_eq!(span.end_time_unix_nano, end.unix_nanos());
+                assert!(!incomplete);
+            }
+            None => assert!(incomplete && want.name == names::AGENT_TOOL_CALL, "{}", want.name),
+        }
+    }
+    let request = spans.iter().find(|s| pi_observe_otel::testing::operation(s) == names::PROVIDER_REQUEST).unwrap();
+    assert_eq!(request.events[0].name, names::PROVIDER_FIRST_TOKEN);
+    drop(running);
 }

@@ -47,48 +47,69 @@ fn attributes(event: &ObsEvent) -> BTreeMap<String, Value> {
     event.payload.iter().map(|f| (f.key.to_string(), f.value.clone())).collect()
 }
 
-/// The reference conversion of an event sequence into spans, in start order: attributes from the
-/// end record (which carries the merged payload), or the start record if the span never ended.
+/// The reference conversion of an event sequence into spans, in start order (an operation
+/// whose start was skipped, [`ObsEvent::start_skipped`], where its end record comes):
+/// attributes from the end record (which carries the merged payload), or the start record if
+/// the span never ended.
 pub fn spans_from_events(events: &[ObsEvent]) -> Vec<RecordedSpan> {
     let mut spans: Vec<RecordedSpan> = Vec::new();
     let mut index: HashMap<SpanId, usize> = HashMap::new();
+    // Point events of operations whose start was skipped, until their end comes.
+    let mut early: HashMap<SpanId, Vec<RecordedEvent>> = HashMap::new();
     for event in events {
         let Some(span_id) = event.span_id else { continue };
+        let known = index.get(&span_id).copied();
         match event.kind {
             EventKind::Start => {
                 index.insert(span_id, spans.len());
-                spans.push(RecordedSpan {
-                    name: event.name.to_string(),
-                    trace_id: event.trace_id,
-                    span_id,
-                    parent_span_id: event.parent_span_id,
-                    start: event.timestamp,
-                    end: None,
-                    error: None,
-                    attributes: attributes(event),
-                    context: event.context.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
-                    events: Vec::new(),
-                });
+                spans.push(recorded_span(event, span_id, early.remove(&span_id).unwrap_or_default()));
             }
             EventKind::End | EventKind::Error => {
-                if let Some(span) = index.get(&span_id).map(|i| &mut spans[*i]) {
-                    span.end = Some(event.timestamp);
-                    span.error = event.error.clone();
-                    span.attributes = attributes(event);
-                }
+                let at = match known {
+                    Some(at) => at,
+                    None if event.start_skipped() => {
+                        index.insert(span_id, spans.len());
+                        spans.push(recorded_span(event, span_id, early.remove(&span_id).unwrap_or_default()));
+                        spans.len() - 1
+                    }
+                    None => continue,
+                };
+                let span = &mut spans[at];
+                span.end = Some(event.timestamp);
+                span.error = event.error.clone();
+                span.attributes = attributes(event);
             }
             EventKind::Event => {
-                if let Some(span) = index.get(&span_id).map(|i| &mut spans[*i]) {
-                    span.events.push(RecordedEvent {
-                        name: event.name.to_string(),
-                        timestamp: event.timestamp,
-                        attributes: attributes(event),
-                    });
+                let recorded = RecordedEvent {
+                    name: event.name.to_string(),
+                    timestamp: event.timestamp,
+                    attributes: attributes(event),
+                };
+                match known {
+                    Some(at) => spans[at].events.push(recorded),
+                    None if event.start_skipped() => early.entry(span_id).or_default().push(recorded),
+                    None => {}
                 }
             }
         }
     }
     spans
+}
+
+/// A span as its first record (a start, or an end whose start was skipped) shows it.
+fn recorded_span(first: &ObsEvent, span_id: SpanId, events: Vec<RecordedEvent>) -> RecordedSpan {
+    RecordedSpan {
+        name: first.name.to_string(),
+        trace_id: first.trace_id,
+        span_id,
+        parent_span_id: first.parent_span_id,
+        start: first.start_time(),
+        end: None,
+        error: None,
+        attributes: attributes(first),
+        context: first.context.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
+        events,
+    }
 }
 
 /// Asserts the contract's pairing and tree invariants and returns the spans:

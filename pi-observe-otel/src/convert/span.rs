@@ -92,7 +92,7 @@ pub fn span_data(
         parent_span_is_remote: false,
         span_kind: span_kind(&start.name),
         name,
-        start_time: start.timestamp.to_system_time(),
+        start_time: start.start_time().to_system_time(),
         end_time: end.map(|e| e.timestamp.to_system_time()).unwrap_or(shutdown_time),
         attributes,
         dropped_attributes_count: 0,
@@ -162,7 +162,7 @@ pub(crate) fn span_parts(
         flags: 0x101,
         name,
         kind: kind as i32,
-        start: start.timestamp.unix_nanos(),
+        start: start.start_time().unix_nanos(),
         end: end.map_or_else(|| nanos(shutdown_time), |e| e.timestamp.unix_nanos()),
         attributes,
         events: events

@@ -1,13 +1,14 @@
 //! The OTel subscriber: a bounded queue in front of a worker thread that pairs records into
 //! spans, batches them and exports them. `on_event` never blocks and never does I/O.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use pi_observe_core::{DropReason, EventKind, HubSlot, ObsEvent, Observability, Subscriber, SubscriberError};
+use pi_observe_core::{DropReason, EventKind, HubSlot, ObsEvent, Observability, Starts, Subscriber, SubscriberError};
 use pi_observe_spool::Spool;
 
 use crate::config::{ConfigError, OtlpConfig};
@@ -78,6 +79,9 @@ enum Control {
 /// when a batch is full or a control request arrives (no syscall per record).
 struct Queue {
     state: Mutex<QueueState>,
+    /// The queue was full when last looked at: records are dropped without taking the lock
+    /// until the worker takes the queue's records (a burst's drops cost no lock each).
+    full: AtomicBool,
     wake: Condvar,
     capacity: usize,
     wake_at: usize,
@@ -106,6 +110,8 @@ pub struct OtelSubscriber {
     counters: Arc<Counters>,
     hub: HubSlot,
     disabled: bool,
+    /// OTLP logs are on: every record is a log record, starts included.
+    logs: bool,
     spool: Option<Arc<Spool>>,
     exit_patience: Duration,
     /// Says when the background delivery of earlier runs' batches is done.
@@ -154,6 +160,7 @@ impl OtelSubscriber {
                 records: Vec::with_capacity(batch_size.min(capacity)),
                 ..QueueState::default()
             }),
+            full: AtomicBool::new(false),
             wake: Condvar::new(),
             capacity,
             // Half the queue: a burst costs the producer one wake-up, not one per batch, and
@@ -201,11 +208,21 @@ impl OtelSubscriber {
             counters,
             hub,
             disabled,
+            logs: config.logs.unwrap_or(false),
             spool,
             exit_patience,
             draining: Mutex::new(draining),
             pending_shutdown: Mutex::new(None),
         }))
+    }
+
+    /// Counts a record the full queue could not take. A lost opening record loses its span; a
+    /// lost end after a start leaves the span to be exported as incomplete.
+    fn drop_queue_full(&self, opens: bool) {
+        if opens {
+            self.counters.dropped_queue_full.fetch_add(1, Relaxed);
+        }
+        self.hub.record_dropped(DropReason::QueueFull, 1);
     }
 
     /// A snapshot of the export counters.
@@ -283,6 +300,8 @@ impl OtelSubscriber {
         }
         if matches!(message, Control::Shutdown(..)) {
             state.closed = true;
+            // Records that come now are dropped as late, not as overflow.
+            self.queue.full.store(false, Relaxed);
         }
         state.control.push(message);
         self.queue.wake.notify_one();
@@ -307,31 +326,44 @@ impl Subscriber for OtelSubscriber {
         self.on_owned_event(event.clone());
     }
 
+    /// A span is paired on the worker thread from its end record alone (start time, parent and
+    /// start payload are all on it), so the only starts needed are prompts' (their session id
+    /// goes on every span of the prompt's trace) — unless OTLP logs are on, which log every
+    /// record. Operations still running at shutdown are announced by the hub and exported
+    /// as incomplete, as before.
+    fn starts(&self) -> Starts {
+        if self.logs { Starts::All } else { Starts::Only(&[pi_observe_core::names::AGENT_PROMPT]) }
+    }
+
     fn on_owned_event(&self, event: ObsEvent) {
         if self.disabled {
             return;
         }
-        let is_start = event.kind == EventKind::Start;
-        if is_start {
+        // The record that opens a span: its start, or its end when its start was skipped.
+        let opens = match event.kind {
+            EventKind::Start => true,
+            EventKind::End | EventKind::Error => event.start_skipped(),
+            EventKind::Event => false,
+        };
+        if opens {
             self.counters.started.fetch_add(1, Relaxed);
+        }
+        if self.queue.full.load(Relaxed) {
+            return self.drop_queue_full(opens);
         }
         let mut state = self.queue.lock();
         if state.closed {
             drop(state);
-            if is_start {
+            if opens {
                 self.counters.dropped_shutdown.fetch_add(1, Relaxed);
             }
             self.hub.record_dropped(DropReason::Shutdown, 1);
             return;
         }
         if state.records.len() >= self.queue.capacity {
+            self.queue.full.store(true, Relaxed);
             drop(state);
-            // A lost start loses its span; a lost end leaves the span to be exported as incomplete.
-            if is_start {
-                self.counters.dropped_queue_full.fetch_add(1, Relaxed);
-            }
-            self.hub.record_dropped(DropReason::QueueFull, 1);
-            return;
+            return self.drop_queue_full(opens);
         }
         state.records.push(event);
         // A full batch wakes the worker; so does the first record after it went idle, so that

@@ -37,6 +37,9 @@ pub(super) struct Worker {
     /// Parent-based samplers: the remote parent's sampled flag per trace, while its root is open.
     pub(super) parent_decisions: HashMap<pi_observe_core::TraceId, bool>,
     pub(super) open: HashMap<SpanId, (ObsEvent, Vec<ObsEvent>), BuildHasherDefault<IdHasher>>,
+    /// Point events of spans whose start was skipped ([`ObsEvent::start_skipped`]), until the
+    /// span's end (or, at shutdown, its start) comes.
+    pub(super) early_events: HashMap<SpanId, Vec<ObsEvent>, BuildHasherDefault<IdHasher>>,
     /// The session id of each open prompt trace, put on every span of the trace
     /// (`gen_ai.conversation.id`: backends group sessions by it on every span, not the root).
     pub(super) conversations: HashMap<pi_observe_core::TraceId, pi_observe_core::Value>,
@@ -171,6 +174,7 @@ impl Worker {
             logs: config.logs.unwrap_or(false).then(Vec::new),
             logs_stopped: false,
             open: HashMap::default(),
+            early_events: HashMap::default(),
             conversations: HashMap::new(),
             batch,
             stopped: false,
@@ -221,6 +225,7 @@ impl Worker {
                 }
                 state.worker_idle = false;
                 std::mem::swap(&mut state.records, &mut records);
+                self.queue.full.store(false, Relaxed);
                 (std::mem::take(&mut state.control), state.closed)
             };
             next_drain = Instant::now() + DRAIN_INTERVAL;
@@ -326,19 +331,15 @@ impl Worker {
         let Some(span) = event.span_id else { return };
         match event.kind {
             EventKind::Start => {
-                if self.traces_off || !self.sampled(&event) {
-                    self.counters.sampled_out.fetch_add(1, Relaxed);
-                } else if self.open.len() >= MAX_OPEN_SPANS {
-                    self.counters.dropped_queue_full.fetch_add(1, Relaxed);
-                    self.hub.record_dropped(DropReason::QueueFull, 1);
-                } else {
+                let events = self.early_events.remove(&span).unwrap_or_default();
+                if self.keeps_span(&event) {
                     let session = event.payload.get(pi_observe_core::names::SESSION_ID);
                     if let Some(id) = session.filter(|_| event.name == pi_observe_core::names::AGENT_PROMPT)
                         && self.conversations.len() < MAX_OPEN_SPANS
                     {
                         self.conversations.insert(event.trace_id, id.clone());
                     }
-                    self.open.insert(span, (event, Vec::new()));
+                    self.open.insert(span, (event, events));
                 }
             }
             EventKind::End | EventKind::Error => {
@@ -349,13 +350,43 @@ impl Worker {
                 self.carry_conversation(&mut event);
                 if let Some((start, events)) = self.open.remove(&span) {
                     self.batch.push(&start, Some(&event), &events, SystemTime::now(), self.conventions, &self.scope);
+                } else if event.start_skipped() {
+                    // The end alone opens and settles its span.
+                    let events = self.early_events.remove(&span).unwrap_or_default();
+                    if self.keeps_span(&event) {
+                        self.batch.push(
+                            &event,
+                            Some(&event),
+                            &events,
+                            SystemTime::now(),
+                            self.conventions,
+                            &self.scope,
+                        );
+                    }
                 }
             }
             EventKind::Event => {
                 if let Some((_, events)) = self.open.get_mut(&span) {
                     events.push(event);
+                } else if event.start_skipped() && self.early_events.len() < MAX_OPEN_SPANS {
+                    self.early_events.entry(span).or_default().push(event);
                 }
             }
+        }
+    }
+
+    /// Whether the span opened by `event` (its start, or its end when the start was skipped)
+    /// is exported: counted as sampled out, or dropped when too many are open, otherwise.
+    fn keeps_span(&self, event: &ObsEvent) -> bool {
+        if self.traces_off || !self.sampled(event) {
+            self.counters.sampled_out.fetch_add(1, Relaxed);
+            false
+        } else if event.kind == EventKind::Start && self.open.len() >= MAX_OPEN_SPANS {
+            self.counters.dropped_queue_full.fetch_add(1, Relaxed);
+            self.hub.record_dropped(DropReason::QueueFull, 1);
+            false
+        } else {
+            true
         }
     }
 
