@@ -2,6 +2,7 @@
 //! exported as OTLP metrics. Which attribution keys become dimensions is configured (default:
 //! `orgId` only — per-user dimensions can explode cardinality).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
@@ -69,7 +70,8 @@ const TOKEN_BOUNDS: [f64; 14] = [
 const DURATION_BOUNDS: [f64; 14] =
     [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
 
-type Attrs = Vec<(String, String)>;
+/// A series' attributes: keys are mostly fixed names (no allocation), values come from records.
+type Attrs = Vec<(Cow<'static, str>, String)>;
 
 #[derive(Debug, Clone)]
 struct Hist {
@@ -210,7 +212,7 @@ impl Aggregator {
         }
         let count = self.series.entry(name).or_insert(0);
         if *count + 1 >= self.limit {
-            let overflow = vec![(OVERFLOW_ATTRIBUTE.to_owned(), "true".to_owned())];
+            let overflow: Attrs = vec![(OVERFLOW_ATTRIBUTE.into(), "true".to_owned())];
             let overflow_present = self.sums.contains_key(&(name, overflow.clone()))
                 || self.histograms.contains_key(&(name, overflow.clone()));
             if !overflow_present {
@@ -232,25 +234,35 @@ impl Aggregator {
                     SESSION_ID => text(record, pi::SESSION_ID)?,
                     key => record.context.get(key)?.to_owned(),
                 };
-                Some((dimension_attribute(dim), value))
+                Some((dimension_key(dim), value))
             })
             .collect()
     }
 
     fn add(&mut self, name: &'static str, attrs: Attrs, v: f64) {
-        let present = self.sums.contains_key(&(name, attrs.clone()));
-        let attrs = self.admit(name, attrs, present);
+        // A series seen before is found by the key as built, with nothing copied.
+        let key = (name, attrs);
+        if let Some(sum) = self.sums.get_mut(&key) {
+            *sum += v;
+            return;
+        }
+        let attrs = self.admit(name, key.1, false);
         *self.sums.entry((name, attrs)).or_insert(0.0) += v;
     }
 
     fn observe(&mut self, name: &'static str, bounds: &'static [f64], attrs: Attrs, v: f64) {
-        let present = self.histograms.contains_key(&(name, attrs.clone()));
-        let attrs = self.admit(name, attrs, present);
+        let key = (name, attrs);
+        if let Some(histogram) = self.histograms.get_mut(&key) {
+            histogram.record(v);
+            return;
+        }
+        let attrs = self.admit(name, key.1, false);
         self.histograms.entry((name, attrs)).or_insert_with(|| Hist::new(bounds)).record(v);
     }
 
     /// Sets a cumulative sum to an absolute value (the pipeline's own counters).
-    pub(crate) fn set(&mut self, name: &'static str, attrs: Attrs, v: f64) {
+    pub(crate) fn set(&mut self, name: &'static str, attrs: Vec<(String, String)>, v: f64) {
+        let attrs = attrs.into_iter().map(|(k, v)| (Cow::Owned(k), v)).collect();
         self.sums.insert((name, attrs), v);
     }
 
@@ -313,6 +325,11 @@ impl Aggregator {
     /// configured dimensions, provider, model and call kind.
     fn record_usage(&mut self, end: &ObsEvent, base: &Attrs, kind: String) {
         use metric_names::*;
+        let has = |key| end.payload.get(key).is_some();
+        if !(has(pi::INPUT_TOKENS) || has(pi::OUTPUT_TOKENS) || has(pi::COST_UNKNOWN) || has(pi::COST_TOTAL)) {
+            // Nothing billed on this record: no series to name.
+            return;
+        }
         let mut attrs = base.clone();
         if end.name == pi::PROVIDER_REQUEST {
             attrs.push((GEN_AI_OPERATION_NAME.into(), OP_CHAT.into()));
@@ -376,7 +393,7 @@ impl Aggregator {
             attrs
                 .iter()
                 .map(|(k, v)| KeyValue {
-                    key: k.clone(),
+                    key: k.to_string(),
                     value: Some(AnyValue { value: Some(any_value::Value::StringValue(v.clone())) }),
                     ..Default::default()
                 })
@@ -442,17 +459,22 @@ impl Aggregator {
 /// `userId` → `user.id`, `orgId` → `organization.id`, `session.id` as it is, any other
 /// attribution key `k` → `pi.context.k`.
 pub fn dimension_attribute(dim: &str) -> String {
+    dimension_key(dim).into_owned()
+}
+
+/// [`dimension_attribute`], without an allocation for the known dimensions.
+fn dimension_key(dim: &str) -> Cow<'static, str> {
     match dim {
-        pi::CTX_USER_ID => USER_ID.to_owned(),
-        pi::CTX_ORG_ID => ORGANIZATION_ID.to_owned(),
-        SESSION_ID => SESSION_ID.to_owned(),
-        key => format!("{PI_CONTEXT_PREFIX}{key}"),
+        pi::CTX_USER_ID => USER_ID.into(),
+        pi::CTX_ORG_ID => ORGANIZATION_ID.into(),
+        SESSION_ID => SESSION_ID.into(),
+        key => format!("{PI_CONTEXT_PREFIX}{key}").into(),
     }
 }
 
-fn with(attrs: &Attrs, key: &str, value: &str) -> Attrs {
+fn with(attrs: &Attrs, key: &'static str, value: &str) -> Attrs {
     let mut out = attrs.clone();
-    out.push((key.to_owned(), value.to_owned()));
+    out.push((key.into(), value.to_owned()));
     out
 }
 
