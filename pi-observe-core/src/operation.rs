@@ -300,8 +300,10 @@ fn begin_under(
         running: AtomicU64::new(Running::NONE),
         start_skipped: AtomicBool::new(!emit_start),
     });
-    match start_payload {
-        Some(payload) => hub.emit(ObsEvent {
+    // Without a start record, the operation goes on the hub's running list only if it waits
+    // (`OpGuard::waiting`).
+    if let Some(payload) = start_payload {
+        hub.emit(ObsEvent {
             kind: EventKind::Start,
             name,
             trace_id,
@@ -314,8 +316,7 @@ fn begin_under(
             error: None,
             captured: 0,
             start_skipped: false,
-        }),
-        None => inner.running.store(hub.inner.running.insert(&inner), Relaxed),
+        });
     }
     let trace_flags = if parent.trace_id.is_some() { parent.trace_flags } else { TraceParent::SAMPLED };
     let child = ObsContext {
@@ -335,6 +336,19 @@ fn begin_under(
 struct OpGuard(Option<Arc<SpanInner>>);
 
 impl OpGuard {
+    /// The operation waits (its poll returned `Pending`, or it runs on a thread of its own): if
+    /// its start was skipped it goes on the hub's running list, so that a shutdown while it
+    /// waits still reports it. One that completes in its first poll is never listed — it can
+    /// only be running at a shutdown during that poll.
+    fn waiting(&self) {
+        if let Some(inner) = &self.0
+            && inner.start_skipped.load(Relaxed)
+            && inner.running.load(Relaxed) == Running::NONE
+        {
+            inner.running.store(inner.hub.inner.running.insert(inner), Relaxed);
+        }
+    }
+
     fn finish(&mut self, how: Settlement) {
         if let Some(inner) = self.0.take() {
             inner.settle(how);
@@ -470,7 +484,10 @@ where
         match this.body.project() {
             BodyProj::Plain { fut } => fut.poll(cx),
             BodyProj::Traced { mut fut } => match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
-                Ok(Poll::Pending) => Poll::Pending,
+                Ok(Poll::Pending) => {
+                    this.guard.waiting();
+                    Poll::Pending
+                }
                 Ok(Poll::Ready(output)) => {
                     this.guard.finish(Settlement::Returned(output.error_info()));
                     Poll::Ready(output)
@@ -496,6 +513,8 @@ where
         return f(&Span::none());
     };
     let mut guard = OpGuard(Some(inner.clone()));
+    // It may block this thread for as long as it likes.
+    guard.waiting();
     let span = Span(Some(inner));
     match catch_unwind(AssertUnwindSafe(|| child.in_scope_owned(|| f(&span)))) {
         Ok(output) => {

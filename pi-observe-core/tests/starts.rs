@@ -160,3 +160,27 @@ fn a_subscriber_that_leaves_hears_of_the_operations_still_running() {
     assert_eq!(events[0].kind, EventKind::Error);
     assert!(leaving.0.is_empty());
 }
+
+#[test]
+fn a_synchronous_operation_blocking_its_thread_is_reported_by_a_shutdown() {
+    let hub = Observability::new();
+    let only = PromptStartsOnly::default();
+    let _s = hub.subscribe(only.clone());
+    let (entered, wait_entered) = std::sync::mpsc::channel();
+    let (release, wait_release) = std::sync::mpsc::channel::<()>();
+    let worker_hub = hub.clone();
+    let worker = std::thread::spawn(move || {
+        worker_hub.in_scope(|| {
+            trace_operation_sync(names::AGENT_TOOL_CALL, (), |_| {
+                entered.send(()).unwrap();
+                wait_release.recv().unwrap();
+            })
+        })
+    });
+    wait_entered.recv().unwrap();
+    hub.shutdown(std::time::Duration::from_secs(1)).unwrap();
+    assert_eq!(kinds(&only.0.take()), [("pi.agent.tool_call", "start", false)]);
+    release.send(()).unwrap();
+    worker.join().unwrap();
+    assert_eq!(kinds(&only.0.take()), [("pi.agent.tool_call", "end", false)]);
+}
