@@ -318,14 +318,7 @@ impl Observability {
     fn announce_running(&self, only: Option<&Entry>) {
         let stats = &self.inner.stats;
         for span in self.inner.running.snapshot() {
-            let skipped = match only {
-                Some(_) => span.start_skipped.load(Relaxed),
-                None => span.start_skipped.swap(false, Relaxed),
-            };
-            if !skipped {
-                continue;
-            }
-            let Some(start) = span.start_record() else { continue };
+            let Some(start) = span.undelivered_start(only.is_none()) else { continue };
             match only {
                 Some(entry) => {
                     let mut start = start;

@@ -110,14 +110,18 @@ impl SpanInner {
         }
         self.hub.emit(event);
     }
-}
 
-impl SpanInner {
-    /// The start record of this operation, with the payload it has now; `None` once it settled.
-    pub(crate) fn start_record(&self) -> Option<ObsEvent> {
+    /// The start record of this operation, with the payload it has now, if it is still running
+    /// and its start was not delivered; with `delivered`, its later records say it was. Under
+    /// the state lock, as settling reads the flag: an end never says "delivered" about a start
+    /// that was not.
+    pub(crate) fn undelivered_start(&self, delivered: bool) -> Option<ObsEvent> {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if state.settled {
+        if state.settled || !self.start_skipped.load(Relaxed) {
             return None;
+        }
+        if delivered {
+            self.start_skipped.store(false, Relaxed);
         }
         Some(ObsEvent {
             kind: EventKind::Start,
