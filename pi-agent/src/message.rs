@@ -170,22 +170,23 @@ pub struct Cost {
     pub unknown: bool,
 }
 
-/// Cost as written in a file: every field optional.
-#[derive(Deserialize)]
+/// Cost as written in a file: every field optional (also built field by field by the report's
+/// line reader, `session::scan::line`).
+#[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct CostWire {
+pub(crate) struct CostWire {
     #[serde(default)]
-    input: f64,
+    pub(crate) input: f64,
     #[serde(default)]
-    output: f64,
+    pub(crate) output: f64,
     #[serde(default)]
-    cache_read: f64,
+    pub(crate) cache_read: f64,
     #[serde(default)]
-    cache_write: f64,
+    pub(crate) cache_write: f64,
     #[serde(default)]
-    total: Option<f64>,
+    pub(crate) total: Option<f64>,
     #[serde(default)]
-    unknown: bool,
+    pub(crate) unknown: bool,
 }
 
 impl From<CostWire> for Cost {
@@ -217,22 +218,23 @@ pub struct Usage {
     pub cost: Cost,
 }
 
-/// Usage as written in a file: every field optional.
-#[derive(Deserialize)]
+/// Usage as written in a file: every field optional (also built field by field by the report's
+/// line reader, `session::scan::line`).
+#[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct UsageWire {
+pub(crate) struct UsageWire {
     #[serde(default)]
-    input: u64,
+    pub(crate) input: u64,
     #[serde(default)]
-    output: u64,
+    pub(crate) output: u64,
     #[serde(default)]
-    cache_read: u64,
+    pub(crate) cache_read: u64,
     #[serde(default)]
-    cache_write: u64,
+    pub(crate) cache_write: u64,
     #[serde(default)]
-    total_tokens: Option<u64>,
+    pub(crate) total_tokens: Option<u64>,
     #[serde(default)]
-    cost: Option<Cost>,
+    pub(crate) cost: Option<Cost>,
 }
 
 impl From<UsageWire> for Usage {

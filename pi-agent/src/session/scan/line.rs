@@ -11,7 +11,7 @@ use serde::de::IgnoredAny;
 
 use super::json;
 use super::key;
-use crate::message::Usage;
+use crate::message::{Cost, CostWire, Usage, UsageWire};
 use crate::session::entry::ATTRIBUTION_CUSTOM_TYPE;
 use crate::session::report::{Attribution, attribution_of};
 
@@ -236,7 +236,7 @@ fn fast_line<'a>(text: &'a str, recent: &mut Recent) -> Option<Line<'a>> {
         "modelId" => seen.first(5).and_then(|()| value.string(&mut line.model_id)),
         "customType" => seen.first(6).and_then(|()| value.string(&mut line.custom_type)),
         "data" => seen.first(7).and_then(|()| value.text(&mut data)),
-        "usage" => seen.first(8).and_then(|()| value.read(&mut line.usage)),
+        "usage" => seen.first(8).and_then(|()| usage(value, &mut line.usage)),
         "version" => seen.first(9).and_then(|()| value.read(&mut line.version)),
         "message" => seen.first(10).and_then(|()| value.null().or_else(|| fast_message(value, &mut line.message))),
         _ => value.skip(),
@@ -261,12 +261,116 @@ fn fast_message<'a>(value: json::Value<'a>, into: &mut Option<MessageLine<'a>>) 
         "role" => seen.first(0).and_then(|()| value.string(&mut role)),
         "provider" => seen.first(1).and_then(|()| value.string(&mut message.provider)),
         "model" => seen.first(2).and_then(|()| value.string(&mut message.model)),
-        "usage" => seen.first(3).and_then(|()| value.read(&mut message.usage)),
+        "usage" => seen.first(3).and_then(|()| usage(value, &mut message.usage)),
         "content" => seen.first(4).and_then(|()| value.skip()),
         _ => value.skip(),
     })?;
     message.role = role?;
     *into = Some(message);
+    Some(end)
+}
+
+/// A `usage` value read as serde reads an `Option<Usage>` (missing numbers zero, a missing
+/// total the sum), without serde; past it. Gives up on anything serde might read otherwise: a
+/// number with a sign or an exponent, a fraction where a count goes, a count past `u64`, a
+/// value of another type, a field named twice.
+fn usage(value: json::Value<'_>, into: &mut Option<Usage>) -> Option<usize> {
+    if let Some(end) = value.null() {
+        *into = None;
+        return Some(end);
+    }
+    let (mut wire, mut cost, mut seen) = (UsageWire::default(), None, Seen::default());
+    let end = value.members(|key, value| match key {
+        "input" => seen.first(0).and_then(|()| count(value, &mut wire.input)),
+        "output" => seen.first(1).and_then(|()| count(value, &mut wire.output)),
+        "cacheRead" => seen.first(2).and_then(|()| count(value, &mut wire.cache_read)),
+        "cacheWrite" => seen.first(3).and_then(|()| count(value, &mut wire.cache_write)),
+        "totalTokens" => seen.first(4).and_then(|()| nullable(value, &mut wire.total_tokens, count)),
+        "cost" => seen.first(5).and_then(|()| nullable(value, &mut cost, cost_of)),
+        _ => value.skip(),
+    })?;
+    wire.cost = cost.map(Cost::from);
+    *into = Some(Usage::from(wire));
+    Some(end)
+}
+
+/// A `cost` object as serde reads it (see [`usage`]); past it.
+fn cost_of(value: json::Value<'_>, into: &mut CostWire) -> Option<usize> {
+    let mut seen = Seen::default();
+    value.members(|key, value| match key {
+        "input" => seen.first(0).and_then(|()| amount(value, &mut into.input)),
+        "output" => seen.first(1).and_then(|()| amount(value, &mut into.output)),
+        "cacheRead" => seen.first(2).and_then(|()| amount(value, &mut into.cache_read)),
+        "cacheWrite" => seen.first(3).and_then(|()| amount(value, &mut into.cache_write)),
+        "total" => seen.first(4).and_then(|()| nullable(value, &mut into.total, amount)),
+        "unknown" => seen.first(5).and_then(|()| flag(value, &mut into.unknown)),
+        _ => value.skip(),
+    })
+}
+
+/// `null` as `None`, anything else read by `read` into `Some`; past the value.
+fn nullable<'a, T: Default>(
+    value: json::Value<'a>,
+    into: &mut Option<T>,
+    read: impl FnOnce(json::Value<'a>, &mut T) -> Option<usize>,
+) -> Option<usize> {
+    if let Some(end) = value.null() {
+        *into = None;
+        return Some(end);
+    }
+    let end = read(value, into.insert(T::default()))?;
+    Some(end)
+}
+
+/// The JSON text of a number made of digits and at most one `.` (no sign, no exponent).
+fn plain_number<'a>(value: json::Value<'a>) -> Option<(&'a str, usize)> {
+    let mut text = None;
+    let end = value.text(&mut text)?;
+    let text = text.filter(|t| t.bytes().all(|b| b.is_ascii_digit() || b == b'.'))?;
+    Some((text, end))
+}
+
+/// A token count: digits only, within `u64`.
+fn count(value: json::Value<'_>, into: &mut u64) -> Option<usize> {
+    let (text, end) = plain_number(value)?;
+    *into = text.parse().ok()?;
+    Some(end)
+}
+
+/// An amount: serde reads decimal text correctly rounded (`float_roundtrip`), as `parse` does
+/// — and as [`short_decimal`] does for the short amounts pi writes.
+fn amount(value: json::Value<'_>, into: &mut f64) -> Option<usize> {
+    let (text, end) = plain_number(value)?;
+    *into = match short_decimal(text) {
+        Some(amount) => amount,
+        None => text.parse().ok()?,
+    };
+    Some(end)
+}
+
+/// `digits[.digits]` with at most 15 digits in all, correctly rounded: the digits as an integer
+/// and the power of ten are both exact doubles, so one division rounds the exact quotient once
+/// (Clinger's fast path).
+fn short_decimal(text: &str) -> Option<f64> {
+    const POW10: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    if whole.len() + fraction.len() > 15 {
+        return None;
+    }
+    let digits = whole.bytes().chain(fraction.bytes());
+    let mantissa = digits.fold(0u64, |m, b| m * 10 + u64::from(b.wrapping_sub(b'0')));
+    Some(mantissa as f64 / POW10.get(fraction.len())?)
+}
+
+/// `true` or `false`.
+fn flag(value: json::Value<'_>, into: &mut bool) -> Option<usize> {
+    let mut text = None;
+    let end = value.text(&mut text)?;
+    *into = match text? {
+        "true" => true,
+        "false" => false,
+        _ => return None,
+    };
     Some(end)
 }
 
@@ -392,6 +496,45 @@ mod tests {
         prop::sample::select(keys.to_vec()).prop_map(str::to_owned)
     }
 
+    /// A `usage` value: its members (and its cost's) in any number and order, each a number at
+    /// the edges of what the reader takes (fractions, signs, exponents, past `u64`) or a value
+    /// of another type; sometimes not an object at all.
+    fn usage_text() -> impl Strategy<Value = String> {
+        let values = [
+            "0",
+            "1",
+            "7",
+            "18446744073709551615",
+            "18446744073709551616",
+            "1.0",
+            "0.5",
+            "0.0003",
+            "123456789.125",
+            "1e2",
+            "-0",
+            "-1",
+            "null",
+            "true",
+            "false",
+            "\"x\"",
+            "[]",
+        ];
+        let value = || prop::sample::select(values.to_vec()).prop_map(str::to_owned);
+        let named =
+            |keys: Vec<&'static str>| (prop::sample::select(keys), value()).prop_map(|(k, v)| (k.to_owned(), v));
+        let cost_keys = vec!["input", "output", "cacheRead", "cacheWrite", "total", "unknown", "tot\\u0061l", "x"];
+        let cost = prop::collection::vec(named(cost_keys), 0..5).prop_map(|members| object(&members));
+        let usage_keys = vec!["input", "output", "cacheRead", "cacheWrite", "totalTokens", "inp\\u0075t", "other"];
+        let member = prop_oneof![
+            4 => named(usage_keys),
+            1 => prop_oneof![cost, value()].prop_map(|c| ("cost".to_owned(), c)),
+        ];
+        prop_oneof![
+            8 => prop::collection::vec(member, 0..7).prop_map(|members| object(&members)),
+            1 => prop::sample::select(["null", "[1,2]", "\"usage\""].to_vec()).prop_map(str::to_owned),
+        ]
+    }
+
     fn object(members: &[(String, String)]) -> String {
         let members: Vec<String> = members.iter().map(|(k, v)| format!("\"{k}\" : {v}")).collect();
         format!("{{ {} }}", members.join(","))
@@ -402,18 +545,19 @@ mod tests {
         let kind = prop::sample::select(
             ["\"message\"", "\"custom\"", "\"model_change\"", "\"session\"", "\"compaction\"", "3"].to_vec(),
         );
-        let usage = "{\"input\":1,\"output\":2,\"cacheRead\":0,\"totalTokens\":3,\"cost\":{\"total\":0.5}}";
         let typed = prop_oneof![
             Just(("customType".to_owned(), format!("\"{ATTRIBUTION_CUSTOM_TYPE}\""))),
             Just(("data".to_owned(), "{\"userId\":\"alice\",\"n\":1}".to_owned())),
-            Just(("usage".to_owned(), usage.to_owned())),
+            usage_text().prop_map(|usage| ("usage".to_owned(), usage)),
             Just(("timestamp".to_owned(), "\"2026-12-01T10:00:00+02:00\"".to_owned())),
-            prop::sample::select(["\"assistant\"", "\"toolResult\"", "\"user\""].to_vec()).prop_map(move |role| {
-                (
-                    "message".to_owned(),
-                    format!("{{\"role\":{role},\"content\":[{{\"text\":\"x\"}}],\"usage\":{usage}}}"),
-                )
-            }),
+            (prop::sample::select(["\"assistant\"", "\"toolResult\"", "\"user\""].to_vec()), usage_text()).prop_map(
+                |(role, usage)| {
+                    (
+                        "message".to_owned(),
+                        format!("{{\"role\":{role},\"content\":[{{\"text\":\"x\"}}],\"usage\":{usage}}}"),
+                    )
+                }
+            ),
         ];
         let member = prop_oneof![3 => typed, 1 => (key(), value())];
         // Mostly a line with a type first, as every line pi writes has.
@@ -440,6 +584,45 @@ mod tests {
                 prop_assert_eq!(ids_as(text.as_bytes(), true), ids_as(text.as_bytes(), false), "{}", text);
             }
         }
+
+        /// A usage the reader takes is the usage serde reads, to the bit; what it gives up on
+        /// is left to serde.
+        #[test]
+        fn the_usage_reader_reads_as_serde_does(text in usage_text()) {
+            let mut ours = None;
+            let fast = json::for_each_member(&format!("{{\"u\":{text}}}"), |_, value| super::usage(value, &mut ours));
+            let serde = serde_json::from_str::<Option<Usage>>(&text);
+            if fast.is_some() {
+                let serde = serde.map_err(|e| e.to_string());
+                prop_assert_eq!(Ok(ours), serde.clone(), "{}", text);
+                // `PartialEq` takes -0.0 for 0.0: the amounts' bits too.
+                let bits = |u: Option<Usage>| u.map(|u| [u.cost.input, u.cost.output, u.cost.total].map(f64::to_bits));
+                prop_assert_eq!(bits(ours), bits(serde.ok().flatten()), "{}", text);
+            }
+        }
+    }
+
+    proptest! {
+        /// Short decimals read as `parse` reads them, to the bit.
+        #[test]
+        fn short_decimals_read_as_parse_reads_them(whole in 0u64..1_000_000_000, fraction in 0u64..1_000_000, zeros in 0usize..8) {
+            let text = format!("{whole}.{}{fraction}", "0".repeat(zeros));
+            if let Some(ours) = short_decimal(&text) {
+                prop_assert_eq!(ours.to_bits(), text.parse::<f64>().unwrap().to_bits(), "{}", text);
+            }
+            prop_assert_eq!(short_decimal(&whole.to_string()), Some(whole as f64));
+        }
+    }
+
+    #[test]
+    fn the_usage_reader_takes_what_pi_writes() {
+        let text = "{\"input\":100,\"output\":20,\"cacheRead\":0,\"cacheWrite\":0,\"totalTokens\":120,\"cost\":{\"input\":0.0003,\"output\":0.0006,\"cacheRead\":0,\"cacheWrite\":0,\"total\":0.0009}}";
+        let mut ours = None;
+        assert!(
+            json::for_each_member(&format!("{{\"u\":{text}}}"), |_, value| super::usage(value, &mut ours)).is_some()
+        );
+        assert_eq!(ours, serde_json::from_str::<Option<Usage>>(text).unwrap());
+        assert_eq!(ours.unwrap().cost.total, 0.0009);
     }
 
     #[test]
