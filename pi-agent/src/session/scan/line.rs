@@ -215,7 +215,11 @@ fn parse_line_as(bytes: &[u8], recent: &mut Recent, fast: bool) -> Result<Option
         // The UTC day, also for a timestamp written with an offset.
         billed: usage.map(|usage| {
             let stamp = line.timestamp.as_deref().unwrap_or_default();
-            let day = crate::time::utc_day(stamp).unwrap_or_else(|| stamp.get(..10).unwrap_or("unknown").to_owned());
+            let written = || stamp.get(..10).unwrap_or("unknown").to_owned();
+            // A stamp in UTC (`Z`, as pi writes them) starts with its day, and one that is no
+            // timestamp counts on its first ten characters: either way, no need to parse it.
+            let utc = stamp.ends_with(['Z', 'z']);
+            let day = if utc { written() } else { crate::time::utc_day(stamp).unwrap_or_else(written) };
             Box::new(Billed { usage, day, assistant })
         }),
         unreadable_usage: false,
@@ -612,6 +616,22 @@ mod tests {
             }
             prop_assert_eq!(short_decimal(&whole.to_string()), Some(whole as f64));
         }
+    }
+
+    #[test]
+    fn usage_counts_on_the_utc_day_of_its_timestamp() {
+        let day = |stamp: &str| {
+            let line = format!(
+                "{{\"type\":\"message\",\"id\":\"a\",\"timestamp\":\"{stamp}\",\"message\":{{\"role\":\"assistant\",\"usage\":{{\"input\":1}}}}}}"
+            );
+            parse_line(line.as_bytes(), &mut Recent::default()).unwrap().unwrap().billed.unwrap().day
+        };
+        assert_eq!(day("2026-12-01T23:30:00.000Z"), "2026-12-01");
+        assert_eq!(day("2026-12-01T23:30:00-02:00"), "2026-12-02");
+        assert_eq!(day("2026-12-01T23:30:00+00:00"), "2026-12-01");
+        // Not a timestamp: its first ten characters, as before.
+        assert_eq!(day("2026-13-45T99:00:00Z"), "2026-13-45");
+        assert_eq!(day("soon"), "unknown");
     }
 
     #[test]
