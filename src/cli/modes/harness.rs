@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use pi_agent::extensions::process::ProcessExtension;
 use pi_agent::{Agent, AgentConfig, PromptSource};
-use pi_observe::core::{Attribution, ObsEvent, Observability, TraceId, TraceParent, names};
+use pi_observe::core::{
+    Attribution, EventKind, ObsEvent, Observability, Starts, Subscriber, TraceId, TraceParent, names,
+};
 
 use crate::cli::args::{AgentArgs, ObserveArgs};
 use crate::cli::config::Config;
@@ -113,13 +115,7 @@ impl Harness {
             }
         };
         let traces = Arc::new(Mutex::new(Vec::new()));
-        let roots = traces.clone();
-        // Reads names and ids only: with no sink attached, no payload is built at all.
-        sinks.keep(hub.subscribe(pi_observe::core::WithoutPayloads(move |e: &ObsEvent| {
-            if e.name == names::AGENT_PROMPT && e.kind == pi_observe::core::EventKind::Start {
-                roots.lock().unwrap_or_else(|e| e.into_inner()).push(e.trace_id);
-            }
-        })));
+        sinks.keep(hub.subscribe(PromptTraces(traces.clone())));
         let mut config = AgentConfig { source: wants.source, has_ui: wants.has_ui, ..setup::agent_config(args, cfg) };
         if !parts.model.reasoning {
             // A thinking level is only for models that reason (others reject the parameter).
@@ -297,4 +293,29 @@ async fn loaded(
         }
     }
     outcome
+}
+
+/// Collects the trace id of each prompt as it starts. Reads names and ids only (with no sink
+/// attached, no payload is built at all) and needs no other operation's start record (so a
+/// sink that pairs spans from their ends gets one record per operation).
+struct PromptTraces(Arc<Mutex<Vec<TraceId>>>);
+
+impl Subscriber for PromptTraces {
+    fn on_event(&self, event: &ObsEvent) {
+        if event.name == names::AGENT_PROMPT && event.kind == EventKind::Start {
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).push(event.trace_id);
+        }
+    }
+
+    fn wants_payloads(&self) -> bool {
+        false
+    }
+
+    fn starts(&self) -> Starts {
+        Starts::Only(&[names::AGENT_PROMPT])
+    }
+
+    fn begin_shutdown(&self, _timeout: std::time::Duration) -> bool {
+        true
+    }
 }
