@@ -60,14 +60,16 @@ impl<'a> Value<'a> {
 
     /// Reads a string (borrowed when it has no escapes) or `null` into `into`; past the value.
     pub(super) fn string(self, into: &mut Option<Cow<'a, str>>) -> Option<usize> {
-        let end = self.skip()?;
+        if let Some(end) = self.null() {
+            *into = None;
+            return Some(end);
+        }
+        let (end, escaped) = string_span(self.text.as_bytes(), self.at)?;
         let text = self.text.get(self.at..end)?;
-        *into = match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
-            _ if text == "null" => None,
-            None => return None,
-            Some(inner) if inner.contains('\\') => Some(Cow::Owned(serde_json::from_str(text).ok()?)),
-            Some(inner) => Some(Cow::Borrowed(inner)),
-        };
+        *into = Some(match escaped {
+            true => Cow::Owned(serde_json::from_str(text).ok()?),
+            false => Cow::Borrowed(text.get(1..text.len() - 1)?),
+        });
         Some(end)
     }
 
@@ -78,13 +80,11 @@ impl<'a> Value<'a> {
         if text.as_bytes().get(self.at) != Some(&b'{') {
             return None;
         }
-        object(text.as_bytes(), self.at, depth, &mut |key: Range<usize>, at| {
+        object(text.as_bytes(), self.at, depth, &mut |key: Range<usize>, escaped, at| {
             // The ranges lie on quotes and structural bytes (ASCII): char boundaries.
-            let raw = text.get(key.clone())?;
-            let key = if raw.contains('\\') {
-                Cow::Owned(serde_json::from_str::<String>(text.get(key.start - 1..key.end + 1)?).ok()?)
-            } else {
-                Cow::Borrowed(raw)
+            let key = match escaped {
+                true => Cow::Owned(serde_json::from_str::<String>(text.get(key.start - 1..key.end + 1)?).ok()?),
+                false => Cow::Borrowed(text.get(key)?),
             };
             member(&key, Value { text, at, depth })
         })
@@ -102,7 +102,7 @@ fn whitespace(bytes: &[u8], mut at: usize) -> usize {
 fn value(bytes: &[u8], at: usize, depth: u32) -> Option<usize> {
     match *bytes.get(at)? {
         b'"' => string_end(bytes, at),
-        b'{' => object(bytes, at, depth + 1, &mut |_, at| value(bytes, at, depth + 1)),
+        b'{' => object(bytes, at, depth + 1, &mut |_, _, at| value(bytes, at, depth + 1)),
         b'[' => array(bytes, at, depth + 1),
         b't' => literal(bytes, at, b"true"),
         b'f' => literal(bytes, at, b"false"),
@@ -118,7 +118,7 @@ fn object(
     bytes: &[u8],
     at: usize,
     depth: u32,
-    member: &mut impl FnMut(Range<usize>, usize) -> Option<usize>,
+    member: &mut impl FnMut(Range<usize>, bool, usize) -> Option<usize>,
 ) -> Option<usize> {
     if depth > MAX_DEPTH {
         return None;
@@ -131,13 +131,13 @@ fn object(
         if bytes.get(at) != Some(&b'"') {
             return None;
         }
-        let key_end = string_end(bytes, at)?;
+        let (key_end, escaped) = string_span(bytes, at)?;
         let key = at + 1..key_end - 1;
         at = whitespace(bytes, key_end);
         if bytes.get(at) != Some(&b':') {
             return None;
         }
-        at = whitespace(bytes, member(key, whitespace(bytes, at + 1))?);
+        at = whitespace(bytes, member(key, escaped, whitespace(bytes, at + 1))?);
         match bytes.get(at)? {
             b',' => at = whitespace(bytes, at + 1),
             b'}' => return Some(at + 1),
@@ -170,9 +170,17 @@ fn array(bytes: &[u8], at: usize, depth: u32) -> Option<usize> {
 /// then its escapes are checked in one pass over its backslashes and its bytes for control
 /// characters by their least byte.
 fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
+    string_span(bytes, at).map(|(end, _)| end)
+}
+
+/// [`string_end`], and whether the string has escapes (then it must be unescaped to be read).
+fn string_span(bytes: &[u8], at: usize) -> Option<(usize, bool)> {
+    if bytes.get(at) != Some(&b'"') {
+        return None;
+    }
     let first = at + 1 + special(bytes.get(at + 1..)?)?;
     match bytes[first] {
-        b'"' => return Some(first + 1),
+        b'"' => return Some((first + 1, false)),
         b'\\' => {}
         _ => return None,
     }
@@ -187,7 +195,7 @@ fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
     };
     let escaped = &bytes[first..end];
     if plain_escapes(escaped) {
-        return Some(end + 1);
+        return Some((end + 1, true));
     }
     if escaped.iter().fold(u8::MAX, |least, &b| least.min(b)) < 0x20 {
         return None;
@@ -204,7 +212,7 @@ fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
             _ => return None,
         };
     }
-    Some(end + 1)
+    Some((end + 1, true))
 }
 
 /// True when every backslash of `escaped` (a string's bytes from its first backslash to its
