@@ -37,9 +37,11 @@ pub trait Subscriber: Send + Sync + 'static {
     /// When every subscriber of a hub answers [`Starts::Only`], an operation not named there
     /// (and without a remote parent) emits no start record: it reaches subscribers as its end
     /// record alone ([`ObsEvent::start_skipped`] is true on it and on its point events), one
-    /// record per operation instead of two. The hub keeps such operations in a list while they
-    /// run, and delivers a start record for each one still running when the subscriber is
-    /// unsubscribed or the hub shut down, so an exporter can still report them as unfinished.
+    /// record per operation instead of two. The hub lists such operations once they wait (an
+    /// async one at its first `Pending`, a synchronous one as it starts) and delivers a start
+    /// record for each one still listed when the subscriber is unsubscribed or the hub
+    /// ([`crate::Observability::shutdown`]) shut down, so an exporter can still report them as
+    /// unfinished.
     fn starts(&self) -> Starts {
         Starts::All
     }
