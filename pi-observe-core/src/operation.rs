@@ -111,6 +111,24 @@ impl SpanInner {
         self.hub.emit(event);
     }
 
+    /// This operation's start record, carrying `payload`.
+    fn start_record(&self, payload: Payload) -> ObsEvent {
+        ObsEvent {
+            kind: EventKind::Start,
+            name: self.name.clone(),
+            trace_id: self.trace_id,
+            span_id: Some(self.span_id),
+            parent_span_id: self.parent,
+            timestamp: self.start,
+            duration: None,
+            context: self.attribution.clone(),
+            payload,
+            error: None,
+            captured: 0,
+            start_skipped: false,
+        }
+    }
+
     /// The start record of this operation, with the payload it has now, if it is still running
     /// and its start was not delivered; with `delivered`, its later records say it was. Under
     /// the state lock, as settling reads the flag: an end never says "delivered" about a start
@@ -123,20 +141,7 @@ impl SpanInner {
         if delivered {
             self.start_skipped.store(false, Relaxed);
         }
-        Some(ObsEvent {
-            kind: EventKind::Start,
-            name: self.name.clone(),
-            trace_id: self.trace_id,
-            span_id: Some(self.span_id),
-            parent_span_id: self.parent,
-            timestamp: self.start,
-            duration: None,
-            context: self.attribution.clone(),
-            payload: state.payload.clone(),
-            error: None,
-            captured: 0,
-            start_skipped: false,
-        })
+        Some(self.start_record(state.payload.clone()))
     }
 }
 
@@ -293,7 +298,7 @@ fn begin_under(
     let (kept, start_payload) = if emit_start { (payload.clone(), Some(payload)) } else { (payload, None) };
     let inner = Arc::new(SpanInner {
         hub: hub.clone(),
-        name: name.clone(),
+        name,
         trace_id,
         span_id,
         parent: parent.span_id,
@@ -307,20 +312,7 @@ fn begin_under(
     // Without a start record, the operation goes on the hub's running list only if it waits
     // (`OpGuard::waiting`).
     if let Some(payload) = start_payload {
-        hub.emit(ObsEvent {
-            kind: EventKind::Start,
-            name,
-            trace_id,
-            span_id: Some(span_id),
-            parent_span_id: parent.span_id,
-            timestamp: start,
-            duration: None,
-            context: parent.attribution.clone(),
-            payload,
-            error: None,
-            captured: 0,
-            start_skipped: false,
-        });
+        hub.emit(inner.start_record(payload));
     }
     let trace_flags = if parent.trace_id.is_some() { parent.trace_flags } else { TraceParent::SAMPLED };
     let child = ObsContext {

@@ -65,7 +65,8 @@ fn operations_not_named_reach_such_a_subscriber_as_their_end_record_alone() {
     assert_eq!(tool.payload.get(names::TOOL_NAME).and_then(|v| v.as_str()), Some("bash"));
     assert!(tool.start_time() >= prompt.timestamp && tool.start_time() <= tool.timestamp);
     assert_eq!(tool.start_time().saturating_add(tool.duration.unwrap()), tool.timestamp);
-    let spans = spans_from_events(&events);
+    let spans = pi_observe_core::testing::assert_paired(&events);
+    assert_eq!(spans, spans_from_events(&events));
     let call = spans.iter().find(|s| s.name == names::AGENT_TOOL_CALL).unwrap();
     assert_eq!((call.events.len(), call.parent_span_id), (1, prompt.span_id));
     assert_eq!(call.start, tool.start_time());
@@ -183,4 +184,14 @@ fn a_synchronous_operation_blocking_its_thread_is_reported_by_a_shutdown() {
     release.send(()).unwrap();
     worker.join().unwrap();
     assert_eq!(kinds(&only.0.take()), [("pi.agent.tool_call", "end", false)]);
+}
+
+#[test]
+fn an_end_without_a_start_still_breaks_the_pairing_unless_its_start_was_skipped() {
+    pi_observe_core::testing::silence_expected_panics(&["ends a span that never started"]);
+    let mut end = ObsEvent::new(EventKind::End, names::AGENT_TOOL_CALL, pi_observe_core::TraceId::random());
+    end.span_id = Some(pi_observe_core::SpanId::random());
+    end.duration = Some(std::time::Duration::from_millis(3));
+    let lone = std::panic::catch_unwind(|| pi_observe_core::testing::assert_paired(std::slice::from_ref(&end)));
+    assert!(lone.is_err(), "an end nobody started is still an error");
 }

@@ -115,7 +115,8 @@ fn recorded_span(first: &ObsEvent, span_id: SpanId, events: Vec<RecordedEvent>) 
 /// Asserts the contract's pairing and tree invariants and returns the spans:
 ///
 /// - every `start` has exactly one `end` or `error` later in the sequence, with the same name,
-///   trace id and parent; no `end`/`error` without a `start`; span ids unique;
+///   trace id and parent; no `end`/`error` without a `start`, unless its start was skipped
+///   ([`ObsEvent::start_skipped`]: then the end alone stands for the span); span ids unique;
 /// - every parent started earlier in the sequence (and not later in time), in the same trace
 ///   (a detached spawned task may start after its parent ended: that is allowed);
 /// - `end` timestamps are not before their `start`, and `durationMs` matches them;
@@ -151,8 +152,14 @@ fn check(events: &[ObsEvent], allow_remote: bool) -> Vec<RecordedSpan> {
             }
             EventKind::End | EventKind::Error => {
                 let span = event.span_id.unwrap_or_else(|| panic!("{at}: end without span id"));
-                let start = started.get(&span).unwrap_or_else(|| panic!("{at}: ends a span that never started"));
                 assert!(settled.insert(span), "{at}: span {span} ended twice");
+                assert_eq!(event.kind == EventKind::Error, event.error.is_some(), "{at}: error field mismatch");
+                if event.start_skipped() && !started.contains_key(&span) {
+                    // Its end alone stands for it; its start time is derived from it.
+                    assert!(event.duration.is_some(), "{at}: end without duration");
+                    continue;
+                }
+                let start = started.get(&span).unwrap_or_else(|| panic!("{at}: ends a span that never started"));
                 assert_eq!(start.name, event.name, "{at}: end name differs from start");
                 assert_eq!(start.trace_id, event.trace_id, "{at}: end trace differs from start");
                 assert_eq!(start.parent_span_id, event.parent_span_id, "{at}: end parent differs from start");
@@ -160,15 +167,14 @@ fn check(events: &[ObsEvent], allow_remote: bool) -> Vec<RecordedSpan> {
                 let duration = event.duration.unwrap_or_else(|| panic!("{at}: end without duration"));
                 let measured = event.timestamp.unix_nanos() - start.timestamp.unix_nanos();
                 assert_eq!(u128::from(measured), duration.as_nanos(), "{at}: duration differs from timestamps");
-                assert_eq!(event.kind == EventKind::Error, event.error.is_some(), "{at}: error field mismatch");
             }
             EventKind::Event => {
                 if let Some(span) = event.span_id {
-                    if started.contains_key(&span) {
-                        assert!(!settled.contains(&span), "{at}: point event after its span ended");
-                    } else {
-                        assert!(allow_remote, "{at}: point event for unknown span {span}");
-                    }
+                    assert!(!settled.contains(&span), "{at}: point event after its span ended");
+                    assert!(
+                        started.contains_key(&span) || event.start_skipped() || allow_remote,
+                        "{at}: point event for unknown span {span}"
+                    );
                 }
             }
         }

@@ -65,11 +65,7 @@ impl<'a> Value<'a> {
             return Some(end);
         }
         let (end, escaped) = string_span(self.text.as_bytes(), self.at)?;
-        let text = self.text.get(self.at..end)?;
-        *into = Some(match escaped {
-            true => Cow::Owned(serde_json::from_str(text).ok()?),
-            false => Cow::Borrowed(text.get(1..text.len() - 1)?),
-        });
+        *into = Some(unquote(self.text.get(self.at..end)?, escaped)?);
         Some(end)
     }
 
@@ -82,12 +78,18 @@ impl<'a> Value<'a> {
         }
         object(text.as_bytes(), self.at, depth, &mut |key: Range<usize>, escaped, at| {
             // The ranges lie on quotes and structural bytes (ASCII): char boundaries.
-            let key = match escaped {
-                true => Cow::Owned(serde_json::from_str::<String>(text.get(key.start - 1..key.end + 1)?).ok()?),
-                false => Cow::Borrowed(text.get(key)?),
-            };
+            let key = unquote(text.get(key.start - 1..key.end + 1)?, escaped)?;
             member(&key, Value { text, at, depth })
         })
+    }
+}
+
+/// A string's content from its JSON text (quotes included): borrowed when it has no escapes,
+/// unescaped by serde when it has.
+fn unquote(quoted: &str, escaped: bool) -> Option<Cow<'_, str>> {
+    match escaped {
+        true => serde_json::from_str(quoted).ok().map(Cow::Owned),
+        false => quoted.strip_prefix('"')?.strip_suffix('"').map(Cow::Borrowed),
     }
 }
 

@@ -17,6 +17,7 @@ use super::report::AttributedUsage;
 mod blocks;
 mod json;
 mod line;
+mod usage;
 use blocks::{block_reader, branch_targets, expected_entries, fold_blocks};
 use line::{Billed, Change, Parsed, ParsedLine};
 
