@@ -53,6 +53,10 @@ impl Ui<'_> {
             self.editor.jump_to(c, backward);
             return;
         }
+        if key.code == KeyCode::Esc {
+            // Esc also turns away extensions' answers still on their way.
+            self.complete_seq += 1;
+        }
         if self.completion.is_some() && self.complete_key(&key) {
             return;
         }
