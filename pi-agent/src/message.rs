@@ -171,7 +171,7 @@ pub struct Cost {
 }
 
 /// Cost as written in a file: every field optional (also built field by field by the report's
-/// line reader, `session::scan::line`).
+/// usage reader, `session::scan::usage`).
 #[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct CostWire {
@@ -219,7 +219,7 @@ pub struct Usage {
 }
 
 /// Usage as written in a file: every field optional (also built field by field by the report's
-/// line reader, `session::scan::line`).
+/// usage reader, `session::scan::usage`).
 #[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct UsageWire {

@@ -55,8 +55,7 @@ fn nullable<'a, T: Default>(
         *into = None;
         return Some(end);
     }
-    let end = read(value, into.insert(T::default()))?;
-    Some(end)
+    read(value, into.insert(T::default()))
 }
 
 /// The JSON text of a number made of digits and at most one `.` (no sign, no exponent).
