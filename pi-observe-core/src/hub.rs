@@ -35,10 +35,12 @@ thread_local! {
 }
 
 /// Marks this thread as delivering until dropped (also when unwinding).
-struct DeliveringGuard;
+pub(crate) struct DeliveringGuard;
 
 impl DeliveringGuard {
-    fn enter() -> DeliveringGuard {
+    /// Marks this thread as delivering until the guard is dropped: what it emits meanwhile is
+    /// dropped as re-entrant.
+    pub(crate) fn enter() -> DeliveringGuard {
         DELIVERING.with(|d| d.set(true));
         DeliveringGuard
     }
@@ -121,6 +123,15 @@ impl HubSlot {
     pub fn record_dropped(&self, reason: DropReason, count: u64) {
         if let Some((_, stats)) = self.0.get() {
             stats.drop_events(reason, count);
+        }
+    }
+
+    /// Counts a panic of a subscriber that was handling a record off the hub's delivery path
+    /// (a [`crate::Background`] worker), as the hub counts one on it.
+    pub(crate) fn count_panic(&self) {
+        if let Some((_, stats)) = self.0.get() {
+            stats.subscriber_panics.fetch_add(1, Relaxed);
+            stats.drop_events(DropReason::SubscriberPanic, 1);
         }
     }
 }

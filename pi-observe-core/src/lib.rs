@@ -43,6 +43,7 @@
 #![warn(missing_docs)]
 
 mod attribution;
+mod background;
 pub mod canary;
 mod class;
 mod config_error;
@@ -67,6 +68,7 @@ mod traceparent;
 pub mod testing;
 
 pub use attribution::Attribution;
+pub use background::Background;
 pub use config_error::ConfigError;
 pub use context::{
     ContextExt, ObsContext, Scoped, current, run_with_context, run_with_context_sync, run_with_traceparent, spawn,

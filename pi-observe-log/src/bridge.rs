@@ -176,7 +176,8 @@ impl Subscriber for TracingSubscriber {
         }
         fields.truncate(MAX_FIELDS);
         let direct = fields.iter().map(|(name, value)| (name.prefix, name.key, value.as_text()));
-        if !crate::setup::write_direct(level, direct) {
+        let at = std::time::Duration::from_nanos(event.timestamp.unix_nanos());
+        if !crate::setup::write_direct(level, at, direct) {
             dispatch(level, &fields);
         }
     }

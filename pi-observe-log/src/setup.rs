@@ -158,13 +158,15 @@ fn filter_directives(default: &str) -> (String, String) {
 /// writer ([`write_direct`]), the filter asked by target and level alone.
 static DIRECT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Writes one `pi_observe` record as the line [`FlatJson`] would make of it — `timestamp`,
-/// `level`, `fields` in order, `target` — straight into the writer of the JSON logging
+/// Writes one `pi_observe` record as the line [`FlatJson`] would make of it — `timestamp` (the
+/// record's time, `at` since the Unix epoch, rather than the time it is written: the bridge may
+/// write from another thread a little later), `level`, `fields` in order, `target` — straight into the writer of the JSON logging
 /// [`init_json_logging`] installed, when that is this thread's `tracing` subscriber: no
 /// callsite, `ValueSet` or layer in between. `false` when it is not (the caller dispatches the
 /// event through `tracing` instead); `true` also when the filter leaves the level out.
 pub(crate) fn write_direct<'f>(
     level: tracing::Level,
+    at: std::time::Duration,
     fields: impl Iterator<Item = (&'static str, &'f str, FieldText<'f>)>,
 ) -> bool {
     if !DIRECT.load(std::sync::atomic::Ordering::Relaxed) {
@@ -189,7 +191,7 @@ pub(crate) fn write_direct<'f>(
             };
             line.clear();
             line.push_str("{\"timestamp\":\"");
-            push_now(line);
+            push_time(line, at);
             line.push_str("\",\"level\":\"");
             line.push_str(level.as_str());
             line.push('"');
@@ -299,17 +301,21 @@ fn flat_json_line(line: &mut String, event: &tracing::Event<'_>) {
     line.push_str("}\n");
 }
 
-/// Appends the current time as RFC 3339 in UTC with microseconds
+/// Appends the current time as [`push_time`] writes it.
+fn push_now(out: &mut String) {
+    push_time(out, std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default());
+}
+
+/// Appends the time `since_epoch` as RFC 3339 in UTC with microseconds
 /// (`2026-12-03T17:26:15.281191Z`, as `tracing-subscriber`'s `SystemTime` timer writes it). The
 /// date and time of day are worked out once per second per thread; each line then only writes
 /// its microseconds.
-fn push_now(out: &mut String) {
+fn push_time(out: &mut String, since_epoch: std::time::Duration) {
     thread_local! {
         /// The second last formatted and its `YYYY-MM-DDTHH:MM:SS` text.
         static SECOND: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((u64::MAX, String::new())) };
     }
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let secs = now.as_secs();
+    let secs = since_epoch.as_secs();
     SECOND.with(|cached| {
         let mut cached = cached.borrow_mut();
         if cached.0 != secs {
@@ -323,7 +329,7 @@ fn push_now(out: &mut String) {
             cached.0 = secs;
         }
         out.push_str(&cached.1);
-        let mut left = now.subsec_micros();
+        let mut left = since_epoch.subsec_micros();
         let mut digits = ['0'; 6];
         for slot in digits.iter_mut().rev() {
             *slot = char::from(b'0' + (left % 10) as u8);

@@ -298,20 +298,21 @@ pub fn transaction_bytes(parts: &TransactionParts<'_>) -> Option<(String, Vec<u8
     let transaction = transaction_without_spans(parts);
     let event_id = transaction.event_id.as_simple().to_string();
     // About a kilobyte per span: the buffer rarely grows (each growth copies it).
-    let mut bytes = Vec::with_capacity(1024 * (parts.children.len() + 1));
+    let mut bytes = Vec::with_capacity(1024 * (parts.children.len() + 2));
     serde_json::to_writer(&mut bytes, &transaction).ok()?;
     // The first `"spans":[]` is the key: a string value holding those characters is escaped.
     const EMPTY: &[u8] = br#""spans":[]"#;
     let at = bytes.windows(EMPTY.len()).position(|w| w == EMPTY)? + EMPTY.len() - 1;
-    let mut spans = Vec::with_capacity(1024 * parts.children.len());
+    // The spans are written in place, the rest of the transaction put back after them.
+    let rest = bytes.split_off(at);
     let trace = parts.root.start.trace_id.hex();
     for (i, span) in parts.children.iter().enumerate() {
         if i > 0 {
-            spans.push(b',');
+            bytes.push(b',');
         }
-        serde_json::to_writer(&mut spans, &SpanOut { span, trace: &trace, cut_at: parts.cut_at }).ok()?;
+        serde_json::to_writer(&mut bytes, &SpanOut { span, trace: &trace, cut_at: parts.cut_at }).ok()?;
     }
-    bytes.splice(at..at, spans);
+    bytes.extend_from_slice(&rest);
     if !parts.breadcrumbs.is_empty() && bytes.last() == Some(&b'}') {
         // The typed transaction has no breadcrumbs field: add it as the last member.
         bytes.pop();

@@ -62,7 +62,9 @@ impl Sink for EventsSink {
         let Some(path) = self.path else { return Ok(None) };
         let file = JsonlFileSink::create(&path, JsonlFileSink::DEFAULT_CAPACITY)
             .map_err(|e| CliError::Usage(format!("--events-jsonl {}: {e}", path.display())))?;
-        let subscription = to.hub.subscribe_arc(file.clone(), to.policy.clone());
+        // Records are serialized on a thread of the sink's own, not the agent's.
+        let queued = super::in_background(file.clone(), "pi-events-jsonl", "--events-jsonl")?;
+        let subscription = to.hub.subscribe_arc(queued, to.policy.clone());
         Ok(Some(Attached { subscription, running: Some(Arc::new(RunningEvents(file))) }))
     }
 }

@@ -76,8 +76,11 @@ impl Sink for LogSink {
         };
         let guard = pi_observe::log::init_json_logging(&JsonLogConfig { destination, ..JsonLogConfig::default() })
             .map_err(|e| CliError::Usage(format!("--log-json: {e}")))?;
+        // Lines are formatted on a thread of the sink's own, not the agent's (the logger is the
+        // global default, which that thread sees too).
         let bridge = TracingSubscriber::new().span_level(SpanLevel::Info);
-        let subscription = to.hub.subscribe_arc(Arc::new(bridge), to.policy.clone());
+        let bridge = super::in_background(Arc::new(bridge), "pi-log-bridge", "--log-json")?;
+        let subscription = to.hub.subscribe_arc(bridge, to.policy.clone());
         let running = RunningLog { guard: Mutex::new(Some(guard)), target: self.target };
         Ok(Some(Attached { subscription, running: Some(Arc::new(running)) }))
     }

@@ -28,7 +28,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pi_observe::core::{ContentKind, ContentPolicy, Observability, Subscription, TraceId};
+use pi_observe::core::{Background, ContentKind, ContentPolicy, Observability, Subscriber, Subscription, TraceId};
 use pi_observe::spool::{SpoolConfig, SpoolDelivery, SpoolStats};
 use serde_json::Value;
 
@@ -55,6 +55,16 @@ use crate::cli::config::{Config, Source};
 /// Every sink, in the order `pi observe status` lists them and the exit lines speak. Adding a
 /// sink: its file above (`mod NAME;`) and its `NAME::KIND` here (CONTRIBUTING.md, "Adding a sink").
 pub const SINKS: &[SinkKind] = &[otlp::KIND, sentry::KIND, log::KIND, events::KIND, json::KIND];
+
+/// `subscriber` on a thread of its own ([`Background`]), so that its per-record work is not
+/// done on the agent's threads; `flag` names the sink in the error when the thread cannot start.
+fn in_background(subscriber: Arc<dyn Subscriber>, name: &str, flag: &str) -> Result<Arc<Background>, CliError> {
+    /// Records queued for one such sink before new ones are dropped (and counted).
+    const QUEUE: usize = 8192;
+    Background::spawn(subscriber, name, QUEUE)
+        .map(Arc::new)
+        .map_err(|e| CliError::Failure(format!("{flag}: cannot start the sink's thread: {e}")))
+}
 
 /// `cmd` with the flags each sink declares itself ([`SinkKind::flags`]) added to every command
 /// (and subcommand) that takes the sink flags ([`SinkArgs`], found by its argument group).

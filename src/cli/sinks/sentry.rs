@@ -139,7 +139,9 @@ impl Sink for SentrySink {
 
     fn attach(self: Box<Self>, to: &Attach<'_>) -> Result<Option<Attached>, CliError> {
         let sentry = SentrySubscriber::new(self.config).map_err(|e| CliError::Usage(e.to_string()))?;
-        let subscription = to.hub.subscribe_arc(sentry.clone(), to.policy.clone());
+        // Spans are kept and transactions built on a thread of the sink's own, not the agent's.
+        let queued = super::in_background(sentry.clone(), "pi-sentry-spans", "--sentry")?;
+        let subscription = to.hub.subscribe_arc(queued, to.policy.clone());
         Ok(Some(Attached { subscription, running: Some(Arc::new(RunningSentry(sentry))) }))
     }
 }

@@ -1,0 +1,404 @@
+//! [`Background`]: a subscriber whose work runs on a thread of its own.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::event::ObsEvent;
+use crate::hub::{DeliveringGuard, HubSlot};
+use crate::shared::Observability;
+use crate::stats::DropReason;
+use crate::subscriber::{Starts, Subscriber, SubscriberError};
+
+/// How long records may wait once the first of a burst is queued: the worker hands them over
+/// in batches, so a burst costs the emitting thread no wake-up per record.
+const HAND_OVER_EVERY: Duration = Duration::from_millis(50);
+
+/// Runs another subscriber on a thread of its own: the emitting thread only queues each
+/// record (no formatting, serializing or locking of the subscriber's state there), and the
+/// worker hands the records to the subscriber in order, in batches.
+///
+/// For a subscriber whose `on_event` does real work on the emitting thread — a log formatter, a
+/// sink that builds transactions — so that the agent's threads do not pay for it. The queue
+/// holds at most `capacity` records; what comes while it is full is dropped and counted
+/// ([`DropReason::QueueFull`]), as is what comes after shutdown ([`DropReason::Shutdown`]). A
+/// panic of the subscriber on the worker is caught and counted like one on the emitting thread.
+/// [`Subscriber::flush`] and [`Subscriber::shutdown`] first hand over every record queued before
+/// them, then call the subscriber's own within what is left of the deadline. Records reach the
+/// subscriber up to [`Background`]'s hand-over interval (50 ms) after they were emitted.
+///
+/// The subscriber runs on another thread: one that reads thread-local state of the emitting
+/// thread (a scoped `tracing` dispatcher, say) must not be wrapped.
+///
+/// ```
+/// use pi_observe_core::{Background, ObsEvent, Observability, Payload, trace_operation_sync};
+/// use std::sync::{Arc, Mutex};
+/// let hub = Observability::new();
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let names = seen.clone();
+/// let printer = move |e: &ObsEvent| names.lock().unwrap().push(e.name.to_string());
+/// let _sub = hub.subscribe(Background::spawn(Arc::new(printer), "doc-printer", 1024).unwrap());
+/// hub.in_scope(|| trace_operation_sync("pi.test", Payload::new, |_| ()));
+/// hub.flush(std::time::Duration::from_secs(5)).unwrap();
+/// assert_eq!(*seen.lock().unwrap(), ["pi.test", "pi.test"]);
+/// ```
+pub struct Background {
+    queue: Arc<Queue>,
+    inner: Arc<dyn Subscriber>,
+    hub: HubSlot,
+    worker: Mutex<Option<JoinHandle<()>>>,
+    /// The worker's answer to the shutdown [`Subscriber::begin_shutdown`] asked for.
+    shutting_down: Mutex<Option<Receiver<Result<(), SubscriberError>>>>,
+}
+
+struct Queue {
+    state: Mutex<State>,
+    wake: Condvar,
+    /// The queue was full when last looked at: records are dropped without taking the lock
+    /// until the worker takes what is queued.
+    full: AtomicBool,
+    capacity: usize,
+    /// This many records waiting wake the worker at once.
+    wake_at: usize,
+}
+
+#[derive(Default)]
+struct State {
+    records: Vec<ObsEvent>,
+    control: Vec<Control>,
+    closed: bool,
+    /// The worker waits with nothing queued: the next record wakes it.
+    idle: bool,
+}
+
+enum Control {
+    Flush(Instant, SyncSender<Result<(), SubscriberError>>),
+    Shutdown(Instant, SyncSender<Result<(), SubscriberError>>),
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Background {
+    /// Starts the worker thread (named `name`) for `inner`, with room for `capacity` records.
+    pub fn spawn(inner: Arc<dyn Subscriber>, name: &str, capacity: usize) -> std::io::Result<Background> {
+        let capacity = capacity.max(1);
+        let queue = Arc::new(Queue {
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+            full: AtomicBool::new(false),
+            capacity,
+            wake_at: (capacity / 2).clamp(1, 256),
+        });
+        let hub = HubSlot::new();
+        let worker = Worker { queue: queue.clone(), inner: inner.clone(), hub: hub.clone() };
+        let handle = std::thread::Builder::new().name(name.to_owned()).spawn(move || worker.run())?;
+        Ok(Background { queue, inner, hub, worker: Mutex::new(Some(handle)), shutting_down: Mutex::new(None) })
+    }
+
+    /// Queues `control` for the worker; false when the worker has stopped.
+    fn control(&self, control: Control) -> bool {
+        let mut state = self.queue.lock();
+        if state.closed {
+            return false;
+        }
+        if matches!(control, Control::Shutdown(..)) {
+            state.closed = true;
+        }
+        state.control.push(control);
+        self.queue.wake.notify_one();
+        true
+    }
+
+    /// Asks the worker to hand over what is queued and shut the subscriber down by `deadline`.
+    fn begin(&self, deadline: Instant) -> Option<Receiver<Result<(), SubscriberError>>> {
+        let (ack, answer) = mpsc::sync_channel(1);
+        self.control(Control::Shutdown(deadline, ack)).then_some(answer)
+    }
+}
+
+/// Waits for the worker's answer until `deadline`.
+fn answer(answer: &Receiver<Result<(), SubscriberError>>, deadline: Instant) -> Result<(), SubscriberError> {
+    match answer.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        Ok(result) => result,
+        Err(RecvTimeoutError::Timeout) => Err(SubscriberError::Timeout),
+        Err(RecvTimeoutError::Disconnected) => Err(SubscriberError::Other("background worker stopped".into())),
+    }
+}
+
+impl Subscriber for Background {
+    fn on_subscribe(&self, hub: &Observability) {
+        self.hub.set(hub);
+        self.inner.on_subscribe(hub);
+    }
+
+    fn on_event(&self, event: &ObsEvent) {
+        self.on_owned_event(event.clone());
+    }
+
+    fn on_owned_event(&self, event: ObsEvent) {
+        if self.queue.full.load(Relaxed) {
+            return self.hub.record_dropped(DropReason::QueueFull, 1);
+        }
+        let mut state = self.queue.lock();
+        if state.closed {
+            drop(state);
+            return self.hub.record_dropped(DropReason::Shutdown, 1);
+        }
+        if state.records.len() >= self.queue.capacity {
+            self.queue.full.store(true, Relaxed);
+            drop(state);
+            return self.hub.record_dropped(DropReason::QueueFull, 1);
+        }
+        state.records.push(event);
+        if state.records.len() == self.queue.wake_at || (state.records.len() == 1 && state.idle) {
+            state.idle = false;
+            self.queue.wake.notify_one();
+        }
+    }
+
+    fn wants_payloads(&self) -> bool {
+        self.inner.wants_payloads()
+    }
+
+    fn starts(&self) -> Starts {
+        self.inner.starts()
+    }
+
+    fn flush(&self, timeout: Duration) -> Result<(), SubscriberError> {
+        let deadline = Instant::now() + timeout;
+        let (ack, done) = mpsc::sync_channel(1);
+        if !self.control(Control::Flush(deadline, ack)) {
+            return Ok(());
+        }
+        answer(&done, deadline)
+    }
+
+    fn begin_shutdown(&self, timeout: Duration) -> bool {
+        let begun = self.begin(Instant::now() + timeout);
+        *self.shutting_down.lock().unwrap_or_else(|e| e.into_inner()) = begun;
+        true
+    }
+
+    fn shutdown(&self, timeout: Duration) -> Result<(), SubscriberError> {
+        let deadline = Instant::now() + timeout;
+        let begun = self.shutting_down.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let result = match begun.or_else(|| self.begin(deadline)) {
+            Some(done) => answer(&done, deadline),
+            None => Ok(()),
+        };
+        if result.is_ok()
+            && let Some(worker) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take()
+        {
+            // It has answered: all that is left of it is returning.
+            let _ = worker.join();
+        }
+        result
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        // Without a shutdown the worker still hands over what is queued, then ends.
+        self.queue.lock().closed = true;
+        self.queue.wake.notify_one();
+    }
+}
+
+impl std::fmt::Debug for Background {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Background").field("capacity", &self.queue.capacity).finish_non_exhaustive()
+    }
+}
+
+/// The thread behind a [`Background`].
+struct Worker {
+    queue: Arc<Queue>,
+    inner: Arc<dyn Subscriber>,
+    hub: HubSlot,
+}
+
+impl Worker {
+    fn run(self) {
+        // Records the subscriber emits while handling one are dropped as re-entrant, as on the
+        // emitting thread (no feedback loop through the queue).
+        let _delivering = DeliveringGuard::enter();
+        // Double buffering: the queue's vector and this one swap places, keeping both capacities.
+        let mut records = Vec::new();
+        let mut hand_over_at: Option<Instant> = None;
+        loop {
+            let (controls, closed) = {
+                let mut state = self.queue.lock();
+                while state.records.len() < self.queue.wake_at && state.control.is_empty() && !state.closed {
+                    if state.records.is_empty() {
+                        state.idle = true;
+                        hand_over_at = None;
+                        state = self.queue.wake.wait(state).unwrap_or_else(|e| e.into_inner());
+                        continue;
+                    }
+                    let now = Instant::now();
+                    let at = *hand_over_at.get_or_insert(now + HAND_OVER_EVERY);
+                    if now >= at {
+                        break;
+                    }
+                    state = self
+                        .queue
+                        .wake
+                        .wait_timeout(state, at - now)
+                        .map(|(s, _)| s)
+                        .unwrap_or_else(|e| e.into_inner().0);
+                }
+                state.idle = false;
+                std::mem::swap(&mut state.records, &mut records);
+                self.queue.full.store(false, Relaxed);
+                (std::mem::take(&mut state.control), state.closed)
+            };
+            hand_over_at = None;
+            for event in records.drain(..) {
+                self.call(|inner| inner.on_owned_event(event));
+            }
+            for control in controls {
+                match control {
+                    Control::Flush(deadline, ack) => {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        let _ = ack.send(self.call(|inner| inner.flush(left)).unwrap_or_else(panicked));
+                    }
+                    Control::Shutdown(deadline, ack) => {
+                        let _ = ack.send(self.finish(deadline));
+                        return;
+                    }
+                }
+            }
+            if closed && self.queue.lock().control.is_empty() {
+                // Dropped without a shutdown: what was queued has been handed over.
+                return;
+            }
+        }
+    }
+
+    /// Shuts the subscriber down within `deadline`: its own worker first, then waiting for it.
+    fn finish(&self, deadline: Instant) -> Result<(), SubscriberError> {
+        let left = || deadline.saturating_duration_since(Instant::now());
+        self.call(|inner| inner.begin_shutdown(left()));
+        self.call(|inner| inner.shutdown(left())).unwrap_or_else(panicked)
+    }
+
+    /// Calls the subscriber, counting a panic (`None`) as the hub counts one.
+    fn call<R>(&self, f: impl FnOnce(&dyn Subscriber) -> R) -> Option<R> {
+        let result = catch_unwind(AssertUnwindSafe(|| f(self.inner.as_ref())));
+        if result.is_err() {
+            self.hub.count_panic();
+        }
+        result.ok()
+    }
+}
+
+fn panicked() -> Result<(), SubscriberError> {
+    Err(SubscriberError::Other("subscriber panicked".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EventKind, TraceId};
+
+    fn record(hub: &Observability, name: &'static str) {
+        hub.emit(ObsEvent::new(EventKind::Event, name, TraceId::random()));
+    }
+
+    /// The names an inner subscriber saw, in order.
+    fn collector() -> (Arc<Mutex<Vec<String>>>, Arc<dyn Subscriber>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let names = seen.clone();
+        (seen, Arc::new(move |e: &ObsEvent| names.lock().unwrap().push(e.name.to_string())))
+    }
+
+    #[test]
+    fn records_reach_the_subscriber_in_order_by_a_flush_and_none_after_shutdown() {
+        let hub = Observability::new();
+        let (seen, inner) = collector();
+        let _sub = hub.subscribe(Background::spawn(inner, "test-background", 64).unwrap());
+        for name in ["pi.a", "pi.b", "pi.c"] {
+            record(&hub, name);
+        }
+        hub.flush(Duration::from_secs(10)).unwrap();
+        assert_eq!(*seen.lock().unwrap(), ["pi.a", "pi.b", "pi.c"]);
+        record(&hub, "pi.d");
+        hub.shutdown(Duration::from_secs(10)).unwrap();
+        record(&hub, "pi.late");
+        assert_eq!(*seen.lock().unwrap(), ["pi.a", "pi.b", "pi.c", "pi.d"]);
+        assert_eq!(hub.stats().dropped(DropReason::Shutdown), 1);
+    }
+
+    #[test]
+    fn a_panic_on_the_worker_is_counted_and_later_records_still_arrive() {
+        let hub = Observability::new();
+        let (seen, inner) = collector();
+        let panicky = move |e: &ObsEvent| {
+            assert_ne!(e.name, "pi.boom", "the subscriber fails on this record");
+            inner.on_event(e);
+        };
+        let _sub = hub.subscribe(Background::spawn(Arc::new(panicky), "test-background", 64).unwrap());
+        for name in ["pi.a", "pi.boom", "pi.b"] {
+            record(&hub, name);
+        }
+        hub.flush(Duration::from_secs(10)).unwrap();
+        assert_eq!(*seen.lock().unwrap(), ["pi.a", "pi.b"]);
+        let stats = hub.stats();
+        assert_eq!((stats.subscriber_panics, stats.dropped(DropReason::SubscriberPanic)), (1, 1));
+    }
+
+    #[test]
+    fn a_full_queue_drops_and_counts_instead_of_blocking_the_emitter() {
+        let hub = Observability::new();
+        let (release, wait) = mpsc::channel::<()>();
+        let (entered, holding) = mpsc::channel::<()>();
+        let held = Mutex::new((entered, wait));
+        let (seen, inner) = collector();
+        // The subscriber holds the worker on its first record until the test lets it go.
+        let stuck = move |e: &ObsEvent| {
+            if e.name == "pi.first" {
+                let held = held.lock().unwrap();
+                held.0.send(()).unwrap();
+                let _ = held.1.recv();
+            }
+            inner.on_event(e);
+        };
+        let _sub = hub.subscribe(Background::spawn(Arc::new(stuck), "test-background", 4).unwrap());
+        record(&hub, "pi.first");
+        holding.recv_timeout(Duration::from_secs(10)).unwrap();
+        // The worker holds "pi.first"; the queue has room for 4 of these 10.
+        for _ in 0..10 {
+            record(&hub, "pi.next");
+        }
+        release.send(()).unwrap();
+        hub.flush(Duration::from_secs(10)).unwrap();
+        let dropped = hub.stats().dropped(DropReason::QueueFull);
+        assert_eq!(dropped, 6);
+        assert_eq!(seen.lock().unwrap().len(), 5);
+    }
+
+    #[test]
+    fn records_emitted_by_the_subscriber_on_its_worker_are_dropped_as_reentrant() {
+        let hub = Observability::new();
+        let (seen, inner) = collector();
+        let weak = hub.downgrade();
+        let echo = move |e: &ObsEvent| {
+            if let Some(hub) = weak.upgrade() {
+                record(&hub, "pi.echo");
+            }
+            inner.on_event(e);
+        };
+        let _sub = hub.subscribe(Background::spawn(Arc::new(echo), "test-background", 64).unwrap());
+        record(&hub, "pi.a");
+        hub.flush(Duration::from_secs(10)).unwrap();
+        assert_eq!(*seen.lock().unwrap(), ["pi.a"]);
+        assert_eq!(hub.stats().dropped(DropReason::Reentrant), 1);
+    }
+}
