@@ -7,7 +7,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::event::ObsEvent;
+use crate::event::{EventKind, ObsEvent};
 use crate::hub::{DeliveringGuard, HubSlot};
 use crate::shared::Observability;
 use crate::stats::DropReason;
@@ -28,7 +28,8 @@ const HAND_OVER_EVERY: Duration = Duration::from_millis(50);
 /// panic of the subscriber on the worker is caught and counted like one on the emitting thread.
 /// [`Subscriber::flush`] and [`Subscriber::shutdown`] first hand over every record queued before
 /// them, then call the subscriber's own within what is left of the deadline. Records reach the
-/// subscriber up to [`Background`]'s hand-over interval (50 ms) after they were emitted.
+/// subscriber up to [`Background`]'s hand-over interval (50 ms) after they were emitted; the end
+/// of a root operation (a trace finished) is handed over at once, with everything before it.
 ///
 /// The subscriber runs on another thread: one that reads thread-local state of the emitting
 /// thread (a scoped `tracing` dispatcher, say) must not be wrapped.
@@ -72,6 +73,8 @@ struct State {
     closed: bool,
     /// The worker waits with nothing queued: the next record wakes it.
     idle: bool,
+    /// A root operation's end is queued: the worker was woken to hand it over now.
+    hurry: bool,
 }
 
 enum Control {
@@ -156,8 +159,13 @@ impl Subscriber for Background {
             drop(state);
             return self.hub.record_dropped(DropReason::QueueFull, 1);
         }
+        // The end of a root operation (a finished trace: what a sink that groups by trace sends)
+        // is handed over at once, with what came before it; once per hand-over.
+        let ends_root = matches!(event.kind, EventKind::End | EventKind::Error) && event.parent_span_id.is_none();
         state.records.push(event);
-        if state.records.len() == self.queue.wake_at || (state.records.len() == 1 && state.idle) {
+        let hurry = ends_root && !state.hurry;
+        if hurry || state.records.len() == self.queue.wake_at || (state.records.len() == 1 && state.idle) {
+            state.hurry |= hurry;
             state.idle = false;
             self.queue.wake.notify_one();
         }
@@ -235,7 +243,11 @@ impl Worker {
         loop {
             let (controls, closed) = {
                 let mut state = self.queue.lock();
-                while state.records.len() < self.queue.wake_at && state.control.is_empty() && !state.closed {
+                while state.records.len() < self.queue.wake_at
+                    && state.control.is_empty()
+                    && !state.closed
+                    && !state.hurry
+                {
                     if state.records.is_empty() {
                         state.idle = true;
                         hand_over_at = None;
@@ -255,6 +267,7 @@ impl Worker {
                         .unwrap_or_else(|e| e.into_inner().0);
                 }
                 state.idle = false;
+                state.hurry = false;
                 std::mem::swap(&mut state.records, &mut records);
                 self.queue.full.store(false, Relaxed);
                 (std::mem::take(&mut state.control), state.closed)
@@ -306,7 +319,7 @@ fn panicked() -> Result<(), SubscriberError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{EventKind, TraceId};
+    use crate::TraceId;
 
     fn record(hub: &Observability, name: &'static str) {
         hub.emit(ObsEvent::new(EventKind::Event, name, TraceId::random()));

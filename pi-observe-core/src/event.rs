@@ -169,6 +169,25 @@ impl ObsEvent {
         }
     }
 
+    /// This record with an empty payload: what a subscriber that reads no payloads is given
+    /// ([`crate::Subscriber::wants_payloads`]) when another subscriber keeps the record itself.
+    pub(crate) fn without_payload(&self) -> ObsEvent {
+        ObsEvent {
+            kind: self.kind,
+            name: self.name.clone(),
+            trace_id: self.trace_id,
+            span_id: self.span_id,
+            parent_span_id: self.parent_span_id,
+            timestamp: self.timestamp,
+            duration: self.duration,
+            context: self.context.clone(),
+            payload: Payload::new(),
+            error: self.error.clone(),
+            captured: self.captured,
+            start_skipped: self.start_skipped,
+        }
+    }
+
     /// True on an `end`, `error` or `event` record of an operation whose `start` record was not
     /// emitted: every subscriber of the hub said it needs only some starts
     /// ([`crate::Subscriber::starts`]) and this operation's was not among them. Such an operation

@@ -389,23 +389,26 @@ impl Observability {
         tally.emitted();
         let _delivering = DeliveringGuard::enter();
         // Subscribers sharing a policy share one redacted copy; the last subscriber of each
-        // policy gets that copy to keep (`on_owned_event`), the others see it by reference.
+        // policy gets that copy to keep (`on_owned_event`), the others see it by reference. The
+        // record itself goes to the last group with a subscriber that reads payloads (delivered
+        // last); a group where none does gets a copy without the payload (no fields to copy).
         let opens_group = |k: usize| !entries[..k].iter().any(|e| Arc::ptr_eq(&e.policy, &entries[k].policy));
-        for (i, entry) in entries.iter().enumerate() {
-            if !opens_group(i) {
-                continue;
-            }
-            let needed_later = (i + 1..entries.len()).any(opens_group);
+        let group_of = |k: usize| entries[k..].iter().filter(move |e| Arc::ptr_eq(&e.policy, &entries[k].policy));
+        let reads_payloads = |k: usize| group_of(k).any(|e| e.reads_payloads);
+        let groups = (0..entries.len()).filter(|&k| opens_group(k));
+        let owner = groups.clone().rfind(|&k| reads_payloads(k)).or_else(|| groups.clone().next_back());
+        for k in groups.filter(|&k| Some(k) != owner).chain(owner) {
             let mut copy;
-            let slot = if needed_later {
-                copy = original.clone();
-                &mut copy
-            } else {
+            let slot = if Some(k) == owner {
                 &mut *original
+            } else {
+                copy =
+                    if reads_payloads(k) { original.clone() } else { original.as_ref().map(ObsEvent::without_payload) };
+                &mut copy
             };
             let Some(redacted) = slot.as_mut() else { return };
-            entry.policy.apply_in_place(redacted, stats);
-            let mut group = entries[i..].iter().filter(|e| Arc::ptr_eq(&e.policy, &entry.policy)).peekable();
+            entries[k].policy.apply_in_place(redacted, stats);
+            let mut group = group_of(k).peekable();
             while let Some(member) = group.next() {
                 if group.peek().is_some() {
                     self.deliver(member, &tally, |s| slot.as_ref().map_or((), |e| s.on_event(e)));

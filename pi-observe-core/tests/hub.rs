@@ -356,6 +356,32 @@ fn payloads_are_not_built_when_no_subscriber_reads_them() {
     drop(ids_only);
 }
 
+#[test]
+fn every_policy_group_gets_each_record_and_a_payload_free_one_gets_it_without_fields() {
+    use pi_observe_core::{ContentPolicy, WithoutPayloads};
+    let hub = Observability::new();
+    type Seen = Arc<std::sync::Mutex<Vec<(String, usize)>>>;
+    let watch = |seen: &Seen| {
+        let seen = seen.clone();
+        move |e: &ObsEvent| seen.lock().unwrap().push((e.name.to_string(), e.payload.len()))
+    };
+    let (first, readers, last) = (Seen::default(), Seen::default(), Seen::default());
+    // Three groups: payload-free, then readers under their own policy, then payload-free again.
+    let _first = hub.subscribe(WithoutPayloads(watch(&first)));
+    let policy = Arc::new(ContentPolicy::safe_only());
+    let _a = hub.subscribe_arc(Arc::new(watch(&readers)), policy.clone());
+    let _b = hub.subscribe_arc(Arc::new(watch(&readers)), policy);
+    let _last = hub.subscribe(WithoutPayloads(watch(&last)));
+    hub.in_scope(|| trace_operation_sync("pi.test", || pi_observe_core::Payload::new().safe("k", 1), |_| ()));
+    let names = |seen: &Seen| seen.lock().unwrap().iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&first), ["pi.test", "pi.test"]);
+    assert_eq!(names(&last), ["pi.test", "pi.test"]);
+    assert_eq!(names(&readers).len(), 4, "both readers see start and end");
+    assert!(readers.lock().unwrap().iter().all(|(_, fields)| *fields == 1), "{readers:?}");
+    assert!(first.lock().unwrap().iter().chain(last.lock().unwrap().iter()).all(|(_, fields)| *fields == 0));
+    assert_eq!(hub.stats().delivered, 8);
+}
+
 /// A subscriber that says when it is dropped.
 struct DropFlag(Arc<AtomicUsize>, Arc<std::sync::atomic::AtomicBool>);
 

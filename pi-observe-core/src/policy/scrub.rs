@@ -267,6 +267,9 @@ impl Scrubber {
 
     /// `text` with every match of every rule replaced; borrowed when nothing matched.
     pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if !self.set.is_match(text) {
+            return Cow::Borrowed(text);
+        }
         let matched = self.set.matches(text);
         if !matched.matched_any() {
             return Cow::Borrowed(text);
