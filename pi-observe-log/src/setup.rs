@@ -160,10 +160,11 @@ static DIRECT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::ne
 
 /// Writes one `pi_observe` record as the line [`FlatJson`] would make of it — `timestamp` (the
 /// record's time, `at` since the Unix epoch, rather than the time it is written: the bridge may
-/// write from another thread a little later), `level`, `fields` in order, `target` — straight into the writer of the JSON logging
-/// [`init_json_logging`] installed, when that is this thread's `tracing` subscriber: no
-/// callsite, `ValueSet` or layer in between. `false` when it is not (the caller dispatches the
-/// event through `tracing` instead); `true` also when the filter leaves the level out.
+/// write from another thread a little later), `level`, `fields` in order, `target` — straight
+/// into the writer of the JSON logging [`init_json_logging`] installed, when that is this
+/// thread's `tracing` subscriber: no callsite, `ValueSet` or layer in between. `false` when it is
+/// not (the caller dispatches the event through `tracing` instead); `true` also when the filter
+/// leaves the level out.
 pub(crate) fn write_direct<'f>(
     level: tracing::Level,
     at: std::time::Duration,
