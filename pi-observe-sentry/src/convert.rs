@@ -263,6 +263,9 @@ impl SpanRecords {
 pub struct TransactionParts<'a> {
     /// The root span.
     pub root: &'a SpanRecords,
+    /// Spans of the trace already written by [`write_span`] as they ended (their JSON objects,
+    /// comma-separated): first in the transaction's spans.
+    pub written: &'a [u8],
     /// Every other span of the trace, any depth.
     pub children: Vec<&'a SpanRecords>,
     /// Breadcrumbs from the trace's point events.
@@ -282,12 +285,29 @@ pub struct TransactionParts<'a> {
 /// protocol struct has no field for).
 pub fn transaction_json(parts: &TransactionParts<'_>) -> Json {
     let mut json = serde_json::to_value(transaction(parts)).unwrap_or(Json::Null);
-    if let Json::Object(map) = &mut json
-        && !parts.breadcrumbs.is_empty()
-    {
-        map.insert("breadcrumbs".into(), json!({ "values": parts.breadcrumbs }));
+    if let Json::Object(map) = &mut json {
+        if let Some(Json::Array(spans)) = map.get_mut("spans") {
+            let written = [b"[".as_slice(), parts.written, b"]"].concat();
+            let written: Vec<Json> = serde_json::from_slice(&written).unwrap_or_default();
+            spans.splice(0..0, written);
+        }
+        if !parts.breadcrumbs.is_empty() {
+            map.insert("breadcrumbs".into(), json!({ "values": parts.breadcrumbs }));
+        }
     }
     json
+}
+
+/// Appends `span` to `out` as the JSON object [`transaction_bytes`] writes for it (after a comma
+/// when `out` holds one already): a subscriber writes each child span as it ends, so that the
+/// transaction, when its root ends, only joins them ([`TransactionParts::written`]). A span still
+/// open is written as cut at the Unix epoch: write only ended spans.
+pub fn write_span(out: &mut Vec<u8>, span: &SpanRecords) -> bool {
+    if !out.is_empty() {
+        out.push(b',');
+    }
+    let trace = span.start.trace_id.hex();
+    serde_json::to_writer(&mut *out, &SpanOut { span, trace: &trace, cut_at: std::time::UNIX_EPOCH }).is_ok()
 }
 
 /// [`transaction_json`] serialized straight to bytes, with its event id: what the subscriber
@@ -305,9 +325,10 @@ pub fn transaction_bytes(parts: &TransactionParts<'_>) -> Option<(String, Vec<u8
     let at = bytes.windows(EMPTY.len()).position(|w| w == EMPTY)? + EMPTY.len() - 1;
     // The spans are written in place, the rest of the transaction put back after them.
     let rest = bytes.split_off(at);
+    bytes.extend_from_slice(parts.written);
     let trace = parts.root.start.trace_id.hex();
-    for (i, span) in parts.children.iter().enumerate() {
-        if i > 0 {
+    for span in &parts.children {
+        if bytes.last() != Some(&b'[') {
             bytes.push(b',');
         }
         serde_json::to_writer(&mut bytes, &SpanOut { span, trace: &trace, cut_at: parts.cut_at }).ok()?;
@@ -551,25 +572,34 @@ mod tests {
         point.payload = Payload::new().safe(names::INPUT_TOKENS, 7);
         let breadcrumbs = [breadcrumb(&point)];
         let tag_keys = ["orgId".to_owned()];
-        let parts = TransactionParts {
-            root: &root,
-            children: spans.iter().collect(),
-            breadcrumbs: &breadcrumbs,
-            tag_keys: Some(&tag_keys),
-            environment: Some("ci"),
-            release: Some("pi@1.2.3"),
-            cut_at: std::time::UNIX_EPOCH + std::time::Duration::from_nanos(t0 + 950_000_000),
-        };
-        let (event_id, bytes) = transaction_bytes(&parts).unwrap();
-        let direct: Json = serde_json::from_slice(&bytes).unwrap();
-        let mut typed = transaction_json(&parts);
-        assert_eq!(direct["event_id"], event_id.as_str());
-        // Each call draws its own event id; everything else must be the same, in the same order.
-        typed["event_id"] = direct["event_id"].clone();
-        assert_eq!(direct, typed);
-        assert_eq!(serde_json::to_string(&direct).unwrap(), serde_json::to_string(&typed).unwrap());
-        assert_eq!(direct["spans"].as_array().unwrap().len(), 4);
-        assert!(direct["spans"][3]["start_timestamp"].is_u64(), "{}", direct["spans"][3]);
-        assert_eq!(direct["spans"][2]["data"]["pi.incomplete"], true);
+        // All four spans from their records, then the two that ended first written as they ended.
+        for written_first in [0, 2] {
+            let mut written = Vec::new();
+            for span in &spans[..written_first] {
+                assert!(write_span(&mut written, span));
+            }
+            let parts = TransactionParts {
+                root: &root,
+                written: &written,
+                children: spans[written_first..].iter().collect(),
+                breadcrumbs: &breadcrumbs,
+                tag_keys: Some(&tag_keys),
+                environment: Some("ci"),
+                release: Some("pi@1.2.3"),
+                cut_at: std::time::UNIX_EPOCH + std::time::Duration::from_nanos(t0 + 950_000_000),
+            };
+            let (event_id, bytes) = transaction_bytes(&parts).unwrap();
+            let direct: Json = serde_json::from_slice(&bytes).unwrap();
+            let mut typed = transaction_json(&parts);
+            assert_eq!(direct["event_id"], event_id.as_str());
+            // Each call draws its own event id; everything else must be the same, in the same order.
+            typed["event_id"] = direct["event_id"].clone();
+            assert_eq!(direct, typed);
+            assert_eq!(serde_json::to_string(&direct).unwrap(), serde_json::to_string(&typed).unwrap());
+            assert_eq!(direct["spans"].as_array().unwrap().len(), 4);
+            assert!(direct["spans"][3]["start_timestamp"].is_u64(), "{}", direct["spans"][3]);
+            assert_eq!(direct["spans"][2]["data"]["pi.incomplete"], true);
+            assert_eq!(direct["spans"][1]["status"], "deadline_exceeded", "{}", direct["spans"][1]);
+        }
     }
 }

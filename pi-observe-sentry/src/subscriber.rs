@@ -24,8 +24,15 @@ const MAX_BREADCRUMBS: usize = 100;
 #[derive(Default)]
 struct TraceBuffer {
     root: Option<SpanId>,
+    /// The spans in the order they started (those in `written` are no longer in `spans`).
     order: Vec<SpanId>,
+    /// The spans still open, and the root.
     spans: HashMap<SpanId, SpanRecords>,
+    /// The root's descendants that ended, written as the transaction's spans as they ended
+    /// ([`convert::write_span`]): the transaction at the root's end only joins them.
+    written: Vec<u8>,
+    /// How many spans `written` holds.
+    written_spans: usize,
     /// The point events of the trace, made breadcrumbs when something is sent.
     breadcrumbs: Vec<ObsEvent>,
 }
@@ -69,8 +76,8 @@ struct Counters {
 /// events linked to the trace (with the breadcrumbs so far), `event` records breadcrumbs, the
 /// attribution context the Sentry user (`userId`) and tags.
 ///
-/// `on_event` never blocks on I/O: the transaction is built on the caller and queued on the
-/// Sentry client's bounded transport queue.
+/// `on_event` never blocks on I/O: each span is written as it ends, and the transaction (the root
+/// and those spans joined) is built on the transport's sender thread and queued there.
 pub struct SentrySubscriber {
     client: Arc<sentry::Client>,
     config: SentryConfig,
@@ -186,6 +193,7 @@ impl SentrySubscriber {
             let breadcrumbs: Vec<Breadcrumb> = buffer.breadcrumbs.iter().map(convert::breadcrumb).collect();
             let parts = TransactionParts {
                 root,
+                written: &buffer.written,
                 children,
                 breadcrumbs: &breadcrumbs,
                 tag_keys: tag_keys.as_deref(),
@@ -249,7 +257,7 @@ impl Subscriber for SentrySubscriber {
                     return self.drop_spans(1);
                 }
                 let buffer = traces.entry(event.trace_id).or_default();
-                if buffer.spans.len() >= MAX_SPANS_PER_TRACE {
+                if buffer.spans.len() + buffer.written_spans >= MAX_SPANS_PER_TRACE {
                     drop(traces);
                     return self.drop_spans(1);
                 }
@@ -262,7 +270,16 @@ impl Subscriber for SentrySubscriber {
             }
             EventKind::End | EventKind::Error => {
                 let Some(buffer) = traces.get_mut(&event.trace_id) else { return };
-                if let Some(records) = buffer.spans.get_mut(&span) {
+                if buffer.root != Some(span) && self.sampled(event.trace_id) {
+                    // A descendant that ended: written now, not when its root ends (in `pi` this
+                    // runs on the sink's own thread, and the root's end is on the exit's path).
+                    if let Some(mut records) = buffer.spans.remove(&span) {
+                        records.end = Some(event.clone());
+                        if convert::write_span(&mut buffer.written, &records) {
+                            buffer.written_spans += 1;
+                        }
+                    }
+                } else if let Some(records) = buffer.spans.get_mut(&span) {
                     records.end = Some(event.clone());
                 }
                 let breadcrumbs: Vec<Breadcrumb> = if event.kind == EventKind::Error {
