@@ -7,6 +7,7 @@
 //!   nanosecond timestamps, monotonic durations, the attribution context and a typed,
 //!   classified [`Payload`];
 //! - [`Observability`]: the hub — subscribers, per-subscriber [`ContentPolicy`], self-telemetry;
+//!   [`Background`] runs a subscriber that does real work per record on a thread of its own;
 //! - [`trace_operation`] and friends: paired records for every operation, also on `Err`, panic
 //!   and cancellation, with the attribution context carried along async chains
 //!   ([`run_with_context`], [`spawn`], [`ContextExt::in_current_context`]);
