@@ -34,6 +34,10 @@ const HAND_OVER_EVERY: Duration = Duration::from_millis(50);
 /// The subscriber runs on another thread: one that reads thread-local state of the emitting
 /// thread (a scoped `tracing` dispatcher, say) must not be wrapped.
 ///
+/// [`Background::spawn_many`] runs several subscribers on one such thread: each record is
+/// queued once (one copy on the emitting thread, not one per subscriber) and handed to each of
+/// them in turn.
+///
 /// ```
 /// use pi_observe_core::{Background, ObsEvent, Observability, Payload, trace_operation_sync};
 /// use std::sync::{Arc, Mutex};
@@ -48,7 +52,7 @@ const HAND_OVER_EVERY: Duration = Duration::from_millis(50);
 /// ```
 pub struct Background {
     queue: Arc<Queue>,
-    inner: Arc<dyn Subscriber>,
+    inners: Inners,
     hub: HubSlot,
     worker: Mutex<Option<JoinHandle<()>>>,
     /// The worker's answer to the shutdown [`Subscriber::begin_shutdown`] asked for.
@@ -88,9 +92,22 @@ impl Queue {
     }
 }
 
+/// The subscribers a [`Background`] hands records to, in order.
+type Inners = Arc<[Arc<dyn Subscriber>]>;
+
 impl Background {
     /// Starts the worker thread (named `name`) for `inner`, with room for `capacity` records.
     pub fn spawn(inner: Arc<dyn Subscriber>, name: &str, capacity: usize) -> std::io::Result<Background> {
+        Background::spawn_many(vec![inner], name, capacity)
+    }
+
+    /// Starts one worker thread (named `name`) for all of `inners`, with room for `capacity`
+    /// records: each record is queued once and handed to each subscriber in the order given
+    /// (the last one is given the record to keep). They are subscribed as one, under one
+    /// policy. A panic of one is counted and the others still get the record; `flush` and
+    /// `shutdown` reach each of them in turn within the one deadline.
+    pub fn spawn_many(inners: Vec<Arc<dyn Subscriber>>, name: &str, capacity: usize) -> std::io::Result<Background> {
+        let inners: Inners = inners.into();
         let capacity = capacity.max(1);
         let queue = Arc::new(Queue {
             state: Mutex::new(State::default()),
@@ -100,9 +117,9 @@ impl Background {
             wake_at: (capacity / 2).clamp(1, 256),
         });
         let hub = HubSlot::new();
-        let worker = Worker { queue: queue.clone(), inner: inner.clone(), hub: hub.clone() };
+        let worker = Worker { queue: queue.clone(), inners: inners.clone(), hub: hub.clone() };
         let handle = std::thread::Builder::new().name(name.to_owned()).spawn(move || worker.run())?;
-        Ok(Background { queue, inner, hub, worker: Mutex::new(Some(handle)), shutting_down: Mutex::new(None) })
+        Ok(Background { queue, inners, hub, worker: Mutex::new(Some(handle)), shutting_down: Mutex::new(None) })
     }
 
     /// Queues `control` for the worker; false when the worker has stopped.
@@ -138,7 +155,9 @@ fn answer(answer: &Receiver<Result<(), SubscriberError>>, deadline: Instant) -> 
 impl Subscriber for Background {
     fn on_subscribe(&self, hub: &Observability) {
         self.hub.set(hub);
-        self.inner.on_subscribe(hub);
+        for inner in self.inners.iter() {
+            inner.on_subscribe(hub);
+        }
     }
 
     fn on_event(&self, event: &ObsEvent) {
@@ -172,11 +191,14 @@ impl Subscriber for Background {
     }
 
     fn wants_payloads(&self) -> bool {
-        self.inner.wants_payloads()
+        self.inners.iter().any(|inner| inner.wants_payloads())
     }
 
+    /// What its subscribers need when they agree, else every start.
     fn starts(&self) -> Starts {
-        self.inner.starts()
+        let mut each = self.inners.iter().map(|inner| inner.starts());
+        let first = each.next().unwrap_or(Starts::All);
+        if each.all(|starts| starts == first) { first } else { Starts::All }
     }
 
     fn flush(&self, timeout: Duration) -> Result<(), SubscriberError> {
@@ -228,7 +250,7 @@ impl std::fmt::Debug for Background {
 /// The thread behind a [`Background`].
 struct Worker {
     queue: Arc<Queue>,
-    inner: Arc<dyn Subscriber>,
+    inners: Inners,
     hub: HubSlot,
 }
 
@@ -274,13 +296,13 @@ impl Worker {
             };
             hand_over_at = None;
             for event in records.drain(..) {
-                self.call(|inner| inner.on_owned_event(event));
+                self.deliver(event);
             }
             for control in controls {
                 match control {
                     Control::Flush(deadline, ack) => {
-                        let left = deadline.saturating_duration_since(Instant::now());
-                        let _ = ack.send(self.call(|inner| inner.flush(left)).unwrap_or_else(panicked));
+                        let left = || deadline.saturating_duration_since(Instant::now());
+                        let _ = ack.send(self.each(|inner| inner.flush(left())));
                     }
                     Control::Shutdown(deadline, ack) => {
                         let _ = ack.send(self.finish(deadline));
@@ -295,16 +317,34 @@ impl Worker {
         }
     }
 
-    /// Shuts the subscriber down within `deadline`: its own worker first, then waiting for it.
-    fn finish(&self, deadline: Instant) -> Result<(), SubscriberError> {
-        let left = || deadline.saturating_duration_since(Instant::now());
-        self.call(|inner| inner.begin_shutdown(left()));
-        self.call(|inner| inner.shutdown(left())).unwrap_or_else(panicked)
+    /// Hands `event` to each subscriber; the last one keeps it.
+    fn deliver(&self, event: ObsEvent) {
+        let Some((last, rest)) = self.inners.split_last() else { return };
+        for inner in rest {
+            self.call(inner, |inner| inner.on_event(&event));
+        }
+        self.call(last, |inner| inner.on_owned_event(event));
     }
 
-    /// Calls the subscriber, counting a panic (`None`) as the hub counts one.
-    fn call<R>(&self, f: impl FnOnce(&dyn Subscriber) -> R) -> Option<R> {
-        let result = catch_unwind(AssertUnwindSafe(|| f(self.inner.as_ref())));
+    /// Shuts the subscribers down within `deadline`: each one's own worker first, then waiting
+    /// for each.
+    fn finish(&self, deadline: Instant) -> Result<(), SubscriberError> {
+        let left = || deadline.saturating_duration_since(Instant::now());
+        for inner in self.inners.iter() {
+            self.call(inner, |inner| inner.begin_shutdown(left()));
+        }
+        self.each(|inner| inner.shutdown(left()))
+    }
+
+    /// Calls `f` on each subscriber in turn; the first failure (a panic counts as one).
+    fn each(&self, f: impl Fn(&dyn Subscriber) -> Result<(), SubscriberError>) -> Result<(), SubscriberError> {
+        let results: Vec<_> = self.inners.iter().map(|inner| self.call(inner, &f).unwrap_or_else(panicked)).collect();
+        results.into_iter().find_map(Result::err).map_or(Ok(()), Err)
+    }
+
+    /// Calls one subscriber, counting a panic (`None`) as the hub counts one.
+    fn call<R>(&self, inner: &Arc<dyn Subscriber>, f: impl FnOnce(&dyn Subscriber) -> R) -> Option<R> {
+        let result = catch_unwind(AssertUnwindSafe(|| f(inner.as_ref())));
         if result.is_err() {
             self.hub.count_panic();
         }
@@ -320,6 +360,7 @@ fn panicked() -> Result<(), SubscriberError> {
 mod tests {
     use super::*;
     use crate::TraceId;
+    use std::sync::atomic::AtomicUsize;
 
     fn record(hub: &Observability, name: &'static str) {
         hub.emit(ObsEvent::new(EventKind::Event, name, TraceId::random()));
@@ -365,6 +406,51 @@ mod tests {
         assert_eq!(*seen.lock().unwrap(), ["pi.a", "pi.b"]);
         let stats = hub.stats();
         assert_eq!((stats.subscriber_panics, stats.dropped(DropReason::SubscriberPanic)), (1, 1));
+    }
+
+    #[test]
+    fn several_subscribers_on_one_worker_each_get_every_record_though_one_panics() {
+        let hub = Observability::new();
+        let (first_seen, first) = collector();
+        let (last_seen, last) = collector();
+        let panicky = move |e: &ObsEvent| {
+            assert_ne!(e.name, "pi.boom", "the first subscriber fails on this record");
+            first.on_event(e);
+        };
+        let (flushes, flushed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let counting: Arc<dyn Subscriber> = Arc::new(CountsFlushes(last, flushes.clone()));
+        let background = Background::spawn_many(vec![Arc::new(panicky), counting], "test-background", 64).unwrap();
+        let _sub = hub.subscribe(background);
+        for name in ["pi.a", "pi.boom", "pi.b"] {
+            record(&hub, name);
+        }
+        hub.flush(Duration::from_secs(10)).unwrap();
+        flushed.store(flushes.load(Relaxed), Relaxed);
+        assert_eq!(*first_seen.lock().unwrap(), ["pi.a", "pi.b"]);
+        assert_eq!(*last_seen.lock().unwrap(), ["pi.a", "pi.boom", "pi.b"]);
+        assert_eq!(hub.stats().subscriber_panics, 1);
+        assert_eq!(flushed.load(Relaxed), 1, "a flush reaches every subscriber");
+        hub.shutdown(Duration::from_secs(10)).unwrap();
+        assert_eq!(flushes.load(Relaxed), 2, "so does the shutdown");
+    }
+
+    /// A subscriber that counts its flushes and shutdowns.
+    struct CountsFlushes(Arc<dyn Subscriber>, Arc<AtomicUsize>);
+
+    impl Subscriber for CountsFlushes {
+        fn on_event(&self, event: &ObsEvent) {
+            self.0.on_event(event);
+        }
+
+        fn flush(&self, _timeout: Duration) -> Result<(), SubscriberError> {
+            self.1.fetch_add(1, Relaxed);
+            Ok(())
+        }
+
+        fn shutdown(&self, _timeout: Duration) -> Result<(), SubscriberError> {
+            self.1.fetch_add(1, Relaxed);
+            Ok(())
+        }
     }
 
     #[test]

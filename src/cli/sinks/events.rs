@@ -10,7 +10,9 @@ use pi_observe::log::JsonlFileSink;
 use serde_json::Value;
 
 use super::local;
-use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Running, Sink, SinkKind, Sources, no_flags};
+use super::sink::{
+    Attach, Attached, CanaryReader, Resolve, Resolved, Running, Sink, SinkKind, Sources, Subscribed, no_flags,
+};
 use crate::cli::config::Key;
 use crate::cli::settings::check;
 use crate::cli::{CliError, output};
@@ -58,13 +60,12 @@ impl Sink for EventsSink {
         Some(local::read(path))
     }
 
-    fn attach(self: Box<Self>, to: &Attach<'_>) -> Result<Option<Attached>, CliError> {
+    fn attach(self: Box<Self>, _to: &Attach<'_>) -> Result<Option<Attached>, CliError> {
         let Some(path) = self.path else { return Ok(None) };
         let file = JsonlFileSink::create(&path, JsonlFileSink::DEFAULT_CAPACITY)
             .map_err(|e| CliError::Usage(format!("--events-jsonl {}: {e}", path.display())))?;
-        // Records are serialized on a thread of the sink's own, not the agent's.
-        let queued = super::in_background(file.clone(), "pi-events-jsonl", "--events-jsonl")?;
-        let subscription = to.hub.subscribe_arc(queued, to.policy.clone());
+        // Records are serialized on the sinks' thread, not the agent's.
+        let subscription = Subscribed::OffThread(file.clone(), "--events-jsonl");
         Ok(Some(Attached { subscription, running: Some(Arc::new(RunningEvents(file))) }))
     }
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use pi_observe::core::ObsEvent;
 use serde_json::Value;
 
-use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Sink, SinkKind, Sources, no_flags};
+use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Sink, SinkKind, Sources, Subscribed, no_flags};
 use crate::cli::{CliError, output};
 
 /// The JSON sink in the list of sinks (`SINKS`).
@@ -47,6 +47,6 @@ impl Sink for JsonSink {
             }
             None => return Ok(None),
         };
-        Ok(Some(Attached { subscription, running: None }))
+        Ok(Some(Attached { subscription: Subscribed::Now(subscription), running: None }))
     }
 }

@@ -11,7 +11,7 @@ use pi_observe::log::{JsonLogConfig, LogDestination, LogGuard, SpanLevel, Tracin
 use serde_json::Value;
 
 use super::local;
-use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Running, Sink, SinkKind, Sources};
+use super::sink::{Attach, Attached, CanaryReader, Resolve, Resolved, Running, Sink, SinkKind, Sources, Subscribed};
 use crate::cli::config::Key;
 use crate::cli::settings::check;
 use crate::cli::{CliError, output};
@@ -69,18 +69,17 @@ impl Sink for LogSink {
     }
 
     /// Installs JSON-lines logging and subscribes the `tracing` bridge.
-    fn attach(self: Box<Self>, to: &Attach<'_>) -> Result<Option<Attached>, CliError> {
+    fn attach(self: Box<Self>, _to: &Attach<'_>) -> Result<Option<Attached>, CliError> {
         let destination = match self.target.as_str() {
             "" => LogDestination::Stderr,
             file => LogDestination::File(PathBuf::from(file)),
         };
         let guard = pi_observe::log::init_json_logging(&JsonLogConfig { destination, ..JsonLogConfig::default() })
             .map_err(|e| CliError::Usage(format!("--log-json: {e}")))?;
-        // Lines are formatted on a thread of the sink's own, not the agent's (the logger is the
-        // global default, which that thread sees too).
+        // Lines are formatted on the sinks' thread, not the agent's (the logger is the global
+        // default, which that thread sees too).
         let bridge = TracingSubscriber::new().span_level(SpanLevel::Info);
-        let bridge = super::in_background(Arc::new(bridge), "pi-log-bridge", "--log-json")?;
-        let subscription = to.hub.subscribe_arc(bridge, to.policy.clone());
+        let subscription = Subscribed::OffThread(Arc::new(bridge), "--log-json");
         let running = RunningLog { guard: Mutex::new(Some(guard)), target: self.target };
         Ok(Some(Attached { subscription, running: Some(Arc::new(running)) }))
     }

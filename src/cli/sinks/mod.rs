@@ -47,7 +47,9 @@ pub mod trace_link;
 
 pub use capture::SinkPolicies;
 pub use flags::{OtlpArgs, SinkArgs, parse_key_value};
-pub use sink::{Attach, CanaryReader, Delivered, Health, Resolve, Running, Sink, SinkKind, Sources, captured};
+pub use sink::{
+    Attach, CanaryReader, Delivered, Health, Resolve, Running, Sink, SinkKind, Sources, Subscribed, captured,
+};
 
 use crate::cli::CliError;
 use crate::cli::config::{Config, Source};
@@ -56,14 +58,44 @@ use crate::cli::config::{Config, Source};
 /// sink: its file above (`mod NAME;`) and its `NAME::KIND` here (CONTRIBUTING.md, "Adding a sink").
 pub const SINKS: &[SinkKind] = &[otlp::KIND, sentry::KIND, log::KIND, events::KIND, json::KIND];
 
-/// `subscriber` on a thread of its own ([`Background`]), so that its per-record work is not
-/// done on the agent's threads; `flag` names the sink in the error when the thread cannot start.
-fn in_background(subscriber: Arc<dyn Subscriber>, name: &str, flag: &str) -> Result<Arc<Background>, CliError> {
-    /// Records queued for one such sink before new ones are dropped (and counted).
-    const QUEUE: usize = 8192;
-    Background::spawn(subscriber, name, QUEUE)
-        .map(Arc::new)
-        .map_err(|e| CliError::Failure(format!("{flag}: cannot start the sink's thread: {e}")))
+/// The subscribers of the sinks under one policy that asked to run off the agent's threads
+/// ([`Subscribed::OffThread`]), to run on one thread of their own ([`Background`]): each record
+/// is queued once for all of them, not once per sink.
+struct OffThread {
+    policy: Arc<ContentPolicy>,
+    subscribers: Vec<Arc<dyn Subscriber>>,
+    /// The sinks' flags, for the error when the thread cannot start.
+    flags: Vec<&'static str>,
+}
+
+impl OffThread {
+    /// Adds `subscriber` to the group of `policy` in `groups`.
+    fn add(
+        groups: &mut Vec<OffThread>,
+        policy: &Arc<ContentPolicy>,
+        subscriber: Arc<dyn Subscriber>,
+        flag: &'static str,
+    ) {
+        let at = match groups.iter().position(|g| Arc::ptr_eq(&g.policy, policy)) {
+            Some(at) => at,
+            None => {
+                groups.push(OffThread { policy: policy.clone(), subscribers: Vec::new(), flags: Vec::new() });
+                groups.len() - 1
+            }
+        };
+        groups[at].subscribers.push(subscriber);
+        groups[at].flags.push(flag);
+    }
+
+    /// Starts the thread and subscribes it to `hub`.
+    fn subscribe(self, hub: &Observability) -> Result<Subscription, CliError> {
+        /// Records queued before new ones are dropped (and counted).
+        const QUEUE: usize = 8192;
+        let background = Background::spawn_many(self.subscribers, "pi-sinks", QUEUE).map_err(|e| {
+            CliError::Failure(format!("{}: cannot start the sinks' thread: {e}", self.flags.join(", ")))
+        })?;
+        Ok(hub.subscribe_arc(Arc::new(background), self.policy))
+    }
 }
 
 /// `cmd` with the flags each sink declares itself ([`SinkKind::flags`]) added to every command
@@ -186,9 +218,10 @@ impl SinkSetup {
         Observability::with_policy(self.policies.base.clone())
     }
 
-    /// Subscribes every sink to `hub`, each under its own policy, in reverse [`SINKS`] order:
-    /// of the sinks sharing a policy, the last one subscribed is handed each record to keep,
-    /// and the OTLP queue is the one that keeps records.
+    /// Subscribes every sink to `hub`, each under its own policy, in reverse [`SINKS`] order;
+    /// then, per policy, the sinks that run off the agent's threads, on one thread together
+    /// ([`Subscribed::OffThread`]). Of the subscribers sharing a policy, the last one subscribed
+    /// is handed each record to keep: that thread's queue.
     pub fn attach(self, hub: &Observability, json_mode: bool) -> Result<Sinks, CliError> {
         // Sinks whose policies capture the same kinds share one policy instance: the hub then
         // redacts (and copies) each record once for all of them instead of once per sink. The
@@ -209,14 +242,23 @@ impl SinkSetup {
             running: Vec::new(),
             flush_deadline: self.flush_deadline,
         };
+        // The sinks that run off the agent's threads, by policy, in the order attached.
+        let mut off_threads = Vec::new();
         for (kind, sink) in self.sinks.into_iter().rev() {
             let to = Attach { hub, policy: policy(self.policies.of(kind.name)), json_mode };
-            if let Some(attached) = sink.attach(&to)? {
-                sinks.subscriptions.push(attached.subscription);
-                if let Some(running) = attached.running {
-                    sinks.running.push((kind.name, running));
+            let Some(attached) = sink.attach(&to)? else { continue };
+            match attached.subscription {
+                Subscribed::Now(subscription) => sinks.subscriptions.push(subscription),
+                Subscribed::OffThread(subscriber, flag) => {
+                    OffThread::add(&mut off_threads, &to.policy, subscriber, flag)
                 }
             }
+            if let Some(running) = attached.running {
+                sinks.running.push((kind.name, running));
+            }
+        }
+        for group in off_threads {
+            sinks.subscriptions.push(group.subscribe(hub)?);
         }
         sinks.running.reverse();
         Ok(sinks)

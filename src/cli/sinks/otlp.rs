@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::exit;
 use super::sink::{
     Attach, Attached, CanaryReader, Delivered, Health, Resolve, Resolved, Running, Sink, SinkKind, SinkState, Sources,
-    no_flags,
+    Subscribed, no_flags,
 };
 use crate::cli::CliError;
 use crate::cli::config::keys::sampler;
@@ -84,7 +84,7 @@ impl Sink for OtlpSink {
     fn attach(self: Box<Self>, to: &Attach<'_>) -> Result<Option<Attached>, CliError> {
         let otel = OtelSubscriber::new(self.config).map_err(|e| CliError::Usage(e.to_string()))?;
         let subscription = to.hub.subscribe_arc(otel.clone(), to.policy.clone());
-        Ok(Some(Attached { subscription, running: Some(Arc::new(RunningOtlp(otel))) }))
+        Ok(Some(Attached { subscription: Subscribed::Now(subscription), running: Some(Arc::new(RunningOtlp(otel))) }))
     }
 }
 

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::exit;
 use super::sink::{
     Attach, Attached, CanaryReader, Delivered, Health, Resolve, Resolved, Running, Sink, SinkKind, SinkState, Sources,
-    no_flags,
+    Subscribed, no_flags,
 };
 use crate::cli::CliError;
 use crate::cli::config::{Config, Given, env_set};
@@ -137,11 +137,10 @@ impl Sink for SentrySink {
         Some(Box::new(move || capture.bodies()))
     }
 
-    fn attach(self: Box<Self>, to: &Attach<'_>) -> Result<Option<Attached>, CliError> {
+    fn attach(self: Box<Self>, _to: &Attach<'_>) -> Result<Option<Attached>, CliError> {
         let sentry = SentrySubscriber::new(self.config).map_err(|e| CliError::Usage(e.to_string()))?;
-        // Spans are kept and transactions built on a thread of the sink's own, not the agent's.
-        let queued = super::in_background(sentry.clone(), "pi-sentry-spans", "--sentry")?;
-        let subscription = to.hub.subscribe_arc(queued, to.policy.clone());
+        // Spans are kept and transactions built on the sinks' thread, not the agent's.
+        let subscription = Subscribed::OffThread(sentry.clone(), "--sentry");
         Ok(Some(Attached { subscription, running: Some(Arc::new(RunningSentry(sentry))) }))
     }
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pi_observe::core::{ContentKind, ContentPolicy, Observability, ProbeOutcome, Subscription, TraceId};
+use pi_observe::core::{ContentKind, ContentPolicy, Observability, ProbeOutcome, Subscriber, Subscription, TraceId};
 use pi_observe::spool::{SpoolConfig, SpoolDelivery, SpoolStats};
 use serde_json::Value;
 
@@ -114,7 +114,9 @@ pub trait Sink: Send {
     /// `None` when it would send nothing (off).
     fn canary(&mut self, dir: &Path) -> Option<CanaryReader>;
 
-    /// Subscribes it to the hub under `policy`; `None` when it turns out to have nothing to do.
+    /// Subscribes it to the hub under `policy` (or hands its subscriber back to be run off the
+    /// agent's threads, [`Subscribed::OffThread`]); `None` when it turns out to have nothing to
+    /// do.
     fn attach(self: Box<Self>, to: &Attach<'_>) -> Result<Option<Attached>, CliError>;
 }
 
@@ -143,10 +145,23 @@ pub struct Attach<'a> {
 
 /// An attached sink: its subscription and, when it has something to report, its running side.
 pub struct Attached {
-    /// Kept until the sinks finish.
-    pub subscription: Subscription,
+    /// How its subscriber is subscribed.
+    pub subscription: Subscribed,
     /// What it says at exit, its live health and counters.
     pub running: Option<Arc<dyn Running>>,
+}
+
+/// How an attached sink's subscriber reaches the hub.
+pub enum Subscribed {
+    /// Subscribed by the sink (kept until the sinks finish).
+    Now(Subscription),
+    /// To be run off the agent's threads: [`super::SinkSetup::attach`] subscribes the sinks of
+    /// one policy that ask for it together, on one thread of their own ([`Background`]), so each
+    /// record is queued once for all of them. The flag names the sink in the error when that
+    /// thread cannot start.
+    ///
+    /// [`Background`]: pi_observe::core::Background
+    OffThread(Arc<dyn Subscriber>, &'static str),
 }
 
 /// A sink at work.
