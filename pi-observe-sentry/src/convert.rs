@@ -61,8 +61,32 @@ impl DataEntry<'_> {
         DataEntry { prefix: "", key, value }
     }
 
-    fn full_key(&self) -> impl Iterator<Item = u8> + '_ {
-        self.prefix.bytes().chain(self.key.bytes())
+    /// Orders entries by their full key (prefix then key) as a map keyed by it would, comparing
+    /// runs of bytes rather than one byte at a time (no key is joined to compare it).
+    fn cmp_full_key(&self, other: &DataEntry<'_>) -> std::cmp::Ordering {
+        let mut x = [self.prefix.as_bytes(), self.key.as_bytes()];
+        let mut y = [other.prefix.as_bytes(), other.key.as_bytes()];
+        loop {
+            // A used-up prefix hands over to the key.
+            if x[0].is_empty() {
+                x = [x[1], &[]];
+            }
+            if y[0].is_empty() {
+                y = [y[1], &[]];
+            }
+            let n = x[0].len().min(y[0].len());
+            if n == 0 {
+                // One of them has nothing left: the shorter key comes first.
+                return x[0].len().cmp(&y[0].len());
+            }
+            match x[0][..n].cmp(&y[0][..n]) {
+                std::cmp::Ordering::Equal => {
+                    x[0] = &x[0][n..];
+                    y[0] = &y[0][n..];
+                }
+                unequal => return unequal,
+            }
+        }
     }
 }
 
@@ -150,10 +174,10 @@ impl serde::Serialize for DataOut<'_> {
         use serde::ser::SerializeMap;
         let mut order: Vec<&DataEntry<'_>> = self.0.iter().collect();
         // Stable: of equal keys, the one inserted last stays last.
-        order.sort_by(|a, b| a.full_key().cmp(b.full_key()));
+        order.sort_by(|a, b| a.cmp_full_key(b));
         let mut map = s.serialize_map(None)?;
         for (i, entry) in order.iter().enumerate() {
-            if order.get(i + 1).is_some_and(|next| next.full_key().eq(entry.full_key())) {
+            if order.get(i + 1).is_some_and(|next| next.cmp_full_key(entry).is_eq()) {
                 continue;
             }
             map.serialize_entry(&KeyOut(entry), &entry.value)?;
@@ -509,6 +533,32 @@ pub fn error_event(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn full_keys_order_as_the_joined_strings_do() {
+        let keys = [
+            ("pi.", "a"),
+            ("", "pi.a"),
+            ("", "pi."),
+            ("pi.", ""),
+            ("", "gen_ai.system"),
+            ("pi.", "model"),
+            ("", "pi.modelId"),
+            ("pi.", "m"),
+            ("", "z"),
+            ("", ""),
+            ("pi.", "a.b"),
+        ];
+        for (p1, k1) in keys {
+            for (p2, k2) in keys {
+                let (a, b) = (
+                    DataEntry { prefix: p1, key: k1, value: DataValue::Int(0) },
+                    DataEntry { prefix: p2, key: k2, value: DataValue::Int(0) },
+                );
+                assert_eq!(a.cmp_full_key(&b), format!("{p1}{k1}").cmp(&format!("{p2}{k2}")), "{p1}{k1} vs {p2}{k2}");
+            }
+        }
+    }
     use pi_observe_core::{ErrorInfo, Payload, SpanId, Timestamp, TraceId};
 
     fn record(
