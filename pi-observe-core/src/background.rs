@@ -34,6 +34,9 @@ const HAND_OVER_EVERY: Duration = Duration::from_millis(50);
 /// The subscriber runs on another thread: one that reads thread-local state of the emitting
 /// thread (a scoped `tracing` dispatcher, say) must not be wrapped.
 ///
+/// The worker runs at a lower scheduling priority than the threads that emit
+/// ([`lower_thread_priority`]).
+///
 /// [`Background::spawn_many`] runs several subscribers on one such thread: each record is
 /// queued once (one copy on the emitting thread, not one per subscriber) and handed to each of
 /// them in turn.
@@ -256,6 +259,7 @@ struct Worker {
 
 impl Worker {
     fn run(self) {
+        lower_thread_priority();
         // Records the subscriber emits while handling one are dropped as re-entrant, as on the
         // emitting thread (no feedback loop through the queue).
         let _delivering = DeliveringGuard::enter();
@@ -354,6 +358,16 @@ impl Worker {
 
 fn panicked() -> Result<(), SubscriberError> {
     Err(SubscriberError::Other("subscriber panicked".into()))
+}
+
+/// Lowers the calling thread's scheduling priority below the threads that emit records (nice
+/// +10 on Linux; nothing elsewhere): when the cores are busy, the agent's threads run first and
+/// telemetry waits. [`Background`]'s worker calls it as it starts, as do the adapters' export
+/// threads; a thread that waits on nothing the agent needs can call it too. It only lowers (an
+/// unprivileged process may), and a failure is ignored: the thread then keeps the priority it had.
+pub fn lower_thread_priority() {
+    #[cfg(target_os = "linux")]
+    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
 }
 
 #[cfg(test)]
@@ -499,5 +513,30 @@ mod tests {
         hub.flush(Duration::from_secs(10)).unwrap();
         assert_eq!(*seen.lock().unwrap(), ["pi.a"]);
         assert_eq!(hub.stats().dropped(DropReason::Reentrant), 1);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_worker_runs_below_the_emitting_threads_priority() {
+        let (_seen, inner) = collector();
+        let hub = Observability::new();
+        let _sub = hub.subscribe(Background::spawn(inner, "test-nice", 64).unwrap());
+        // The worker lowers its priority as it starts: look it up by name until it has.
+        let nice_of_worker = || {
+            std::fs::read_dir("/proc/self/task").unwrap().flatten().find_map(|task| {
+                let comm = std::fs::read_to_string(task.path().join("comm")).ok()?;
+                (comm.trim() == "test-nice").then_some(())?;
+                let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
+                // Field 19 is the nice value; the name (field 2) has no spaces here.
+                stat.split_whitespace().nth(18)?.parse::<i32>().ok()
+            })
+        };
+        let started = Instant::now();
+        while nice_of_worker() != Some(10) && started.elapsed() < Duration::from_secs(10) {
+            std::thread::yield_now();
+        }
+        assert_eq!(nice_of_worker(), Some(10));
+        let this_thread = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        assert_eq!(this_thread.split_whitespace().nth(18), Some("0"), "the emitting thread keeps its priority");
     }
 }

@@ -224,6 +224,8 @@ pub fn describe_io_error(e: &std::io::Error) -> String {
 }
 
 fn write_loop(mut out: impl Write, shared: &Shared) {
+    // Writing yields to the threads that log when the cores are busy.
+    pi_observe_core::lower_thread_priority();
     let mut batch = Vec::with_capacity(BATCH_BYTES);
     loop {
         let (lines, served, closed) = {

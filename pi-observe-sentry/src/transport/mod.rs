@@ -298,6 +298,8 @@ impl Sender {
     /// Posts each envelope once and counts the answer; spools what failed for a reason that
     /// may pass.
     fn run(self, envelopes: &Receiver<Outgoing>) {
+        // Exports yield to the agent's threads when the cores are busy.
+        pi_observe_core::lower_thread_priority();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
         let client = client(&self.target.url, self.target.timeout);
         let mut degraded_until: Option<Instant> = None;
