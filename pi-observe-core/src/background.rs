@@ -1,7 +1,7 @@
 //! [`Background`]: a subscriber whose work runs on a thread of its own.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -71,6 +71,8 @@ struct Queue {
     capacity: usize,
     /// This many records waiting wake the worker at once.
     wake_at: usize,
+    /// Records not queued: the queue was full, or shutdown had begun.
+    dropped: AtomicU64,
 }
 
 #[derive(Default)]
@@ -118,11 +120,24 @@ impl Background {
             full: AtomicBool::new(false),
             capacity,
             wake_at: (capacity / 2).clamp(1, 256),
+            dropped: AtomicU64::new(0),
         });
         let hub = HubSlot::new();
         let worker = Worker { queue: queue.clone(), inners: inners.clone(), hub: hub.clone() };
         let handle = std::thread::Builder::new().name(name.to_owned()).spawn(move || worker.run())?;
         Ok(Background { queue, inners, hub, worker: Mutex::new(Some(handle)), shutting_down: Mutex::new(None) })
+    }
+
+    /// Records its subscribers never got: the queue was full, or they came after shutdown
+    /// began (each also counted on the hub, by reason). For an exit summary that says what a
+    /// sink lost before the sink itself saw it.
+    pub fn dropped(&self) -> u64 {
+        self.queue.dropped.load(Relaxed)
+    }
+
+    fn drop_one(&self, reason: DropReason) {
+        self.queue.dropped.fetch_add(1, Relaxed);
+        self.hub.record_dropped(reason, 1);
     }
 
     /// Queues `control` for the worker; false when the worker has stopped.
@@ -169,17 +184,17 @@ impl Subscriber for Background {
 
     fn on_owned_event(&self, event: ObsEvent) {
         if self.queue.full.load(Relaxed) {
-            return self.hub.record_dropped(DropReason::QueueFull, 1);
+            return self.drop_one(DropReason::QueueFull);
         }
         let mut state = self.queue.lock();
         if state.closed {
             drop(state);
-            return self.hub.record_dropped(DropReason::Shutdown, 1);
+            return self.drop_one(DropReason::Shutdown);
         }
         if state.records.len() >= self.queue.capacity {
             self.queue.full.store(true, Relaxed);
             drop(state);
-            return self.hub.record_dropped(DropReason::QueueFull, 1);
+            return self.drop_one(DropReason::QueueFull);
         }
         // The end of a root operation (a finished trace: what a sink that groups by trace sends)
         // is handed over at once, with what came before it; once per hand-over.
@@ -483,7 +498,8 @@ mod tests {
             }
             inner.on_event(e);
         };
-        let _sub = hub.subscribe(Background::spawn(Arc::new(stuck), "test-background", 4).unwrap());
+        let background = Arc::new(Background::spawn(Arc::new(stuck), "test-background", 4).unwrap());
+        let _sub = hub.subscribe_arc(background.clone(), Arc::new(crate::ContentPolicy::default()));
         record(&hub, "pi.first");
         holding.recv_timeout(Duration::from_secs(10)).unwrap();
         // The worker holds "pi.first"; the queue has room for 4 of these 10.
@@ -494,6 +510,7 @@ mod tests {
         hub.flush(Duration::from_secs(10)).unwrap();
         let dropped = hub.stats().dropped(DropReason::QueueFull);
         assert_eq!(dropped, 6);
+        assert_eq!(background.dropped(), 6, "the background says what it dropped too");
         assert_eq!(seen.lock().unwrap().len(), 5);
     }
 

@@ -87,14 +87,16 @@ impl OffThread {
         groups[at].flags.push(flag);
     }
 
-    /// Starts the thread and subscribes it to `hub`.
-    fn subscribe(self, hub: &Observability) -> Result<Subscription, CliError> {
+    /// Starts the thread and subscribes it to `hub`; the thread, for its drop count, and the
+    /// sinks' flags.
+    fn subscribe(self, hub: &Observability) -> Result<(Subscription, Arc<Background>, String), CliError> {
         /// Records queued before new ones are dropped (and counted).
         const QUEUE: usize = 8192;
-        let background = Background::spawn_many(self.subscribers, "pi-sinks", QUEUE).map_err(|e| {
-            CliError::Failure(format!("{}: cannot start the sinks' thread: {e}", self.flags.join(", ")))
-        })?;
-        Ok(hub.subscribe_arc(Arc::new(background), self.policy))
+        let flags = self.flags.join(", ");
+        let background = Background::spawn_many(self.subscribers, "pi-sinks", QUEUE)
+            .map_err(|e| CliError::Failure(format!("{flags}: cannot start the sinks' thread: {e}")))?;
+        let background = Arc::new(background);
+        Ok((hub.subscribe_arc(background.clone(), self.policy), background, flags))
     }
 }
 
@@ -239,6 +241,7 @@ impl SinkSetup {
         let mut sinks = Sinks {
             hub: hub.clone(),
             subscriptions: Vec::new(),
+            off_threads: Vec::new(),
             running: Vec::new(),
             flush_deadline: self.flush_deadline,
         };
@@ -258,7 +261,9 @@ impl SinkSetup {
             }
         }
         for group in off_threads {
-            sinks.subscriptions.push(group.subscribe(hub)?);
+            let (subscription, background, flags) = group.subscribe(hub)?;
+            sinks.subscriptions.push(subscription);
+            sinks.off_threads.push((background, flags));
         }
         sinks.running.reverse();
         Ok(sinks)
@@ -289,6 +294,8 @@ impl HealthProbe {
 pub struct Sinks {
     hub: Observability,
     subscriptions: Vec<Subscription>,
+    /// The threads the sinks that work off the agent's threads share, with their flags.
+    off_threads: Vec<(Arc<Background>, String)>,
     running: Vec<(&'static str, Arc<dyn Running>)>,
     flush_deadline: Duration,
 }
@@ -329,6 +336,16 @@ impl Sinks {
         drop(std::mem::take(&mut self.subscriptions));
         for (_, running) in &self.running {
             running.report(traces, self.flush_deadline);
+        }
+        // What their shared queue dropped never reached those sinks' own counts.
+        for (background, flags) in &self.off_threads {
+            let dropped = background.dropped();
+            if dropped > 0 {
+                crate::cli::output::error(format_args!(
+                    "pi: {flags}: {dropped} records dropped before these sinks got them (their queue was full, or \
+                     they came after the exit began)"
+                ));
+            }
         }
         self.save_state(command);
         // Closed: what is left is memory (queues, buffers, clients), which the process ending
