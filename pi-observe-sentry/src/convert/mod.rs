@@ -7,6 +7,11 @@ use pi_observe_core::{Attribution, EventKind, ObsEvent, Value, names};
 use sentry::protocol::{self, Breadcrumb, SpanStatus, TraceContext};
 use serde_json::{Value as Json, json};
 
+mod data;
+
+pub use data::span_data;
+use data::{DataEntry, DataOut, DataValue, data_entries};
+
 /// The Sentry op of an operation, following Sentry's AI agent monitoring where one applies.
 pub fn op(name: &str) -> &str {
     match name {
@@ -40,163 +45,6 @@ pub fn description(name: &str, record: &ObsEvent) -> String {
 /// A payload value as JSON (non-finite floats as strings).
 pub fn json_value(value: &Value) -> Json {
     pi_observe_core::value_to_json(value)
-}
-
-/// Span data: every exportable payload field as `pi.<key>`, plus the `gen_ai.*` keys Sentry's AI
-/// views read. Content-class fields appear only if the subscriber's policy captured them.
-pub fn span_data(name: &str, record: &ObsEvent) -> BTreeMap<String, Json> {
-    data_entries(name, record).into_iter().map(|e| (format!("{}{}", e.prefix, e.key), e.value.to_json())).collect()
-}
-
-/// One entry of a span's data: its key as `prefix` + `key` (no string built for it) and its value,
-/// borrowed from the record where it can be.
-struct DataEntry<'a> {
-    prefix: &'static str,
-    key: &'a str,
-    value: DataValue<'a>,
-}
-
-impl DataEntry<'_> {
-    fn fixed(key: &'static str, value: DataValue<'static>) -> DataEntry<'static> {
-        DataEntry { prefix: "", key, value }
-    }
-
-    /// Orders entries by their full key (prefix then key) as a map keyed by it would, comparing
-    /// runs of bytes rather than one byte at a time (no key is joined to compare it).
-    fn cmp_full_key(&self, other: &DataEntry<'_>) -> std::cmp::Ordering {
-        let mut x = [self.prefix.as_bytes(), self.key.as_bytes()];
-        let mut y = [other.prefix.as_bytes(), other.key.as_bytes()];
-        loop {
-            // A used-up prefix hands over to the key.
-            if x[0].is_empty() {
-                x = [x[1], &[]];
-            }
-            if y[0].is_empty() {
-                y = [y[1], &[]];
-            }
-            let n = x[0].len().min(y[0].len());
-            if n == 0 {
-                // One of them has nothing left: the shorter key comes first.
-                return x[0].len().cmp(&y[0].len());
-            }
-            match x[0][..n].cmp(&y[0][..n]) {
-                std::cmp::Ordering::Equal => {
-                    x[0] = &x[0][n..];
-                    y[0] = &y[0][n..];
-                }
-                unequal => return unequal,
-            }
-        }
-    }
-}
-
-enum DataValue<'a> {
-    Field(&'a Value),
-    Str(&'a str),
-    Int(i64),
-    Bool(bool),
-    /// A list of one string (`gen_ai.response.finish_reasons`).
-    One(&'a str),
-}
-
-impl DataValue<'_> {
-    fn to_json(&self) -> Json {
-        match self {
-            DataValue::Field(value) => json_value(value),
-            DataValue::Str(s) => json!(s),
-            DataValue::Int(i) => json!(i),
-            DataValue::Bool(b) => json!(b),
-            DataValue::One(s) => json!([s]),
-        }
-    }
-}
-
-impl serde::Serialize for DataValue<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            DataValue::Field(value) => pi_observe_core::ValueJson(value).serialize(s),
-            DataValue::Str(text) => s.serialize_str(text),
-            DataValue::Int(i) => s.serialize_i64(*i),
-            DataValue::Bool(b) => s.serialize_bool(*b),
-            DataValue::One(text) => [text].serialize(s),
-        }
-    }
-}
-
-/// The entries of [`span_data`] in the order it inserts them (a later entry with the same key
-/// replaces an earlier one).
-fn data_entries<'a>(name: &str, record: &'a ObsEvent) -> Vec<DataEntry<'a>> {
-    let mut data: Vec<DataEntry<'a>> = record
-        .exportable_fields()
-        .map(|f| DataEntry { prefix: "pi.", key: &f.key, value: DataValue::Field(&f.value) })
-        .collect();
-    let operation = match name {
-        names::AGENT_PROMPT => Some("invoke_agent"),
-        names::PROVIDER_REQUEST => Some("chat"),
-        names::AGENT_TOOL_CALL => Some("execute_tool"),
-        _ => None,
-    };
-    if let Some(operation) = operation {
-        data.push(DataEntry::fixed("gen_ai.operation.name", DataValue::Str(operation)));
-        data.push(DataEntry::fixed("gen_ai.agent.name", DataValue::Str("pi")));
-    }
-    let mut put = |key: &'static str, value: Option<DataValue<'a>>| {
-        if let Some(value) = value {
-            data.push(DataEntry { prefix: "", key, value });
-        }
-    };
-    put("gen_ai.system", text(record, names::PROVIDER).map(DataValue::Str));
-    put("gen_ai.request.model", text(record, names::MODEL).map(DataValue::Str));
-    put("gen_ai.response.model", text(record, names::RESPONSE_MODEL).map(DataValue::Str));
-    put("gen_ai.tool.name", text(record, names::TOOL_NAME).map(DataValue::Str));
-    put("gen_ai.tool.call.id", text(record, names::TOOL_CALL_ID).map(DataValue::Str));
-    put("gen_ai.conversation.id", text(record, names::SESSION_ID).map(DataValue::Str));
-    if name == names::PROVIDER_REQUEST {
-        let input = int(record, names::INPUT_TOKENS).map(|i| {
-            i + int(record, names::CACHE_READ_TOKENS).unwrap_or(0) + int(record, names::CACHE_WRITE_TOKENS).unwrap_or(0)
-        });
-        let output = int(record, names::OUTPUT_TOKENS);
-        put("gen_ai.usage.input_tokens", input.map(DataValue::Int));
-        put("gen_ai.usage.input_tokens.cached", int(record, names::CACHE_READ_TOKENS).map(DataValue::Int));
-        put("gen_ai.usage.output_tokens", output.map(DataValue::Int));
-        put("gen_ai.usage.total_tokens", input.zip(output).map(|(i, o)| DataValue::Int(i + o)));
-        put("gen_ai.response.finish_reasons", text(record, names::STOP_REASON).map(DataValue::One));
-    }
-    data
-}
-
-/// Data entries as the map [`span_data`] would make of them, written straight: sorted by key,
-/// the last of equal keys kept.
-struct DataOut<'a>(Vec<DataEntry<'a>>);
-
-impl serde::Serialize for DataOut<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut order: Vec<&DataEntry<'_>> = self.0.iter().collect();
-        // Stable: of equal keys, the one inserted last stays last.
-        order.sort_by(|a, b| a.cmp_full_key(b));
-        let mut map = s.serialize_map(None)?;
-        for (i, entry) in order.iter().enumerate() {
-            if order.get(i + 1).is_some_and(|next| next.cmp_full_key(entry).is_eq()) {
-                continue;
-            }
-            map.serialize_entry(&KeyOut(entry), &entry.value)?;
-        }
-        map.end()
-    }
-}
-
-/// A data key written as its prefix and name.
-struct KeyOut<'a>(&'a DataEntry<'a>);
-
-impl serde::Serialize for KeyOut<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.0.prefix.is_empty() {
-            s.serialize_str(self.0.key)
-        } else {
-            s.collect_str(&format_args!("{}{}", self.0.prefix, self.0.key))
-        }
-    }
 }
 
 /// Span status from the settling record.
@@ -533,32 +381,6 @@ pub fn error_event(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn full_keys_order_as_the_joined_strings_do() {
-        let keys = [
-            ("pi.", "a"),
-            ("", "pi.a"),
-            ("", "pi."),
-            ("pi.", ""),
-            ("", "gen_ai.system"),
-            ("pi.", "model"),
-            ("", "pi.modelId"),
-            ("pi.", "m"),
-            ("", "z"),
-            ("", ""),
-            ("pi.", "a.b"),
-        ];
-        for (p1, k1) in keys {
-            for (p2, k2) in keys {
-                let (a, b) = (
-                    DataEntry { prefix: p1, key: k1, value: DataValue::Int(0) },
-                    DataEntry { prefix: p2, key: k2, value: DataValue::Int(0) },
-                );
-                assert_eq!(a.cmp_full_key(&b), format!("{p1}{k1}").cmp(&format!("{p2}{k2}")), "{p1}{k1} vs {p2}{k2}");
-            }
-        }
-    }
     use pi_observe_core::{ErrorInfo, Payload, SpanId, Timestamp, TraceId};
 
     fn record(
