@@ -35,7 +35,7 @@ const HAND_OVER_EVERY: Duration = Duration::from_millis(50);
 /// thread (a scoped `tracing` dispatcher, say) must not be wrapped.
 ///
 /// The worker runs at a lower scheduling priority than the threads that emit
-/// ([`lower_thread_priority`]).
+/// ([`spawn_telemetry_thread`]).
 ///
 /// [`Background::spawn_many`] runs several subscribers on one such thread: each record is
 /// queued once (one copy on the emitting thread, not one per subscriber) and handed to each of
@@ -124,7 +124,7 @@ impl Background {
         });
         let hub = HubSlot::new();
         let worker = Worker { queue: queue.clone(), inners: inners.clone(), hub: hub.clone() };
-        let handle = std::thread::Builder::new().name(name.to_owned()).spawn(move || worker.run())?;
+        let handle = spawn_telemetry_thread(name, move || worker.run())?;
         Ok(Background { queue, inners, hub, worker: Mutex::new(Some(handle)), shutting_down: Mutex::new(None) })
     }
 
@@ -274,7 +274,6 @@ struct Worker {
 
 impl Worker {
     fn run(self) {
-        lower_thread_priority();
         // Records the subscriber emits while handling one are dropped as re-entrant, as on the
         // emitting thread (no feedback loop through the queue).
         let _delivering = DeliveringGuard::enter();
@@ -375,14 +374,21 @@ fn panicked() -> Result<(), SubscriberError> {
     Err(SubscriberError::Other("subscriber panicked".into()))
 }
 
-/// Lowers the calling thread's scheduling priority below the threads that emit records (nice
-/// +10 on Linux; nothing elsewhere): when the cores are busy, the agent's threads run first and
-/// telemetry waits. [`Background`]'s worker calls it as it starts, as do the adapters' export
-/// threads; a thread that waits on nothing the agent needs can call it too. It only lowers (an
-/// unprivileged process may), and a failure is ignored: the thread then keeps the priority it had.
-pub fn lower_thread_priority() {
-    #[cfg(target_os = "linux")]
-    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
+/// Starts a thread named `name` that runs `work` below the scheduling priority of the threads
+/// that emit records (nice +10 on Linux; elsewhere at the usual priority): when the cores are
+/// busy, the agent's threads run first and telemetry waits. [`Background`]'s worker and the
+/// adapters' export and writer threads start this way; use it for any thread that does
+/// telemetry's work and that nothing the agent needs waits on. It only lowers (an unprivileged
+/// process may), and a failure to lower is ignored: the thread then keeps the usual priority.
+pub fn spawn_telemetry_thread<T: Send + 'static>(
+    name: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<JoinHandle<T>> {
+    std::thread::Builder::new().name(name.to_owned()).spawn(move || {
+        #[cfg(target_os = "linux")]
+        let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
+        work()
+    })
 }
 
 #[cfg(test)]

@@ -69,7 +69,7 @@ mod traceparent;
 pub mod testing;
 
 pub use attribution::Attribution;
-pub use background::{Background, lower_thread_priority};
+pub use background::{Background, spawn_telemetry_thread};
 pub use config_error::ConfigError;
 pub use context::{
     ContextExt, ObsContext, Scoped, current, run_with_context, run_with_context_sync, run_with_traceparent, spawn,

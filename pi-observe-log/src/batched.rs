@@ -100,8 +100,7 @@ impl BatchedWriter {
             last_error: Mutex::new(None),
         });
         let worker_shared = shared.clone();
-        let worker =
-            std::thread::Builder::new().name(name.to_owned()).spawn(move || write_loop(out, &worker_shared))?;
+        let worker = pi_observe_core::spawn_telemetry_thread(name, move || write_loop(out, &worker_shared))?;
         Ok(Arc::new(BatchedWriter { shared, worker: Mutex::new(Some(worker)) }))
     }
 
@@ -224,8 +223,6 @@ pub fn describe_io_error(e: &std::io::Error) -> String {
 }
 
 fn write_loop(mut out: impl Write, shared: &Shared) {
-    // Writing yields to the threads that log when the cores are busy.
-    pi_observe_core::lower_thread_priority();
     let mut batch = Vec::with_capacity(BATCH_BYTES);
     loop {
         let (lines, served, closed) = {

@@ -196,7 +196,7 @@ impl OtelSubscriber {
             };
             let state = Worker::new(&config, exporter, parts, batch_size, question);
             let handle =
-                std::thread::Builder::new().name("pi-observe-otlp".into()).spawn(move || state.run()).map_err(|e| {
+                pi_observe_core::spawn_telemetry_thread("pi-observe-otlp", move || state.run()).map_err(|e| {
                     ConfigError { setting: "OTLP exporter".into(), message: format!("cannot start worker: {e}") }
                 })?;
             Some(handle)

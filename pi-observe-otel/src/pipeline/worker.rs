@@ -189,8 +189,6 @@ impl Worker {
     }
 
     pub(super) fn run(mut self) {
-        // Exports yield to the agent's threads when the cores are busy.
-        pi_observe_core::lower_thread_priority();
         let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
             self.counters
                 .diagnostics

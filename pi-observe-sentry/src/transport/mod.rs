@@ -230,8 +230,7 @@ impl HttpTransport {
             closing: closing.clone(),
             spool: factory.spool.clone(),
         };
-        let started =
-            std::thread::Builder::new().name("pi-observe-sentry-send".into()).spawn(move || sender.run(&envelopes));
+        let started = pi_observe_core::spawn_telemetry_thread("pi-observe-sentry-send", move || sender.run(&envelopes));
         // Without a sender thread every envelope counts as not delivered.
         let queue = started.is_ok().then_some(queue);
         HttpTransport {
@@ -298,8 +297,6 @@ impl Sender {
     /// Posts each envelope once and counts the answer; spools what failed for a reason that
     /// may pass.
     fn run(self, envelopes: &Receiver<Outgoing>) {
-        // Exports yield to the agent's threads when the cores are busy.
-        pi_observe_core::lower_thread_priority();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
         let client = client(&self.target.url, self.target.timeout);
         let mut degraded_until: Option<Instant> = None;
