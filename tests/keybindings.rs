@@ -96,7 +96,8 @@ fn application_keybindings_switch_models_show_more_and_restore_the_queue() {
     let script = json!([
         {"thinking": "A DEEP THOUGHT about it.", "text": "Thought.", "tools": [{"name": "bash", "arguments": {"command": output}}]},
         {"text": "Listed."},
-        {"text": "Slow answer.", "chunkDelayMs": 300},
+        // Long enough that queueing and Alt+Up land mid-answer on a loaded machine; Ctrl+C ends it.
+        {"text": "Slow answer, streamed one chunk every second until someone aborts it.", "chunkDelayMs": 1000},
         {"text": "After."}
     ]);
     // A second faux model, one that reasons: Ctrl+P goes to it, Shift+Tab sets its level.

@@ -302,7 +302,7 @@ fn closing_stdin_at_once_still_starts_and_shuts_down_the_session() {
 #[test]
 fn sigterm_aborts_the_running_prompt_and_shuts_down_once() {
     let dir = scratch("rpc-sigterm");
-    let script = json!([{"text": "a very slow answer that takes its time", "chunkDelayMs": 200}]);
+    let script = json!([{"text": "a very slow answer that takes its time", "chunkDelayMs": 1000}]);
     let mut rpc = Rpc::start(&dir, &script, &["--no-session"]);
     rpc.call(json!({"type": "prompt", "message": "slow"}));
     rpc.wait_for("streaming", |l| l["type"] == "message_update");
