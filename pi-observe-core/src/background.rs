@@ -107,8 +107,9 @@ impl Background {
     }
 
     /// Starts one worker thread (named `name`) for all of `inners`, with room for `capacity`
-    /// records: each record is queued once and handed to each subscriber in the order given
-    /// (the last one is given the record to keep). They are subscribed as one, under one
+    /// records: each record is queued once; the records of each hand-over go to the subscribers
+    /// in the order given, all of them to one before the next (put first the one whose output
+    /// is most awaited), and the last one is given them to keep. They are subscribed as one, under one
     /// policy. A panic of one is counted and the others still get the record; `flush` and
     /// `shutdown` reach each of them in turn within the one deadline.
     pub fn spawn_many(inners: Vec<Arc<dyn Subscriber>>, name: &str, capacity: usize) -> std::io::Result<Background> {
@@ -313,9 +314,7 @@ impl Worker {
                 (std::mem::take(&mut state.control), state.closed)
             };
             hand_over_at = None;
-            for event in records.drain(..) {
-                self.deliver(event);
-            }
+            self.deliver(&mut records);
             for control in controls {
                 match control {
                     Control::Flush(deadline, ack) => {
@@ -335,13 +334,19 @@ impl Worker {
         }
     }
 
-    /// Hands `event` to each subscriber; the last one keeps it.
-    fn deliver(&self, event: ObsEvent) {
-        let Some((last, rest)) = self.inners.split_last() else { return };
+    /// Hands the `records` of one hand-over to each subscriber in turn, all of them to one
+    /// before the next: the first has its share soonest (at the exit, the end of a trace that a
+    /// sink still has to send). The last one keeps the records; `records` is left empty.
+    fn deliver(&self, records: &mut Vec<ObsEvent>) {
+        let Some((last, rest)) = self.inners.split_last() else { return records.clear() };
         for inner in rest {
-            self.call(inner, |inner| inner.on_event(&event));
+            for event in records.iter() {
+                self.call(inner, |inner| inner.on_event(event));
+            }
         }
-        self.call(last, |inner| inner.on_owned_event(event));
+        for event in records.drain(..) {
+            self.call(last, |inner| inner.on_owned_event(event));
+        }
     }
 
     /// Shuts the subscribers down within `deadline`: each one's own worker first, then waiting
@@ -467,6 +472,36 @@ mod tests {
         assert_eq!(flushed.load(Relaxed), 1, "a flush reaches every subscriber");
         hub.shutdown(Duration::from_secs(10)).unwrap();
         assert_eq!(flushes.load(Relaxed), 2, "so does the shutdown");
+    }
+
+    #[test]
+    fn the_first_subscriber_gets_a_whole_hand_over_before_the_next_gets_any() {
+        let hub = Observability::new();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let (entered, inside) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let released = Mutex::new(released);
+        let first_order = order.clone();
+        // Holds the worker inside the first hand-over until the next records are queued.
+        let first = move |e: &ObsEvent| {
+            first_order.lock().unwrap().push(format!("remote {}", e.name));
+            if e.name == "pi.gate" {
+                entered.send(()).unwrap();
+                released.lock().unwrap().recv().unwrap();
+            }
+        };
+        let last_order = order.clone();
+        let last = move |e: &ObsEvent| last_order.lock().unwrap().push(format!("file {}", e.name));
+        let background = Background::spawn_many(vec![Arc::new(first), Arc::new(last)], "test-background", 64).unwrap();
+        let _sub = hub.subscribe(background);
+        record(&hub, "pi.gate");
+        inside.recv_timeout(Duration::from_secs(10)).unwrap();
+        record(&hub, "pi.a");
+        record(&hub, "pi.b");
+        release.send(()).unwrap();
+        hub.flush(Duration::from_secs(10)).unwrap();
+        let want = ["remote pi.gate", "file pi.gate", "remote pi.a", "remote pi.b", "file pi.a", "file pi.b"];
+        assert_eq!(*order.lock().unwrap(), want);
     }
 
     /// A subscriber that counts its flushes and shutdowns.

@@ -60,31 +60,44 @@ pub const SINKS: &[SinkKind] = &[otlp::KIND, sentry::KIND, log::KIND, events::KI
 
 /// The subscribers of the sinks under one policy that asked to run off the agent's threads
 /// ([`Subscribed::OffThread`]), to run on one thread of their own ([`Background`]): each record
-/// is queued once for all of them, not once per sink.
+/// is queued once for all of them, not once per sink. The remote sinks come first: the thread
+/// hands each batch to one sink after another, and at the exit a remote sink still has a
+/// request to send and wait for after its last record, a file sink only a write.
 struct OffThread {
     policy: Arc<ContentPolicy>,
     subscribers: Vec<Arc<dyn Subscriber>>,
     /// The sinks' flags, for the error when the thread cannot start.
     flags: Vec<&'static str>,
+    /// How many of the subscribers (the first ones) are remote sinks'.
+    remote: usize,
 }
 
 impl OffThread {
-    /// Adds `subscriber` to the group of `policy` in `groups`.
+    /// Adds `subscriber` (of a `remote` sink or not) to the group of `policy` in `groups`.
     fn add(
         groups: &mut Vec<OffThread>,
         policy: &Arc<ContentPolicy>,
-        subscriber: Arc<dyn Subscriber>,
-        flag: &'static str,
+        (subscriber, flag): (Arc<dyn Subscriber>, &'static str),
+        remote: bool,
     ) {
         let at = match groups.iter().position(|g| Arc::ptr_eq(&g.policy, policy)) {
             Some(at) => at,
             None => {
-                groups.push(OffThread { policy: policy.clone(), subscribers: Vec::new(), flags: Vec::new() });
+                groups.push(OffThread {
+                    policy: policy.clone(),
+                    subscribers: Vec::new(),
+                    flags: Vec::new(),
+                    remote: 0,
+                });
                 groups.len() - 1
             }
         };
-        groups[at].subscribers.push(subscriber);
-        groups[at].flags.push(flag);
+        let group = &mut groups[at];
+        // After the remote sinks already there (a remote one), or last (a local one).
+        let place = if remote { group.remote } else { group.subscribers.len() };
+        group.subscribers.insert(place, subscriber);
+        group.flags.insert(place, flag);
+        group.remote += usize::from(remote);
     }
 
     /// Starts the thread and subscribes it to `hub`; the thread, for its drop count, and the
@@ -245,7 +258,8 @@ impl SinkSetup {
             running: Vec::new(),
             flush_deadline: self.flush_deadline,
         };
-        // The sinks that run off the agent's threads, by policy, in the order attached.
+        // The sinks that run off the agent's threads, by policy: remote ones first, each kind in
+        // the order attached.
         let mut off_threads = Vec::new();
         for (kind, sink) in self.sinks.into_iter().rev() {
             let to = Attach { hub, policy: policy(self.policies.of(kind.name)), json_mode };
@@ -253,7 +267,7 @@ impl SinkSetup {
             match attached.subscription {
                 Subscribed::Now(subscription) => sinks.subscriptions.push(subscription),
                 Subscribed::OffThread(subscriber, flag) => {
-                    OffThread::add(&mut off_threads, &to.policy, subscriber, flag)
+                    OffThread::add(&mut off_threads, &to.policy, (subscriber, flag), kind.remote)
                 }
             }
             if let Some(running) = attached.running {
@@ -385,6 +399,20 @@ impl Sinks {
 mod tests {
     use super::SINKS;
     use super::capture::names_sink;
+
+    #[test]
+    fn the_remote_sinks_come_first_on_the_sinks_thread() {
+        use super::OffThread;
+        use std::sync::Arc;
+        let policy = Arc::new(pi_observe_core::ContentPolicy::default());
+        let nothing = || -> Arc<dyn pi_observe_core::Subscriber> { Arc::new(|_: &pi_observe_core::ObsEvent| {}) };
+        let mut groups = Vec::new();
+        for (flag, remote) in [("--events-jsonl", false), ("--log-json", false), ("--sentry", true)] {
+            OffThread::add(&mut groups, &policy, (nothing(), flag), remote);
+        }
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].flags, ["--sentry", "--events-jsonl", "--log-json"]);
+    }
 
     #[test]
     fn a_capture_value_names_its_sinks_and_no_others() {
