@@ -170,7 +170,7 @@ impl ToolJob {
             let mut p = Payload::new()
                 .safe(names::TOOL_NAME, registered.map_or(UNKNOWN_TOOL, |(name, _)| name).to_owned())
                 .safe(names::TOOL_CALL_ID, pi_observe_core::identifier_or_invalid(id))
-                .content(ContentKind::ToolArgs, names::TOOL_ARGS, args.to_string());
+                .content_with(ContentKind::ToolArgs, names::TOOL_ARGS, || args.to_string());
             if registered.is_none() {
                 p = p.content(ContentKind::ErrorText, REQUESTED_TOOL_NAME, name.clone());
             }

@@ -188,7 +188,7 @@ impl HttpClient {
             .ok()
             .and_then(Result::ok)
             .unwrap_or_default();
-        record(|| Payload::new().content(ContentKind::ProviderPayload, names::RESPONSE_BODY, body.clone()));
+        record(|| Payload::new().content_with(ContentKind::ProviderPayload, names::RESPONSE_BODY, || body.clone()));
         let message = error_message(&body);
         if status == 401 || status == 403 {
             ProviderError::Auth { status, message }
@@ -257,17 +257,18 @@ impl Framing {
 
 /// The request body and headers as content (credential headers never, even with capture on).
 fn record_request(headers: &[(&str, String)], body: &serde_json::Value) {
+    // Built only when captured: the body is the whole conversation, serialized anew each turn.
     record(|| {
-        let shown: Vec<String> = headers
-            .iter()
-            .filter(|(name, _)| !SECRET_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
-            .map(|(name, value)| format!("{name}: {value}"))
-            .collect();
-        Payload::new().content(ContentKind::ProviderPayload, names::REQUEST_BODY, body.to_string()).content(
-            ContentKind::Header,
-            names::HEADERS,
-            shown,
-        )
+        let shown = || -> Vec<String> {
+            headers
+                .iter()
+                .filter(|(name, _)| !SECRET_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
+                .map(|(name, value)| format!("{name}: {value}"))
+                .collect()
+        };
+        Payload::new()
+            .content_with(ContentKind::ProviderPayload, names::REQUEST_BODY, || body.to_string())
+            .content_with(ContentKind::Header, names::HEADERS, shown)
     });
 }
 

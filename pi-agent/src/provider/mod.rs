@@ -510,8 +510,8 @@ fn finish(
             .safe(names::ABORTED, message.stop_reason == StopReason::Aborted)
             .safe(names::TIMEOUT, matches!(error, Some(ProviderError::Timeout(_))))
             .safe(names::RESPONSE_MODEL, response_model(&message.model))
-            .content(ContentKind::Completion, names::COMPLETION_TEXT, message.text())
-            .content(ContentKind::Completion, names::OUTPUT_MESSAGES, semconv::output_messages(&message));
+            .content_with(ContentKind::Completion, names::COMPLETION_TEXT, || message.text())
+            .content_with(ContentKind::Completion, names::OUTPUT_MESSAGES, || semconv::output_messages(&message));
         let thinking = message.thinking();
         if !thinking.is_empty() {
             p = p.content(ContentKind::Thinking, names::THINKING_TEXT, thinking);
