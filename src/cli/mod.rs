@@ -142,6 +142,11 @@ pub fn main() -> ExitCode {
     if let Some(Command::TtyRun(args)) = &cli.command {
         return tty_run::run(args);
     }
+    // Commands with sinks: their policies' scrubber compiles while the runtime starts and the
+    // settings are read.
+    if matches!(&cli.command, None | Some(Command::Demo(_) | Command::Export(_) | Command::Observe(_))) {
+        sinks::compile_scrubber_early();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -47,7 +47,10 @@ impl Rule {
 #[derive(Debug, Clone)]
 pub struct Scrubber {
     rules: Arc<Vec<Rule>>,
-    set: Arc<RegexSet>,
+    /// All the rules as one set, which finds the rules a text matches. The built-in rules' set
+    /// is compiled the first time it is needed (a few milliseconds: see [`Scrubber::compile`]);
+    /// one with added rules, as it is built (to report a set too large).
+    set: Arc<OnceLock<RegexSet>>,
 }
 
 /// Why a scrubber could not be built. A scrubber is never built with fewer rules than asked for:
@@ -207,10 +210,7 @@ impl Default for Scrubber {
                         replacement: Cow::Borrowed(*replacement),
                     })
                     .collect::<Vec<_>>();
-                // The built-in patterns are constants, each compiled by the tests.
-                let set =
-                    RegexSet::new(BUILTIN.iter().map(|(_, pattern, _)| pattern)).unwrap_or_else(|_| RegexSet::empty());
-                Scrubber { rules: Arc::new(rules), set: Arc::new(set) }
+                Scrubber { rules: Arc::new(rules), set: Arc::new(OnceLock::new()) }
             })
             .clone()
     }
@@ -245,7 +245,7 @@ impl Scrubber {
         let set = RegexSet::new(rules.iter().map(|r| r.pattern.as_ref())).map_err(|_| ScrubError::TooLarge {
             patterns: rules.iter().skip(BUILTIN.len()).map(|r| r.pattern.to_string()).collect(),
         })?;
-        Ok(Scrubber { rules: Arc::new(rules), set: Arc::new(set) })
+        Ok(Scrubber { rules: Arc::new(rules), set: Arc::new(OnceLock::from(set)) })
     }
 
     /// Adds a pattern whose every match becomes [`REDACTED`] (the CLI's `--redact REGEX`).
@@ -265,12 +265,29 @@ impl Scrubber {
         self.rules.iter().map(|r| r.name.as_ref())
     }
 
+    /// Compiles the rule set now, if it is not yet: it takes a few milliseconds, otherwise
+    /// spent by the first [`Scrubber::scrub`]. For a thread that warms the scrubber while the
+    /// rest of a start-up goes on (clones share the compiled set; a caller that needs it
+    /// meanwhile waits for this compile instead of starting another).
+    pub fn compile(&self) {
+        self.set();
+    }
+
+    fn set(&self) -> &RegexSet {
+        // Only the built-in rules' set is compiled here (an extended scrubber's was compiled as
+        // it was built); those patterns are constants, each compiled by the tests.
+        self.set.get_or_init(|| {
+            RegexSet::new(self.rules.iter().map(|r| r.pattern.as_ref())).unwrap_or_else(|_| RegexSet::empty())
+        })
+    }
+
     /// `text` with every match of every rule replaced; borrowed when nothing matched.
     pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        if !self.set.is_match(text) {
+        let set = self.set();
+        if !set.is_match(text) {
             return Cow::Borrowed(text);
         }
-        let matched = self.set.matches(text);
+        let matched = set.matches(text);
         if !matched.matched_any() {
             return Cow::Borrowed(text);
         }
@@ -294,12 +311,24 @@ mod tests {
     }
 
     #[test]
+    fn the_builtin_set_compiles_once_for_every_clone_and_an_extended_one_as_built() {
+        let builtin = Scrubber::default();
+        let clone = builtin.clone();
+        builtin.compile();
+        assert!(clone.set.get().is_some(), "a clone shares the compiled set");
+        assert!(Arc::ptr_eq(&Scrubber::default().set, &builtin.set), "every default shares it too");
+        let extended = builtin.with_pattern("internal-[0-9]{6}").unwrap();
+        assert!(extended.set.get().is_some(), "checked (and compiled) as it was built");
+        assert_eq!(extended.scrub("id internal-123456"), "id [REDACTED]");
+    }
+
+    #[test]
     fn builtin_rules_all_compile() {
         assert_eq!(Scrubber::default().rule_names().count(), BUILTIN.len());
         for (name, pattern, _) in BUILTIN {
             assert!(Regex::new(pattern).is_ok(), "{name}");
         }
-        assert_eq!(Scrubber::default().set.len(), BUILTIN.len());
+        assert_eq!(Scrubber::default().set().len(), BUILTIN.len());
     }
 
     #[test]

@@ -125,6 +125,16 @@ pub fn with_sink_flags(cmd: clap::Command) -> clap::Command {
     cmd
 }
 
+/// Compiles the built-in secret scrubber's rules — a few milliseconds, which every sink's content
+/// policy needs before the first record — on a short-lived thread of their own, so that starting
+/// the runtime and reading the settings go on meanwhile. Whoever needs the scrubber first waits
+/// for that compile rather than starting another.
+pub fn compile_scrubber_early() {
+    let _ = std::thread::Builder::new()
+        .name("pi-scrubber".into())
+        .spawn(|| pi_observe::core::Scrubber::default().compile());
+}
+
 /// Declares each sink's settings keys to the settings files' check (before any file is read).
 pub fn declare_settings() {
     crate::cli::settings::declare_sinks(SINKS.iter().filter_map(|k| Some((k.name, k.settings?))).collect());
