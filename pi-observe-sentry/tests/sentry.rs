@@ -253,11 +253,8 @@ fn an_unreachable_dsn_neither_blocks_the_agent_nor_the_exit_beyond_the_deadline(
     let deadline = Duration::from_millis(500);
     let started = Instant::now();
     let _ = sentry.shutdown(deadline);
-    assert!(
-        started.elapsed() < deadline + deadline / 10 + Duration::from_millis(200),
-        "shutdown took {:?}",
-        started.elapsed()
-    );
+    // The deadline, give or take scheduling on a loaded machine; not the transport's 30 s.
+    assert!(started.elapsed() < deadline + Duration::from_secs(1), "shutdown took {:?}", started.elapsed());
     assert_eq!(sentry.stats().transactions, 50, "every prompt was handed over without waiting on the network");
     drop(silent);
 }
