@@ -142,8 +142,8 @@ pub fn main() -> ExitCode {
     if let Some(Command::TtyRun(args)) = &cli.command {
         return tty_run::run(args);
     }
-    // Commands with sinks: their policies' scrubber compiles while the runtime starts and the
-    // settings are read.
+    // Commands that run the agent or sinks: the secret scrubber compiles on a thread of its own
+    // meanwhile, ready before the first tool call or record needs it.
     if matches!(&cli.command, None | Some(Command::Demo(_) | Command::Export(_) | Command::Observe(_))) {
         sinks::compile_scrubber_early();
     }

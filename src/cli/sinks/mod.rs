@@ -125,10 +125,10 @@ pub fn with_sink_flags(cmd: clap::Command) -> clap::Command {
     cmd
 }
 
-/// Compiles the built-in secret scrubber's rules — a few milliseconds, which every sink's content
-/// policy needs before the first record — on a short-lived thread of their own, so that starting
-/// the runtime and reading the settings go on meanwhile. Whoever needs the scrubber first waits
-/// for that compile rather than starting another.
+/// Compiles the built-in secret scrubber's rules — a few milliseconds, which the first check of
+/// a tool's name or id, or of captured text, would otherwise spend on the agent's path — on a
+/// short-lived thread of their own while the command starts up. Whoever needs the scrubber
+/// before it is done waits for that compile rather than starting another.
 pub fn compile_scrubber_early() {
     let _ = std::thread::Builder::new()
         .name("pi-scrubber".into())
