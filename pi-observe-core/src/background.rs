@@ -38,8 +38,8 @@ const HAND_OVER_EVERY: Duration = Duration::from_millis(50);
 /// ([`spawn_telemetry_thread`]).
 ///
 /// [`Background::spawn_many`] runs several subscribers on one such thread: each record is
-/// queued once (one copy on the emitting thread, not one per subscriber) and handed to each of
-/// them in turn.
+/// queued once (one copy on the emitting thread, not one per subscriber), and each hand-over
+/// goes to one of them after another.
 ///
 /// ```
 /// use pi_observe_core::{Background, ObsEvent, Observability, Payload, trace_operation_sync};
@@ -109,9 +109,9 @@ impl Background {
     /// Starts one worker thread (named `name`) for all of `inners`, with room for `capacity`
     /// records: each record is queued once; the records of each hand-over go to the subscribers
     /// in the order given, all of them to one before the next (put first the one whose output
-    /// is most awaited), and the last one is given them to keep. They are subscribed as one, under one
-    /// policy. A panic of one is counted and the others still get the record; `flush` and
-    /// `shutdown` reach each of them in turn within the one deadline.
+    /// is most awaited), and the last one is given them to keep. They are subscribed as one,
+    /// under one policy. A panic of one is counted and the others still get the record; `flush`
+    /// and `shutdown` reach each of them in turn within the one deadline.
     pub fn spawn_many(inners: Vec<Arc<dyn Subscriber>>, name: &str, capacity: usize) -> std::io::Result<Background> {
         let inners: Inners = inners.into();
         let capacity = capacity.max(1);

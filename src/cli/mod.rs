@@ -115,25 +115,9 @@ enum Command {
 /// Parses arguments (one-line errors), runs, and maps the outcome to an exit code
 /// ([`error`] lists them).
 pub fn main() -> ExitCode {
-    sinks::declare_settings();
-    let command = sinks::with_sink_flags(<Cli as clap::CommandFactory>::command());
-    let argv = args::expand_upstream_shorts(std::env::args_os().collect());
-    let (argv, extension_flags) = extensions::split_extension_flags(&command, argv);
-    extensions::set_extension_flags(extension_flags);
-    let parsed = command.try_get_matches_from(argv).and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
-    let cli = match parsed {
+    let cli = match parse_command_line() {
         Ok(cli) => cli,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                let _ = e.print();
-                return ExitCode::SUCCESS;
-            }
-            let rendered = e.render().to_string();
-            let first = rendered.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
-            output::error(format_args!("pi: {first} (see pi --help)"));
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     // Asked once per TypeScript module an extension loads: nothing else to set up.
     if let Some(Command::StripTypes(args)) = &cli.command {
@@ -197,6 +181,28 @@ pub fn main() -> ExitCode {
             e.exit_code()
         }
     }
+}
+
+/// The command line (upstream's short flags expanded, extensions' flags set aside for them);
+/// `Err` with the exit code once help, the version or a one-line usage error is printed.
+fn parse_command_line() -> Result<Cli, ExitCode> {
+    sinks::declare_settings();
+    let command = sinks::with_sink_flags(<Cli as clap::CommandFactory>::command());
+    let argv = args::expand_upstream_shorts(std::env::args_os().collect());
+    let (argv, extension_flags) = extensions::split_extension_flags(&command, argv);
+    extensions::set_extension_flags(extension_flags);
+    let parsed = command.try_get_matches_from(argv).and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    parsed.map_err(|e| {
+        use clap::error::ErrorKind;
+        if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        let rendered = e.render().to_string();
+        let first = rendered.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
+        output::error(format_args!("pi: {first} (see pi --help)"));
+        ExitCode::from(2)
+    })
 }
 
 /// The agent in the mode upstream picks: `--mode rpc`; print mode for `-p`, `--mode json` or a
