@@ -7,8 +7,10 @@
 //!   loopback sink. Producers are free-running, so each side's queue may fill: the spans each
 //!   side dropped are printed next to the timings (a side that drops mostly times its
 //!   queue-full path).
-//! - `span_paced/*`: the same operations in bursts of [`PACE`], each followed by an untimed
-//!   flush, so neither side ever drops: the cost of an operation that is kept.
+//! - `span_paced/*`: the same operations in bursts of [`common::PACE`], each followed by an untimed
+//!   flush, so neither side ever drops: the cost of an operation that is kept. (The
+//!   `span_ratio` bench runs the same two sides in alternating blocks, for a ratio this
+//!   machine's load swings do not skew.)
 //! - `export/*`: throughput of the whole pipeline for a burst of operations, from the first
 //!   record to the last byte acknowledged by the loopback sink (`flush`): hub → `OtelSubscriber`
 //!   (our OTLP/HTTP exporter) vs the raw SDK (`BatchSpanProcessor` → `opentelemetry-otlp`'s
@@ -18,12 +20,13 @@
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
+mod common;
+
 use std::future::Future;
 use std::hint::black_box;
-use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 
+use common::{paced, peer_provider, pi_pipeline, report_drops, run_ready, sdk_operation, sink, time_pi_operations};
 use criterion::{Criterion, criterion_group, criterion_main};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::{TraceContextExt, Tracer, TracerProvider};
@@ -32,126 +35,6 @@ use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider, SpanData, 
 use pi_observe_core::{ContentPolicy, Observability, Payload, names, trace_operation};
 use pi_observe_otel::{OtelSubscriber, OtlpConfig};
 use tracing_subscriber::layer::SubscriberExt;
-
-/// The peers' exporter does the same work as ours: OTLP protobuf encoding and an HTTP POST to
-/// the same loopback sink (on a runtime of its own, as the SDK's batch thread has none).
-#[derive(Debug)]
-struct OtlpHttpPeer {
-    /// Spans handed to this exporter (the rest were dropped by the batch processor).
-    exported: Arc<std::sync::atomic::AtomicU64>,
-    endpoint: String,
-    client: reqwest::Client,
-    runtime: tokio::runtime::Runtime,
-    resource: opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema,
-}
-
-impl OtlpHttpPeer {
-    fn new(endpoint: &str) -> Self {
-        OtlpHttpPeer {
-            exported: Arc::default(),
-            endpoint: endpoint.to_owned(),
-            client: reqwest::Client::new(),
-            runtime: tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
-            resource: (&opentelemetry_sdk::Resource::builder_empty().build()).into(),
-        }
-    }
-}
-
-impl SpanExporter for OtlpHttpPeer {
-    fn export(&self, batch: Vec<SpanData>) -> impl Future<Output = OTelSdkResult> + Send {
-        use prost::Message;
-        self.exported.fetch_add(batch.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        let request = opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest {
-            resource_spans: opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope(
-                batch,
-                &self.resource,
-            ),
-        };
-        let body = request.encode_to_vec();
-        let sent = self.runtime.block_on(
-            self.client.post(&self.endpoint).header("content-type", "application/x-protobuf").body(body).send(),
-        );
-        std::future::ready(
-            sent.map(|_| ()).map_err(|e| opentelemetry_sdk::error::OTelSdkError::InternalFailure(e.to_string())),
-        )
-    }
-}
-
-fn run_ready<F: Future>(fut: F) -> F::Output {
-    let mut fut = pin!(fut);
-    match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(out) => out,
-        Poll::Pending => panic!("not ready"),
-    }
-}
-
-/// A loopback HTTP sink that answers 200 to everything, on its own thread.
-fn sink() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        use std::io::{Read, Write};
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let mut buf = vec![0u8; 1 << 20];
-                let mut pending = Vec::new();
-                loop {
-                    let n = match stream.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => n,
-                    };
-                    pending.extend_from_slice(&buf[..n]);
-                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase();
-                        let len: usize = head
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
-                            .unwrap_or(0);
-                        if pending.len() < end + 4 + len {
-                            break;
-                        }
-                        pending.drain(..end + 4 + len);
-                        if stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").is_err() {
-                            return;
-                        }
-                    }
-                }
-            });
-        }
-    });
-    format!("http://{addr}/v1/traces")
-}
-
-/// A hub with an `OtelSubscriber` exporting to `endpoint`.
-fn pi_pipeline(endpoint: &str) -> (Observability, Arc<OtelSubscriber>, pi_observe_core::Subscription) {
-    let hub = Observability::new();
-    let config = OtlpConfig { traces_endpoint: Some(endpoint.to_owned()), ..Default::default() };
-    let otel = OtelSubscriber::new(config).unwrap();
-    let subscription = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
-    (hub, otel, subscription)
-}
-
-/// Times `n` traced provider requests (3 attributes) on `hub`, entered once: what is timed is
-/// the operation itself, as the peers' tracer is created once.
-fn time_pi_operations(hub: &Observability, n: u64) -> std::time::Duration {
-    let payload =
-        || Payload::new().safe(names::PROVIDER, "faux").safe(names::MODEL, "faux-1").safe(names::TURN_INDEX, 3);
-    pi_observe_core::testing::time_operations(hub, n, || {
-        trace_operation(names::PROVIDER_REQUEST, payload, async { Ok::<_, std::fmt::Error>(1) })
-    })
-}
-
-/// The same operation on the raw SDK: a span with the same 3 attributes.
-fn sdk_operation(tracer: &opentelemetry_sdk::trace::SdkTracer) {
-    tracer.in_span("pi.ai.provider.request", |cx| {
-        cx.span().set_attributes([
-            KeyValue::new("pi.provider", "faux"),
-            KeyValue::new("pi.model", "faux-1"),
-            KeyValue::new("pi.turnIndex", 3),
-        ]);
-    })
-}
 
 /// Unsubscribes, shuts the adapter down (up to 5 s) and prints what it kept and dropped.
 fn shut_down_and_report(name: &str, subscription: pi_observe_core::Subscription, otel: &OtelSubscriber) {
@@ -202,20 +85,6 @@ fn spans(c: &mut Criterion) {
     let _ = provider.shutdown();
     report_drops("span/tracing_opentelemetry", created, exported.load(std::sync::atomic::Ordering::Relaxed));
     group.finish();
-}
-
-/// An SDK pipeline (batch processor → [`OtlpHttpPeer`]) and the count of spans it exported.
-fn peer_provider(endpoint: &str) -> (SdkTracerProvider, Arc<std::sync::atomic::AtomicU64>) {
-    let peer = OtlpHttpPeer::new(endpoint);
-    let exported = peer.exported.clone();
-    (SdkTracerProvider::builder().with_span_processor(BatchSpanProcessor::builder(peer).build()).build(), exported)
-}
-
-/// Prints how many of the `created` spans a side did not export (its queue was full).
-fn report_drops(bench: &str, created: u64, exported: u64) {
-    let dropped = created.saturating_sub(exported);
-    let share = if created == 0 { 0.0 } else { dropped as f64 * 100.0 / created as f64 };
-    eprintln!("{bench}: {dropped} of {created} spans dropped ({share:.1} %)");
 }
 
 /// Operations per measured burst: below both queues' capacity (ours 8192 records = 4096 spans,
@@ -307,26 +176,6 @@ impl SpanExporter for CountingExporter {
         self.spans.fetch_add(batch.len() as u64, std::sync::atomic::Ordering::Relaxed);
         self.inner.export(batch)
     }
-}
-
-/// Operations per timed burst in `span_paced/*`: well below both queues (ours 4,096 spans, the
-/// SDK's 2,048), so nothing is dropped.
-const PACE: u64 = 1_000;
-
-/// Times `iters` operations in bursts of at most [`PACE`], calling `flush` (untimed) after each.
-fn paced(
-    iters: u64,
-    mut burst: impl FnMut(u64) -> std::time::Duration,
-    mut flush: impl FnMut(),
-) -> std::time::Duration {
-    let (mut left, mut total) = (iters, std::time::Duration::ZERO);
-    while left > 0 {
-        let n = left.min(PACE);
-        total += burst(n);
-        flush();
-        left -= n;
-    }
-    total
 }
 
 fn spans_paced(c: &mut Criterion) {
