@@ -176,7 +176,11 @@ impl Temporality {
 }
 
 fn text(record: &ObsEvent, key: &str) -> Option<String> {
-    record.payload.get(key).and_then(Value::as_str).map(str::to_owned)
+    text_ref(record, key).map(str::to_owned)
+}
+
+fn text_ref<'a>(record: &'a ObsEvent, key: &str) -> Option<&'a str> {
+    record.payload.get(key).and_then(Value::as_str)
 }
 
 fn number(record: &ObsEvent, key: &str) -> Option<f64> {
@@ -273,16 +277,16 @@ impl Aggregator {
         let failed = end.kind == EventKind::Error;
         let mut attrs = self.base(end);
         // A provider request without a call kind (another producer of the contract) is a turn.
-        let kind = text(end, pi::CALL_KIND)
-            .or_else(|| (end.name == pi::PROVIDER_REQUEST).then(|| pi::CALL_KIND_TURN.to_owned()));
+        let kind =
+            text_ref(end, pi::CALL_KIND).or_else(|| (end.name == pi::PROVIDER_REQUEST).then_some(pi::CALL_KIND_TURN));
         if let Some(kind) = kind {
             self.record_usage(end, &attrs, kind);
         }
         match end.name.as_ref() {
             pi::PROVIDER_REQUEST => {
                 attrs.push((GEN_AI_OPERATION_NAME.into(), OP_CHAT.into()));
-                if let Some(provider) = text(end, pi::PROVIDER) {
-                    attrs.push((GEN_AI_PROVIDER_NAME.into(), genai_provider_name(&provider).to_owned()));
+                if let Some(provider) = text_ref(end, pi::PROVIDER) {
+                    attrs.push((GEN_AI_PROVIDER_NAME.into(), genai_provider_name(provider).to_owned()));
                 }
                 if let Some(model) = text(end, pi::MODEL) {
                     attrs.push((GEN_AI_REQUEST_MODEL.into(), model));
@@ -323,7 +327,7 @@ impl Aggregator {
     /// Tokens and cost of one billed call (any record with `pi.call_kind`: provider requests
     /// live; compactions, branch summaries and tools with usage too when replayed), by the
     /// configured dimensions, provider, model and call kind.
-    fn record_usage(&mut self, end: &ObsEvent, base: &Attrs, kind: String) {
+    fn record_usage(&mut self, end: &ObsEvent, base: &Attrs, kind: &str) {
         use metric_names::*;
         let has = |key| end.payload.get(key).is_some();
         if !(has(pi::INPUT_TOKENS) || has(pi::OUTPUT_TOKENS) || has(pi::COST_UNKNOWN) || has(pi::COST_TOTAL)) {
@@ -334,13 +338,13 @@ impl Aggregator {
         if end.name == pi::PROVIDER_REQUEST {
             attrs.push((GEN_AI_OPERATION_NAME.into(), OP_CHAT.into()));
         }
-        if let Some(provider) = text(end, pi::PROVIDER) {
-            attrs.push((GEN_AI_PROVIDER_NAME.into(), genai_provider_name(&provider).to_owned()));
+        if let Some(provider) = text_ref(end, pi::PROVIDER) {
+            attrs.push((GEN_AI_PROVIDER_NAME.into(), genai_provider_name(provider).to_owned()));
         }
         if let Some(model) = text(end, pi::MODEL) {
             attrs.push((GEN_AI_REQUEST_MODEL.into(), model));
         }
-        attrs.push((CALL_KIND_ATTRIBUTE.into(), kind));
+        attrs.push((CALL_KIND_ATTRIBUTE.into(), kind.to_owned()));
         let input = [pi::INPUT_TOKENS, pi::CACHE_READ_TOKENS, pi::CACHE_WRITE_TOKENS]
             .iter()
             .filter_map(|k| number(end, k))

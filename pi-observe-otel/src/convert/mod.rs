@@ -55,7 +55,8 @@ pub fn pi_key(key: &str) -> opentelemetry::Key {
 
 /// `prefix + key` as an attribute key, cached per thread for the prefixes used here.
 fn cached_key(prefix: &'static str, key: &str) -> opentelemetry::Key {
-    type Keys = std::collections::HashMap<String, opentelemetry::Key>;
+    // Looked up once per attribute of every span: a fast hash for short keys.
+    type Keys = std::collections::HashMap<String, opentelemetry::Key, rustc_hash::FxBuildHasher>;
     thread_local! {
         static KEYS: std::cell::RefCell<Vec<(&'static str, Keys)>> = const { std::cell::RefCell::new(Vec::new()) };
     }
@@ -64,7 +65,7 @@ fn cached_key(prefix: &'static str, key: &str) -> opentelemetry::Key {
         let index = match cache.iter().position(|(p, _)| *p == prefix) {
             Some(index) => index,
             None => {
-                cache.push((prefix, Keys::new()));
+                cache.push((prefix, Keys::default()));
                 cache.len() - 1
             }
         };
@@ -328,15 +329,20 @@ fn push_context_attributes(context: &Attribution, out: &mut Vec<KeyValue>) {
 pub fn span_name(record: &ObsEvent, conventions: Conventions) -> std::borrow::Cow<'static, str> {
     let name = &record.name;
     let text = |key: &str| record.exportable_fields().find(|f| f.key == key).and_then(|f| f.value.as_str());
+    // `operation target`, written directly: one per span, on the export worker.
+    let joined = |operation: &str, target: &str| {
+        let mut out = String::with_capacity(operation.len() + 1 + target.len());
+        out.push_str(operation);
+        out.push(' ');
+        out.push_str(target);
+        std::borrow::Cow::Owned(out)
+    };
     if conventions.genai() {
         match name.as_ref() {
-            pi::AGENT_PROMPT => return format!("{OP_INVOKE_AGENT} {AGENT_NAME}").into(),
-            pi::PROVIDER_REQUEST => {
-                return text(pi::MODEL).map_or(OP_CHAT.into(), |model| format!("{OP_CHAT} {model}").into());
-            }
+            pi::AGENT_PROMPT => return joined(OP_INVOKE_AGENT, AGENT_NAME),
+            pi::PROVIDER_REQUEST => return text(pi::MODEL).map_or(OP_CHAT.into(), |model| joined(OP_CHAT, model)),
             pi::AGENT_TOOL_CALL => {
-                return text(pi::TOOL_NAME)
-                    .map_or(OP_EXECUTE_TOOL.into(), |tool| format!("{OP_EXECUTE_TOOL} {tool}").into());
+                return text(pi::TOOL_NAME).map_or(OP_EXECUTE_TOOL.into(), |tool| joined(OP_EXECUTE_TOOL, tool));
             }
             _ => {}
         }
