@@ -35,6 +35,14 @@ thread_local! {
 }
 
 /// Marks this thread as delivering until dropped (also when unwinding).
+/// How an operation starting now is recorded ([`Observability::plan`]).
+pub(crate) struct Plan {
+    /// Some subscriber needs its start record.
+    pub(crate) start: bool,
+    /// Every subscriber is saturated: the operation is shed.
+    pub(crate) shed: bool,
+}
+
 pub(crate) struct DeliveringGuard;
 
 impl DeliveringGuard {
@@ -313,14 +321,32 @@ impl Observability {
 
     /// Whether an operation named `name` emits its start record: unless every subscriber
     /// needs only some starts ([`Starts::Only`]) and none of them names it.
-    pub(crate) fn wants_start(&self, name: &str) -> bool {
-        let wanted = |entries: &[Entry]| {
-            entries.iter().any(|entry| match entry.starts {
+    /// How an operation named `name` starting now is recorded: whether some subscriber needs
+    /// its start record, and whether every subscriber is saturated (it is then shed).
+    pub(crate) fn plan(&self, name: &str) -> Plan {
+        let plan = |entries: &[Entry]| Plan {
+            start: entries.iter().any(|entry| match entry.starts {
                 Starts::All => true,
                 Starts::Only(names) => names.contains(&name),
-            })
+            }),
+            shed: !entries.is_empty() && entries.iter().all(|entry| entry.subscriber.saturated()),
         };
-        delivery::with_entries(&self.inner, wanted).unwrap_or_else(|| wanted(&self.snapshot()))
+        delivery::with_entries(&self.inner, plan).unwrap_or_else(|| plan(&self.snapshot()))
+    }
+
+    /// Tells every subscriber that one operation was shed ([`Subscriber::on_shed`]); a panic
+    /// is caught and counted.
+    pub(crate) fn shed_operation(&self) {
+        let tell = |entries: &[Entry]| {
+            for entry in entries {
+                if catch_unwind(AssertUnwindSafe(|| entry.subscriber.on_shed())).is_err() {
+                    self.inner.stats.subscriber_panics.fetch_add(1, Relaxed);
+                }
+            }
+        };
+        if delivery::with_entries(&self.inner, tell).is_none() {
+            tell(&self.snapshot());
+        }
     }
 
     /// Delivers a start record for each operation running without having emitted one: to

@@ -65,6 +65,11 @@ enum Settlement {
 
 impl SpanInner {
     fn settle(&self, how: Settlement) {
+        if self.shed {
+            // Settled once (its guard is taken); the subscribers count it as dropped.
+            self.hub.shed_operation();
+            return;
+        }
         let cancelled = matches!(how, Settlement::Cancelled);
         let slot = self.running.load(Relaxed);
         // The end record is built under the lock, its payload taken straight into it.
@@ -177,7 +182,9 @@ impl Span {
 
     /// True while the operation runs and someone listens.
     pub fn is_recording(&self) -> bool {
-        self.0.as_ref().is_some_and(|inner| !inner.state.lock().unwrap_or_else(|e| e.into_inner()).settled)
+        self.0
+            .as_ref()
+            .is_some_and(|inner| !inner.shed && !inner.state.lock().unwrap_or_else(|e| e.into_inner()).settled)
     }
 
     /// The trace id, when recording.
@@ -281,39 +288,61 @@ fn begin_under(
     if !hub.has_subscribers() {
         return None;
     }
-    let mut payload = build_payload(hub, payload);
-    if parent.span_id.is_some() && parent.span.is_none() {
-        // A remote parent: say whether the caller sampled the trace (parent-based samplers).
-        let sampled = parent.trace_flags & TraceParent::SAMPLED != 0;
-        payload.insert(names::PARENT_SAMPLED, sampled, crate::Class::Safe);
-    }
+    let plan = hub.plan(&name);
     let trace_id = parent.trace_id.unwrap_or_else(TraceId::random);
     let span_id = SpanId::random();
-    let started = Instant::now();
-    let start = Timestamp::at(started);
-    // The start record is emitted unless no subscriber needs it; a remote parent's sampling
-    // decision always is.
     let remote_parent = parent.span_id.is_some() && parent.span.is_none();
-    let emit_start = remote_parent || hub.wants_start(&name);
-    let (kept, start_payload) = if emit_start { (payload.clone(), Some(payload)) } else { (payload, None) };
-    let inner = Arc::new(SpanInner {
-        hub: hub.clone(),
-        name,
-        trace_id,
-        span_id,
-        parent: parent.span_id,
-        attribution: parent.attribution.clone(),
-        start,
-        started,
-        state: Mutex::new(SpanState { settled: false, payload: kept, status: None }),
-        running: AtomicU64::new(Running::NONE),
-        start_skipped: AtomicBool::new(!emit_start),
-    });
-    // Without a start record, the operation goes on the hub's running list only if it waits
-    // (`OpGuard::waiting`).
-    if let Some(payload) = start_payload {
-        hub.emit(inner.start_record(payload));
-    }
+    let inner = if plan.shed {
+        // Every subscriber would drop its records: ids only (its children keep their parent),
+        // no payload, no clock, no record.
+        let (start, started) = crate::event::epoch();
+        Arc::new(SpanInner {
+            hub: hub.clone(),
+            name,
+            trace_id,
+            span_id,
+            parent: parent.span_id,
+            attribution: parent.attribution.clone(),
+            start,
+            started,
+            state: Mutex::new(SpanState { settled: false, payload: Payload::new(), status: None }),
+            running: AtomicU64::new(Running::NONE),
+            start_skipped: AtomicBool::new(true),
+            shed: true,
+        })
+    } else {
+        let mut payload = build_payload(hub, payload);
+        if remote_parent {
+            // A remote parent: say whether the caller sampled the trace (parent-based samplers).
+            let sampled = parent.trace_flags & TraceParent::SAMPLED != 0;
+            payload.insert(names::PARENT_SAMPLED, sampled, crate::Class::Safe);
+        }
+        let started = Instant::now();
+        // The start record is emitted unless no subscriber needs it; a remote parent's sampling
+        // decision always is.
+        let emit_start = remote_parent || plan.start;
+        let (kept, start_payload) = if emit_start { (payload.clone(), Some(payload)) } else { (payload, None) };
+        let inner = Arc::new(SpanInner {
+            hub: hub.clone(),
+            name,
+            trace_id,
+            span_id,
+            parent: parent.span_id,
+            attribution: parent.attribution.clone(),
+            start: Timestamp::at(started),
+            started,
+            state: Mutex::new(SpanState { settled: false, payload: kept, status: None }),
+            running: AtomicU64::new(Running::NONE),
+            start_skipped: AtomicBool::new(!emit_start),
+            shed: false,
+        });
+        // Without a start record, the operation goes on the hub's running list only if it waits
+        // (`OpGuard::waiting`).
+        if let Some(payload) = start_payload {
+            hub.emit(inner.start_record(payload));
+        }
+        inner
+    };
     let trace_flags = if parent.trace_id.is_some() { parent.trace_flags } else { TraceParent::SAMPLED };
     let child = ObsContext {
         trace_id: Some(trace_id),
@@ -338,6 +367,7 @@ impl OpGuard {
     /// only be running at a shutdown during that poll.
     fn waiting(&self) {
         if let Some(inner) = &self.0
+            && !inner.shed
             && inner.start_skipped.load(Relaxed)
             && inner.running.load(Relaxed) == Running::NONE
         {

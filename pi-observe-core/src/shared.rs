@@ -121,6 +121,9 @@ pub(crate) struct SpanInner {
     /// Its start record was not delivered (yet: a shutdown delivers those of running
     /// operations), so its other records say [`crate::ObsEvent::start_skipped`].
     pub(crate) start_skipped: std::sync::atomic::AtomicBool,
+    /// Shed as it started ([`crate::Subscriber::saturated`]): it records nothing, and its
+    /// `start` and `started` are not read.
+    pub(crate) shed: bool,
 }
 
 pub(crate) struct SpanState {

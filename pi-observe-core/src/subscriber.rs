@@ -46,6 +46,21 @@ pub trait Subscriber: Send + Sync + 'static {
         Starts::All
     }
 
+    /// True while this subscriber would drop whatever it is handed (its queue is full). When
+    /// every subscriber of a hub says so as an operation starts, the hub sheds the operation:
+    /// it still runs under its own ids (its children keep their parent), but builds no
+    /// payload, reads no clock and emits no record; each subscriber hears of it once, through
+    /// [`Subscriber::on_shed`], and counts it as dropped. Under a burst no exporter keeps up
+    /// with, the instrumented thread then pays little more than for an operation nobody
+    /// listens to. Checked once per operation: keep it to an atomic load. Default `false`.
+    fn saturated(&self) -> bool {
+        false
+    }
+
+    /// One operation was shed while this subscriber (like every other) was
+    /// [`saturated`](Subscriber::saturated): count it as one dropped for a full queue.
+    fn on_shed(&self) {}
+
     /// Handles one event the subscriber may keep: the hub hands over its copy instead of a
     /// reference (adapters that queue events override this to keep it without cloning; the
     /// default calls [`Subscriber::on_event`]). Of the subscribers sharing one policy, the last

@@ -8,7 +8,8 @@
 //!   untimed flush, so neither side drops; its figure is its median burst.
 //! - Free-running: a block is [`FREE_OPS`] operations with no flush in between (queues fill and
 //!   the rest is dropped, as in `span/*`), timed whole, then flushed untimed so that the next
-//!   block starts empty; the spans each side dropped are counted.
+//!   block starts empty; the spans each side dropped are counted, and the spans each kept per
+//!   millisecond of its producer's time (a faster producer drops a larger share).
 //!
 //! Rounds alternate which side goes first; one warm-up round is discarded. Printed: each side's
 //! median block (ns per operation), the ratio of the medians and the spread of the rounds' own
@@ -150,22 +151,35 @@ fn main() {
 
     let before = counts(sdk_created);
     let sdk_created_free = std::cell::Cell::new(0u64);
+    // Each side's timed total: a faster producer drops a larger share of what it makes, so the
+    // spans each side kept per second of its producer's time are printed too.
+    let (pi_timed, sdk_timed) = (std::cell::Cell::new(Duration::ZERO), std::cell::Cell::new(Duration::ZERO));
     let free = Rounds::run(
         rounds,
         || {
             let elapsed = time_pi_operations(&hub, FREE_OPS);
+            pi_timed.set(pi_timed.get() + elapsed);
             flush_pi();
             ns_per_op(elapsed, FREE_OPS)
         },
         || {
             let elapsed = sdk_ops(FREE_OPS);
+            sdk_timed.set(sdk_timed.get() + elapsed);
             sdk_created_free.set(sdk_created_free.get() + FREE_OPS);
             flush_sdk();
             ns_per_op(elapsed, FREE_OPS)
         },
     );
     sdk_created += sdk_created_free.get();
-    free.report("free_running", &drops_since(before, counts(sdk_created)));
+    let after = counts(sdk_created);
+    let kept_per_ms = |kept: u64, timed: Duration| kept as f64 / timed.as_secs_f64() / 1000.0;
+    let kept = format!(
+        "{}; kept per ms of producer time: pi {:.0}, SDK {:.0}",
+        drops_since(before, after),
+        kept_per_ms((after.0 - before.0) - (after.1 - before.1), pi_timed.get()),
+        kept_per_ms(after.3 - before.3, sdk_timed.get()),
+    );
+    free.report("free_running", &kept);
 
     drop(subscription);
     let _ = otel.shutdown(Duration::from_secs(5));

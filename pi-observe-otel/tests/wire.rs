@@ -437,7 +437,9 @@ fn a_full_queue_drops_and_counts_every_record_it_could_not_take() {
         std::thread::yield_now();
     }
     // ... so the queue (8 records) takes eight more spans, one record each (a tool call's
-    // start is not needed: its end alone makes the span), and drops the rest.
+    // start is not needed: its end alone makes the span), and drops the rest: the first as its
+    // end record finds the queue full, the others shed by the hub as they start (the adapter is
+    // `saturated`), counted the same way.
     for _ in 0..200 {
         runtime.block_on(hub.scope(span())).unwrap();
     }

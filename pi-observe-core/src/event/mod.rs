@@ -92,6 +92,13 @@ impl Timestamp {
     }
 }
 
+/// The process's anchor: a timestamp and the monotonic instant it was read at, for a record
+/// that needs neither (a shed operation's, [`crate::Subscriber::saturated`]).
+pub(crate) fn epoch() -> (Timestamp, Instant) {
+    let (wall, mono) = anchor();
+    (Timestamp(wall), mono)
+}
+
 fn anchor() -> (u64, Instant) {
     static ANCHOR: OnceLock<(u64, Instant)> = OnceLock::new();
     *ANCHOR.get_or_init(|| {

@@ -335,6 +335,18 @@ impl Subscriber for OtelSubscriber {
         if self.logs { Starts::All } else { Starts::Only(&[pi_observe_core::names::AGENT_PROMPT]) }
     }
 
+    /// Full until the worker takes what is queued: the hub then sheds operations as they start
+    /// instead of building records this subscriber would drop.
+    fn saturated(&self) -> bool {
+        self.queue.full.load(Relaxed)
+    }
+
+    /// Counted as the span's opening record dropped for a full queue would be.
+    fn on_shed(&self) {
+        self.counters.started.fetch_add(1, Relaxed);
+        self.drop_queue_full(true);
+    }
+
     fn on_owned_event(&self, event: ObsEvent) {
         if self.disabled {
             return;
