@@ -292,24 +292,10 @@ fn begin_under(
     let trace_id = parent.trace_id.unwrap_or_else(TraceId::random);
     let span_id = SpanId::random();
     let remote_parent = parent.span_id.is_some() && parent.span.is_none();
-    let inner = if plan.shed {
-        // Every subscriber would drop its records: ids only (its children keep their parent),
-        // no payload, no clock, no record.
-        let (start, started) = crate::event::epoch();
-        Arc::new(SpanInner {
-            hub: hub.clone(),
-            name,
-            trace_id,
-            span_id,
-            parent: parent.span_id,
-            attribution: parent.attribution.clone(),
-            start,
-            started,
-            state: Mutex::new(SpanState { settled: false, payload: Payload::new(), status: None }),
-            running: AtomicU64::new(Running::NONE),
-            start_skipped: AtomicBool::new(true),
-            shed: true,
-        })
+    // A shed operation (every subscriber would drop its records) keeps its ids, so that its
+    // children keep their parent, and builds no payload, reads no clock and emits no record.
+    let (kept, start_payload, (start, started)) = if plan.shed {
+        (Payload::new(), None, crate::event::epoch())
     } else {
         let mut payload = build_payload(hub, payload);
         if remote_parent {
@@ -320,29 +306,29 @@ fn begin_under(
         let started = Instant::now();
         // The start record is emitted unless no subscriber needs it; a remote parent's sampling
         // decision always is.
-        let emit_start = remote_parent || plan.start;
-        let (kept, start_payload) = if emit_start { (payload.clone(), Some(payload)) } else { (payload, None) };
-        let inner = Arc::new(SpanInner {
-            hub: hub.clone(),
-            name,
-            trace_id,
-            span_id,
-            parent: parent.span_id,
-            attribution: parent.attribution.clone(),
-            start: Timestamp::at(started),
-            started,
-            state: Mutex::new(SpanState { settled: false, payload: kept, status: None }),
-            running: AtomicU64::new(Running::NONE),
-            start_skipped: AtomicBool::new(!emit_start),
-            shed: false,
-        });
-        // Without a start record, the operation goes on the hub's running list only if it waits
-        // (`OpGuard::waiting`).
-        if let Some(payload) = start_payload {
-            hub.emit(inner.start_record(payload));
-        }
-        inner
+        let (kept, start_payload) =
+            if remote_parent || plan.start { (payload.clone(), Some(payload)) } else { (payload, None) };
+        (kept, start_payload, (Timestamp::at(started), started))
     };
+    let inner = Arc::new(SpanInner {
+        hub: hub.clone(),
+        name,
+        trace_id,
+        span_id,
+        parent: parent.span_id,
+        attribution: parent.attribution.clone(),
+        start,
+        started,
+        state: Mutex::new(SpanState { settled: false, payload: kept, status: None }),
+        running: AtomicU64::new(Running::NONE),
+        start_skipped: AtomicBool::new(start_payload.is_none()),
+        shed: plan.shed,
+    });
+    // Without a start record, the operation goes on the hub's running list only if it waits
+    // (`OpGuard::waiting`).
+    if let Some(payload) = start_payload {
+        hub.emit(inner.start_record(payload));
+    }
     let trace_flags = if parent.trace_id.is_some() { parent.trace_flags } else { TraceParent::SAMPLED };
     let child = ObsContext {
         trace_id: Some(trace_id),
