@@ -34,7 +34,6 @@ thread_local! {
     static DELIVERING: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Marks this thread as delivering until dropped (also when unwinding).
 /// How an operation starting now is recorded ([`Observability::plan`]).
 pub(crate) struct Plan {
     /// Some subscriber needs its start record.
@@ -43,6 +42,7 @@ pub(crate) struct Plan {
     pub(crate) shed: bool,
 }
 
+/// Marks this thread as delivering until dropped (also when unwinding).
 pub(crate) struct DeliveringGuard;
 
 impl DeliveringGuard {
@@ -319,10 +319,9 @@ impl Observability {
         self.inner.reading_payloads.load(Relaxed) != 0
     }
 
-    /// Whether an operation named `name` emits its start record: unless every subscriber
-    /// needs only some starts ([`Starts::Only`]) and none of them names it.
-    /// How an operation named `name` starting now is recorded: whether some subscriber needs
-    /// its start record, and whether every subscriber is saturated (it is then shed).
+    /// How an operation named `name` starting now is recorded: it emits its start record
+    /// unless every subscriber needs only some starts ([`Starts::Only`]) and none of them names
+    /// it; it is shed when every subscriber is saturated ([`Subscriber::saturated`]).
     pub(crate) fn plan(&self, name: &str) -> Plan {
         let plan = |entries: &[Entry]| Plan {
             start: entries.iter().any(|entry| match entry.starts {

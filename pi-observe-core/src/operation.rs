@@ -180,7 +180,8 @@ impl Span {
         Span(context::with_current(|ctx| ctx.span.clone()))
     }
 
-    /// True while the operation runs and someone listens.
+    /// True while the operation runs and someone listens (not when it was shed: every
+    /// subscriber was saturated as it started, see [`crate::Subscriber::saturated`]).
     pub fn is_recording(&self) -> bool {
         self.0
             .as_ref()
