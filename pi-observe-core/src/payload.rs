@@ -255,7 +255,21 @@ impl Payload {
     }
 
     /// Adds or replaces a field, keeping the position of an existing key.
+    #[inline]
     pub fn push_field(&mut self, field: Field) {
+        // The builder's common case, inlined into it: a new plain field with room left inline.
+        if let Repr::Inline(fields) = &mut self.fields
+            && fields.len() < INLINE_FIELDS
+            && field.is_plain()
+            && !fields.iter().any(|f| f.key == field.key)
+        {
+            fields.push(field);
+            return;
+        }
+        self.push_field_slow(field);
+    }
+
+    fn push_field_slow(&mut self, field: Field) {
         if let Repr::Inline(fields) = &mut self.fields {
             let slot = fields.iter().position(|f| f.key == field.key);
             let fits = slot.is_some() || fields.len() < INLINE_FIELDS;
