@@ -87,8 +87,8 @@ fn spans(c: &mut Criterion) {
     group.finish();
 }
 
-/// Operations per measured burst: below both queues' capacity (ours 8192 records = 4096 spans,
-/// the SDK's 2048 spans), so nothing is dropped and both export everything.
+/// Operations per measured burst: below both queues' capacity (ours 8,192 records, one per span,
+/// the SDK's 2,048 spans), so nothing is dropped and both export everything.
 const BURST: u64 = 1_000;
 
 fn export(c: &mut Criterion) {

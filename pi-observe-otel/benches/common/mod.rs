@@ -151,8 +151,8 @@ pub fn report_drops(bench: &str, created: u64, exported: u64) {
     eprintln!("{bench}: {dropped} of {created} spans dropped ({share:.1} %)");
 }
 
-/// Operations per timed burst in `span_paced/*`: well below both queues (ours 4,096 spans, the
-/// SDK's 2,048), so nothing is dropped.
+/// Operations per timed burst in `span_paced/*` and `span_ratio`: well below both queues (ours
+/// 8,192 records, one per span; the SDK's 2,048 spans), so nothing is dropped.
 pub const PACE: u64 = 1_000;
 
 /// Times `iters` operations in bursts of at most [`PACE`], calling `flush` (untimed) after each.
