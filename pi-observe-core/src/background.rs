@@ -7,8 +7,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::delivery::DeliveringGuard;
 use crate::event::{EventKind, ObsEvent};
-use crate::hub::{DeliveringGuard, HubSlot};
+use crate::hub::HubSlot;
 use crate::shared::Observability;
 use crate::stats::DropReason;
 use crate::subscriber::{Starts, Subscriber, SubscriberError};

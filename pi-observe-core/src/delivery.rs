@@ -11,8 +11,11 @@
 //! What a thread keeps holds the listed subscribers: after an unsubscribe, nothing more is
 //! delivered to the subscriber (the generation changed), and the thread that unsubscribed lets
 //! go of it at once; another thread that emitted on the hub lets go at its next emit or exit.
+//!
+//! A thread also knows whether it is delivering (running subscriber callbacks): what it emits
+//! then is dropped as re-entrant ([`DeliveringGuard`]).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
@@ -169,4 +172,33 @@ pub(crate) fn forget(hub: &HubInner) {
             *kept = None;
         }
     });
+}
+
+thread_local! {
+    /// Set while this thread runs subscriber callbacks: events emitted then are dropped.
+    static DELIVERING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// True while this thread runs subscriber callbacks: what it emits then is dropped as
+/// re-entrant.
+pub(crate) fn delivering() -> bool {
+    DELIVERING.with(Cell::get)
+}
+
+/// Marks this thread as delivering until dropped (also when unwinding).
+pub(crate) struct DeliveringGuard;
+
+impl DeliveringGuard {
+    /// Marks this thread as delivering until the guard is dropped: what it emits meanwhile is
+    /// dropped as re-entrant.
+    pub(crate) fn enter() -> DeliveringGuard {
+        DELIVERING.with(|d| d.set(true));
+        DeliveringGuard
+    }
+}
+
+impl Drop for DeliveringGuard {
+    fn drop(&mut self) {
+        DELIVERING.with(|d| d.set(false));
+    }
 }

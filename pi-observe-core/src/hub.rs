@@ -1,6 +1,5 @@
 //! The hub ([`Observability`]): subscribers, policies, delivery and self-telemetry.
 
-use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -11,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::attribution::Attribution;
 use crate::context::{self, ObsContext, Scoped};
-use crate::delivery::{self, Subscribers, Tally};
+use crate::delivery::{self, DeliveringGuard, Subscribers, Tally};
 use crate::event::ObsEvent;
 use crate::policy::ContentPolicy;
 use crate::shared::{Entry, HubInner, Observability};
@@ -29,35 +28,12 @@ pub(crate) fn any_interest() -> bool {
     INTEREST.load(Relaxed) != 0
 }
 
-thread_local! {
-    /// Set while this thread runs subscriber callbacks: events emitted then are dropped.
-    static DELIVERING: Cell<bool> = const { Cell::new(false) };
-}
-
 /// How an operation starting now is recorded ([`Observability::plan`]).
 pub(crate) struct Plan {
     /// Some subscriber needs its start record.
     pub(crate) start: bool,
     /// Every subscriber is saturated: the operation is shed.
     pub(crate) shed: bool,
-}
-
-/// Marks this thread as delivering until dropped (also when unwinding).
-pub(crate) struct DeliveringGuard;
-
-impl DeliveringGuard {
-    /// Marks this thread as delivering until the guard is dropped: what it emits meanwhile is
-    /// dropped as re-entrant.
-    pub(crate) fn enter() -> DeliveringGuard {
-        DELIVERING.with(|d| d.set(true));
-        DeliveringGuard
-    }
-}
-
-impl Drop for DeliveringGuard {
-    fn drop(&mut self) {
-        DELIVERING.with(|d| d.set(false));
-    }
 }
 
 /// What [`Observability::enter`] sets for a future; unset parts are inherited.
@@ -393,7 +369,7 @@ impl Observability {
     /// [`Observability::emit`] of the event in `original`.
     fn emit_from(&self, original: &mut Option<ObsEvent>) {
         let stats = &self.inner.stats;
-        if DELIVERING.with(Cell::get) {
+        if delivery::delivering() {
             stats.drop_events(DropReason::Reentrant, 1);
             return;
         }

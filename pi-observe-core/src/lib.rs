@@ -61,6 +61,7 @@ mod private_files;
 mod probe;
 mod running;
 mod shared;
+mod span;
 mod stats;
 mod subscriber;
 mod traceparent;
@@ -79,7 +80,7 @@ pub use event::{ErrorInfo, EventKind, ObsEvent, Timestamp, ValueJson, value_from
 pub use hub::{HubSlot, Scope, Subscription, WeakObservability};
 pub use ids::{IdHex, InvalidId, SpanId, TraceId};
 pub use operation::{
-    Operation, Outcome, Span, record, record_event, trace_operation, trace_operation_sync, trace_operation_with,
+    Operation, Outcome, record, record_event, trace_operation, trace_operation_sync, trace_operation_with,
 };
 pub use payload::{Class, ContentKind, Field, Payload, PayloadIntoIter, PayloadSource, Value};
 pub use policy::{
@@ -89,6 +90,7 @@ pub use policy::{
 pub use private_files::{create_private_dir_all, create_private_parent, private_file_options, write_private};
 pub use probe::ProbeOutcome;
 pub use shared::{Observability, Status};
+pub use span::Span;
 pub use stats::{DropReason, StatsSnapshot};
 pub use subscriber::{Starts, Subscriber, SubscriberError, WithoutPayloads};
 pub use traceparent::TraceParent;

@@ -30,10 +30,11 @@ use crate::attribution::Attribution;
 use crate::context::spawn;
 use crate::event::ErrorInfo;
 use crate::names;
-use crate::operation::{Span, trace_operation, trace_operation_with};
+use crate::operation::{trace_operation, trace_operation_with};
 use crate::payload::{ContentKind, Payload, Value};
 use crate::policy::ContentPolicy;
 use crate::shared::{Observability, Status};
+use crate::span::Span;
 use crate::subscriber::Subscriber;
 
 /// What an adapter provides to run the suite against itself.
