@@ -21,7 +21,6 @@ const MAX_SPANS_PER_TRACE: usize = 1000;
 /// Breadcrumbs kept per trace (the newest win), like Sentry's default `max_breadcrumbs`.
 const MAX_BREADCRUMBS: usize = 100;
 
-#[derive(Default)]
 struct TraceBuffer {
     root: Option<SpanId>,
     /// The spans in the order they started (those in `written` are no longer in `spans`).
@@ -33,8 +32,21 @@ struct TraceBuffer {
     written: Vec<u8>,
     /// How many spans `written` holds.
     written_spans: usize,
-    /// The point events of the trace, made breadcrumbs when something is sent.
-    breadcrumbs: Vec<ObsEvent>,
+    /// The point events of the trace, as breadcrumbs.
+    breadcrumbs: convert::Breadcrumbs,
+}
+
+impl Default for TraceBuffer {
+    fn default() -> Self {
+        TraceBuffer {
+            root: None,
+            order: Vec::new(),
+            spans: HashMap::new(),
+            written: Vec::new(),
+            written_spans: 0,
+            breadcrumbs: convert::Breadcrumbs::new(MAX_BREADCRUMBS),
+        }
+    }
 }
 
 /// What the subscriber sent and dropped.
@@ -190,12 +202,11 @@ impl SentrySubscriber {
                 .filter(|id| Some(**id) != buffer.root)
                 .filter_map(|id| buffer.spans.get(id))
                 .collect();
-            let breadcrumbs: Vec<Breadcrumb> = buffer.breadcrumbs.iter().map(convert::breadcrumb).collect();
             let parts = TransactionParts {
                 root,
                 written: &buffer.written,
                 children,
-                breadcrumbs: &breadcrumbs,
+                breadcrumbs: &buffer.breadcrumbs,
                 tag_keys: tag_keys.as_deref(),
                 environment: environment.as_deref(),
                 release: release.as_deref(),
@@ -282,11 +293,8 @@ impl Subscriber for SentrySubscriber {
                 } else if let Some(records) = buffer.spans.get_mut(&span) {
                     records.end = Some(event.clone());
                 }
-                let breadcrumbs: Vec<Breadcrumb> = if event.kind == EventKind::Error {
-                    buffer.breadcrumbs.iter().map(convert::breadcrumb).collect()
-                } else {
-                    Vec::new()
-                };
+                let breadcrumbs: Vec<Breadcrumb> =
+                    if event.kind == EventKind::Error { buffer.breadcrumbs.to_vec() } else { Vec::new() };
                 let finished = (buffer.root == Some(span)).then(|| traces.remove(&event.trace_id)).flatten();
                 drop(traces);
                 if event.kind == EventKind::Error {
@@ -298,10 +306,7 @@ impl Subscriber for SentrySubscriber {
             }
             EventKind::Event => {
                 if let Some(buffer) = traces.get_mut(&event.trace_id) {
-                    if buffer.breadcrumbs.len() >= MAX_BREADCRUMBS {
-                        buffer.breadcrumbs.remove(0);
-                    }
-                    buffer.breadcrumbs.push(event.clone());
+                    buffer.breadcrumbs.push(event);
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! Pure mapping from contract records to Sentry protocol values: ops, span data, statuses,
 //! users, tags, breadcrumbs, and the transaction of one finished trace.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use pi_observe_core::{Attribution, EventKind, ObsEvent, Value, names};
 use sentry::protocol::{self, Breadcrumb, SpanStatus, TraceContext};
@@ -95,6 +95,54 @@ pub fn breadcrumb(event: &ObsEvent) -> Breadcrumb {
     }
 }
 
+/// The breadcrumbs of one trace, the newest `max` kept: each converted and written as JSON when
+/// its record comes, so that a transaction (sent as the root ends, on the exit's path in `pi`)
+/// only joins them.
+#[derive(Debug)]
+pub struct Breadcrumbs {
+    max: usize,
+    items: VecDeque<(Breadcrumb, Box<[u8]>)>,
+}
+
+impl Breadcrumbs {
+    /// None yet; at most `max` are kept (the oldest goes first).
+    pub fn new(max: usize) -> Self {
+        Breadcrumbs { max, items: VecDeque::new() }
+    }
+
+    /// Adds the breadcrumb of the point `event` record.
+    pub fn push(&mut self, event: &ObsEvent) {
+        let crumb = breadcrumb(event);
+        let Ok(json) = serde_json::to_vec(&crumb) else { return };
+        if self.items.len() >= self.max {
+            self.items.pop_front();
+        }
+        self.items.push_back((crumb, json.into_boxed_slice()));
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The breadcrumbs, oldest first (for an error event).
+    pub fn to_vec(&self) -> Vec<Breadcrumb> {
+        self.items.iter().map(|(crumb, _)| crumb.clone()).collect()
+    }
+
+    /// Appends `{"values":[…]}` from the JSON written as they came.
+    fn write_values(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(br#"{"values":["#);
+        for (i, (_, json)) in self.items.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(json);
+        }
+        out.extend_from_slice(b"]}");
+    }
+}
+
 pub(crate) fn trace_id(id: pi_observe_core::TraceId) -> protocol::TraceId {
     protocol::TraceId::from(id.to_bytes())
 }
@@ -141,7 +189,7 @@ pub struct TransactionParts<'a> {
     /// Every other span of the trace, any depth.
     pub children: Vec<&'a SpanRecords>,
     /// Breadcrumbs from the trace's point events.
-    pub breadcrumbs: &'a [Breadcrumb],
+    pub breadcrumbs: &'a Breadcrumbs,
     /// Which attribution keys become tags.
     pub tag_keys: Option<&'a [String]>,
     /// `SENTRY_ENVIRONMENT`.
@@ -164,7 +212,7 @@ pub fn transaction_json(parts: &TransactionParts<'_>) -> Json {
             spans.splice(0..0, written);
         }
         if !parts.breadcrumbs.is_empty() {
-            map.insert("breadcrumbs".into(), json!({ "values": parts.breadcrumbs }));
+            map.insert("breadcrumbs".into(), json!({ "values": parts.breadcrumbs.to_vec() }));
         }
     }
     json
@@ -210,7 +258,7 @@ pub fn transaction_bytes(parts: &TransactionParts<'_>) -> Option<(String, Vec<u8
         // The typed transaction has no breadcrumbs field: add it as the last member.
         bytes.pop();
         bytes.extend_from_slice(br#","breadcrumbs":"#);
-        serde_json::to_writer(&mut bytes, &json!({ "values": parts.breadcrumbs })).ok()?;
+        parts.breadcrumbs.write_values(&mut bytes);
         bytes.push(b'}');
     }
     Some((event_id, bytes))
@@ -399,6 +447,28 @@ mod tests {
     }
 
     #[test]
+    fn breadcrumbs_keep_the_newest_and_write_what_the_typed_ones_serialize_to() {
+        let (trace, span) = (TraceId::random(), SpanId::random());
+        let mut crumbs = Breadcrumbs::new(3);
+        assert!(crumbs.is_empty());
+        for i in 0..5u64 {
+            let mut point = record(EventKind::Event, names::PROVIDER_USAGE, trace, span, None, 1_000_000_000 * (i + 1));
+            point.payload = Payload::new().safe(names::INPUT_TOKENS, i as i64);
+            crumbs.push(&point);
+        }
+        let typed = crumbs.to_vec();
+        assert_eq!(typed.len(), 3);
+        let mut written = Vec::new();
+        crumbs.write_values(&mut written);
+        let written: Json = serde_json::from_slice(&written).unwrap();
+        assert_eq!(written, json!({ "values": typed }));
+        // The oldest two went.
+        let seconds: Vec<f64> =
+            typed.iter().map(|c| c.timestamp.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()).collect();
+        assert_eq!(seconds, [3.0, 4.0, 5.0]);
+    }
+
+    #[test]
     fn spans_written_straight_from_records_equal_the_typed_transaction() {
         let trace = TraceId::random();
         let (root, request, tool, open, whole) =
@@ -442,7 +512,8 @@ mod tests {
         let root = SpanRecords { start: root_start, end: Some(root_end) };
         let mut point = record(EventKind::Event, "pi.ai.provider.usage", trace, request, None, t0 + 300_000_000);
         point.payload = Payload::new().safe(names::INPUT_TOKENS, 7);
-        let breadcrumbs = [breadcrumb(&point)];
+        let mut breadcrumbs = Breadcrumbs::new(100);
+        breadcrumbs.push(&point);
         let tag_keys = ["orgId".to_owned()];
         // All four spans from their records, then the two that ended first written as they ended.
         for written_first in [0, 2] {
