@@ -406,7 +406,9 @@ fn a_retry_after_http_date_is_waited_for() {
     // HTTP-dates have whole seconds: two seconds ahead is at least one second of wait.
     let at = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(2));
     let receiver = Receiver::start(vec![Answer::RetryAt(503, at), Answer::Status(200, None)]);
-    let run = run(config(&receiver.endpoint), Duration::from_secs(10));
+    // The first batch may go out while the work runs, within the export timeout: room for the wait.
+    let cfg = OtlpConfig { timeout: Some(Duration::from_secs(5)), ..config(&receiver.endpoint) };
+    let run = run(cfg, Duration::from_secs(10));
     assert_eq!(run.stats.spans_exported, 8, "{:?}", run.stats);
     let arrivals = receiver.arrivals.lock().unwrap().clone();
     assert_eq!(arrivals.len(), 2);

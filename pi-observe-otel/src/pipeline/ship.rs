@@ -198,6 +198,7 @@ impl Worker {
             return;
         }
         let spans = self.batch.take();
+        self.sent_spans = true;
         let n = spans.len() as u64;
         if self.stopped {
             self.counters.dropped_unauthorized.fetch_add(n, Relaxed);

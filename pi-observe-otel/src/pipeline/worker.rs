@@ -44,6 +44,10 @@ pub(super) struct Worker {
     /// (`gen_ai.conversation.id`: backends group sessions by it on every span, not the root).
     pub(super) conversations: HashMap<pi_observe_core::TraceId, pi_observe_core::Value>,
     pub(super) batch: Batch,
+    /// Whether a batch of spans was sent yet. The first goes as soon as it is paired (at the
+    /// worker's next drain), not on the schedule: the connection, and whether the receiver
+    /// answers, is then known early in the run, and the exit's export reuses that connection.
+    pub(super) sent_spans: bool,
     pub(super) stopped: bool,
     pub(super) metrics: Option<Aggregator>,
     pub(super) metric_interval: Duration,
@@ -177,6 +181,7 @@ impl Worker {
             early_events: HashMap::default(),
             conversations: HashMap::new(),
             batch,
+            sent_spans: false,
             stopped: false,
             spool,
             traces_off: config.traces_exporter == Some(crate::config::TracesExporter::None),
@@ -236,7 +241,7 @@ impl Worker {
                 }
             }
             let now = Instant::now();
-            if now >= next_export {
+            if now >= next_export || (!self.sent_spans && !self.batch.is_empty()) {
                 self.export(&runtime, now + self.timeout);
                 next_export = Instant::now() + self.delay;
             }
