@@ -44,10 +44,12 @@ pub(super) struct Worker {
     /// (`gen_ai.conversation.id`: backends group sessions by it on every span, not the root).
     pub(super) conversations: HashMap<pi_observe_core::TraceId, pi_observe_core::Value>,
     pub(super) batch: Batch,
-    /// Whether a batch of spans was sent yet. The first goes as soon as it is paired (at the
-    /// worker's next drain), not on the schedule: the connection, and whether the receiver
-    /// answers, is then known early in the run, and the exit's export reuses that connection.
+    /// Whether a batch of spans was sent yet. The first goes `DRAIN_INTERVAL` after the run's
+    /// first span was paired (`first_spans_at`: with what ended meanwhile), not on the schedule:
+    /// the connection, and whether the receiver answers, is then known early in the run, and the
+    /// exit's export reuses that connection.
     pub(super) sent_spans: bool,
+    pub(super) first_spans_at: Option<Instant>,
     pub(super) stopped: bool,
     pub(super) metrics: Option<Aggregator>,
     pub(super) metric_interval: Duration,
@@ -182,6 +184,7 @@ impl Worker {
             conversations: HashMap::new(),
             batch,
             sent_spans: false,
+            first_spans_at: None,
             stopped: false,
             spool,
             traces_off: config.traces_exporter == Some(crate::config::TracesExporter::None),
@@ -209,6 +212,7 @@ impl Worker {
         let mut records = Vec::with_capacity(self.queue.wake_at);
         let mut next_drain = Instant::now();
         loop {
+            let early = self.first_export_due();
             let (controls, closed) = {
                 let mut state = self.queue.lock();
                 while state.records.len() < self.queue.wake_at && state.control.is_empty() && !state.closed {
@@ -216,7 +220,10 @@ impl Worker {
                     // Records waiting are paired (and encoded) every `DRAIN_INTERVAL`, so that
                     // little is left for the exit; with none, the first one wakes the worker.
                     let drain = if state.records.is_empty() { None } else { Some(next_drain) };
-                    let wake = next_export.min(next_metrics).min(drain.unwrap_or(next_export));
+                    let wake = next_export
+                        .min(next_metrics)
+                        .min(drain.unwrap_or(next_export))
+                        .min(early.unwrap_or(next_export));
                     if now >= wake {
                         break;
                     }
@@ -240,8 +247,11 @@ impl Worker {
                     self.export(&runtime, Instant::now() + self.timeout);
                 }
             }
+            if !self.sent_spans && self.first_spans_at.is_none() && !self.batch.is_empty() {
+                self.first_spans_at = Some(Instant::now());
+            }
             let now = Instant::now();
-            if now >= next_export || (!self.sent_spans && !self.batch.is_empty()) {
+            if now >= next_export || self.first_export_due().is_some_and(|due| now >= due) {
                 self.export(&runtime, now + self.timeout);
                 next_export = Instant::now() + self.delay;
             }
@@ -272,6 +282,11 @@ impl Worker {
                 return;
             }
         }
+    }
+
+    /// When the run's first spans are due to leave, while none has been sent.
+    fn first_export_due(&self) -> Option<Instant> {
+        self.first_spans_at.filter(|_| !self.sent_spans).map(|paired| paired + DRAIN_INTERVAL)
     }
 
     /// Exports open spans (as incomplete), the last batch and the metrics, within `deadline`.
