@@ -151,6 +151,14 @@ impl BatchedWriter {
         true
     }
 
+    /// Asks the writer thread to write what is buffered now, without waiting for it: a
+    /// [`BatchedWriter::flush`] that returns at once.
+    pub fn flush_soon(&self) {
+        let mut state = self.shared.lock();
+        state.requested += 1;
+        self.shared.wake.notify_one();
+    }
+
     /// Starts closing without waiting: the writer thread writes what is buffered and stops;
     /// later lines are dropped. [`BatchedWriter::close`] waits for it.
     pub fn begin_close(&self) {

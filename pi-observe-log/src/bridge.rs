@@ -182,8 +182,11 @@ impl Subscriber for TracingSubscriber {
         }
     }
 
-    /// Each event is handed to `tracing` as it comes: nothing is kept to finish.
+    /// Each event is handed to `tracing` as it comes: nothing is kept to finish. The installed
+    /// JSON log writer (when that is the logger) holds their lines: it is asked to write them
+    /// now — while other sinks finish — rather than when the logging's guard closes it.
     fn begin_shutdown(&self, _timeout: std::time::Duration) -> bool {
+        crate::setup::flush_installed_soon();
         true
     }
 }

@@ -158,6 +158,16 @@ fn filter_directives(default: &str) -> (String, String) {
 /// writer ([`write_direct`]), the filter asked by target and level alone.
 static DIRECT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Asks the writer of the JSON logging [`init_json_logging`] installed, when that is this
+/// thread's `tracing` subscriber, to write what it holds now, without waiting.
+pub(crate) fn flush_installed_soon() {
+    tracing::dispatcher::get_default(|dispatch| {
+        if let Some(writer) = dispatch.downcast_ref::<LogWriter>() {
+            writer.0.flush_soon();
+        }
+    });
+}
+
 /// Writes one `pi_observe` record as the line [`FlatJson`] would make of it — `timestamp` (the
 /// record's time, `at` since the Unix epoch, rather than the time it is written: the bridge may
 /// write from another thread a little later), `level`, `fields` in order, `target` — straight
