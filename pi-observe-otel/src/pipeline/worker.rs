@@ -212,34 +212,8 @@ impl Worker {
         let mut records = Vec::with_capacity(self.queue.wake_at);
         let mut next_drain = Instant::now();
         loop {
-            let early = self.first_export_due();
-            let (controls, closed) = {
-                let mut state = self.queue.lock();
-                while state.records.len() < self.queue.wake_at && state.control.is_empty() && !state.closed {
-                    let now = Instant::now();
-                    // Records waiting are paired (and encoded) every `DRAIN_INTERVAL`, so that
-                    // little is left for the exit; with none, the first one wakes the worker.
-                    let drain = if state.records.is_empty() { None } else { Some(next_drain) };
-                    let wake = next_export
-                        .min(next_metrics)
-                        .min(drain.unwrap_or(next_export))
-                        .min(early.unwrap_or(next_export));
-                    if now >= wake {
-                        break;
-                    }
-                    state.worker_idle = drain.is_none();
-                    state = self
-                        .queue
-                        .wake
-                        .wait_timeout(state, wake - now)
-                        .map(|(s, _)| s)
-                        .unwrap_or_else(|e| e.into_inner().0);
-                }
-                state.worker_idle = false;
-                std::mem::swap(&mut state.records, &mut records);
-                self.queue.full.store(false, Relaxed);
-                (std::mem::take(&mut state.control), state.closed)
-            };
+            let due = next_export.min(next_metrics).min(self.first_export_due().unwrap_or(next_export));
+            let (controls, closed) = self.take_waiting(&mut records, due, next_drain);
             next_drain = Instant::now() + DRAIN_INTERVAL;
             for event in records.drain(..) {
                 self.record(event);
@@ -282,6 +256,30 @@ impl Worker {
                 return;
             }
         }
+    }
+
+    /// Waits until there is work — half the queue filled, a control request, the closing, `due`
+    /// (the next export of spans or metrics), or `drain` while records wait — then swaps the
+    /// waiting records into `records` (empty) and takes the control requests and the closing.
+    fn take_waiting(&self, records: &mut Vec<ObsEvent>, due: Instant, drain: Instant) -> (Vec<Control>, bool) {
+        let mut state = self.queue.lock();
+        while state.records.len() < self.queue.wake_at && state.control.is_empty() && !state.closed {
+            let now = Instant::now();
+            // Records waiting are paired (and encoded) every `DRAIN_INTERVAL`, so that little
+            // is left for the exit; with none, the first one wakes the worker.
+            let idle = state.records.is_empty();
+            let wake = if idle { due } else { due.min(drain) };
+            if now >= wake {
+                break;
+            }
+            state.worker_idle = idle;
+            state =
+                self.queue.wake.wait_timeout(state, wake - now).map(|(s, _)| s).unwrap_or_else(|e| e.into_inner().0);
+        }
+        state.worker_idle = false;
+        std::mem::swap(&mut state.records, records);
+        self.queue.full.store(false, Relaxed);
+        (std::mem::take(&mut state.control), state.closed)
     }
 
     /// When the run's first spans are due to leave, while none has been sent.
