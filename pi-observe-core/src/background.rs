@@ -13,6 +13,7 @@ use crate::hub::HubSlot;
 use crate::shared::Observability;
 use crate::stats::DropReason;
 use crate::subscriber::{Starts, Subscriber, SubscriberError};
+use crate::telemetry_thread::spawn_telemetry_thread;
 
 /// How long records may wait once the first of a burst is queued: the worker hands them over
 /// in batches, so a burst costs the emitting thread no wake-up per record.
@@ -378,23 +379,6 @@ impl Worker {
 
 fn panicked() -> Result<(), SubscriberError> {
     Err(SubscriberError::Other("subscriber panicked".into()))
-}
-
-/// Starts a thread named `name` that runs `work` below the scheduling priority of the threads
-/// that emit records (nice +10 on Linux; elsewhere at the usual priority): when the cores are
-/// busy, the agent's threads run first and telemetry waits. [`Background`]'s worker and the
-/// adapters' export and writer threads start this way; use it for any thread that does
-/// telemetry's work and that nothing the agent needs waits on. It only lowers (an unprivileged
-/// process may), and a failure to lower is ignored: the thread then keeps the usual priority.
-pub fn spawn_telemetry_thread<T: Send + 'static>(
-    name: &str,
-    work: impl FnOnce() -> T + Send + 'static,
-) -> std::io::Result<JoinHandle<T>> {
-    std::thread::Builder::new().name(name.to_owned()).spawn(move || {
-        #[cfg(target_os = "linux")]
-        let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
-        work()
-    })
 }
 
 #[cfg(test)]

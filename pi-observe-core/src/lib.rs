@@ -64,13 +64,14 @@ mod shared;
 mod span;
 mod stats;
 mod subscriber;
+mod telemetry_thread;
 mod traceparent;
 
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use attribution::Attribution;
-pub use background::{Background, spawn_telemetry_thread};
+pub use background::Background;
 pub use config_error::ConfigError;
 pub use context::{
     ContextExt, ObsContext, Scoped, current, run_with_context, run_with_context_sync, run_with_traceparent, spawn,
@@ -93,4 +94,5 @@ pub use shared::{Observability, Status};
 pub use span::Span;
 pub use stats::{DropReason, StatsSnapshot};
 pub use subscriber::{Starts, Subscriber, SubscriberError, WithoutPayloads};
+pub use telemetry_thread::spawn_telemetry_thread;
 pub use traceparent::TraceParent;
