@@ -185,23 +185,16 @@ fn begin_under(
     let remote_parent = parent.span_id.is_some() && parent.span.is_none();
     // A shed operation (every subscriber would drop its records) keeps its ids, so that its
     // children keep their parent, and builds no payload, reads no clock and emits no record.
-    let (kept, start_payload, (start, started)) = if plan.shed {
-        (Payload::new(), None, crate::event::epoch())
+    let emits_start = !plan.shed && (remote_parent || plan.start);
+    let (start, started) = if plan.shed {
+        crate::event::epoch()
     } else {
-        let mut payload = build_payload(hub, payload);
-        if remote_parent {
-            // A remote parent: say whether the caller sampled the trace (parent-based samplers).
-            let sampled = parent.trace_flags & TraceParent::SAMPLED != 0;
-            payload.insert(names::PARENT_SAMPLED, sampled, crate::Class::Safe);
-        }
-        let started = Instant::now();
-        // The start record is emitted unless no subscriber needs it; a remote parent's sampling
-        // decision always is.
-        let (kept, start_payload) =
-            if remote_parent || plan.start { (payload.clone(), Some(payload)) } else { (payload, None) };
-        (kept, start_payload, (Timestamp::at(started), started))
+        let now = Instant::now();
+        (Timestamp::at(now), now)
     };
-    let inner = Arc::new(SpanInner {
+    // The span is allocated first and its payload built straight into it: a payload is a
+    // few hundred bytes, and each move of it on the way is a copy.
+    let mut inner = Arc::new(SpanInner {
         hub: hub.clone(),
         name,
         trace_id,
@@ -210,14 +203,27 @@ fn begin_under(
         attribution: parent.attribution.clone(),
         start,
         started,
-        state: Mutex::new(SpanState { settled: false, payload: kept, status: None }),
+        state: Mutex::new(SpanState { settled: false, payload: Payload::new(), status: None }),
         running: AtomicU64::new(Running::NONE),
-        start_skipped: AtomicBool::new(start_payload.is_none()),
+        start_skipped: AtomicBool::new(!emits_start),
         shed: plan.shed,
     });
-    // Without a start record, the operation goes on the hub's running list only if it waits
-    // (`OpGuard::waiting`).
-    if let Some(payload) = start_payload {
+    if !plan.shed
+        && let Some(fresh) = Arc::get_mut(&mut inner)
+    {
+        let kept = &mut fresh.state.get_mut().unwrap_or_else(|e| e.into_inner()).payload;
+        *kept = build_payload(hub, payload);
+        if remote_parent {
+            // A remote parent: say whether the caller sampled the trace (parent-based samplers).
+            let sampled = parent.trace_flags & TraceParent::SAMPLED != 0;
+            kept.insert(names::PARENT_SAMPLED, sampled, crate::Class::Safe);
+        }
+    }
+    // The start record is emitted unless no subscriber needs it; a remote parent's sampling
+    // decision always is. (Without one, the operation goes on the hub's running list only if
+    // it waits: `OpGuard::waiting`.)
+    if emits_start {
+        let payload = inner.state.lock().unwrap_or_else(|e| e.into_inner()).payload.clone();
         hub.emit(inner.start_record(payload));
     }
     let trace_flags = if parent.trace_id.is_some() { parent.trace_flags } else { TraceParent::SAMPLED };
