@@ -192,8 +192,8 @@ fn begin_under(
         let now = Instant::now();
         (Timestamp::at(now), now)
     };
-    // The span is allocated first and its payload built straight into it: a payload is a
-    // few hundred bytes, and each move of it on the way is a copy.
+    // The payload is built inside the span's initializer, not moved there through locals: it
+    // is a few hundred bytes, and each move is a copy on the caller's thread.
     let mut inner = Arc::new(SpanInner {
         hub: hub.clone(),
         name,
@@ -203,21 +203,23 @@ fn begin_under(
         attribution: parent.attribution.clone(),
         start,
         started,
-        state: Mutex::new(SpanState { settled: false, payload: Payload::new(), status: None }),
+        state: Mutex::new(SpanState {
+            settled: false,
+            payload: if plan.shed { Payload::new() } else { build_payload(hub, payload) },
+            status: None,
+        }),
         running: AtomicU64::new(Running::NONE),
         start_skipped: AtomicBool::new(!emits_start),
         shed: plan.shed,
     });
-    if !plan.shed
+    if remote_parent
+        && !plan.shed
         && let Some(fresh) = Arc::get_mut(&mut inner)
     {
+        // A remote parent: say whether the caller sampled the trace (parent-based samplers).
+        let sampled = parent.trace_flags & TraceParent::SAMPLED != 0;
         let kept = &mut fresh.state.get_mut().unwrap_or_else(|e| e.into_inner()).payload;
-        *kept = build_payload(hub, payload);
-        if remote_parent {
-            // A remote parent: say whether the caller sampled the trace (parent-based samplers).
-            let sampled = parent.trace_flags & TraceParent::SAMPLED != 0;
-            kept.insert(names::PARENT_SAMPLED, sampled, crate::Class::Safe);
-        }
+        kept.insert(names::PARENT_SAMPLED, sampled, crate::Class::Safe);
     }
     // The start record is emitted unless no subscriber needs it; a remote parent's sampling
     // decision always is. (Without one, the operation goes on the hub's running list only if
