@@ -404,11 +404,12 @@ fn threads_count_their_deliveries_and_let_go_of_an_unsubscribed_subscriber() {
     let sub = hub.subscribe(DropFlag(seen.clone(), dropped.clone()));
     let (_capture, _keep) = CaptureSubscriber::attach(&hub);
     let op = |hub: &Observability| hub.in_scope(|| trace_operation_sync("op", (), |_| ()));
-    // Four threads (and this one) emit: every thread's counts are in the hub's totals.
+    // Four threads (and this one) emit: every thread's counts are in the hub's totals. Each is
+    // joined: the scope's own wait ends as their closures return, before their thread-locals
+    // (the lists they used) are dropped.
     std::thread::scope(|scope| {
-        for _ in 0..4 {
-            scope.spawn(|| (0..25).for_each(|_| op(&hub)));
-        }
+        let threads: Vec<_> = (0..4).map(|_| scope.spawn(|| (0..25).for_each(|_| op(&hub)))).collect();
+        threads.into_iter().for_each(|thread| thread.join().unwrap());
     });
     op(&hub);
     let stats = hub.stats();
