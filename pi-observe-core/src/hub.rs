@@ -366,8 +366,9 @@ impl Observability {
         }
     }
 
-    /// [`Observability::emit`] of the event in `original`.
-    fn emit_from(&self, original: &mut Option<ObsEvent>) {
+    /// [`Observability::emit`] of the event in `original` (built there by the caller: an event
+    /// is a few hundred bytes, and each move of it is a copy).
+    pub(crate) fn emit_from(&self, original: &mut Option<ObsEvent>) {
         let stats = &self.inner.stats;
         if delivery::delivering() {
             stats.drop_events(DropReason::Reentrant, 1);

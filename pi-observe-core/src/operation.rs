@@ -73,7 +73,8 @@ impl SpanInner {
         }
         let cancelled = matches!(how, Settlement::Cancelled);
         let slot = self.running.load(Relaxed);
-        // The end record is built under the lock, its payload taken straight into it.
+        // The end record is built under the lock, its payload taken straight into it, in the
+        // `Option` the hub delivers it from (each move of a record is a copy).
         let mut event = {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             if state.settled {
@@ -93,7 +94,7 @@ impl SpanInner {
                 }
             };
             let elapsed = self.started.elapsed();
-            ObsEvent {
+            Some(ObsEvent {
                 kind: if error.is_some() { EventKind::Error } else { EventKind::End },
                 name: self.name.clone(),
                 trace_id: self.trace_id,
@@ -106,15 +107,17 @@ impl SpanInner {
                 error,
                 captured: 0,
                 start_skipped: self.start_skipped.load(Relaxed),
-            }
+            })
         };
         if slot != Running::NONE {
             self.hub.inner.running.remove(slot);
         }
-        if cancelled {
+        if cancelled && let Some(event) = &mut event {
             event.payload.insert(names::ABORTED, true, crate::Class::Safe);
         }
-        self.hub.emit(event);
+        if self.hub.has_subscribers() {
+            self.hub.emit_from(&mut event);
+        }
     }
 
     /// This operation's start record, carrying `payload`.
