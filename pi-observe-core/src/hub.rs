@@ -415,7 +415,7 @@ impl Observability {
                 if group.peek().is_some() {
                     self.deliver(member, &tally, |s| slot.as_ref().map_or((), |e| s.on_event(e)));
                 } else {
-                    self.deliver(member, &tally, |s| slot.take().map_or((), |e| s.on_owned_event(e)));
+                    self.deliver(member, &tally, |s| s.on_owned_slot(slot));
                 }
             }
         }

@@ -69,6 +69,17 @@ pub trait Subscriber: Send + Sync + 'static {
         self.on_event(&event)
     }
 
+    /// [`Subscriber::on_owned_event`] for the event in `slot` (always `Some` when called): the
+    /// hub calls this one, and the default takes the event out and calls `on_owned_event`. An
+    /// adapter that moves the event into a queue may take it out itself, straight into the
+    /// queue (an event is a few hundred bytes, and each move is a copy); what it leaves in the
+    /// slot is dropped.
+    fn on_owned_slot(&self, slot: &mut Option<ObsEvent>) {
+        if let Some(event) = slot.take() {
+            self.on_owned_event(event)
+        }
+    }
+
     /// Pushes out what is buffered, giving up after `timeout`.
     fn flush(&self, timeout: Duration) -> Result<(), SubscriberError> {
         let _ = timeout;

@@ -348,6 +348,11 @@ impl Subscriber for OtelSubscriber {
     }
 
     fn on_owned_event(&self, event: ObsEvent) {
+        self.on_owned_slot(&mut Some(event));
+    }
+
+    fn on_owned_slot(&self, slot: &mut Option<ObsEvent>) {
+        let Some(event) = slot.as_ref() else { return };
         if self.disabled {
             return;
         }
@@ -377,7 +382,8 @@ impl Subscriber for OtelSubscriber {
             drop(state);
             return self.drop_queue_full(opens);
         }
-        state.records.push(event);
+        // Taken out of the hub's slot straight into the queue.
+        state.records.extend(slot.take());
         // A full batch wakes the worker; so does the first record after it went idle, so that
         // it pairs what comes in as it comes (`DRAIN_INTERVAL`) instead of all of it at exit.
         if state.records.len() == self.queue.wake_at || (state.records.len() == 1 && state.worker_idle) {
