@@ -360,15 +360,16 @@ impl Observability {
     /// catching and counting panics. Never blocks on I/O, never panics.
     #[inline]
     pub fn emit(&self, event: ObsEvent) {
-        if self.has_subscribers() {
-            // Built in place by an inlined caller: the event is not copied to get here.
-            self.emit_from(&mut Some(event));
-        }
+        // Built in place by an inlined caller: the event is not copied to get here.
+        self.emit_from(&mut Some(event));
     }
 
     /// [`Observability::emit`] of the event in `original` (built there by the caller: an event
     /// is a few hundred bytes, and each move of it is a copy).
     pub(crate) fn emit_from(&self, original: &mut Option<ObsEvent>) {
+        if !self.has_subscribers() {
+            return;
+        }
         let stats = &self.inner.stats;
         if delivery::delivering() {
             stats.drop_events(DropReason::Reentrant, 1);

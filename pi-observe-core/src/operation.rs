@@ -115,9 +115,7 @@ impl SpanInner {
         if cancelled && let Some(event) = &mut event {
             event.payload.insert(names::ABORTED, true, crate::Class::Safe);
         }
-        if self.hub.has_subscribers() {
-            self.hub.emit_from(&mut event);
-        }
+        self.hub.emit_from(&mut event);
     }
 
     /// This operation's start record, carrying `payload`.

@@ -137,10 +137,8 @@ impl BatchedWriter {
     /// on timeout.
     pub fn flush(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
-        let mut state = self.shared.lock();
-        state.requested += 1;
+        let mut state = self.request_write();
         let ticket = state.requested;
-        self.shared.wake.notify_one();
         while state.served < ticket && !(state.closed && state.buffer.is_empty()) {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -154,9 +152,16 @@ impl BatchedWriter {
     /// Asks the writer thread to write what is buffered now, without waiting for it: a
     /// [`BatchedWriter::flush`] that returns at once.
     pub fn flush_soon(&self) {
+        drop(self.request_write());
+    }
+
+    /// Asks the writer thread for one more write of what is buffered (its ticket is the
+    /// returned state's `requested`).
+    fn request_write(&self) -> MutexGuard<'_, State> {
         let mut state = self.shared.lock();
         state.requested += 1;
         self.shared.wake.notify_one();
+        state
     }
 
     /// Starts closing without waiting: the writer thread writes what is buffered and stops;

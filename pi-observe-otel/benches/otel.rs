@@ -26,7 +26,10 @@ use std::future::Future;
 use std::hint::black_box;
 use std::sync::Arc;
 
-use common::{paced, peer_provider, pi_pipeline, report_drops, run_ready, sdk_operation, sink, time_pi_operations};
+use common::{
+    paced, peer_provider, pi_pipeline, report_drops, run_ready, sdk_operation, sink, time_pi_operations,
+    time_sdk_operations,
+};
 use criterion::{Criterion, criterion_group, criterion_main};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::{TraceContextExt, Tracer, TracerProvider};
@@ -199,17 +202,7 @@ fn spans_paced(c: &mut Criterion) {
     group.bench_function("raw_sdk_batch_processor", |b| {
         b.iter_custom(|iters| {
             created += iters;
-            paced(
-                iters,
-                |n| {
-                    let started = std::time::Instant::now();
-                    for _ in 0..n {
-                        sdk_operation(&tracer);
-                    }
-                    started.elapsed()
-                },
-                || provider.force_flush().unwrap(),
-            )
+            paced(iters, |n| time_sdk_operations(&tracer, n), || provider.force_flush().unwrap())
         })
     });
     let _ = provider.shutdown();

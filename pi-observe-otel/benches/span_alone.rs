@@ -16,9 +16,9 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{PACE, peer_provider, pi_pipeline, sdk_operation, sink, time_pi_operations};
+use common::{PACE, peer_provider, pi_pipeline, sink, time_pi_operations, time_sdk_operations};
 use opentelemetry::trace::TracerProvider;
 use pi_observe_core::Subscriber;
 
@@ -33,11 +33,7 @@ fn main() {
     let mut per_op: Vec<f64> = (0..bursts)
         .map(|_| {
             let elapsed = if side == "sdk" {
-                let started = Instant::now();
-                for _ in 0..PACE {
-                    sdk_operation(&tracer);
-                }
-                let elapsed = started.elapsed();
+                let elapsed = time_sdk_operations(&tracer, PACE);
                 provider.force_flush().unwrap();
                 elapsed
             } else {

@@ -19,9 +19,9 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{PACE, peer_provider, pi_pipeline, sdk_operation, sink, time_pi_operations};
+use common::{PACE, peer_provider, pi_pipeline, sink, time_pi_operations, time_sdk_operations};
 use opentelemetry::trace::TracerProvider;
 use pi_observe_core::Subscriber;
 
@@ -98,13 +98,7 @@ fn main() {
     let tracer = provider.tracer("bench");
     let flush_pi = || otel.flush(Duration::from_secs(30)).unwrap();
     let flush_sdk = || provider.force_flush().unwrap();
-    let sdk_ops = |n: u64| {
-        let started = Instant::now();
-        for _ in 0..n {
-            sdk_operation(&tracer);
-        }
-        started.elapsed()
-    };
+    let sdk_ops = |n: u64| time_sdk_operations(&tracer, n);
     // What each side created and exported so far: (pi started, pi dropped, SDK created, SDK exported).
     let mut sdk_created = 0u64;
     let counts = |sdk_created: u64| {

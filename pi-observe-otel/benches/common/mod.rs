@@ -137,6 +137,15 @@ pub fn sdk_operation(tracer: &opentelemetry_sdk::trace::SdkTracer) {
     })
 }
 
+/// Times `n` of [`sdk_operation`] on `tracer`: the SDK's side of [`time_pi_operations`].
+pub fn time_sdk_operations(tracer: &opentelemetry_sdk::trace::SdkTracer, n: u64) -> std::time::Duration {
+    let started = std::time::Instant::now();
+    for _ in 0..n {
+        sdk_operation(tracer);
+    }
+    started.elapsed()
+}
+
 /// An SDK pipeline (batch processor → [`OtlpHttpPeer`]) and the count of spans it exported.
 pub fn peer_provider(endpoint: &str) -> (SdkTracerProvider, Arc<std::sync::atomic::AtomicU64>) {
     let peer = OtlpHttpPeer::new(endpoint);
