@@ -88,7 +88,10 @@ pub use policy::{
     ContentPolicy, DEFAULT_MAX_ERROR_BYTES, DEFAULT_MAX_FIELD_BYTES, ERROR_MESSAGE_KEY, FieldRef, REDACTED,
     RedactError, Redaction, Redactor, ScrubError, Scrubber, id_or_invalid, identifier_or_invalid, truncate,
 };
-pub use private_files::{create_private_dir_all, create_private_parent, private_file_options, write_private};
+pub use private_files::{
+    append_whole, create_private_dir_all, create_private_parent, exit_between_appends, private_file_options,
+    write_private,
+};
 pub use probe::ProbeOutcome;
 pub use shared::{Observability, Status};
 pub use span::Span;

@@ -5,6 +5,8 @@
 use std::fs::{DirBuilder, OpenOptions};
 use std::io;
 use std::path::Path;
+use std::sync::{PoisonError, RwLock};
+use std::time::Duration;
 
 /// Open options that create a file only its owner can read and write (`0600` on Unix); add
 /// `append`, `create` or `create_new` as needed.
@@ -42,6 +44,47 @@ pub fn create_private_parent(path: &Path) -> io::Result<()> {
     }
 }
 
+/// The appends under way to files that must hold whole lines (sessions, event and log files).
+static APPENDS: AppendGate = AppendGate(RwLock::new(()));
+
+/// Runs `append` — one write of whole lines to a file that must never end in half a line —
+/// so that [`exit_between_appends`] cannot end the process in the middle of it. Exiting while
+/// another thread is inside `write(2)` is not enough: Linux stops a write at a page boundary
+/// once a fatal signal is pending, and the file keeps the part written.
+pub fn append_whole<R>(append: impl FnOnce() -> R) -> R {
+    APPENDS.append(append)
+}
+
+/// Ends the process with `code` between appends: waits (at most `patience`, for a write to a
+/// hung disk) for the [`append_whole`] calls under way, and lets none start after. A second
+/// Ctrl+C ends pi this way, at once yet with every file it writes whole.
+pub fn exit_between_appends(code: i32, patience: Duration) -> ! {
+    APPENDS.close(patience);
+    std::process::exit(code)
+}
+
+/// Appends hold it shared; closing takes it for good.
+struct AppendGate(RwLock<()>);
+
+impl AppendGate {
+    fn append<R>(&self, append: impl FnOnce() -> R) -> R {
+        let _under_way = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        append()
+    }
+
+    /// Waits (at most `patience`) until no append is under way, then holds every later one
+    /// back for good; `false` if the wait ran out (the waiting thread takes the gate when it
+    /// can, and keeps it).
+    fn close(&'static self, patience: Duration) -> bool {
+        let (closed, done) = std::sync::mpsc::channel();
+        let waiting = std::thread::Builder::new().name("pi-exit".into()).spawn(move || {
+            std::mem::forget(self.0.write().unwrap_or_else(PoisonError::into_inner));
+            let _ = closed.send(());
+        });
+        waiting.is_ok() && done.recv_timeout(patience).is_ok()
+    }
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
@@ -58,5 +101,27 @@ mod tests {
         assert_eq!(mode(&root.join("a/b")), 0o700);
         assert_eq!(mode(&root.join("a")), 0o700);
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn closing_waits_for_the_append_under_way_and_holds_back_later_ones() {
+        static BUSY: AppendGate = AppendGate(RwLock::new(()));
+        let (entered, in_append) = std::sync::mpsc::channel();
+        let (finish, finished) = std::sync::mpsc::channel::<()>();
+        let appending = std::thread::spawn(move || {
+            BUSY.append(|| {
+                entered.send(()).unwrap();
+                finished.recv().unwrap();
+            })
+        });
+        in_append.recv().unwrap();
+        assert!(!BUSY.close(Duration::from_millis(20)), "closed during an append");
+        finish.send(()).unwrap();
+        appending.join().unwrap();
+
+        static IDLE: AppendGate = AppendGate(RwLock::new(()));
+        IDLE.append(|| ());
+        assert!(IDLE.close(Duration::from_secs(10)));
+        assert!(IDLE.0.try_read().is_err(), "an append could begin after closing");
     }
 }

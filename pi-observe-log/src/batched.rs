@@ -253,7 +253,7 @@ fn write_loop(mut out: impl Write, shared: &Shared) {
             (std::mem::take(&mut state.lines), state.requested, state.closed)
         };
         if !batch.is_empty() {
-            match out.write_all(&batch).and_then(|()| out.flush()) {
+            match pi_observe_core::append_whole(|| out.write_all(&batch).and_then(|()| out.flush())) {
                 Ok(()) => shared.written.fetch_add(lines, Relaxed),
                 Err(e) => {
                     *shared.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(describe_io_error(&e));

@@ -11,13 +11,16 @@ use super::{CliError, output};
 /// SIGHUP's number (the exit code of a hangup is 128 + it).
 pub const SIGHUP: i32 = 1;
 
+/// Longest a second signal waits for a write of whole lines under way (a hung disk).
+const APPEND_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The first signal received, if any.
 pub type Interrupted = Arc<OnceLock<i32>>;
 
 /// Listens for SIGINT, SIGTERM and SIGHUP: the first one cancels `cancel` (tools' process groups
 /// are killed, the aborted state is written to the session, sinks are flushed) and is remembered
-/// for the exit code (128 + signal); a second one exits at once — every file pi writes holds
-/// whole lines at any moment.
+/// for the exit code (128 + signal); a second one exits at once, between two appends: every file
+/// pi writes holds whole lines at any moment.
 pub fn abort_on(cancel: &CancellationToken) -> Result<Interrupted, CliError> {
     let listen =
         |kind: SignalKind| signal(kind).map_err(|e| CliError::Failure(format!("cannot listen for signals: {e}")));
@@ -32,7 +35,7 @@ pub fn abort_on(cancel: &CancellationToken) -> Result<Interrupted, CliError> {
         cancel.cancel();
         let again = next_signal(&mut signals).await;
         output::error(format_args!("pi: {} again: exiting now", name(again)));
-        std::process::exit(128 + again);
+        pi_observe::core::exit_between_appends(128 + again, APPEND_PATIENCE);
     });
     Ok(received)
 }

@@ -266,7 +266,7 @@ impl SessionWriter {
         buf.extend_from_slice(line.as_bytes());
         buf.push(b'\n');
         let before = self.file.metadata().map(|m| m.len());
-        let written = self.file.write_all(&buf).and_then(|()| self.file.flush());
+        let written = pi_observe_core::append_whole(|| self.file.write_all(&buf).and_then(|()| self.file.flush()));
         if let (Err(_), Ok(before)) = (&written, before) {
             let _ = self.file.set_len(before);
         }
