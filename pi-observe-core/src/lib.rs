@@ -47,6 +47,7 @@ mod attribution;
 mod background;
 pub mod canary;
 mod class;
+mod clock;
 mod config_error;
 mod context;
 mod delivery;

@@ -10,10 +10,10 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use pin_project_lite::pin_project;
 
+use crate::clock::Tick;
 use crate::context::{self, ObsContext, Scoped};
 use crate::event::{ErrorInfo, EventKind, ObsEvent, Timestamp};
 use crate::hub::any_interest;
@@ -93,14 +93,16 @@ impl SpanInner {
                     Some(ErrorInfo::new(names::ERROR_CANCELLED, "operation dropped before it completed"))
                 }
             };
-            let elapsed = self.started.elapsed();
+            // Never before the start (a counter read on another core may lag by a few cycles).
+            let ended = Tick::now().max(self.started);
+            let elapsed = ended.since(self.started);
             Some(ObsEvent {
                 kind: if error.is_some() { EventKind::Error } else { EventKind::End },
                 name: self.name.clone(),
                 trace_id: self.trace_id,
                 span_id: Some(self.span_id),
                 parent_span_id: self.parent,
-                timestamp: self.start.saturating_add(elapsed),
+                timestamp: ended.timestamp(),
                 duration: Some(elapsed),
                 context: self.attribution.clone(),
                 payload: std::mem::take(&mut state.payload),
@@ -126,7 +128,7 @@ impl SpanInner {
             trace_id: self.trace_id,
             span_id: Some(self.span_id),
             parent_span_id: self.parent,
-            timestamp: self.start,
+            timestamp: self.started.timestamp(),
             duration: None,
             context: self.attribution.clone(),
             payload,
@@ -187,12 +189,7 @@ fn begin_under(
     // A shed operation (every subscriber would drop its records) keeps its ids, so that its
     // children keep their parent, and builds no payload, reads no clock and emits no record.
     let emits_start = !plan.shed && (remote_parent || plan.start);
-    let (start, started) = if plan.shed {
-        crate::event::epoch()
-    } else {
-        let now = Instant::now();
-        (Timestamp::at(now), now)
-    };
+    let started = if plan.shed { Tick::anchor() } else { Tick::now() };
     // The payload is built inside the span's initializer, not moved there through locals: it
     // is a few hundred bytes, and each move is a copy on the caller's thread.
     let mut inner = Arc::new(SpanInner {
@@ -202,7 +199,6 @@ fn begin_under(
         span_id,
         parent: parent.span_id,
         attribution: parent.attribution.clone(),
-        start,
         started,
         state: Mutex::new(SpanState {
             settled: false,

@@ -7,11 +7,11 @@ use std::fmt;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
 
 use crate::attribution::Attribution;
+use crate::clock::Tick;
 use crate::delivery::{Shards, Subscribers};
-use crate::event::{ErrorInfo, Timestamp};
+use crate::event::ErrorInfo;
 use crate::ids::{SpanId, TraceId};
 use crate::payload::Payload;
 use crate::policy::ContentPolicy;
@@ -112,8 +112,8 @@ pub(crate) struct SpanInner {
     pub(crate) span_id: SpanId,
     pub(crate) parent: Option<SpanId>,
     pub(crate) attribution: Attribution,
-    pub(crate) start: Timestamp,
-    pub(crate) started: Instant,
+    /// When it started (its start record's timestamp).
+    pub(crate) started: Tick,
     pub(crate) state: Mutex<SpanState>,
     /// Its place in the hub's list of operations whose start was not emitted
     /// ([`crate::running::Running::NONE`] when its start was emitted).
@@ -122,7 +122,7 @@ pub(crate) struct SpanInner {
     /// operations), so its other records say [`crate::ObsEvent::start_skipped`].
     pub(crate) start_skipped: std::sync::atomic::AtomicBool,
     /// Shed as it started ([`crate::Subscriber::saturated`]): it records nothing, and its
-    /// `start` and `started` are not read.
+    /// `started` is not read.
     pub(crate) shed: bool,
 }
 

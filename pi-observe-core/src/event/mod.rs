@@ -2,12 +2,12 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
 use crate::attribution::Attribution;
+use crate::clock::Tick;
 use crate::ids::{SpanId, TraceId};
 use crate::payload::{Class, Field, Payload};
 
@@ -43,8 +43,9 @@ impl EventKind {
 
 /// Wall-clock time in nanoseconds since the Unix epoch.
 ///
-/// [`Timestamp::now`] reads a process-wide anchor (wall clock once, then a monotonic clock), so
-/// timestamps never go backwards within a process and `end - start` equals the measured duration.
+/// [`Timestamp::now`] reads a process-wide anchor (wall clock once, then a monotonic clock: the
+/// cycle counter once calibrated), so timestamps never go backwards within a process and
+/// `end - start` equals the measured duration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(u64);
 
@@ -71,14 +72,12 @@ impl Timestamp {
 
     /// Now, on the process's monotonic wall clock.
     pub fn now() -> Self {
-        Self::at(Instant::now())
+        Tick::now().timestamp()
     }
 
     /// The wall-clock time of a monotonic instant (one clock read serves both).
     pub fn at(instant: Instant) -> Self {
-        let (wall, mono) = anchor();
-        let elapsed = u64::try_from(instant.saturating_duration_since(mono).as_nanos()).unwrap_or(u64::MAX);
-        Timestamp(wall.saturating_add(elapsed))
+        Tick::of(instant).timestamp()
     }
 
     /// This timestamp plus `d` (saturating).
@@ -90,24 +89,6 @@ impl Timestamp {
     pub fn saturating_sub(self, d: Duration) -> Self {
         Timestamp(self.0.saturating_sub(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
     }
-}
-
-/// The process's anchor: a timestamp and the monotonic instant it was read at, for a record
-/// that needs neither (a shed operation's, [`crate::Subscriber::saturated`]).
-pub(crate) fn epoch() -> (Timestamp, Instant) {
-    let (wall, mono) = anchor();
-    (Timestamp(wall), mono)
-}
-
-fn anchor() -> (u64, Instant) {
-    static ANCHOR: OnceLock<(u64, Instant)> = OnceLock::new();
-    *ANCHOR.get_or_init(|| {
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-            .unwrap_or(0);
-        (wall, Instant::now())
-    })
 }
 
 /// The error of an `error` record.
