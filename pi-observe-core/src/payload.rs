@@ -216,14 +216,14 @@ impl Payload {
     }
 
     /// Adds a [`Class::Safe`] field.
-    #[inline]
+    #[inline(always)]
     pub fn safe(mut self, key: impl Into<Cow<'static, str>>, value: impl Into<Value>) -> Self {
         self.insert(key, value, Class::Safe);
         self
     }
 
     /// Adds a [`Class::Content`] field of the given kind.
-    #[inline]
+    #[inline(always)]
     pub fn content(mut self, kind: ContentKind, key: impl Into<Cow<'static, str>>, value: impl Into<Value>) -> Self {
         self.insert(key, value, Class::Content(kind));
         self
@@ -242,20 +242,20 @@ impl Payload {
     }
 
     /// Adds a [`Class::Secret`] field (never exported; useful so the type system knows it exists).
-    #[inline]
+    #[inline(always)]
     pub fn secret(mut self, key: impl Into<Cow<'static, str>>, value: impl Into<Value>) -> Self {
         self.insert(key, value, Class::Secret);
         self
     }
 
     /// Adds or replaces a field.
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, key: impl Into<Cow<'static, str>>, value: impl Into<Value>, class: Class) {
         self.push_field(Field { key: key.into(), value: value.into(), class });
     }
 
     /// Adds or replaces a field, keeping the position of an existing key.
-    #[inline]
+    #[inline(always)]
     pub fn push_field(&mut self, field: Field) {
         // The builder's common case, inlined into it: a new plain field with room left inline.
         if let Repr::Inline(fields) = &mut self.fields
@@ -269,6 +269,7 @@ impl Payload {
         self.push_field_slow(field);
     }
 
+    #[inline(never)]
     fn push_field_slow(&mut self, field: Field) {
         if let Repr::Inline(fields) = &mut self.fields {
             let slot = fields.iter().position(|f| f.key == field.key);
