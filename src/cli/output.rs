@@ -7,15 +7,24 @@ use pi_observe::core::ObsEvent;
 
 /// Prints one JSON line for a contract event, wrapped so it cannot be confused with agent events.
 pub fn contract_event_line(event: &ObsEvent) {
-    let line = format!("{{\"type\":\"observability\",\"event\":{}}}", event.to_json());
-    let _ = writeln!(std::io::stdout().lock(), "{line}");
+    json_line(format!("{{\"type\":\"observability\",\"event\":{}}}", event.to_json()));
 }
 
 /// Prints an agent event as one JSON line.
 pub fn agent_event_line(event: &AgentEvent) {
     if let Ok(line) = serde_json::to_string(event) {
-        let _ = writeln!(std::io::stdout().lock(), "{line}");
+        json_line(line);
     }
+}
+
+/// Writes `line` and its newline as one append (stdout may be a file: a second signal exits
+/// between appends, never inside one).
+fn json_line(mut line: String) {
+    line.push('\n');
+    let _ = pi_observe::core::append_whole(|| {
+        let mut out = std::io::stdout().lock();
+        out.write_all(line.as_bytes()).and_then(|()| out.flush())
+    });
 }
 
 /// Prints streamed assistant text as it arrives, and extension failures on stderr.
