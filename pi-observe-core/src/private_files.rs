@@ -1,6 +1,10 @@
 //! Files that hold content (sessions, event logs, extension logs) are private to their owner:
 //! created `0600` in directories created `0700`, whatever the umask (a umask only removes
 //! bits). Files and directories that already exist keep their modes.
+//!
+//! Files that must hold whole lines (sessions, event and log files, `--mode json` on a redirected
+//! stdout) are appended to inside [`append_whole`], and a process that must end at once does so
+//! through [`exit_between_appends`], never in the middle of one.
 
 use std::fs::{DirBuilder, OpenOptions};
 use std::io;
