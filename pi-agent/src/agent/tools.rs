@@ -1,6 +1,7 @@
 //! Tool calls: preflight (`tool_call` hooks) in source order, concurrent execution, results
 //! appended in source order (`pi.agent.tool_call`).
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use pi_observe_core::{ContentKind, Payload, Span, names, trace_operation_with};
@@ -13,7 +14,7 @@ use crate::extensions::{HookContext, Hooks, ToolCallEvent, ToolResultEvent};
 use crate::message::{ContentBlock, Message, ToolResultMessage, Usage};
 use crate::session::{EntryKind, SessionWriter};
 use crate::time::now_millis;
-use crate::tools::{SessionEnv, ToolContext, ToolError, ToolRegistry};
+use crate::tools::{SessionEnv, ToolContext, ToolError, ToolRegistry, exported_tool_name};
 
 use super::{Agent, AgentError, AgentSink, lock, report_failures};
 
@@ -159,16 +160,14 @@ impl ToolJob {
     /// The result message, and whether the tool asked to end the run on it (`terminate`).
     async fn run(self) -> Result<(ToolResultMessage, bool), AgentError> {
         // The name the model asked for is safe only when it is a registered tool's (an
-        // extension's tool name is exported only when identifier-shaped).
-        let registered = self
-            .tools
-            .get(&self.name)
-            .map(|tool| (pi_observe_core::identifier_or_invalid(tool.name()), tool.output_kind()));
-        let registered = registered.as_ref().map(|(name, kind)| (name.as_str(), *kind));
+        // extension's tool name is exported only when identifier-shaped), checked only when
+        // a payload is built.
+        let registered = self.tools.get(&self.name).map(|tool| (tool.name(), tool.output_kind()));
         let (id, name, args) = (&self.id, &self.name, &self.args);
         let payload = || {
+            let exported = registered.map_or(Cow::Borrowed(UNKNOWN_TOOL), |(name, _)| exported_tool_name(name));
             let mut p = Payload::new()
-                .safe(names::TOOL_NAME, registered.map_or(UNKNOWN_TOOL, |(name, _)| name).to_owned())
+                .safe(names::TOOL_NAME, exported)
                 .safe(names::TOOL_CALL_ID, pi_observe_core::identifier_or_invalid(id))
                 .content_with(ContentKind::ToolArgs, names::TOOL_ARGS, || args.to_string());
             if registered.is_none() {

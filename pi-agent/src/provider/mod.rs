@@ -408,14 +408,17 @@ fn finish(
     };
     model.price(&mut message.usage);
     let usage = message.usage;
-    record_event(names::PROVIDER_USAGE, || usage_payload(&usage));
+    // Built once for the usage event and the span's end (shared: a clone is a reference).
+    let mut usage_fields = None;
+    record_event(names::PROVIDER_USAGE, || usage_fields.get_or_insert_with(|| usage_payload(&usage)).clone());
     span.record(|| {
-        let mut p = usage_payload(&usage)
+        let mut p = usage_fields.take().unwrap_or_else(|| usage_payload(&usage));
+        p = p
             .safe(names::STOP_REASON, message.stop_reason.as_str())
             .safe(names::RETRY_COUNT, retries)
             .safe(names::ABORTED, message.stop_reason == StopReason::Aborted)
             .safe(names::TIMEOUT, matches!(error, Some(ProviderError::Timeout(_))))
-            .safe(names::RESPONSE_MODEL, response_model(&message.model))
+            .safe(names::RESPONSE_MODEL, response_model_of(model.catalogued, &model.id, &message.model))
             .content_with(ContentKind::Completion, names::COMPLETION_TEXT, || message.text())
             .content_with(ContentKind::Completion, names::OUTPUT_MESSAGES, || semconv::output_messages(&message));
         let thinking = message.thinking();
@@ -471,6 +474,16 @@ pub fn model_names(api: Option<&str>, provider: &str, model: &str, catalogued: C
 /// itself when identifier-shaped and not a secret, else `invalid`.
 pub fn response_model(model: &str) -> String {
     pi_observe_core::identifier_or_invalid(model)
+}
+
+/// [`response_model`] of a response to a request for the model `requested`: the requested id
+/// itself, unchecked, when the response repeats it and it is catalogued — it is exported as safe
+/// already ([`model_names`]).
+pub fn response_model_of(catalogued: Catalogued, requested: &str, response: &str) -> String {
+    if catalogued == Catalogued::Model && response == requested {
+        return response.to_owned();
+    }
+    response_model(response)
 }
 
 /// The safe usage fields of the contract: the tokens, and the cost — or, when no price was known,

@@ -11,7 +11,7 @@ use super::entry::{ATTRIBUTION_CUSTOM_TYPE, Entry, EntryKind};
 use super::reader::Session;
 use crate::message::{Message, StopReason, Usage};
 use crate::model::Registry;
-use crate::provider::{model_names, response_model};
+use crate::provider::{model_names, response_model_of};
 use crate::time::parse_iso8601;
 
 /// Payload key marking records rebuilt from a session file (`true`), so backends can tell a
@@ -207,7 +207,7 @@ impl Replay<'_> {
         span.start.merge(model_names(Some(&reply.api), &reply.provider, &reply.model, catalogued));
         span.start = std::mem::take(&mut span.start).safe(names::CALL_KIND, names::CALL_KIND_TURN);
         span.end = usage_payload(Payload::new(), &reply.usage)
-            .safe(names::RESPONSE_MODEL, response_model(&reply.model))
+            .safe(names::RESPONSE_MODEL, response_model_of(catalogued, &reply.model, &reply.model))
             .safe(names::STOP_REASON, reply.stop_reason.as_str())
             .content(ContentKind::Completion, names::COMPLETION_TEXT, reply.text());
         span.error = match reply.stop_reason {

@@ -197,6 +197,16 @@ pub fn output_key(kind: ContentKind) -> &'static str {
 /// Names of the built-in tools.
 pub const BUILTIN_TOOLS: [&str; 7] = ["read", "write", "edit", "bash", "ls", "grep", "find"];
 
+/// A registered tool's name as the contract exports it: a built-in tool's name (pi's own
+/// vocabulary, also when an extension's tool overrides it) as is, without a copy; any other name
+/// (an extension's) itself when identifier-shaped and not a secret, else `invalid`.
+pub fn exported_tool_name(name: &str) -> std::borrow::Cow<'static, str> {
+    match BUILTIN_TOOLS.iter().find(|builtin| **builtin == name) {
+        Some(builtin) => std::borrow::Cow::Borrowed(builtin),
+        None => std::borrow::Cow::Owned(pi_observe_core::identifier_or_invalid(name)),
+    }
+}
+
 /// The tools an agent offers.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {

@@ -1,9 +1,11 @@
 //! The built-in secret scrubber.
 
 use std::borrow::Cow;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use regex::{Regex, RegexSet};
+use regex::Regex;
+use regex_automata::util::syntax;
+use regex_automata::{Input, MatchKind, PatternSet, meta};
 
 /// What replaces a scrubbed secret.
 pub const REDACTED: &str = "[REDACTED]";
@@ -50,7 +52,80 @@ pub struct Scrubber {
     /// All the rules as one set, which finds the rules a text matches. The built-in rules' set
     /// is compiled the first time it is needed (a few milliseconds: see [`Scrubber::compile`]);
     /// one with added rules, as it is built (to report a set too large).
-    set: Arc<OnceLock<RegexSet>>,
+    set: Arc<OnceLock<RuleSet>>,
+}
+
+/// The rules as one multi-pattern regex, searched with one search cache shared by every thread.
+///
+/// The set's lazy DFA builds its states as texts need them, in its cache; most of a check's
+/// cost is building them (the set is large: ~30 rules with counted repetitions). `regex`'s own
+/// `RegexSet` keeps a cache per thread that uses it, so each of the agent's threads paid for the
+/// same states again (and ~0.1 ms to make its cache). Here the threads take turns with one
+/// cache; a thread that finds it taken uses a cache of the regex's own pool instead of waiting.
+struct RuleSet {
+    regex: meta::Regex,
+    cache: Mutex<meta::Cache>,
+}
+
+impl RuleSet {
+    /// The set of `patterns`, built as `regex`'s `RegexSet` builds one (the same limits).
+    fn new<'p>(patterns: impl IntoIterator<Item = &'p str>) -> Result<RuleSet, Box<meta::BuildError>> {
+        let patterns: Vec<&str> = patterns.into_iter().collect();
+        let config = meta::Config::new()
+            .match_kind(MatchKind::All)
+            .utf8_empty(true)
+            .which_captures(regex_automata::nfa::thompson::WhichCaptures::None)
+            .nfa_size_limit(Some(10 * (1 << 20)))
+            .hybrid_cache_capacity(2 * (1 << 20));
+        let regex =
+            meta::Builder::new().configure(config).syntax(syntax::Config::new().utf8(true)).build_many(&patterns)?;
+        let cache = Mutex::new(regex.create_cache());
+        Ok(RuleSet { regex, cache })
+    }
+
+    fn empty() -> RuleSet {
+        let regex = meta::Regex::new_many::<&str>(&[]).unwrap_or_else(|_| unreachable!("an empty set builds"));
+        RuleSet { cache: Mutex::new(regex.create_cache()), regex }
+    }
+
+    fn len(&self) -> usize {
+        self.regex.pattern_len()
+    }
+
+    /// `search` with the shared cache, or with one of the pool's when another thread has it.
+    fn with_cache<R>(&self, search: impl FnOnce(&meta::Regex, Option<&mut meta::Cache>) -> R) -> R {
+        match self.cache.try_lock() {
+            Ok(mut cache) => search(&self.regex, Some(&mut cache)),
+            // Poisoned only by a panic inside a search: the cache is still a valid cache.
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => search(&self.regex, Some(&mut poisoned.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) => search(&self.regex, None),
+        }
+    }
+
+    fn is_match(&self, text: &str) -> bool {
+        let input = Input::new(text).earliest(true);
+        self.with_cache(|regex, cache| match cache {
+            Some(cache) => regex.is_match_with(cache, &input),
+            None => regex.is_match(input.clone()),
+        })
+    }
+
+    /// The indices of the rules that match somewhere in `text`, ascending.
+    fn matches(&self, text: &str) -> PatternSet {
+        let input = Input::new(text);
+        let mut found = PatternSet::new(self.regex.pattern_len());
+        self.with_cache(|regex, cache| match cache {
+            Some(cache) => regex.which_overlapping_matches_with(cache, &input, &mut found),
+            None => regex.which_overlapping_matches(&input, &mut found),
+        });
+        found
+    }
+}
+
+impl std::fmt::Debug for RuleSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuleSet").field("patterns", &self.len()).finish_non_exhaustive()
+    }
 }
 
 /// Why a scrubber could not be built. A scrubber is never built with fewer rules than asked for:
@@ -242,7 +317,7 @@ impl Scrubber {
             regex: OnceLock::from(Some(regex)),
             replacement: replacement.into(),
         });
-        let set = RegexSet::new(rules.iter().map(|r| r.pattern.as_ref())).map_err(|_| ScrubError::TooLarge {
+        let set = RuleSet::new(rules.iter().map(|r| r.pattern.as_ref())).map_err(|_| ScrubError::TooLarge {
             patterns: rules.iter().skip(BUILTIN.len()).map(|r| r.pattern.to_string()).collect(),
         })?;
         Ok(Scrubber { rules: Arc::new(rules), set: Arc::new(OnceLock::from(set)) })
@@ -273,11 +348,11 @@ impl Scrubber {
         self.set();
     }
 
-    fn set(&self) -> &RegexSet {
+    fn set(&self) -> &RuleSet {
         // Only the built-in rules' set is compiled here (an extended scrubber's was compiled as
         // it was built); those patterns are constants, each compiled by the tests.
         self.set.get_or_init(|| {
-            RegexSet::new(self.rules.iter().map(|r| r.pattern.as_ref())).unwrap_or_else(|_| RegexSet::empty())
+            RuleSet::new(self.rules.iter().map(|r| r.pattern.as_ref())).unwrap_or_else(|_| RuleSet::empty())
         })
     }
 
@@ -288,12 +363,12 @@ impl Scrubber {
             return Cow::Borrowed(text);
         }
         let matched = set.matches(text);
-        if !matched.matched_any() {
+        if matched.is_empty() {
             return Cow::Borrowed(text);
         }
         let mut out = Cow::Borrowed(text);
         for index in matched.iter() {
-            let rule = &self.rules[index];
+            let rule = &self.rules[index.as_usize()];
             if let Cow::Owned(replaced) = rule.replace_all(&out) {
                 out = Cow::Owned(replaced);
             }
@@ -329,6 +404,32 @@ mod tests {
             assert!(Regex::new(pattern).is_ok(), "{name}");
         }
         assert_eq!(Scrubber::default().set().len(), BUILTIN.len());
+    }
+
+    #[test]
+    fn threads_sharing_the_set_find_the_same_secrets_as_one_thread() {
+        // Four threads at once: most checks find the shared search cache taken and use one of
+        // the regex's own; every verdict must be the one a lone thread gets.
+        let texts: Vec<String> = (0..64)
+            .map(|i| match i % 4 {
+                0 => format!("call_{i:04}_abcXYZ"),
+                1 => format!("ghp_{i:02}abcdefghijklmnopqrstuvwxyz0123"),
+                2 => format!("model-{i}.v2"),
+                _ => format!("export API_TOKEN=t{i}zzzz"),
+            })
+            .collect();
+        let alone: Vec<String> = texts.iter().map(|t| scrub(t)).collect();
+        assert!(alone.iter().filter(|t| t.contains(REDACTED)).count() == 32, "{alone:?}");
+        // A failed assertion on any thread fails the scope, and the test.
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..20 {
+                        assert_eq!(texts.iter().map(|t| scrub(t)).collect::<Vec<_>>(), alone);
+                    }
+                });
+            }
+        });
     }
 
     #[test]
