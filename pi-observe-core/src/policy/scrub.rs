@@ -343,9 +343,22 @@ impl Scrubber {
     /// Compiles the rule set now, if it is not yet: it takes a few milliseconds, otherwise
     /// spent by the first [`Scrubber::scrub`]. For a thread that warms the scrubber while the
     /// rest of a start-up goes on (clones share the compiled set; a caller that needs it
-    /// meanwhile waits for this compile instead of starting another).
+    /// meanwhile waits for this compile instead of starting another). Then it checks a few
+    /// identifiers shaped like the ones pi checks most (tool call ids, model ids), so that the
+    /// states of the set's lazy DFA they need are built here, in the cache every thread shares,
+    /// rather than by the agent's first checks.
     pub fn compile(&self) {
-        self.set();
+        const SHAPES: [&str; 5] = [
+            "call_Ab12Cd34Ef56Gh78Ij90KlMn",
+            "toolu_01A09q90qw90lq917835lq9",
+            "faux_call_12_0",
+            "gpt-4o-mini-2024-07-18",
+            "models/gemini-2.5-flash:stream@v1+x",
+        ];
+        let set = self.set();
+        for shape in SHAPES {
+            set.is_match(shape);
+        }
     }
 
     fn set(&self) -> &RuleSet {
