@@ -55,13 +55,17 @@ pub struct Scrubber {
     set: Arc<OnceLock<RuleSet>>,
 }
 
-/// The rules as one multi-pattern regex, searched with one search cache shared by every thread.
+/// The rules as one multi-pattern regex; short texts are searched with one cache every thread
+/// shares.
 ///
 /// The set's lazy DFA builds its states as texts need them, in its cache; most of a check's
 /// cost is building them (the set is large: ~30 rules with counted repetitions). `regex`'s own
 /// `RegexSet` keeps a cache per thread that uses it, so each of the agent's threads paid for the
-/// same states again (and ~0.1 ms to make its cache). Here the threads take turns with one
-/// cache; a thread that finds it taken uses a cache of the regex's own pool instead of waiting.
+/// same states again (and ~0.1 ms, and ~40 fresh pages, to make its cache). Short texts — the
+/// ids and names pi checks, up to [`SHORT_TEXT`] bytes — take turns with one cache: a search of
+/// one takes microseconds, so waiting for it costs less than a cache of one's own. Longer texts
+/// (captured content, which can take milliseconds) use the regex's own caches, so an id check
+/// never waits behind one.
 struct RuleSet {
     regex: meta::Regex,
     cache: Mutex<meta::Cache>,
@@ -92,19 +96,19 @@ impl RuleSet {
         self.regex.pattern_len()
     }
 
-    /// `search` with the shared cache, or with one of the pool's when another thread has it.
-    fn with_cache<R>(&self, search: impl FnOnce(&meta::Regex, Option<&mut meta::Cache>) -> R) -> R {
-        match self.cache.try_lock() {
-            Ok(mut cache) => search(&self.regex, Some(&mut cache)),
-            // Poisoned only by a panic inside a search: the cache is still a valid cache.
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => search(&self.regex, Some(&mut poisoned.into_inner())),
-            Err(std::sync::TryLockError::WouldBlock) => search(&self.regex, None),
+    /// `search` with the shared cache when `text` is short, else with one of the regex's own.
+    fn with_cache<R>(&self, text: &str, search: impl FnOnce(&meta::Regex, Option<&mut meta::Cache>) -> R) -> R {
+        if text.len() > SHORT_TEXT {
+            return search(&self.regex, None);
         }
+        // Poisoned only by a panic inside a search: the cache is still a valid cache.
+        let mut cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        search(&self.regex, Some(&mut cache))
     }
 
     fn is_match(&self, text: &str) -> bool {
         let input = Input::new(text).earliest(true);
-        self.with_cache(|regex, cache| match cache {
+        self.with_cache(text, |regex, cache| match cache {
             Some(cache) => regex.is_match_with(cache, &input),
             None => regex.is_match(input.clone()),
         })
@@ -114,13 +118,17 @@ impl RuleSet {
     fn matches(&self, text: &str) -> PatternSet {
         let input = Input::new(text);
         let mut found = PatternSet::new(self.regex.pattern_len());
-        self.with_cache(|regex, cache| match cache {
+        self.with_cache(text, |regex, cache| match cache {
             Some(cache) => regex.which_overlapping_matches_with(cache, &input, &mut found),
             None => regex.which_overlapping_matches(&input, &mut found),
         });
         found
     }
 }
+
+/// Texts up to this many bytes are searched with [`RuleSet`]'s shared cache: every identifier
+/// (at most 128 characters) and name pi checks.
+const SHORT_TEXT: usize = 256;
 
 impl std::fmt::Debug for RuleSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -421,18 +429,22 @@ mod tests {
 
     #[test]
     fn threads_sharing_the_set_find_the_same_secrets_as_one_thread() {
-        // Four threads at once: most checks find the shared search cache taken and use one of
-        // the regex's own; every verdict must be the one a lone thread gets.
-        let texts: Vec<String> = (0..64)
-            .map(|i| match i % 4 {
+        // Four threads at once, taking turns with the shared search cache for the short texts
+        // and using caches of their own for the long ones: every verdict must be the one a lone
+        // thread gets.
+        let filler = "lorem ipsum ".repeat(30);
+        let texts: Vec<String> = (0..80)
+            .map(|i| match i % 5 {
                 0 => format!("call_{i:04}_abcXYZ"),
                 1 => format!("ghp_{i:02}abcdefghijklmnopqrstuvwxyz0123"),
                 2 => format!("model-{i}.v2"),
-                _ => format!("export API_TOKEN=t{i}zzzz"),
+                3 => format!("export API_TOKEN=t{i}zzzz"),
+                _ => format!("{filler} sk-{i:02}abcdefghijklmnopqrstuvwx {filler}"),
             })
             .collect();
+        assert!(texts.iter().any(|t| t.len() > SHORT_TEXT) && texts.iter().any(|t| t.len() <= SHORT_TEXT));
         let alone: Vec<String> = texts.iter().map(|t| scrub(t)).collect();
-        assert!(alone.iter().filter(|t| t.contains(REDACTED)).count() == 32, "{alone:?}");
+        assert!(alone.iter().filter(|t| t.contains(REDACTED)).count() == 48, "{alone:?}");
         // A failed assertion on any thread fails the scope, and the test.
         std::thread::scope(|scope| {
             for _ in 0..4 {
