@@ -4,7 +4,6 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::delivery::DeliveringGuard;
@@ -59,7 +58,6 @@ pub struct Background {
     queue: Arc<Queue>,
     inners: Inners,
     hub: HubSlot,
-    worker: Mutex<Option<JoinHandle<()>>>,
     /// The worker's answer to the shutdown [`Subscriber::begin_shutdown`] asked for.
     shutting_down: Mutex<Option<Receiver<Result<(), SubscriberError>>>>,
 }
@@ -127,8 +125,10 @@ impl Background {
         });
         let hub = HubSlot::new();
         let worker = Worker { queue: queue.clone(), inners: inners.clone(), hub: hub.clone() };
-        let handle = spawn_telemetry_thread(name, move || worker.run())?;
-        Ok(Background { queue, inners, hub, worker: Mutex::new(Some(handle)), shutting_down: Mutex::new(None) })
+        // Not joined: once it has answered the shutdown, all that is left of it is returning, which
+        // it does on its own (waiting for its exit cost a command's exit time; ADR 0013).
+        spawn_telemetry_thread(name, move || worker.run())?;
+        Ok(Background { queue, inners, hub, shutting_down: Mutex::new(None) })
     }
 
     /// Records its subscribers never got: the queue was full, or they came after shutdown
@@ -240,17 +240,10 @@ impl Subscriber for Background {
     fn shutdown(&self, timeout: Duration) -> Result<(), SubscriberError> {
         let deadline = Instant::now() + timeout;
         let begun = self.shutting_down.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let result = match begun.or_else(|| self.begin(deadline)) {
+        match begun.or_else(|| self.begin(deadline)) {
             Some(done) => answer(&done, deadline),
             None => Ok(()),
-        };
-        if result.is_ok()
-            && let Some(worker) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take()
-        {
-            // It has answered: all that is left of it is returning.
-            let _ = worker.join();
         }
-        result
     }
 }
 

@@ -5,7 +5,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use pi_observe_core::{DropReason, EventKind, HubSlot, ObsEvent, Observability, Starts, Subscriber, SubscriberError};
@@ -106,7 +105,6 @@ impl Queue {
 /// (or the hub's) before exit to flush within a deadline.
 pub struct OtelSubscriber {
     queue: Arc<Queue>,
-    worker: Mutex<Option<JoinHandle<()>>>,
     counters: Arc<Counters>,
     hub: HubSlot,
     disabled: bool,
@@ -170,9 +168,7 @@ impl OtelSubscriber {
         let disabled = config.disabled;
         let spool = config.spool.clone().map(|c| Arc::new(Spool::new(c)));
         let mut draining = None;
-        let worker = if disabled {
-            None
-        } else {
+        if !disabled {
             let mut exporter = Exporter::new(&config, &config.resource())?;
             exporter.sdk = sdk;
             exporter.link = counters.link.clone();
@@ -195,16 +191,14 @@ impl OtelSubscriber {
                 spool: spool.clone(),
             };
             let state = Worker::new(&config, exporter, parts, batch_size, question);
-            let handle =
-                pi_observe_core::spawn_telemetry_thread("pi-observe-otlp", move || state.run()).map_err(|e| {
-                    ConfigError { setting: "OTLP exporter".into(), message: format!("cannot start worker: {e}") }
-                })?;
-            Some(handle)
-        };
+            // Not joined: see `wait_for_shutdown`.
+            pi_observe_core::spawn_telemetry_thread("pi-observe-otlp", move || state.run()).map_err(|e| {
+                ConfigError { setting: "OTLP exporter".into(), message: format!("cannot start worker: {e}") }
+            })?;
+        }
         let exit_patience = config.exit_patience.unwrap_or(DEFAULT_EXIT_PATIENCE);
         Ok(Arc::new(OtelSubscriber {
             queue,
-            worker: Mutex::new(worker),
             counters,
             hub,
             disabled,
@@ -277,12 +271,10 @@ impl OtelSubscriber {
     /// Waits (until the shutdown's deadline) for the worker to stop.
     fn wait_for_shutdown(&self, pending: PendingShutdown) -> Result<(), SubscriberError> {
         let PendingShutdown { deadline, worker_deadline, done } = pending;
+        // Once it has answered, all that is left of the worker is returning (its runtime and
+        // connections dropped), which it does on its own: not waited for (a command's exit is
+        // that much shorter; ADR 0013).
         let result = done.recv_timeout(deadline.saturating_duration_since(Instant::now()));
-        if result.is_ok()
-            && let Some(worker) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take()
-        {
-            let _ = worker.join();
-        }
         // The background delivery stops after its current batch: let it finish that one (within
         // the worker's patience), so a batch the receiver took is also removed from the spool.
         if let Some(draining) = self.draining.lock().unwrap_or_else(|e| e.into_inner()).take() {
