@@ -157,11 +157,22 @@ struct KeyOut<'a>(&'a DataEntry<'a>);
 
 impl serde::Serialize for KeyOut<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.0.prefix.is_empty() {
-            s.serialize_str(self.0.key)
-        } else {
-            s.collect_str(&format_args!("{}{}", self.0.prefix, self.0.key))
+        let (prefix, key) = (self.0.prefix, self.0.key);
+        if prefix.is_empty() {
+            return s.serialize_str(key);
         }
+        // Joined on the stack (the formatting machinery cost more than the key).
+        let mut joined = [0u8; 96];
+        let len = prefix.len() + key.len();
+        if len <= joined.len() {
+            joined[..prefix.len()].copy_from_slice(prefix.as_bytes());
+            joined[prefix.len()..len].copy_from_slice(key.as_bytes());
+            // Two strings end to end are UTF-8 still.
+            if let Ok(joined) = std::str::from_utf8(&joined[..len]) {
+                return s.serialize_str(joined);
+            }
+        }
+        s.collect_str(&format_args!("{prefix}{key}"))
     }
 }
 

@@ -95,13 +95,14 @@ pub fn breadcrumb(event: &ObsEvent) -> Breadcrumb {
     }
 }
 
-/// The breadcrumbs of one trace, the newest `max` kept: each converted and written as JSON when
-/// its record comes, so that a transaction (sent as the root ends, on the exit's path in `pi`)
-/// only joins them.
+/// The breadcrumbs of one trace, the newest `max` kept: each written as JSON when its record
+/// comes, so that a transaction (sent as the root ends, on the exit's path in `pi`) only joins
+/// them. The JSON is written straight from the record (the [`breadcrumb`] it would make, as
+/// `sentry` serializes it); the typed breadcrumb is only built for an error event.
 #[derive(Debug)]
 pub struct Breadcrumbs {
     max: usize,
-    items: VecDeque<(Breadcrumb, Box<[u8]>)>,
+    items: VecDeque<(ObsEvent, Box<[u8]>)>,
 }
 
 impl Breadcrumbs {
@@ -112,12 +113,14 @@ impl Breadcrumbs {
 
     /// Adds the breadcrumb of the point `event` record.
     pub fn push(&mut self, event: &ObsEvent) {
-        let crumb = breadcrumb(event);
-        let Ok(json) = serde_json::to_vec(&crumb) else { return };
+        let mut json = Vec::with_capacity(256);
+        if serde_json::to_writer(&mut json, &BreadcrumbOut(event)).is_err() {
+            return;
+        }
         if self.items.len() >= self.max {
             self.items.pop_front();
         }
-        self.items.push_back((crumb, json.into_boxed_slice()));
+        self.items.push_back((event.clone(), json.into_boxed_slice()));
     }
 
     /// True when there are none.
@@ -127,7 +130,7 @@ impl Breadcrumbs {
 
     /// The breadcrumbs, oldest first (for an error event).
     pub fn to_vec(&self) -> Vec<Breadcrumb> {
-        self.items.iter().map(|(crumb, _)| crumb.clone()).collect()
+        self.items.iter().map(|(event, _)| breadcrumb(event)).collect()
     }
 
     /// Appends `{"values":[…]}` from the JSON written as they came.
@@ -329,6 +332,34 @@ impl serde::Serialize for Seconds {
     }
 }
 
+/// The JSON `sentry` writes for the [`breadcrumb`] of `event`, written from the record: the
+/// same members in the same order (`type` and `level` are the defaults, which it leaves out),
+/// the data sorted by key.
+struct BreadcrumbOut<'a>(&'a ObsEvent);
+
+impl serde::Serialize for BreadcrumbOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let event = self.0;
+        let span_id = event.span_id.map(|id| id.to_string());
+        let mut data: Vec<DataEntry<'_>> = event
+            .exportable_fields()
+            .map(|f| DataEntry { prefix: "", key: &f.key, value: DataValue::Field(&f.value) })
+            .collect();
+        if let Some(id) = &span_id {
+            data.push(DataEntry { prefix: "", key: "span_id", value: DataValue::Str(id) });
+        }
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("timestamp", &Seconds(event.timestamp.to_system_time()))?;
+        map.serialize_entry("category", &*event.name)?;
+        map.serialize_entry("message", &*event.name)?;
+        if !data.is_empty() {
+            map.serialize_entry("data", &DataOut(data))?;
+        }
+        map.end()
+    }
+}
+
 fn transaction(parts: &TransactionParts<'_>) -> protocol::Transaction<'static> {
     let mut transaction = transaction_without_spans(parts);
     let trace = trace_id(parts.root.start.trace_id);
@@ -514,6 +545,23 @@ mod tests {
         point.payload = Payload::new().safe(names::INPUT_TOKENS, 7);
         let mut breadcrumbs = Breadcrumbs::new(100);
         breadcrumbs.push(&point);
+        // Breadcrumbs written from records must read as `sentry` writes its own: every kind of
+        // value, text to escape, a payload key sorting after `span_id`, a whole-second time, and
+        // a record with neither fields nor span (no `data`).
+        let mut varied =
+            record(EventKind::Event, "pi.ai.provider.retry", trace, request, None, 1_796_323_362_000_000_000);
+        varied.payload = Payload::new()
+            .safe("zeta", "line one\nline \"two\" \u{e9}")
+            .safe(names::COST_TOTAL, 0.000315)
+            .safe("whole", 2.0)
+            .safe("nan", f64::NAN)
+            .safe(names::ABORTED, false)
+            .safe("list", vec!["a", "b"])
+            .safe("attempt", -3);
+        breadcrumbs.push(&varied);
+        let mut bare = record(EventKind::Event, "pi.session.saved", trace, request, None, t0 + 400_000_000);
+        bare.span_id = None;
+        breadcrumbs.push(&bare);
         let tag_keys = ["orgId".to_owned()];
         // All four spans from their records, then the two that ended first written as they ended.
         for written_first in [0, 2] {
