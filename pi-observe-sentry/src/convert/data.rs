@@ -30,6 +30,10 @@ impl DataEntry<'_> {
     /// Orders entries by their full key (prefix then key) as a map keyed by it would, comparing
     /// runs of bytes rather than one byte at a time (no key is joined to compare it).
     fn cmp_full_key(&self, other: &DataEntry<'_>) -> std::cmp::Ordering {
+        // The common case (two payload keys, both `pi.`): the keys alone decide.
+        if self.prefix == other.prefix {
+            return self.key.cmp(other.key);
+        }
         let mut x = [self.prefix.as_bytes(), self.key.as_bytes()];
         let mut y = [other.prefix.as_bytes(), other.key.as_bytes()];
         loop {
