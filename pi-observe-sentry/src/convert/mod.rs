@@ -478,6 +478,39 @@ mod tests {
     }
 
     #[test]
+    fn breadcrumbs_written_from_records_are_the_bytes_sentry_writes() {
+        // Every kind of value, text to escape, a key sorting after `span_id`, a whole-second
+        // time, and a record with neither fields nor span.
+        let (trace, span) = (TraceId::random(), SpanId::random());
+        let mut varied = record(EventKind::Event, "pi.ai.provider.retry", trace, span, None, 1_796_323_362_000_000_000);
+        varied.payload = Payload::new()
+            .safe("zeta", "line one\nline \"two\" \u{e9}")
+            .safe(names::COST_TOTAL, 0.000315)
+            .safe("whole", 2.0)
+            .safe("nan", f64::NAN)
+            .safe(names::ABORTED, false)
+            .safe("list", vec!["a", "b"])
+            .safe("attempt", -3);
+        let mut bare = record(EventKind::Event, "pi.session.saved", trace, span, None, 1_796_323_362_400_000_000);
+        bare.span_id = None;
+        let mut crumbs = Breadcrumbs::new(10);
+        crumbs.push(&varied);
+        crumbs.push(&bare);
+        let mut written = Vec::new();
+        crumbs.write_values(&mut written);
+        let written = String::from_utf8(written).unwrap();
+        let typed = serde_json::to_string(&crumbs.to_vec()).unwrap();
+        assert_eq!(written, format!(r#"{{"values":{typed}}}"#));
+        assert!(written.contains(r#""nan":"NaN""#) && written.contains(r#""timestamp":1796323362,"#), "{written}");
+        // The bare record's breadcrumb has no data, and neither has a type or level (defaults).
+        let bare_json = &written[written.rfind(r#"{"timestamp""#).unwrap()..];
+        assert!(
+            !bare_json.contains("data") && !written.contains(r#""type""#) && !written.contains("level"),
+            "{written}"
+        );
+    }
+
+    #[test]
     fn breadcrumbs_keep_the_newest_and_write_what_the_typed_ones_serialize_to() {
         let (trace, span) = (TraceId::random(), SpanId::random());
         let mut crumbs = Breadcrumbs::new(3);
@@ -545,23 +578,6 @@ mod tests {
         point.payload = Payload::new().safe(names::INPUT_TOKENS, 7);
         let mut breadcrumbs = Breadcrumbs::new(100);
         breadcrumbs.push(&point);
-        // Breadcrumbs written from records must read as `sentry` writes its own: every kind of
-        // value, text to escape, a payload key sorting after `span_id`, a whole-second time, and
-        // a record with neither fields nor span (no `data`).
-        let mut varied =
-            record(EventKind::Event, "pi.ai.provider.retry", trace, request, None, 1_796_323_362_000_000_000);
-        varied.payload = Payload::new()
-            .safe("zeta", "line one\nline \"two\" \u{e9}")
-            .safe(names::COST_TOTAL, 0.000315)
-            .safe("whole", 2.0)
-            .safe("nan", f64::NAN)
-            .safe(names::ABORTED, false)
-            .safe("list", vec!["a", "b"])
-            .safe("attempt", -3);
-        breadcrumbs.push(&varied);
-        let mut bare = record(EventKind::Event, "pi.session.saved", trace, request, None, t0 + 400_000_000);
-        bare.span_id = None;
-        breadcrumbs.push(&bare);
         let tag_keys = ["orgId".to_owned()];
         // All four spans from their records, then the two that ended first written as they ended.
         for written_first in [0, 2] {
