@@ -283,7 +283,7 @@ impl serde::Serialize for SpanOut<'_> {
         let end = match &self.span.end {
             Some(end) => end.timestamp.to_system_time(),
             None => {
-                data.push(DataEntry { prefix: "pi.", key: "incomplete", value: DataValue::Bool(true) });
+                data.push(DataEntry::new("pi.", "incomplete", DataValue::Bool(true)));
                 self.cut_at
             }
         };
@@ -342,12 +342,10 @@ impl serde::Serialize for BreadcrumbOut<'_> {
         use serde::ser::SerializeMap;
         let event = self.0;
         let span_id = event.span_id.map(|id| id.to_string());
-        let mut data: Vec<DataEntry<'_>> = event
-            .exportable_fields()
-            .map(|f| DataEntry { prefix: "", key: &f.key, value: DataValue::Field(&f.value) })
-            .collect();
+        let mut data: Vec<DataEntry<'_>> =
+            event.exportable_fields().map(|f| DataEntry::new("", &f.key, DataValue::Field(&f.value))).collect();
         if let Some(id) = &span_id {
-            data.push(DataEntry { prefix: "", key: "span_id", value: DataValue::Str(id) });
+            data.push(DataEntry::new("", "span_id", DataValue::Str(id)));
         }
         let mut map = s.serialize_map(None)?;
         map.serialize_entry("timestamp", &Seconds(event.timestamp.to_system_time()))?;
