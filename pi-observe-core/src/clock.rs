@@ -4,9 +4,11 @@
 //!
 //! A process that stamps many records reads the CPU's cycle counter, scaled to nanoseconds
 //! ([`quanta`]): about a third of a `clock_gettime` where we measured (BENCHMARKS.md, session
-//! 29). The counter's scale is calibrated against the monotonic clock — half a millisecond of
-//! CPU — on a thread of its own, once [`CALIBRATE_AFTER`] monotonic reads have been made: a short
-//! run (a few hundred operations) never pays for it. Until it is ready, where the machine has no
+//! 29). The counter's scale is measured against the monotonic clock over
+//! [`CALIBRATION_WINDOW`] on a thread of its own, once [`CALIBRATE_AFTER`] monotonic reads have
+//! been made: a short run (a few hundred operations) never pays for it. (`quanta`'s own scale,
+//! taken over about half a millisecond, was 0.12 % off on a loaded machine: a second of drift
+//! every fourteen minutes.) Until it is ready, where the machine has no
 //! usable counter, and for good once the counter is seen going backwards (a machine resumed
 //! from sleep), reads are the monotonic clock's. Both give nanoseconds since the anchor: one
 //! timeline.
@@ -32,7 +34,7 @@ impl Tick {
             // One core's counter may lag another's by a few cycles (the time is then the
             // pairing's); one far behind has been reset.
             if raw.saturating_add(LAG_CYCLES) >= counter.raw {
-                return Tick(counter.at.saturating_add(counter.clock.delta_as_nanos(counter.raw, raw)));
+                return Tick(counter.at.saturating_add(counter.nanos_since_pairing(raw)));
             }
             COUNTER_BACKWARDS.store(true, Relaxed);
         }
@@ -83,8 +85,20 @@ fn anchor() -> &'static Anchor {
 /// The calibrated counter, and one reading of it paired with the monotonic clock's.
 struct Counter {
     clock: quanta::Clock,
+    /// The paired reading: the counter's `raw` was the records' clock's `at`.
     raw: u64,
     at: u64,
+    /// Nanoseconds per counter cycle, times 2³².
+    scale: u64,
+}
+
+impl Counter {
+    /// Nanoseconds from the paired reading to the counter's `raw` (zero before it).
+    #[inline]
+    fn nanos_since_pairing(&self, raw: u64) -> u64 {
+        let cycles = u128::from(raw.saturating_sub(self.raw));
+        u64::try_from((cycles * u128::from(self.scale)) >> 32).unwrap_or(u64::MAX)
+    }
 }
 
 static COUNTER: OnceLock<Counter> = OnceLock::new();
@@ -115,11 +129,40 @@ fn calibrate_soon() {
     });
 }
 
+/// How long the counter is watched against the monotonic clock to measure its scale: a pairing
+/// is exact to a microsecond or so, which over 100 ms is ~10 ppm.
+const CALIBRATION_WINDOW: Duration = Duration::from_millis(100);
+
 fn calibrate_now() {
     let clock = quanta::Clock::new();
-    let raw = clock.raw();
-    let at = Tick::of(Instant::now()).0;
-    let _ = COUNTER.set(Counter { clock, raw, at });
+    let (raw0, at0) = paired(&clock);
+    std::thread::sleep(CALIBRATION_WINDOW);
+    let (raw, at) = paired(&clock);
+    let (cycles, nanos) = (raw.saturating_sub(raw0), at.saturating_sub(at0));
+    // A counter that did not move, or went backwards, is not one to read.
+    if cycles == 0 || nanos == 0 {
+        return;
+    }
+    let Ok(scale) = u64::try_from((u128::from(nanos) << 32) / u128::from(cycles)) else { return };
+    let _ = COUNTER.set(Counter { clock, raw, at, scale });
+}
+
+/// A reading of the counter and the records' clock at the same moment: of a few tries, the one
+/// whose two monotonic reads around the counter's are closest (the thread was not interrupted
+/// between them), its time their midpoint.
+fn paired(clock: &quanta::Clock) -> (u64, u64) {
+    let mut best: Option<(Duration, u64, u64)> = None;
+    for _ in 0..8 {
+        let before = Instant::now();
+        let raw = clock.raw();
+        let after = Instant::now();
+        let width = after.saturating_duration_since(before);
+        if best.is_none_or(|(narrowest, _, _)| width < narrowest) {
+            let mid = Tick::of(before).0.saturating_add(u64::try_from(width.as_nanos() / 2).unwrap_or(0));
+            best = Some((width, raw, mid));
+        }
+    }
+    best.map_or((clock.raw(), Tick::of(Instant::now()).0), |(_, raw, at)| (raw, at))
 }
 
 #[cfg(test)]
