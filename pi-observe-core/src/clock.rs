@@ -151,18 +151,15 @@ fn calibrate_now() {
 /// whose two monotonic reads around the counter's are closest (the thread was not interrupted
 /// between them), its time their midpoint.
 fn paired(clock: &quanta::Clock) -> (u64, u64) {
-    let mut best: Option<(Duration, u64, u64)> = None;
-    for _ in 0..8 {
+    let once = || {
         let before = Instant::now();
         let raw = clock.raw();
-        let after = Instant::now();
-        let width = after.saturating_duration_since(before);
-        if best.is_none_or(|(narrowest, _, _)| width < narrowest) {
-            let mid = Tick::of(before).0.saturating_add(u64::try_from(width.as_nanos() / 2).unwrap_or(0));
-            best = Some((width, raw, mid));
-        }
-    }
-    best.map_or((clock.raw(), Tick::of(Instant::now()).0), |(_, raw, at)| (raw, at))
+        let width = before.elapsed();
+        (width, raw, Tick::of(before).0.saturating_add(u64::try_from(width.as_nanos() / 2).unwrap_or(0)))
+    };
+    let first = once();
+    let (_, raw, at) = (1..8).map(|_| once()).fold(first, |best, next| if next.0 < best.0 { next } else { best });
+    (raw, at)
 }
 
 #[cfg(test)]
