@@ -38,7 +38,7 @@ impl JsonlFileSink {
     pub fn create(path: &Path, capacity: usize) -> std::io::Result<Arc<Self>> {
         pi_observe_core::create_private_parent(path)?;
         let file = pi_observe_core::private_file_options().create(true).append(true).open(path)?;
-        let writer = BatchedWriter::start(file, capacity.max(1).saturating_mul(512), "pi-observe-jsonl")?;
+        let writer = BatchedWriter::start(file, capacity.max(1).saturating_mul(512))?;
         Ok(Arc::new(JsonlFileSink {
             path: path.to_owned(),
             writer,

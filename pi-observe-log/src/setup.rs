@@ -439,7 +439,7 @@ fn json_string_body(out: &mut String, text: &str) {
 /// A bounded, non-blocking writer in front of `inner`: when `bytes` are waiting, new lines are
 /// dropped (and counted) instead of blocking the caller; a background thread writes in batches.
 pub fn non_blocking(inner: impl Write + Send + 'static, bytes: usize) -> std::io::Result<LogWriter> {
-    BatchedWriter::start(inner, bytes, "pi-observe-log").map(LogWriter)
+    BatchedWriter::start(inner, bytes).map(LogWriter)
 }
 
 /// Installs the global JSON-lines logger (filter from `PI_LOG` / `RUST_LOG`). Keep the guard

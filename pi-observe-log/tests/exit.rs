@@ -46,7 +46,7 @@ fn exiting_between_appends_leaves_every_line_whole() {
 /// Keeps the writer thread writing big batches, and exits once the file holds a few lines.
 fn write_until_exit(path: &Path) -> ! {
     let file = std::fs::File::create(path).unwrap();
-    let writer = BatchedWriter::start(file, 64 * LINE_BYTES, "test-exit").unwrap();
+    let writer = BatchedWriter::start(file, 64 * LINE_BYTES).unwrap();
     let feeding = writer.clone();
     std::thread::spawn(move || {
         let mut line = vec![b'x'; LINE_BYTES - 1];
