@@ -81,10 +81,16 @@ impl Sink for OtlpSink {
         Some(Box::new(move || capture.requests().into_iter().map(|r| r.body).collect()))
     }
 
-    fn attach(self: Box<Self>, to: &Attach<'_>) -> Result<Option<Attached>, CliError> {
+    /// Run off the agent's threads with the other such sinks: its `on_event` only queues, but
+    /// on the agent's thread each record then cost a copy, a lock and now and then a wake-up of
+    /// the worker, run cold between the agent's own work; on the sinks' thread they come in
+    /// batches (ADR 0025).
+    fn attach(self: Box<Self>, _to: &Attach<'_>) -> Result<Option<Attached>, CliError> {
         let otel = OtelSubscriber::new(self.config).map_err(|e| CliError::Usage(e.to_string()))?;
-        let subscription = to.hub.subscribe_arc(otel.clone(), to.policy.clone());
-        Ok(Some(Attached { subscription: Subscribed::Now(subscription), running: Some(Arc::new(RunningOtlp(otel))) }))
+        Ok(Some(Attached {
+            subscription: Subscribed::OffThread(otel.clone(), "--otlp"),
+            running: Some(Arc::new(RunningOtlp(otel))),
+        }))
     }
 }
 
