@@ -105,7 +105,9 @@ impl Harness {
 
         // The sinks are attached before the session is opened, so its `pi.session.read` reaches them.
         let hub = sink_setup.hub();
-        let mut sinks = sink_setup.attach(&hub, wants.json_records)?;
+        let traces = Arc::new(Mutex::new(Vec::new()));
+        let watcher: Arc<dyn pi_observe::core::Subscriber> = Arc::new(PromptTraces(traces.clone()));
+        let sinks = sink_setup.attach_with(&hub, wants.json_records, Some(watcher))?;
         let opened = session_path.map(|path| hub.in_scope(|| setup::session_at(&path, fork_source.as_deref(), &cwd)));
         let session = match opened.transpose() {
             Ok(session) => session,
@@ -114,8 +116,6 @@ impl Harness {
                 return Err(error);
             }
         };
-        let traces = Arc::new(Mutex::new(Vec::new()));
-        sinks.keep(hub.subscribe(PromptTraces(traces.clone())));
         let mut config = AgentConfig { source: wants.source, has_ui: wants.has_ui, ..setup::agent_config(args, cfg) };
         if !parts.model.reasoning {
             // A thinking level is only for models that reason (others reject the parameter).
