@@ -256,12 +256,13 @@ impl SinkSetup {
     /// first group of sinks that run off those threads, just before that group's thread: the
     /// hub then hands it each record by reference with the group's, where under a policy of
     /// its own it cost a copy and a redaction pass of every record (~1.7 ms of the 32-turn
-    /// all-sinks run, measured without it). With no such group, under the hub's default policy.
+    /// all-sinks run, measured without it). With no such group, under the base (safe-only)
+    /// policy, the hub's default.
     pub fn attach_with(
         self,
         hub: &Observability,
         json_mode: bool,
-        watcher: Option<Arc<dyn Subscriber>>,
+        mut watcher: Option<Arc<dyn Subscriber>>,
     ) -> Result<Sinks, CliError> {
         // Sinks whose policies capture the same kinds share one policy instance: the hub then
         // redacts (and copies) each record once for all of them instead of once per sink. The
@@ -299,7 +300,6 @@ impl SinkSetup {
                 sinks.running.push((kind.name, running));
             }
         }
-        let mut watcher = watcher;
         for group in off_threads {
             if let Some(watcher) = watcher.take() {
                 sinks.subscriptions.push(hub.subscribe_arc(watcher, group.policy.clone()));
