@@ -93,29 +93,10 @@ impl Harness {
         let (outside, project) = extensions::discover((&args.extensions, args.no_extensions), cfg, &cwd)?;
         // `--provider NAME` that pi does not know may be one an extension serves: known once
         // they started (the faux provider holds the place until then).
-        let (mut parts, unknown_provider) = match setup::agent_parts(args, cfg) {
-            Ok(parts) => (parts, None),
-            Err(error) if args.provider.is_some() && !(outside.is_empty() && project.is_empty() && early.is_none()) => {
-                let held = setup::select_named(args, cfg, Some("faux".into()), None)?;
-                let tools = setup::tools(args.tools.as_deref())?;
-                (setup::AgentParts { provider: held.provider, model: held.model, tools }, Some(error))
-            }
-            Err(error) => return Err(error),
-        };
-
-        // The sinks are attached before the session is opened, so its `pi.session.read` reaches them.
-        let hub = sink_setup.hub();
-        let traces = Arc::new(Mutex::new(Vec::new()));
-        let watcher: Arc<dyn pi_observe::core::Subscriber> = Arc::new(PromptTraces(traces.clone()));
-        let sinks = sink_setup.attach_with(&hub, wants.json_records, Some(watcher))?;
-        let opened = session_path.map(|path| hub.in_scope(|| setup::session_at(&path, fork_source.as_deref(), &cwd)));
-        let session = match opened.transpose() {
-            Ok(session) => session,
-            Err(error) => {
-                sinks.close();
-                return Err(error);
-            }
-        };
+        let an_extension_may_serve = !(outside.is_empty() && project.is_empty() && early.is_none());
+        let (mut parts, unknown_provider) = agent_parts_or_held(args, cfg, an_extension_may_serve)?;
+        let Attached { hub, sinks, traces, session } =
+            attach_and_open(sink_setup, wants.json_records, session_path, fork_source.as_deref(), &cwd)?;
         let mut config = AgentConfig { source: wants.source, has_ui: wants.has_ui, ..setup::agent_config(args, cfg) };
         if !parts.model.reasoning {
             // A thinking level is only for models that reason (others reject the parameter).
@@ -204,6 +185,57 @@ impl Harness {
         sinks.finish(command, &traces);
         std::mem::forget(agent);
         std::mem::forget(hub);
+    }
+}
+
+/// The agent's provider, model and tools; when `--provider` names none pi knows and an extension
+/// may serve it (`an_extension_may_serve`), the faux provider holds the place until the extensions
+/// have started, with the error to give if none serves it.
+fn agent_parts_or_held(
+    args: &AgentArgs,
+    cfg: &Config,
+    an_extension_may_serve: bool,
+) -> Result<(setup::AgentParts, Option<CliError>), CliError> {
+    match setup::agent_parts(args, cfg) {
+        Ok(parts) => Ok((parts, None)),
+        Err(error) if args.provider.is_some() && an_extension_may_serve => {
+            let held = setup::select_named(args, cfg, Some("faux".into()), None)?;
+            let tools = setup::tools(args.tools.as_deref())?;
+            Ok((setup::AgentParts { provider: held.provider, model: held.model, tools }, Some(error)))
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// The hub with the sinks attached, the prompts' trace ids they watch, and the session.
+struct Attached {
+    hub: Observability,
+    sinks: Sinks,
+    traces: Arc<Mutex<Vec<TraceId>>>,
+    session: Option<pi_agent::session::SessionWriter>,
+}
+
+/// Attaches the sinks — with the watcher of the prompts' trace ids — then opens the session at
+/// `session_path` (so its `pi.session.read` reaches them); a session that cannot be opened
+/// closes the sinks again.
+fn attach_and_open(
+    sink_setup: SinkSetup,
+    json_records: bool,
+    session_path: Option<PathBuf>,
+    fork_source: Option<&std::path::Path>,
+    cwd: &std::path::Path,
+) -> Result<Attached, CliError> {
+    let hub = sink_setup.hub();
+    let traces = Arc::new(Mutex::new(Vec::new()));
+    let watcher: Arc<dyn Subscriber> = Arc::new(PromptTraces(traces.clone()));
+    let sinks = sink_setup.attach_with(&hub, json_records, Some(watcher))?;
+    let opened = session_path.map(|path| hub.in_scope(|| setup::session_at(&path, fork_source, cwd)));
+    match opened.transpose() {
+        Ok(session) => Ok(Attached { hub, sinks, traces, session }),
+        Err(error) => {
+            sinks.close();
+            Err(error)
+        }
     }
 }
 
