@@ -478,6 +478,20 @@ fn against_a_stalled_receiver_asked(
     run: impl FnOnce(&Observability, &Arc<OtelSubscriber>),
 ) {
     let stall = Receiver::start(vec![Answer::Stall; 8]);
+    let stats = spooling_to(&stall.endpoint, timeout, ask_first, run);
+    assert_eq!(stats.spans_spooled, stats.spans_started, "{stats:?}");
+    assert_eq!(*stall.attempts.lock().unwrap(), 1, "one attempt; the rest went straight to the spool");
+}
+
+/// Runs `run` against an OTLP subscriber sending to `endpoint` with a spool (in a fresh folder,
+/// removed after; batches of four, its own export timeout `timeout`), the receiver asked first
+/// when `ask_first`; then shuts it down and returns its counts.
+fn spooling_to(
+    endpoint: &str,
+    timeout: Duration,
+    ask_first: bool,
+    run: impl FnOnce(&Observability, &Arc<OtelSubscriber>),
+) -> pi_observe_otel::ExportStats {
     let dir = std::env::temp_dir().join(format!("pi-otel-stalled-spool-{}", pi_observe_core::SpanId::random()));
     let hub = Observability::new();
     let cfg = OtlpConfig {
@@ -486,16 +500,72 @@ fn against_a_stalled_receiver_asked(
         max_export_batch_size: Some(4),
         spool: Some(pi_observe_spool::SpoolConfig::new(&dir)),
         check_receiver_first: ask_first,
-        ..config(&stall.endpoint)
+        ..config(endpoint)
     };
     let otel = OtelSubscriber::new(cfg).unwrap();
     let _o = hub.subscribe_arc(otel.clone(), Arc::new(ContentPolicy::default()));
     run(&hub, &otel);
     let _ = pi_observe_core::Subscriber::shutdown(otel.as_ref(), Duration::from_secs(1));
-    let stats = otel.stats();
+    let _ = std::fs::remove_dir_all(&dir);
+    otel.stats()
+}
+
+/// The workload, flushed with a deadline far off: only taking the receiver as stalled returns
+/// the flush early.
+fn backfill(hub: &Observability, otel: &Arc<OtelSubscriber>) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(hub.scope(workload()));
+    let flushed = Instant::now();
+    pi_observe_core::Subscriber::flush(otel.as_ref(), Duration::from_secs(20)).unwrap();
+    assert!(flushed.elapsed() < Duration::from_secs(10), "waited out the deadline: {:?}", flushed.elapsed());
+}
+
+/// A loopback receiver's round trip is nil: it is never probed with a connection of its own. A
+/// silent one sees the question's connection and nothing else — the batches spooled.
+#[test]
+fn a_silent_loopback_receiver_is_not_probed() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (accepted_tx, accepted) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while let Ok((stream, peer)) = listener.accept() {
+            held.push(stream);
+            if accepted_tx.send(peer).is_err() {
+                return;
+            }
+        }
+    });
+    let stats = spooling_to(&format!("http://{addr}/v1/traces"), Duration::from_secs(30), true, backfill);
     assert_eq!(stats.spans_spooled, stats.spans_started, "{stats:?}");
-    assert_eq!(*stall.attempts.lock().unwrap(), 1, "one attempt; the rest went straight to the spool");
-    std::fs::remove_dir_all(&dir).unwrap();
+    // Connections are accepted in the order they were made: once a last one of ours is in,
+    // every connection the subscriber made has been counted.
+    let marker = std::net::TcpStream::connect(addr).unwrap().local_addr().unwrap();
+    let connections = accepted.iter().take_while(|peer| *peer != marker).count();
+    assert_eq!(connections, 1, "the question's connection only");
+}
+
+/// A loopback receiver whose backlog is full never takes a connection (the kernel drops the
+/// SYN; the client tries again only after a second): a backfill spools without waiting for one.
+#[test]
+fn a_backfill_to_a_loopback_receiver_whose_backlog_is_full_spools() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let listener = runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        socket.listen(0).unwrap()
+    });
+    let addr = listener.local_addr().unwrap();
+    // Fill the backlog: connections complete until it is full.
+    let mut fillers = Vec::new();
+    while let Ok(stream) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+        fillers.push(stream);
+        assert!(fillers.len() < 64, "the backlog does not fill");
+    }
+    let stats = spooling_to(&format!("http://{addr}/v1/traces"), Duration::from_secs(30), true, backfill);
+    assert!(stats.spans_started > 0);
+    assert_eq!(stats.spans_spooled, stats.spans_started, "{stats:?}");
+    drop(listener);
 }
 
 /// With a spool, a receiver that takes connections and never answers the run's first export is
@@ -525,13 +595,8 @@ fn a_silent_receiver_is_taken_as_stalled_during_the_run() {
 #[test]
 fn a_flush_with_a_spool_takes_a_silent_receiver_as_stalled() {
     against_a_stalled_receiver(Duration::from_secs(30), |hub, otel| {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         for _ in 0..3 {
-            runtime.block_on(hub.scope(workload()));
-            // The flush's own deadline is far off: only taking the receiver as stalled returns it.
-            let flushed = Instant::now();
-            pi_observe_core::Subscriber::flush(otel.as_ref(), Duration::from_secs(20)).unwrap();
-            assert!(flushed.elapsed() < Duration::from_secs(10), "waited out the deadline: {:?}", flushed.elapsed());
+            backfill(hub, otel);
         }
     });
 }
@@ -541,10 +606,8 @@ fn a_flush_with_a_spool_takes_a_silent_receiver_as_stalled() {
 #[test]
 fn a_backfill_whose_question_goes_unanswered_spools_every_batch() {
     against_a_stalled_receiver_asked(Duration::from_secs(30), true, |hub, otel| {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         for _ in 0..3 {
-            runtime.block_on(hub.scope(workload()));
-            pi_observe_core::Subscriber::flush(otel.as_ref(), Duration::from_secs(20)).unwrap();
+            backfill(hub, otel);
         }
     });
 }

@@ -349,12 +349,21 @@ impl Exporter {
 
     /// How long a TCP connection to the traces endpoint takes: one connection opened and closed
     /// (`None` when there is no network endpoint or none connects within a second).
+    ///
+    /// A loopback endpoint (`localhost`, `127.0.0.0/8`, `::1`) is not timed: its round trip is
+    /// nil. One that does not connect at once has its backlog full — the kernel drops the SYN
+    /// and the client tries again only after a second — and is as stalled as one that takes
+    /// the connection and never answers.
     pub(crate) async fn connect_time(&self) -> Option<Duration> {
         if self.capture.is_some() || self.console {
             return None;
         }
         let url = reqwest::Url::parse(&self.endpoints[Signal::Traces as usize]).ok()?;
-        let address = (url.host_str()?.trim_matches(['[', ']']).to_owned(), url.port_or_known_default()?);
+        let host = url.host_str()?.trim_matches(['[', ']']);
+        if host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()) {
+            return Some(Duration::ZERO);
+        }
+        let address = (host.to_owned(), url.port_or_known_default()?);
         let started = Instant::now();
         let connect = tokio::net::TcpStream::connect(address);
         match tokio::time::timeout(Duration::from_secs(1), connect).await {
