@@ -6,8 +6,10 @@
 //! waiting with [`Spool::pending`], [claims](Pending::claim) a batch, sends the bytes, and calls
 //! [`Claimed::delivered`].
 //!
-//! - **One file per batch**, written to a temporary name, synced and renamed into place: a
-//!   crash (even SIGKILL) while spooling leaves either the whole batch or nothing.
+//! - **One file per batch**, written to a temporary name and renamed into place: a crash (even
+//!   SIGKILL) while spooling leaves either the whole batch or nothing. New batches are not
+//!   synced (as durable as the session they came from; a power cut's torn batch is set aside,
+//!   counted).
 //! - **Exactly once between processes**: a claim is an exclusive advisory lock on the file,
 //!   taken without waiting, plus a check that the file is still linked; a batch is removed only
 //!   after its delivery was acknowledged. A process that dies mid-delivery releases its lock.

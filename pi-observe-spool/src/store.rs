@@ -209,9 +209,13 @@ impl Spool {
         &self.config
     }
 
-    /// Writes one batch atomically (temporary file, sync, rename), then enforces the limits when
-    /// the spool may be past them.
+    /// Writes one batch atomically (temporary file, rename), then enforces the limits when the
+    /// spool may be past them.
     /// A failure is counted and returned; nothing half-written is left under a batch name.
+    ///
+    /// The batch is not synced to the disk (ADR 0032): it outlives the process at once (a
+    /// crash, a kill) and a power cut once the kernel writes it back, as the session it was
+    /// made from does. A batch a power cut tore is set aside as unreadable, counted.
     pub fn write(&self, meta: &BatchMeta, body: &[u8]) -> io::Result<()> {
         let result = self.write_file(meta, body);
         match &result {
@@ -260,18 +264,12 @@ impl Spool {
             let mut file = private_file(&tmp)?;
             file.write_all(&header)?;
             file.write_all(body)?;
-            file.sync_all()?;
             fs::rename(&tmp, dir.join(&name))
         })();
         if written.is_err() {
             let _ = fs::remove_file(&tmp);
         }
         written?;
-        // The rename is durable once the directory is synced (best effort: not every
-        // filesystem allows opening a directory).
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
         Ok(((header.len() + body.len()) as u64, dir.join(&name)))
     }
 
@@ -456,6 +454,8 @@ impl Spool {
             let mut file = private_file(&tmp)?;
             file.write_all(&batch::header_line(&meta, claimed.body.len() as u64))?;
             file.write_all(&claimed.body)?;
+            // Synced, unlike a new batch (ADR 0032): it replaces one the disk may hold already,
+            // which a power cut must not tear.
             file.sync_all()?;
             // Replacing the file unlinks the locked one: a process that listed it sees that.
             fs::rename(&tmp, &claimed.path)
