@@ -93,7 +93,7 @@ pub use private_files::{
     append_whole, create_private_dir_all, create_private_parent, exit_between_appends, private_file_options,
     write_private,
 };
-pub use probe::ProbeOutcome;
+pub use probe::{ProbeOutcome, is_loopback_host};
 pub use shared::{Observability, Status};
 pub use span::Span;
 pub use stats::{DropReason, StatsSnapshot};

@@ -31,3 +31,26 @@ pub struct ProbeOutcome {
     /// `Unimplemented`): a trace-only backend asked for metrics. Not a failure of the sink.
     pub unsupported: bool,
 }
+
+/// Whether `host` (a URL's host, IPv6 with or without brackets) names this machine's loopback:
+/// `localhost`, `127.0.0.0/8` or `::1`. Such a receiver's round trip is nil: a sink need not
+/// time it to know how long to wait for its first answer.
+pub fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim_matches(['[', ']']);
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback_host;
+
+    #[test]
+    fn loopback_hosts_are_told_from_others() {
+        for host in ["localhost", "LocalHost", "127.0.0.1", "127.8.9.10", "::1", "[::1]"] {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in ["example.com", "10.0.0.1", "[::2]", "localhost.example.com", "", "0.0.0.0"] {
+            assert!(!is_loopback_host(host), "{host}");
+        }
+    }
+}

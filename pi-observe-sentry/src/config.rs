@@ -35,6 +35,12 @@ pub struct SentryConfig {
     /// With a spool, how long shutdown waits for the server before spooling what is left
     /// (default 200 ms).
     pub exit_patience: Option<Duration>,
+    /// A backfill (`pi export`): the caller can wait, so a full queue holds the caller back
+    /// until there is room instead of dropping the envelope, and a server that has not
+    /// answered its first envelope within [`FIRST_ANSWER_PATIENCE`](crate::FIRST_ANSWER_PATIENCE)
+    /// (100 ms for a loopback server) is taken as stalled: that envelope and the ones after it
+    /// for a while are spooled (or, without a spool, counted as not delivered) without trying.
+    pub backfill: bool,
 }
 
 impl std::fmt::Debug for SentryConfig {
@@ -147,6 +153,7 @@ impl SentryConfig {
                 counters,
                 spool,
                 exit_patience: self.exit_patience.unwrap_or(Duration::from_millis(200)),
+                backfill: self.backfill,
                 handle,
             }),
         });

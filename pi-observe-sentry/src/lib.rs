@@ -19,4 +19,4 @@ mod transport;
 
 pub use config::{ConfigError, SentryConfig, deliver_spooled, probe};
 pub use subscriber::{SentryStats, SentrySubscriber};
-pub use transport::EnvelopeCapture;
+pub use transport::{EnvelopeCapture, FIRST_ANSWER_PATIENCE};

@@ -259,6 +259,67 @@ fn an_unreachable_dsn_neither_blocks_the_agent_nor_the_exit_beyond_the_deadline(
     drop(silent);
 }
 
+/// A backfill hands over envelopes faster than any server takes them: a full queue holds the
+/// caller back instead of dropping (here a queue of two, forty envelopes).
+#[test]
+fn a_backfill_is_paced_by_the_server_not_dropped() {
+    let endpoint = EnvelopeEndpoint::start();
+    let hub = Observability::new();
+    let config =
+        SentryConfig { dsn: Some(endpoint.dsn()), queue_capacity: Some(2), backfill: true, ..SentryConfig::default() };
+    let sentry = SentrySubscriber::new(config).unwrap();
+    let _s = hub.subscribe_arc(sentry.clone(), Arc::new(ContentPolicy::default()));
+    for _ in 0..20 {
+        scenario(&hub);
+    }
+    sentry.shutdown(Duration::from_secs(30)).unwrap();
+    let stats = sentry.stats();
+    assert_eq!((stats.transactions, stats.errors), (20, 20), "{stats:?}");
+    assert_eq!((stats.delivered, stats.not_delivered), (40, 0), "{stats:?}");
+    assert_eq!(endpoint.requests().len(), 40);
+}
+
+/// Runs forty envelopes of a backfill (`spool` or not) into a server that takes connections and
+/// never answers, the request timeout a minute: only taking it as stalled after its first
+/// envelope lets the flush finish within its deadline. Returns the counts.
+fn backfill_into_a_silent_server(spool: Option<pi_observe_spool::SpoolConfig>) -> pi_observe_sentry::SentryStats {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dsn = format!("http://public@127.0.0.1:{}/1", silent.local_addr().unwrap().port());
+    let hub = Observability::new();
+    let config = SentryConfig {
+        dsn: Some(dsn),
+        queue_capacity: Some(2),
+        request_timeout: Some(Duration::from_secs(60)),
+        backfill: true,
+        spool,
+        ..SentryConfig::default()
+    };
+    let sentry = SentrySubscriber::new(config).unwrap();
+    let _s = hub.subscribe_arc(sentry.clone(), Arc::new(ContentPolicy::default()));
+    for _ in 0..20 {
+        scenario(&hub);
+    }
+    sentry.flush(Duration::from_secs(20)).expect("every envelope settled within the flush's deadline");
+    let _ = sentry.shutdown(Duration::from_secs(1));
+    drop(silent);
+    sentry.stats()
+}
+
+#[test]
+fn a_backfill_spools_what_a_silent_server_would_hold_up() {
+    let dir = std::env::temp_dir().join(format!("pi-sentry-backfill-{}", pi_observe_core::SpanId::random()));
+    let stats = backfill_into_a_silent_server(Some(pi_observe_spool::SpoolConfig::new(&dir)));
+    assert_eq!((stats.delivered, stats.spooled, stats.not_delivered), (0, 40, 0), "{stats:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_backfill_without_a_spool_counts_what_a_silent_server_would_hold_up() {
+    let stats = backfill_into_a_silent_server(None);
+    assert_eq!((stats.delivered, stats.spooled, stats.not_delivered), (0, 0, 40), "{stats:?}");
+    assert!(stats.last_error.is_some_and(|e| e.contains("unavailable") || e.contains("stalled")));
+}
+
 #[test]
 fn every_builtin_secret_rule_is_active_in_this_build() {
     let scrubber = pi_observe_core::Scrubber::default();

@@ -41,7 +41,7 @@ pub fn run(args: &ExportArgs, cfg: &Config) -> Result<ExitCode, CliError> {
         // Spans have deterministic ids, so a second replay is idempotent; metric sums are not.
         sink_setup.without_metrics();
     }
-    sink_setup.check_receivers_first();
+    sink_setup.for_backfill();
     // An output that is one of the sessions being replayed would be truncated before it is read.
     let files = sessions::session_files_of(&args.paths)?;
     let inputs: Vec<(&str, &Path)> =

@@ -360,7 +360,7 @@ impl Exporter {
         }
         let url = reqwest::Url::parse(&self.endpoints[Signal::Traces as usize]).ok()?;
         let host = url.host_str()?.trim_matches(['[', ']']);
-        if host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()) {
+        if pi_observe_core::is_loopback_host(host) {
             return Some(Duration::ZERO);
         }
         let address = (host.to_owned(), url.port_or_known_default()?);

@@ -34,6 +34,14 @@ const DEGRADED_FOR: Duration = Duration::from_secs(30);
 /// Default number of envelopes waiting to be sent.
 const DEFAULT_CAPACITY: usize = 30;
 
+/// In a backfill, how long the server may take to answer the run's first envelope before it is
+/// taken as stalled (a loopback server: [`LOOPBACK_FIRST_ANSWER_PATIENCE`]).
+pub const FIRST_ANSWER_PATIENCE: Duration = Duration::from_secs(1);
+
+/// In a backfill, the first answer's patience for a server on this machine: its round trip is
+/// nil, and an envelope takes it milliseconds.
+const LOOPBACK_FIRST_ANSWER_PATIENCE: Duration = Duration::from_millis(100);
+
 /// Delivery outcomes, in envelopes (one per transaction or error event).
 #[derive(Debug, Default)]
 pub(crate) struct DeliveryCounters {
@@ -68,6 +76,8 @@ pub(crate) struct CountingHttp {
     pub(crate) counters: Arc<DeliveryCounters>,
     pub(crate) spool: Option<Arc<Spool>>,
     pub(crate) exit_patience: Duration,
+    /// A backfill ([`crate::SentryConfig::backfill`]).
+    pub(crate) backfill: bool,
     /// Where the subscriber finds the transport built.
     pub(crate) handle: Arc<TransportHandle>,
 }
@@ -179,6 +189,8 @@ pub(crate) struct HttpTransport {
     closing: Arc<Closing>,
     spooling: bool,
     exit_patience: Duration,
+    /// A backfill: a full queue waits for room.
+    backfill: bool,
     /// Says when the background delivery of earlier runs' envelopes is done.
     draining: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
 }
@@ -210,6 +222,8 @@ struct Sender {
     counters: Arc<DeliveryCounters>,
     closing: Arc<Closing>,
     spool: Option<Arc<Spool>>,
+    /// In a backfill, how long the server may take to answer its first envelope.
+    first_answer_patience: Option<Duration>,
 }
 
 impl HttpTransport {
@@ -219,6 +233,13 @@ impl HttpTransport {
         let pending = Arc::new(Pending::default());
         let closing = Arc::new(Closing::default());
         let target = Target::new(&options.dsn, Some(&options.user_agent), factory.timeout);
+        let first_answer_patience = factory.backfill.then(|| {
+            if pi_observe_core::is_loopback_host(options.dsn.host()) {
+                LOOPBACK_FIRST_ANSWER_PATIENCE
+            } else {
+                FIRST_ANSWER_PATIENCE
+            }
+        });
         let draining = factory.spool.as_ref().and_then(|spool| {
             let target = Target::new(&options.dsn, None, factory.timeout);
             drain_in_background(target, spool.clone(), &factory.counters, closing.clone())
@@ -229,6 +250,7 @@ impl HttpTransport {
             counters: factory.counters.clone(),
             closing: closing.clone(),
             spool: factory.spool.clone(),
+            first_answer_patience,
         };
         let started = pi_observe_core::spawn_telemetry_thread("pi-observe-sentry-send", move || sender.run(&envelopes));
         // Without a sender thread every envelope counts as not delivered.
@@ -241,26 +263,30 @@ impl HttpTransport {
             spooling: factory.spool.is_some(),
             draining: Mutex::new(draining),
             exit_patience: factory.exit_patience,
+            backfill: factory.backfill,
         }
     }
 }
 
 impl HttpTransport {
     /// Hands `item` to the sender thread without waiting; a full queue (or a closed transport)
-    /// drops it and counts it.
+    /// drops it and counts it. In a backfill a full queue waits for room: the sender always
+    /// gets on (each envelope is answered, cut by the first answer's patience, the request
+    /// timeout or the exit's, or skipped while the server is down).
     fn enqueue(&self, item: Outgoing) {
-        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(queue) = queue.as_ref() else {
+        let Some(queue) = self.queue.lock().unwrap_or_else(|e| e.into_inner()).clone() else {
             self.counters.dropped_queue_full.fetch_add(1, Relaxed);
             return;
         };
         self.pending.add(1);
-        match queue.try_send(item) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.pending.add(-1);
-                self.counters.dropped_queue_full.fetch_add(1, Relaxed);
-            }
+        let sent = if self.backfill {
+            queue.send(item).is_ok()
+        } else {
+            !matches!(queue.try_send(item), Err(TrySendError::Full(_) | TrySendError::Disconnected(_)))
+        };
+        if !sent {
+            self.pending.add(-1);
+            self.counters.dropped_queue_full.fetch_add(1, Relaxed);
         }
     }
 }
@@ -300,6 +326,12 @@ impl Sender {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
         let client = client(&self.target.url, self.target.timeout);
         let mut degraded_until: Option<Instant> = None;
+        // In a backfill, until the server has answered, an envelope waits at most the first
+        // answer's patience.
+        let mut first_answer = self.first_answer_patience;
+        // Envelopes are skipped while the server is down when they are kept for later, or
+        // when the caller must not wait for each one (a backfill).
+        let may_skip = self.spool.is_some() || self.first_answer_patience.is_some();
         for item in envelopes {
             let encoded = match item {
                 Outgoing::Ready(envelope) => {
@@ -317,29 +349,39 @@ impl Sender {
                     continue;
                 }
             };
-            let skip = self.spool.is_some() && degraded_until.is_some_and(|until| Instant::now() < until);
+            let skip = may_skip && degraded_until.is_some_and(|until| Instant::now() < until);
             let outcome = match (&runtime, &client) {
                 _ if skip => Attempt::Failed("receiver unavailable".into()),
                 (Ok(runtime), Ok(client)) => runtime.block_on(async {
+                    let stalled = async {
+                        match first_answer {
+                            Some(patience) => tokio::time::sleep(patience).await,
+                            None => std::future::pending().await,
+                        }
+                    };
                     tokio::select! {
                         outcome = post(client, &self.target, body.clone()) => outcome,
+                        () = stalled => Attempt::Failed("no answer to the run's first envelope in time: taken as stalled".into()),
                         () = self.closing.expired() => Attempt::Failed("shutdown deadline passed".into()),
                     }
                 }),
                 _ => Attempt::Rejected("cannot start the HTTP client".into()),
             };
+            if matches!(outcome, Attempt::Delivered | Attempt::Rejected(_) | Attempt::Unauthorized(_)) {
+                first_answer = None;
+            }
             match outcome {
                 Attempt::Delivered => {
                     self.counters.delivered.fetch_add(1, Relaxed);
                     degraded_until = None;
                 }
-                Attempt::Failed(why) if self.spool.is_some() => {
-                    if self.closing.deadline().is_none() && !skip {
+                Attempt::Failed(why) => {
+                    if may_skip && self.closing.deadline().is_none() && !skip {
                         degraded_until = Some(Instant::now() + DEGRADED_FOR);
                     }
                     self.spool_or_fail(&body, why);
                 }
-                Attempt::Failed(why) | Attempt::Rejected(why) | Attempt::Unauthorized(why) => self.counters.failed(why),
+                Attempt::Rejected(why) | Attempt::Unauthorized(why) => self.counters.failed(why),
             }
             self.pending.add(-1);
         }

@@ -223,11 +223,12 @@ impl SinkSetup {
         }
     }
 
-    /// A backfill: remote sinks ask their receiver at once whether it answers, so a stalled
-    /// one is known while the sessions are read and their batches go straight to the spool.
-    pub fn check_receivers_first(&mut self) {
+    /// A backfill: remote sinks pace the replay instead of dropping what it hands them, and find
+    /// out early whether their receiver answers, so a stalled one's batches go straight to the
+    /// spool.
+    pub fn for_backfill(&mut self) {
         for (_, sink) in &mut self.sinks {
-            sink.check_receiver_first();
+            sink.for_backfill();
         }
     }
 

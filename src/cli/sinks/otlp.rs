@@ -60,7 +60,7 @@ impl Sink for OtlpSink {
         self.config.metrics = Some(false);
     }
 
-    fn check_receiver_first(&mut self) {
+    fn for_backfill(&mut self) {
         self.config.check_receiver_first = true;
     }
 

@@ -119,6 +119,10 @@ impl Sink for SentrySink {
         }))
     }
 
+    fn for_backfill(&mut self) {
+        self.config.backfill = true;
+    }
+
     fn probe(&self, trace: TraceId) -> Result<Vec<ProbeOutcome>, CliError> {
         Ok(vec![pi_observe::sentry::probe(&self.config, trace)?])
     }

@@ -95,9 +95,10 @@ pub trait Sink: Send {
     /// For a backfill (`pi export`): metrics off (replayed spans are idempotent, sums are not).
     fn without_metrics(&mut self) {}
 
-    /// For a backfill (`pi export`): find out at once whether the receiver answers, while the
-    /// sessions are still being read.
-    fn check_receiver_first(&mut self) {}
+    /// For a backfill (`pi export`): the replay can wait for a sink, so it is paced rather than
+    /// dropped, and a receiver that does not answer is found out early (asked at once while
+    /// the sessions are still being read, or given a short patience for its first answer).
+    fn for_backfill(&mut self) {}
 
     /// `pi observe test`: one probe per request it would make (none for a local sink).
     fn probe(&self, _trace: TraceId) -> Result<Vec<ProbeOutcome>, CliError> {
