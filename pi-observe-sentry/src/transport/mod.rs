@@ -326,6 +326,8 @@ impl Sender {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
         let client = client(&self.target.url, self.target.timeout);
         let mut degraded_until: Option<Instant> = None;
+        // Why the server was taken as down, for the envelopes that skip it.
+        let mut degraded_why = String::new();
         // In a backfill, until the server has answered, an envelope waits at most the first
         // answer's patience.
         let mut first_answer = self.first_answer_patience;
@@ -351,7 +353,7 @@ impl Sender {
             };
             let skip = may_skip && degraded_until.is_some_and(|until| Instant::now() < until);
             let outcome = match (&runtime, &client) {
-                _ if skip => Attempt::Failed("receiver unavailable".into()),
+                _ if skip => Attempt::Failed(format!("receiver unavailable: {degraded_why}")),
                 (Ok(runtime), Ok(client)) => runtime.block_on(async {
                     let stalled = async {
                         match first_answer {
@@ -378,6 +380,7 @@ impl Sender {
                 Attempt::Failed(why) => {
                     if may_skip && self.closing.deadline().is_none() && !skip {
                         degraded_until = Some(Instant::now() + DEGRADED_FOR);
+                        degraded_why.clone_from(&why);
                     }
                     self.spool_or_fail(&body, why);
                 }
