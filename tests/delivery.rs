@@ -271,6 +271,42 @@ fn sentry_envelopes_are_spooled_while_sentry_is_down_and_flushed_with_their_trac
     assert!(batches(&d).is_empty());
 }
 
+/// `pi export --sentry` is a backfill: its replay waits for room in Sentry's queue (30 envelopes)
+/// instead of dropping, so every prompt's transaction arrives; a server that takes connections
+/// and never answers is taken as stalled after its first envelope, and the rest is spooled.
+#[test]
+fn export_to_sentry_delivers_every_transaction_or_spools_it() {
+    use pi_observe::sentry::testing::EnvelopeEndpoint;
+    let d = scratch("export-sentry");
+    let sessions = session(&d, 200);
+    let endpoint = EnvelopeEndpoint::start();
+    let out = pi_in(&d).arg("export").arg(&sessions).args(["--sentry", &endpoint.dsn()]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("200 transactions, 0 error events: 200 delivered, 0 not delivered"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(endpoint.items().iter().filter(|(kind, _)| kind == "transaction").count(), 200);
+
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dsn = format!("http://public@127.0.0.1:{}/1", silent.local_addr().unwrap().port());
+    let started_at = Instant::now();
+    let out = pi_in(&d).arg("export").arg(&sessions).args(["--sentry", &dsn]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("200 transactions, 0 error events: 0 delivered, 200 spooled for the next run, 0 not delivered"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("taken as stalled"), "{}", stderr(&out));
+    // Waiting out the request timeout (10 s) per envelope, or the flushes' 5 s deadlines, would
+    // take far longer.
+    assert!(started_at.elapsed() < Duration::from_secs(10), "export took {:?}", started_at.elapsed());
+    assert_eq!(batches(&d).len(), 200);
+}
+
 /// A session of `prompts` user/assistant exchanges (each one trace when exported).
 fn session(dir: &Path, prompts: usize) -> PathBuf {
     let path = dir.join("big.jsonl");
