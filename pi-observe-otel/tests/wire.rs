@@ -512,7 +512,7 @@ fn spooling_to(
 
 /// The workload, flushed with a deadline far off: only taking the receiver as stalled returns
 /// the flush early.
-fn backfill(hub: &Observability, otel: &Arc<OtelSubscriber>) {
+fn workload_then_flush(hub: &Observability, otel: &Arc<OtelSubscriber>) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(hub.scope(workload()));
     let flushed = Instant::now();
@@ -536,7 +536,7 @@ fn a_silent_loopback_receiver_is_not_probed() {
             }
         }
     });
-    let stats = spooling_to(&format!("http://{addr}/v1/traces"), Duration::from_secs(30), true, backfill);
+    let stats = spooling_to(&format!("http://{addr}/v1/traces"), Duration::from_secs(30), true, workload_then_flush);
     assert_eq!(stats.spans_spooled, stats.spans_started, "{stats:?}");
     // Connections are accepted in the order they were made: once a last one of ours is in,
     // every connection the subscriber made has been counted.
@@ -562,7 +562,7 @@ fn a_backfill_to_a_loopback_receiver_whose_backlog_is_full_spools() {
         fillers.push(stream);
         assert!(fillers.len() < 64, "the backlog does not fill");
     }
-    let stats = spooling_to(&format!("http://{addr}/v1/traces"), Duration::from_secs(30), true, backfill);
+    let stats = spooling_to(&format!("http://{addr}/v1/traces"), Duration::from_secs(30), true, workload_then_flush);
     assert!(stats.spans_started > 0);
     assert_eq!(stats.spans_spooled, stats.spans_started, "{stats:?}");
     drop(listener);
@@ -596,7 +596,7 @@ fn a_silent_receiver_is_taken_as_stalled_during_the_run() {
 fn a_flush_with_a_spool_takes_a_silent_receiver_as_stalled() {
     against_a_stalled_receiver(Duration::from_secs(30), |hub, otel| {
         for _ in 0..3 {
-            backfill(hub, otel);
+            workload_then_flush(hub, otel);
         }
     });
 }
@@ -607,7 +607,7 @@ fn a_flush_with_a_spool_takes_a_silent_receiver_as_stalled() {
 fn a_backfill_whose_question_goes_unanswered_spools_every_batch() {
     against_a_stalled_receiver_asked(Duration::from_secs(30), true, |hub, otel| {
         for _ in 0..3 {
-            backfill(hub, otel);
+            workload_then_flush(hub, otel);
         }
     });
 }
