@@ -307,6 +307,79 @@ fn export_to_sentry_delivers_every_transaction_or_spools_it() {
     assert_eq!(batches(&d).len(), 200);
 }
 
+/// A Sentry envelope endpoint on loopback that takes `delay` to answer each request (200, kept
+/// alive); returns its DSN and the count of requests answered.
+fn slow_sentry(delay: Duration) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dsn = format!("http://public@{}/1", listener.local_addr().unwrap());
+    let answered = std::sync::Arc::new(AtomicUsize::new(0));
+    let count = answered.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let count = count.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut stream = stream;
+                loop {
+                    let mut length = 0;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap();
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    reader.read_exact(&mut body).unwrap();
+                    // The receiver's own pace: what a remote server's round trip costs.
+                    std::thread::sleep(delay);
+                    count.fetch_add(1, Relaxed);
+                    if stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (dsn, answered)
+}
+
+/// A backfill into a collector and a Sentry slower than the replay: the replay waits for Sentry
+/// (its pacing flushes repeated while the sinks' queue goes down), so the sinks' shared queue
+/// never overflows — every span reaches the collector and every transaction Sentry. (Without
+/// the repeat, each pacing flush gave up after the flush deadline, 400 ms here, and the queue
+/// overflowed: records dropped for both.)
+#[test]
+fn a_backfill_waits_for_a_slow_sentry_and_the_collector_still_gets_every_span() {
+    let d = scratch("export-slow-sentry");
+    let sessions = session(&d, 2000);
+    let receiver = Receiver::start(vec![]);
+    let (dsn, answered) = slow_sentry(Duration::from_millis(3));
+    let out = pi_in(&d)
+        .arg("export")
+        .arg(&sessions)
+        .args(["--otlp", &receiver.endpoint, "--sentry", &dsn])
+        .env("OTEL_EXPORTER_OTLP_TIMEOUT", "400")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("6000 spans delivered, 0 not delivered"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("2000 transactions, 0 error events: 2000 delivered, 0 not delivered"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(answered.load(std::sync::atomic::Ordering::Relaxed), 2000);
+}
+
 /// A session of `prompts` user/assistant exchanges (each one trace when exported).
 fn session(dir: &Path, prompts: usize) -> PathBuf {
     let path = dir.join("big.jsonl");

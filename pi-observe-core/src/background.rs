@@ -75,6 +75,8 @@ struct Queue {
     wake_at: usize,
     /// Records not queued: the queue was full, or shutdown had begun.
     dropped: AtomicU64,
+    /// Records handed to a subscriber so far, one per record and subscriber.
+    handed: AtomicU64,
 }
 
 #[derive(Default)]
@@ -124,6 +126,7 @@ impl Background {
             capacity,
             wake_at: (capacity / 2).clamp(1, 256),
             dropped: AtomicU64::new(0),
+            handed: AtomicU64::new(0),
         });
         let hub = HubSlot::new();
         let worker = Worker { queue: queue.clone(), inners: inners.clone(), hub: hub.clone() };
@@ -131,6 +134,12 @@ impl Background {
         // it does on its own (waiting for its exit cost a command's exit time; ADR 0013).
         spawn_telemetry_thread(name, move || worker.run())?;
         Ok(Background { queue, inners, hub, shutting_down: Mutex::new(None) })
+    }
+
+    /// Records handed to its subscribers so far (one per record and subscriber): a caller that
+    /// waits for them can tell a slow subscriber, which moves it, from a stuck one.
+    pub fn handed(&self) -> u64 {
+        self.queue.handed.load(Relaxed)
     }
 
     /// Records its subscribers never got: the queue was full, or they came after shutdown
@@ -315,8 +324,16 @@ impl Worker {
             for control in controls {
                 match control {
                     Control::Flush(deadline, ack) => {
+                        // A flush whose caller has stopped waiting is not asked of the
+                        // subscribers: with no time left it could only cut their work short (an
+                        // exporter with a spool spools what it was sending).
                         let left = || deadline.saturating_duration_since(Instant::now());
-                        let _ = ack.send(self.each(|inner| inner.flush(left())));
+                        let flushed = if left().is_zero() {
+                            Err(SubscriberError::Timeout)
+                        } else {
+                            self.each(|inner| inner.flush(left()))
+                        };
+                        let _ = ack.send(flushed);
                     }
                     Control::Shutdown(deadline, ack) => {
                         let _ = ack.send(self.finish(deadline));
@@ -339,10 +356,12 @@ impl Worker {
         for inner in rest {
             for event in records.iter() {
                 self.call(inner, |inner| inner.on_event(event));
+                self.queue.handed.fetch_add(1, Relaxed);
             }
         }
         for event in records.drain(..) {
             self.call(last, |inner| inner.on_owned_event(event));
+            self.queue.handed.fetch_add(1, Relaxed);
         }
     }
 

@@ -8,7 +8,7 @@ use pi_agent::session::replay;
 use pi_observe::core::EventKind;
 
 use super::config::Config;
-use super::sinks::SinkSetup;
+use super::sinks::{SinkSetup, Sinks};
 use super::{CliError, files, output, sessions, signals};
 
 /// `pi export [PATH…]` and the sinks to replay into.
@@ -29,9 +29,17 @@ pub struct ExportArgs {
     pub sinks: super::sinks::SinkArgs,
 }
 
-/// Records handed to the adapters before waiting for them to catch up: below every adapter's
-/// queue capacity, so a long backfill is paced instead of dropped.
+/// Records handed to the adapters before waiting for them to catch up ([`Sinks::pace`]):
+/// below every adapter's queue capacity, so a long backfill is paced instead of dropped.
 const BATCH_RECORDS: usize = 2048;
+
+/// Waits for the sinks to take what the replay handed them ([`Sinks::pace`]); says so when one
+/// makes no progress for a whole flush deadline.
+fn pace(sinks: &Sinks) {
+    if let Err(e) = sinks.pace() {
+        output::error(format_args!("pi: export: an adapter did not keep up: {e}"));
+    }
+}
 
 /// Replays every session (files or directories, as `pi report`) through the adapters given by
 /// the flags, with the same content policy as a live run, then flushes within the deadline.
@@ -75,12 +83,12 @@ pub fn run(args: &ExportArgs, cfg: &Config) -> Result<ExitCode, CliError> {
             pending += 1;
             if pending >= BATCH_RECORDS {
                 pending = 0;
-                if let Err(e) = sinks.flush() {
-                    output::error(format_args!("pi: export: an adapter did not keep up: {e}"));
-                }
+                pace(&sinks);
             }
         }
     })?;
+    // The last records handed over too before the shutdown's deadline starts.
+    pace(&sinks);
     let spans = hub.stats().emitted / 2;
     output::error(format_args!("pi: export: {sessions} sessions, {} traces, {spans} spans", traces.len()));
     // Trace ids (and links) only for a small backfill; totals always.

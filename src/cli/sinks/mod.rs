@@ -368,6 +368,24 @@ impl Sinks {
         self.hub.flush(self.flush_deadline)
     }
 
+    /// A backfill's pace: waits until the sinks have taken what was emitted, flush after flush
+    /// while one times out and the sinks' threads are still handing records over (a slow
+    /// receiver the replay waits for: ADR 0033), so their queues never overflow. When a whole
+    /// flush deadline passes without a record handed over, the last flush's error is returned
+    /// and the caller goes on (what then does not fit a queue is dropped and counted).
+    pub fn pace(&self) -> Result<(), pi_observe::core::SubscriberError> {
+        let handed = || self.off_threads.iter().map(|(background, _)| background.handed()).sum::<u64>();
+        let mut before = handed();
+        loop {
+            let Err(e) = self.flush() else { return Ok(()) };
+            let now = handed();
+            if now == before {
+                return Err(e);
+            }
+            before = now;
+        }
+    }
+
     /// Shuts the hub down within the flush deadline, then lets each sink say on stderr what it
     /// delivered and did not (with each trace id in `traces` where that is how a user finds the
     /// run); then records the counters of `command` for `pi observe status`. The last thing a
