@@ -394,6 +394,11 @@ impl Subscriber for OtelSubscriber {
             let patience =
                 if slowest.is_zero() { FIRST_ANSWER_PATIENCE } else { (slowest * 4).max(MIN_ANSWER_PATIENCE) };
             let by = (deadline - (timeout / 10).min(Duration::from_millis(50))).min(Instant::now() + patience);
+            // A receiver that has answered this run keeps at least the least patience however
+            // little time the flush has (a flush that reaches this subscriber late, after the
+            // ones before it took their share): the flush still returns at its deadline, but
+            // the export in flight is not cut and spooled for that.
+            let by = if slowest.is_zero() { by } else { by.max(Instant::now() + MIN_ANSWER_PATIENCE) };
             *self.counters.flush_by.lock().unwrap_or_else(|e| e.into_inner()) = Some(by);
             self.counters.hurry.notify_waiters();
         }
